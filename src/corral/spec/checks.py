@@ -1,0 +1,162 @@
+"""Cross-field checks of an expanded cluster (pure, offline, before any SSH)."""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from corral.errors import Problem
+from corral.spec.hosts import RangeError, expand_names
+from corral.spec.models import K8S_ROLES, SLURM_ROLES
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster
+
+Where = Callable[..., str]
+
+
+def _hint(value: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(value, choices, n=1)
+    return f"did you mean {close[0]!r}?" if close else f"choose from: {', '.join(choices) or '(none)'}"
+
+
+def check_nodes(cluster: Cluster, where: Where) -> list[Problem]:
+    problems = []
+    for attr, label in (("name", "node name"), ("address", "address")):
+        counts = Counter(getattr(n, attr) for n in cluster.nodes)
+        for value, count in counts.items():
+            if count > 1:
+                groups = sorted({n.group for n in cluster.nodes if getattr(n, attr) == value})
+                key = "names" if attr == "name" else "addresses"
+                problems.append(Problem(where(("nodes", groups[-1], key)),
+                                        f"duplicate {label}: used {count} times", value,
+                                        f"give every node a unique {label}"))
+    return problems
+
+
+def check_roles(cluster: Cluster, where: Where) -> list[Problem]:
+    spec, problems = cluster.spec, []
+    allowed = SLURM_ROLES if spec.scheduler == "slurm" else K8S_ROLES
+    for gi, group in enumerate(spec.nodes):
+        roles = list(group.roles)
+        for r in roles:
+            if r not in allowed:
+                problems.append(Problem(where(("nodes", gi, "roles")),
+                                        f"role {r!r} does not exist for scheduler {spec.scheduler!r}", r,
+                                        f"use roles from: {', '.join(allowed)}"))
+        dup = [r for r, c in Counter(roles).items() if c > 1]
+        if dup:
+            problems.append(Problem(where(("nodes", gi, "roles")), "role listed twice", dup[0],
+                                    "list each role once"))
+        if "controller" in roles and len(expand_or_empty(group.names)) > 2:
+            problems.append(Problem(where(("nodes", gi, "roles")),
+                                    "more than 2 controllers (Slurm supports one primary and one backup)",
+                                    group.names, "give the controller role to at most 2 nodes"))
+        if "gpus" in group.model_fields_set and group.gpus and group.gpus.count > 0 and not (
+                {"compute", "worker", "login"} & set(roles)):
+            problems.append(Problem(where(("nodes", gi, "gpus")),
+                                    "GPUs declared on nodes that run no jobs", roles,
+                                    "add the 'compute' role (or 'worker' on Kubernetes) or drop 'gpus'"))
+    if problems:
+        return problems
+    need = {"slurm": ["controller", "compute"], "kubernetes": ["control-plane", "worker"]}[spec.scheduler]
+    for role in need:
+        if not cluster.with_role(role):
+            problems.append(Problem(where(("nodes",)), f"no node has the {role!r} role", None,
+                                    f"add '{role}' to the roles of a node group"))
+    for role, most in (("controller", 2), ("accounting", 1), ("monitoring", 1)):
+        holders = cluster.with_role(role)
+        if len(holders) > most:
+            problems.append(Problem(where(("nodes",)), f"{len(holders)} nodes have the {role!r} role "
+                                    f"(at most {most})", ",".join(n.name for n in holders),
+                                    f"give '{role}' to at most {most} node(s)"))
+    return problems
+
+
+def expand_or_empty(expr: str) -> list[str]:
+    try:
+        return expand_names(expr)
+    except RangeError:
+        return []
+
+
+def check_slurm(cluster: Cluster, where: Where) -> list[Problem]:
+    slurm, problems = cluster.spec.slurm, []
+    compute = [n.name for n in cluster.with_role("compute")]
+    qos_names = [q.name for q in slurm.qos]
+    for kind, items in (("partition", slurm.partitions), ("qos", slurm.qos), ("account", slurm.accounts)):
+        for name, count in Counter(i.name for i in items).items():
+            if count > 1:
+                problems.append(Problem(where(("slurm",)), f"duplicate {kind} name", name,
+                                        f"give every {kind} a unique name"))
+    if sum(p.default for p in slurm.partitions) > 1:
+        problems.append(Problem(where(("slurm", "partitions")), "more than one default partition", None,
+                                "set 'default: true' on one partition only"))
+    for pi, part in enumerate(slurm.partitions):
+        loc = ("slurm", "partitions", pi)
+        if part.nodes != "ALL":
+            try:
+                names = expand_names(part.nodes)
+            except RangeError as exc:
+                problems.append(Problem(where(loc + ("nodes",)), str(exc), None, "use a hostlist or ALL"))
+                continue
+            for name in names:
+                if name not in compute:
+                    what = "is not a compute node" if any(n.name == name for n in cluster.nodes) \
+                        else "does not exist in the spec"
+                    problems.append(Problem(where(loc + ("nodes",)), f"partition {part.name!r}: node {name!r} "
+                                            f"{what}", name, _hint(name, compute)))
+        if part.qos and part.qos not in qos_names:
+            problems.append(Problem(where(loc + ("qos",)), f"partition {part.name!r}: unknown QOS", part.qos,
+                                    _hint(part.qos, qos_names)))
+    for qi, qos in enumerate(slurm.qos):
+        for other in qos.preempt:
+            if other not in qos_names or other == qos.name:
+                problems.append(Problem(where(("slurm", "qos", qi, "preempt")),
+                                        f"QOS {qos.name!r} preempts an unknown QOS", other,
+                                        _hint(other, [q for q in qos_names if q != qos.name])))
+    acct_names = [a.name for a in slurm.accounts]
+    for ai, acct in enumerate(slurm.accounts):
+        loc = ("slurm", "accounts", ai)
+        if acct.parent and acct.parent not in acct_names:
+            problems.append(Problem(where(loc + ("parent",)), f"account {acct.name!r}: unknown parent",
+                                    acct.parent, _hint(acct.parent, acct_names)))
+        for q in acct.qos + ([acct.default_qos] if acct.default_qos else []):
+            if q not in qos_names and q != "normal":
+                problems.append(Problem(where(loc + ("qos",)), f"account {acct.name!r}: unknown QOS", q,
+                                        _hint(q, qos_names)))
+        if acct.default_qos and acct.qos and acct.default_qos not in acct.qos:
+            problems.append(Problem(where(loc + ("default_qos",)), "default_qos is not in the account's qos list",
+                                    acct.default_qos, "add it to 'qos'"))
+    return problems
+
+
+def check_virtual(cluster: Cluster, where: Where) -> list[Problem]:
+    v = cluster.spec.virtual
+    if v is None:
+        return []
+    problems, net = [], v.subnet
+    if net.prefixlen > 29:
+        return [Problem(where(("virtual", "subnet")), "subnet too small", str(net), "use a /24")]
+    if not net.is_private:
+        problems.append(Problem(where(("virtual", "subnet")), "virtual subnet must be a private range",
+                                str(net), "use e.g. 10.213.0.0/24"))
+    gateway = net.network_address + 1
+    for n in cluster.nodes:
+        ip = ipaddress.ip_address(n.address)
+        if ip not in net or ip in (net.network_address, net.broadcast_address, gateway):
+            problems.append(Problem(where(("nodes", n.group, "addresses")),
+                                    f"node {n.name}: address not usable in virtual subnet {net} "
+                                    f"({gateway} is the host side)", n.address,
+                                    f"use addresses from {gateway + 9} upwards"))
+    return problems
+
+
+def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
+    problems = check_nodes(cluster, where) + check_roles(cluster, where)
+    if cluster.spec.scheduler == "slurm":
+        problems += check_slurm(cluster, where)
+    return problems + check_virtual(cluster, where)

@@ -1,0 +1,143 @@
+"""The expanded cluster: one Node per host, built from the spec and checked across fields."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corral.errors import Problem, SpecError
+from corral.spec.checks import check_cluster
+from corral.spec.hosts import RangeError, expand_addresses, expand_names
+from corral.spec.models import ClusterSpec, GpuSpec
+
+Where = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    address: str
+    roles: tuple[str, ...]
+    gpus: GpuSpec | None
+    memory_mb: int | None
+    group: int  # index in spec.nodes
+
+    @property
+    def gpu_count(self) -> int:
+        return self.gpus.count if self.gpus else 0
+
+    def has(self, role: str) -> bool:
+        return role in self.roles
+
+
+@dataclass
+class Cluster:
+    spec: ClusterSpec
+    path: Path
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.resolve().parent
+
+    @property
+    def state_dir(self) -> Path:
+        return (self.base_dir / self.spec.state_dir).resolve()
+
+    def ssh_key(self) -> Path | None:
+        key = self.spec.ssh.key
+        return (self.base_dir / key).expanduser().resolve() if key else None
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def with_role(self, role: str) -> list[Node]:
+        return [n for n in self.nodes if role in n.roles]
+
+    def spec_hash(self) -> str:
+        data = json.dumps(self.spec.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+    def expanded(self) -> dict:
+        """The spec with every group expanded to its nodes (for `corral spec show --json`)."""
+        return {
+            "name": self.name, "scheduler": self.spec.scheduler,
+            "ssh": self.spec.ssh.model_dump(mode="json"),
+            "nodes": [{"name": n.name, "address": n.address, "roles": list(n.roles),
+                       "gpus": n.gpus.model_dump(mode="json") if n.gpus else None,
+                       "memory_mb": n.memory_mb, "group": n.group} for n in self.nodes],
+            "slurm": self.spec.slurm.model_dump(mode="json"),
+            "virtual": self.spec.virtual.model_dump(mode="json") if self.spec.virtual else None,
+            "state_dir": str(self.state_dir), "spec_hash": self.spec_hash(),
+        }
+
+
+def _expand_group(spec: ClusterSpec, gi: int, where: Where, problems: list[Problem]) -> list[Node]:
+    group = spec.nodes[gi]
+    try:
+        names = expand_names(group.names)
+    except RangeError as exc:
+        problems.append(Problem(where(("nodes", gi, "names")), str(exc), None,
+                                "write names like 'gpu[01-16]' or 'ctl1,login1'"))
+        return []
+    try:
+        addresses = expand_addresses(group.addresses)
+    except RangeError as exc:
+        problems.append(Problem(where(("nodes", gi, "addresses")), str(exc), None,
+                                "give a list, a range '10.0.0.11-26' or '10.0.0.[11-26]'"))
+        return []
+    if len(addresses) != len(names):
+        problems.append(Problem(
+            where(("nodes", gi, "addresses")),
+            f"{len(names)} names ({group.names}) but {len(addresses)} addresses", group.addresses,
+            "give exactly one address per name, in the same order"))
+        return []
+    for oname in group.overrides:
+        if oname not in names:
+            problems.append(Problem(where(("nodes", gi, "overrides", oname), key=True),
+                                    f"override for {oname!r}, which is not in this group ({group.names})",
+                                    oname, "name a node of this group"))
+    nodes = []
+    for name, address in zip(names, addresses):
+        o = group.overrides.get(name)
+        gpus = group.gpus
+        if o and o.gpus:
+            patch = o.gpus.model_dump(exclude_none=True)
+            if gpus is None and "model" not in patch:
+                problems.append(Problem(where(("nodes", gi, "overrides", name, "gpus")),
+                                        "GPU override on a group without gpus needs 'model' and 'count'",
+                                        patch, "add model: and count:"))
+                continue
+            gpus = GpuSpec.model_validate({**(gpus.model_dump() if gpus else {"count": 0}), **patch})
+        nodes.append(Node(
+            name=name,
+            address=str(o.address) if o and o.address else address,
+            roles=tuple(o.roles) if o and o.roles else tuple(group.roles),
+            gpus=gpus if gpus and gpus.count > 0 else None,
+            memory_mb=(o.memory_mb if o and o.memory_mb else group.memory_mb),
+            group=gi,
+        ))
+    return nodes
+
+
+def build_cluster(spec: ClusterSpec, path: Path, where: Where) -> Cluster:
+    problems: list[Problem] = []
+    nodes: list[Node] = []
+    for gi in range(len(spec.nodes)):
+        nodes.extend(_expand_group(spec, gi, where, problems))
+    cluster = Cluster(spec=spec, path=path, nodes=nodes)
+    if not problems:
+        problems.extend(check_cluster(cluster, where))
+    if problems:
+        raise SpecError(problems)
+    return cluster

@@ -1,0 +1,129 @@
+"""Typed cluster spec (cluster.yaml). Pydantic models only; loading and cross-checks live beside.
+
+Every model forbids unknown keys so a typo is an error (with the closest valid key suggested).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
+K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
+Role = Literal["controller", "compute", "login", "accounting", "monitoring", "nfs",
+               "control-plane", "worker"]
+NAME = r"^[a-z0-9]([a-z0-9_-]{0,62})$"
+SLURM_TIME = r"^(INFINITE|UNLIMITED|\d+|\d+:\d{2}(:\d{2})?|\d+-\d{1,2}(:\d{2}(:\d{2})?)?)$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GpuSpec(Strict):
+    """GPUs of one node: `model` is the Slurm GRES type (lowercase), e.g. h100."""
+
+    model: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=32)
+    count: int = Field(ge=0, le=64)
+    memory_gib: int | None = Field(default=None, ge=1, le=4096)
+    nvlink: bool = False
+
+
+class GpuOverride(Strict):
+    model: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=32)
+    count: int | None = Field(default=None, ge=0, le=64)
+    memory_gib: int | None = Field(default=None, ge=1, le=4096)
+    nvlink: bool | None = None
+
+
+class SSHSpec(Strict):
+    user: str = Field(default="root", pattern=r"^[a-z_][a-z0-9_-]*$")
+    key: str | None = None  # private key path; relative paths are relative to the spec file
+    port: int = Field(default=22, ge=1, le=65535)
+    jump_host: str | None = Field(default=None, pattern=r"^([a-z_][a-z0-9_-]*@)?[A-Za-z0-9.:-]+(:\d+)?$")
+
+
+class NodeOverride(Strict):
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = None
+    roles: list[Role] | None = Field(default=None, min_length=1)
+    gpus: GpuOverride | None = None
+    memory_mb: int | None = Field(default=None, ge=64)
+
+
+class NodeGroup(Strict):
+    """A set of alike nodes: `names: gpu[01-16]`, `addresses: 10.0.0.[11-26]`."""
+
+    names: str = Field(min_length=1)
+    addresses: list[str] | str
+    roles: list[Role] = Field(min_length=1)
+    gpus: GpuSpec | None = None
+    memory_mb: int | None = Field(default=None, ge=64)  # Slurm RealMemory; facts when absent
+    overrides: dict[str, NodeOverride] = Field(default_factory=dict)
+
+
+class Partition(Strict):
+    name: str = Field(pattern=NAME)
+    nodes: str = "ALL"  # hostlist of spec nodes, or ALL (every compute node)
+    default: bool = False
+    max_time: str = Field(default="INFINITE", pattern=SLURM_TIME)
+    qos: str | None = None
+    priority_tier: int = Field(default=1, ge=0, le=65533)
+
+
+class QOS(Strict):
+    name: str = Field(pattern=NAME)
+    priority: int = Field(default=0, ge=0)
+    max_gpus_per_user: int | None = Field(default=None, ge=0)
+    max_jobs_per_user: int | None = Field(default=None, ge=0)
+    max_wall: str | None = Field(default=None, pattern=SLURM_TIME)
+    preempt: list[str] = Field(default_factory=list)
+    preempt_mode: Literal["off", "cancel", "requeue", "suspend"] = "off"
+
+
+class Account(Strict):
+    name: str = Field(pattern=NAME)
+    parent: str | None = None
+    fairshare: int = Field(default=1, ge=0)
+    users: list[str] = Field(default_factory=list)
+    qos: list[str] = Field(default_factory=list)
+    default_qos: str | None = None
+
+
+class FairShare(Strict):
+    enabled: bool = True
+    weight_fairshare: int = Field(default=10000, ge=0)
+    weight_age: int = Field(default=1000, ge=0)
+    weight_qos: int = Field(default=5000, ge=0)
+    weight_jobsize: int = Field(default=0, ge=0)
+    weight_partition: int = Field(default=0, ge=0)
+    decay_half_life: str = "7-0"
+
+
+class SlurmSpec(Strict):
+    partitions: list[Partition] = Field(default_factory=list)
+    qos: list[QOS] = Field(default_factory=list)
+    accounts: list[Account] = Field(default_factory=list)
+    fairshare: FairShare = FairShare()
+    enforce_limits: bool = True
+    def_mem_per_gpu_mb: int | None = Field(default=None, ge=1)
+
+
+class VirtualSpec(Strict):
+    """Present only in specs written by `corral virtual up`: how the local virtual cluster is built."""
+
+    bridge: str = Field(default="corral0", pattern=r"^[a-z][a-z0-9]{0,14}$")
+    subnet: ipaddress.IPv4Network = ipaddress.IPv4Network("10.213.0.0/24")
+    repo_port: int = Field(default=8080, ge=1024, le=65535)
+    node_memory_mb: int = Field(default=2048, ge=256)  # RealMemory declared for virtual nodes
+
+
+class ClusterSpec(Strict):
+    name: str = Field(pattern=NAME)
+    scheduler: Literal["slurm", "kubernetes"] = "slurm"
+    ssh: SSHSpec = SSHSpec()
+    nodes: list[NodeGroup] = Field(min_length=1)
+    slurm: SlurmSpec = SlurmSpec()
+    state_dir: str = ".corral"  # relative to the spec file
+    virtual: VirtualSpec | None = None
