@@ -1,0 +1,226 @@
+"""`corral virtual up | down | status`: the whole local virtual cluster.
+
+State (what up created: bridge, sysctls, server PID, nodes) lives in <state_dir>/virtual.json so
+that `down` undoes exactly that, by recorded PID and name, never by pattern.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from corral.errors import CorralError, HostToolError, UsageError
+from corral.spec.cluster import Cluster
+from corral.virtual import host, image, network, node as vnode, repo
+
+ORDER_LAST = ("controller", "accounting", "control-plane")  # stopped after the others
+
+
+@dataclass
+class NodeStatus:
+    name: str
+    address: str
+    roles: list[str]
+    gpus: int
+    running: bool
+    pid: int | None
+    ssh: bool
+
+
+class VirtualCluster:
+    def __init__(self, cluster: Cluster) -> None:
+        if cluster.spec.virtual is None:
+            raise UsageError(f"{cluster.path}: not a virtual cluster spec (no 'virtual:' section)",
+                             fix="run `corral virtual up` in a directory of its own")
+        self.cluster = cluster
+        self.v = cluster.spec.virtual
+        self.workdir = cluster.base_dir
+        self.state_dir = cluster.state_dir
+        self.state_file = self.state_dir / "virtual.json"
+        self.key = cluster.ssh_key() or self.state_dir / "ssh/id_ed25519"
+        self.known_hosts = self.state_dir / "known_hosts"
+        self.cg_prefix = f"corral-{cluster.name}"
+        self.nodes = [vnode.VNode(n, self.workdir, self.cg_prefix) for n in cluster.nodes]
+
+    # -- state -------------------------------------------------------------------------------------
+    def load_state(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def save_state(self, state: dict) -> None:
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+        tmp.replace(self.state_file)
+
+    @contextmanager
+    def locked(self):
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(self.state_dir / "virtual.lock", "w") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UsageError("another `corral virtual` command is running on this cluster",
+                                 fix="wait for it to finish") from None
+            yield
+
+    def repo_url(self) -> str:
+        return f"http://{network.host_address(self.v.subnet)}:{self.v.repo_port}/"
+
+    # -- up ------------------------------------------------------------------------------------------
+    def ensure_key(self) -> str:
+        if not self.key.exists():
+            self.key.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            host.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"corral@{self.cluster.name}",
+                      "-f", str(self.key)], what="generating the cluster SSH key")
+        return self.key.with_suffix(".pub").read_text()
+
+    def up(self, timeout: float = 120.0) -> list[NodeStatus]:
+        host.require_root()
+        host.ensure_tools()
+        vnode.require_cgroups()
+        with self.locked():
+            state = self.load_state()
+            try:
+                return self._up(state, timeout)
+            finally:
+                self.save_state(state)
+
+    def _up(self, state: dict, timeout: float) -> list[NodeStatus]:
+        base = image.ensure_image()
+        pubkey = self.ensure_key()
+        repo_dir = repo.ensure_repo(base, repo.packages_for(self.cluster))
+        network.bridge_up(self.v.bridge, self.v.subnet, state)
+        if len(self.nodes) > 16:  # ~6 inotify instances per node; 128 caps the cluster near 20
+            network.raise_sysctl("fs.inotify.max_user_instances", 16 * len(self.nodes), state)
+        if not vnode.pid_alive(state.get("repo_pid")) or not _listening(
+                network.host_address(self.v.subnet), self.v.repo_port):
+            state["repo_pid"] = repo.start_server(repo_dir, network.host_address(self.v.subnet),
+                                                  self.v.repo_port, self.state_dir / "logs/repo-http.log")
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            keys = list(pool.map(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey),
+                                 self.nodes))
+        self._write_known_hosts(keys)
+        for n in self.nodes:
+            n.start(self.v.bridge)
+        state["nodes"] = sorted(set(state.get("nodes", [])) | {n.node.name for n in self.nodes})
+        state["cg_prefix"] = self.cg_prefix
+        self.wait_ssh(timeout)
+        return self.status()
+
+    def _write_known_hosts(self, keys: list[str]) -> None:
+        lines = {}
+        if self.known_hosts.exists():
+            for line in self.known_hosts.read_text().splitlines():
+                if line.strip():
+                    lines[line.split()[0]] = line
+        for n, key in zip(self.nodes, keys):
+            lines[n.node.address] = f"{n.node.address} {key}"
+        self.known_hosts.write_text("".join(v + "\n" for v in lines.values()))
+        self.known_hosts.chmod(0o600)
+
+    def ssh_cmd(self, address: str, *args: str, tty: bool = False) -> list[str]:
+        return ["ssh", "-i", str(self.key), "-o", f"UserKnownHostsFile={self.known_hosts}",
+                "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
+                "-o", "LogLevel=ERROR", *(["-t"] if tty else []), f"root@{address}", *args]
+
+    def wait_ssh(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+
+        def wait(n: vnode.VNode) -> str | None:
+            while time.monotonic() < deadline:
+                if not n.running():
+                    return f"{n.node.name}: node exited while booting: {n.ssh_ready_hint()}"
+                if _banner(n.node.address):
+                    r = subprocess.run(self.ssh_cmd(n.node.address, "true"), capture_output=True,
+                                       text=True, stdin=subprocess.DEVNULL)
+                    if r.returncode == 0:
+                        return None
+                time.sleep(0.2)
+            return f"{n.node.name}: no SSH login within {timeout:.0f} s ({n.ssh_ready_hint()})"
+
+        with ThreadPoolExecutor(max_workers=max(1, len(self.nodes))) as pool:
+            errors = [e for e in pool.map(wait, self.nodes) if e]
+        if errors:
+            raise CorralError("virtual nodes did not come up: " + "; ".join(errors),
+                              fix="see the console logs under <workdir>/nodes/<name>/console.log")
+
+    # -- down ----------------------------------------------------------------------------------------
+    def down(self, keep_disks: bool = False) -> None:
+        host.require_root()
+        with self.locked():
+            state = self.load_state()
+            names = set(state.get("nodes", [])) | {n.node.name for n in self.nodes}
+            spec_nodes = {n.node.name: n for n in self.nodes}
+            known = [spec_nodes.get(name) or self._orphan(name) for name in sorted(names)]
+            first = [n for n in known if not set(n.node.roles) & set(ORDER_LAST)]
+            last = [n for n in known if set(n.node.roles) & set(ORDER_LAST)]
+            for batch in (first, last):
+                with ThreadPoolExecutor(max_workers=max(1, len(batch))) as pool:
+                    list(pool.map(lambda n: n.stop(), batch))
+            for h in vnode.CG_HIER:
+                prefix = vnode.CG_ROOT / h / self.cg_prefix
+                if prefix.is_dir():
+                    vnode._rmdir(prefix)
+            if state.get("repo_pid"):
+                repo.stop_server(state.pop("repo_pid"))
+            network.bridge_down(state)
+            network.restore_sysctls(state)
+            if not keep_disks:
+                import shutil
+                for n in known:
+                    shutil.rmtree(n.dir, ignore_errors=True)
+            state.pop("nodes", None)
+            self.state_file.unlink(missing_ok=True)
+            if not keep_disks:
+                self.known_hosts.unlink(missing_ok=True)
+
+    def _orphan(self, name: str) -> vnode.VNode:
+        """A node in the recorded state that the spec no longer has: stop it all the same."""
+        from corral.spec.cluster import Node
+        return vnode.VNode(Node(name, "0.0.0.0", (), None, None, -1), self.workdir, self.cg_prefix)
+
+    # -- status --------------------------------------------------------------------------------------
+    def status(self) -> list[NodeStatus]:
+        def one(n: vnode.VNode) -> NodeStatus:
+            pid = n.pid()
+            return NodeStatus(n.node.name, n.node.address, list(n.node.roles), n.node.gpu_count,
+                              pid is not None, pid, pid is not None and _banner(n.node.address))
+        with ThreadPoolExecutor(max_workers=max(1, len(self.nodes))) as pool:
+            return list(pool.map(one, self.nodes))
+
+    def node(self, name: str) -> vnode.VNode:
+        for n in self.nodes:
+            if n.node.name == name:
+                return n
+        raise UsageError(f"no virtual node named {name!r}", value=name,
+                         fix="choose one of: " + ", ".join(n.node.name for n in self.nodes))
+
+
+def _banner(address: str, port: int = 22) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5) as s:
+            s.settimeout(1.5)
+            return s.recv(8).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _listening(address: str, port: int) -> bool:
+    try:
+        socket.create_connection((address, port), timeout=0.3).close()
+        return True
+    except OSError:
+        return False
+
+
+__all__ = ["VirtualCluster", "NodeStatus", "HostToolError"]

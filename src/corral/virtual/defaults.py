@@ -1,0 +1,44 @@
+"""The cluster.yaml that `corral virtual up` writes when its directory has none."""
+
+from __future__ import annotations
+
+import ipaddress
+
+DEFAULT_SUBNET = ipaddress.IPv4Network("10.213.0.0/24")
+
+
+def default_spec(name: str = "vcluster", compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
+                 subnet: ipaddress.IPv4Network = DEFAULT_SUBNET) -> str:
+    base = subnet.network_address
+    first = base + 11
+    last = base + 10 + compute
+    width = max(2, len(str(compute)))
+    names = f"gpu[{1:0{width}d}-{compute:0{width}d}]" if compute > 1 else f"gpu{1:0{width}d}"
+    gpu_line = f"    gpus: {{model: {gpu_model}, count: {gpus}}}\n" if gpus > 0 else ""
+    return f"""\
+# Written by `corral virtual up`: a local virtual cluster of systemd-nspawn nodes.
+# GPUs here are EMULATED (device files + a stand-in nvidia-smi); everything else is real.
+# Edit and run `corral virtual up` again to add nodes.
+name: {name}
+scheduler: slurm
+ssh:
+  user: root
+  key: .corral/ssh/id_ed25519
+nodes:
+  - names: ctl
+    addresses: [{base + 10}]
+    roles: [controller, accounting]
+  - names: {names}
+    addresses: {first}-{last}
+    roles: [compute]
+{gpu_line}slurm:
+  partitions:
+    - {{name: gpu, nodes: ALL, default: true, max_time: "1-00:00:00"}}
+  qos:
+    - {{name: normal}}
+    - {{name: short, priority: 100, max_gpus_per_user: 4, max_wall: "01:00:00"}}
+  accounts:
+    - {{name: research, users: [root], qos: [normal, short], default_qos: normal}}
+virtual:
+  subnet: {subnet}
+"""

@@ -1,0 +1,91 @@
+"""Cached Debian base image for virtual nodes (debootstrap once; rebuilt when the recipe changes).
+
+The image is cluster-independent: per-node identity, addresses, keys and apt sources go in each
+node's overlay upper layer (see node.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+
+from corral.virtual.host import debian_mirror, run, say
+
+SUITE = "bookworm"
+INCLUDE = ["systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "python3",
+           "ca-certificates", "procps", "less", "sudo"]
+RECIPE_VERSION = 3  # bump when configure() changes
+CACHE = Path("/var/cache/corral")
+
+APT_CONF = """\
+APT::Install-Recommends "false";
+APT::Install-Suggests "false";
+Acquire::Languages "none";
+Acquire::http::Timeout "5";
+Acquire::Retries "1";
+"""
+
+
+def recipe() -> dict:
+    return {"suite": SUITE, "variant": "minbase", "include": INCLUDE, "version": RECIPE_VERSION}
+
+
+def recipe_hash() -> str:
+    return hashlib.sha256(json.dumps(recipe(), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def image_dir(cache: Path = CACHE) -> Path:
+    return cache / "images" / f"{SUITE}-{recipe_hash()}"
+
+
+def configure(root: Path) -> None:
+    """Make a debootstrapped tree a bootable, quiet, offline nspawn node image."""
+    def systemctl(*args: str) -> None:
+        run(["systemctl", f"--root={root}", *args], what="systemctl in image", check=False)
+
+    systemctl("enable", "systemd-networkd.service")
+    systemctl("mask", "systemd-networkd-wait-online.service")
+    # background apt/cleanup jobs grab the dpkg lock in the middle of deploys
+    systemctl("disable", "apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_reap.service")
+    systemctl("mask", "apt-daily.timer", "apt-daily-upgrade.timer")
+    (root / "etc/machine-id").write_text("")
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    (root / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
+    (root / "etc/ssh/sshd_config.d/corral.conf").write_text(
+        "HostKey /etc/ssh/ssh_host_ed25519_key\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nUseDNS no\n")
+    (root / "etc/apt/apt.conf.d/90corral").write_text(APT_CONF)
+    # nodes get packages only from corral's repository (written per node); drop the mirror
+    (root / "etc/apt/sources.list").write_text("")
+    for f in (root / "etc/apt/sources.list.d").glob("*"):
+        f.unlink()
+    shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
+    (root / "var/lib/apt/lists/partial").mkdir(parents=True)
+    for f in (root / "var/cache/apt").glob("*.bin"):
+        f.unlink()
+    (root / "etc/hosts").write_text("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n")
+    (root / "etc/corral-image").write_text(json.dumps(recipe(), sort_keys=True) + "\n")
+
+
+def ensure_image(cache: Path = CACHE) -> Path:
+    """Return the base image directory, building it first if this recipe has none yet."""
+    target = image_dir(cache)
+    if (target / "etc/corral-image").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".building")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    mirror = debian_mirror(SUITE)
+    say(f"building the node base image (debian {SUITE}, once; about a minute) in {target}")
+    t0 = time.monotonic()
+    run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", SUITE, str(tmp), mirror],
+        what="debootstrap of the node base image")
+    configure(tmp)
+    tmp.rename(target)
+    say(f"base image ready in {time.monotonic() - t0:.0f} s")
+    return target

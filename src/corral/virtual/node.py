@@ -1,0 +1,196 @@
+"""One virtual node: overlayfs root, identity, boot with systemd-nspawn in its own cgroups, stop.
+
+Layout under <workdir>/nodes/<name>/: upper/ work/ merged/ (overlay), nspawn.pid, console.log.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from corral.errors import HostToolError
+from corral.spec.cluster import Node
+from corral.virtual import gpu
+from corral.virtual.host import run
+
+# host cgroup hierarchies in which each node gets its own directory (memory stays with the sandbox)
+CG_HIER = ("systemd", "unified", "freezer", "pids", "devices", "cpu", "cpuacct", "cpuset", "blkio")
+CG_ROOT = Path("/sys/fs/cgroup")
+
+
+def is_mounted(path: Path) -> bool:
+    target = str(path.resolve())
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == target for line in f)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(") ", 1)[-1][:1] != "Z"
+
+
+class VNode:
+    def __init__(self, node: Node, workdir: Path, cg_prefix: str) -> None:
+        self.node = node
+        self.dir = workdir / "nodes" / node.name
+        self.merged = self.dir / "merged"
+        self.cg_prefix = cg_prefix
+
+    @property
+    def pid_file(self) -> Path:
+        return self.dir / "nspawn.pid"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text())
+        except (OSError, ValueError):
+            return None
+        return pid if pid_alive(pid) else None
+
+    def running(self) -> bool:
+        return self.pid() is not None
+
+    # -- prepare ------------------------------------------------------------------------------------
+    def prepare(self, image: Path, subnet: ipaddress.IPv4Network, repo_url: str, authorized_key: str) -> str:
+        """Mount the overlay and write identity; returns the node's public host key line."""
+        for d in ("upper", "work", "merged"):
+            (self.dir / d).mkdir(parents=True, exist_ok=True)
+        if not is_mounted(self.merged):
+            run(["mount", "-t", "overlay", "overlay", "-o",
+                 f"lowerdir={image},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}",
+                 str(self.merged)], what=f"overlay mount for {self.node.name}")
+        m = self.merged
+        (m / "etc/hostname").write_text(self.node.name + "\n")
+        if not (m / "etc/machine-id").read_text().strip():
+            (m / "etc/machine-id").write_text(os.urandom(16).hex() + "\n")
+        net = m / "etc/systemd/network"
+        net.mkdir(parents=True, exist_ok=True)
+        (net / "10-host0.network").write_text(
+            f"[Match]\nName=host0\n\n[Network]\nAddress={self.node.address}/{subnet.prefixlen}\n"
+            "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
+        (m / "etc/apt/sources.list").write_text(f"deb [trusted=yes] {repo_url} ./\n")
+        ssh_dir = m / "root/.ssh"
+        ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (ssh_dir / "authorized_keys").write_text(authorized_key.strip() + "\n")
+        (ssh_dir / "authorized_keys").chmod(0o600)
+        hostkey = m / "etc/ssh/ssh_host_ed25519_key"
+        if not hostkey.exists():
+            run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{self.node.name}",
+                 "-f", str(hostkey)], what=f"host key for {self.node.name}")
+        gpu.install(self.node, m)
+        return " ".join((m / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()[:2])
+
+    # -- start / stop -------------------------------------------------------------------------------
+    def _cgroups(self) -> list[Path]:
+        dirs = []
+        for h in CG_HIER:
+            base = CG_ROOT / h
+            if not base.is_dir():
+                continue
+            parent, leaf = base / self.cg_prefix, base / self.cg_prefix / self.node.name
+            leaf.mkdir(parents=True, exist_ok=True)
+            if h == "cpuset":  # children start empty and must be filled before tasks can join
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    value = (base / f).read_text()
+                    for d in (parent, leaf):
+                        if not (d / f).read_text().strip():
+                            (d / f).write_text(value)
+            dirs.append(leaf)
+        return dirs
+
+    def start(self, bridge: str) -> int:
+        if (pid := self.pid()) is not None:
+            return pid
+        cgroups = self._cgroups()
+
+        def enter_cgroups() -> None:  # runs in the child before exec: one cgroup set per node
+            for c in cgroups:
+                with open(c / "cgroup.procs", "w") as f:
+                    f.write(str(os.getpid()))
+
+        log = open(self.dir / "console.log", "wb")
+        proc = subprocess.Popen(
+            ["systemd-nspawn", "-D", str(self.merged), "--boot", f"--machine={self.node.name}",
+             "--register=no", "--keep-unit", f"--network-bridge={bridge}", "--console=read-only"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=enter_cgroups)
+        log.close()
+        self.pid_file.write_text(str(proc.pid))
+        return proc.pid
+
+    def _container_init(self, pid: int) -> int | None:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().split(") ", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == pid:
+                return int(stat.parent.name)
+        return None
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Orderly poweroff (SIGTERM to nspawn); SIGRTMIN+14 to the node's init; SIGKILL last."""
+        pid = self.pid()
+        if pid is not None:
+            init = self._container_init(pid)
+            os.kill(pid, signal.SIGTERM)
+            if not _wait_gone(pid, timeout) and init and pid_alive(init):
+                os.kill(init, signal.SIGRTMIN + 14)
+                if not _wait_gone(pid, 10):
+                    for p in (init, pid):
+                        if pid_alive(p):
+                            os.kill(p, signal.SIGKILL)
+                    _wait_gone(pid, 5)
+        self.pid_file.unlink(missing_ok=True)
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        """Unmount and remove this node's cgroups (only empty ones; nothing else is touched)."""
+        if is_mounted(self.merged):
+            proc = run(["umount", str(self.merged)], what=f"unmount {self.node.name}", check=False)
+            if proc.returncode != 0:
+                run(["umount", "-l", str(self.merged)], what=f"lazy unmount {self.node.name}")
+        for h in CG_HIER:
+            leaf = CG_ROOT / h / self.cg_prefix / self.node.name
+            if leaf.is_dir():
+                for d in sorted(leaf.rglob("*"), key=lambda p: -len(p.parts)):
+                    if d.is_dir():
+                        _rmdir(d)
+                _rmdir(leaf)
+
+    def ssh_ready_hint(self) -> str:
+        tail = (self.dir / "console.log").read_text(errors="replace").splitlines()[-5:] \
+            if (self.dir / "console.log").exists() else []
+        return " | ".join(tail)
+
+
+def _rmdir(d: Path) -> None:
+    try:
+        d.rmdir()
+    except OSError:
+        pass
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return not pid_alive(pid)
+
+
+def require_cgroups() -> None:
+    if not (CG_ROOT / "systemd").is_dir() and not (CG_ROOT / "cgroup.controllers").exists():
+        raise HostToolError("no usable cgroup hierarchy under /sys/fs/cgroup",
+                            fix="run on a host with cgroups mounted")
