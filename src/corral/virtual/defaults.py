@@ -8,12 +8,14 @@ DEFAULT_SUBNET = ipaddress.IPv4Network("10.213.0.0/24")
 
 
 def default_spec(name: str = "vcluster", compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
-                 subnet: ipaddress.IPv4Network = DEFAULT_SUBNET) -> str:
+                 subnet: ipaddress.IPv4Network = DEFAULT_SUBNET, bridge: str | None = None,
+                 repo_port: int | None = None) -> str:
     base = subnet.network_address
     first = base + 11
     last = base + 10 + compute
     width = max(2, len(str(compute)))
     names = f"gpu[{1:0{width}d}-{compute:0{width}d}]" if compute > 1 else f"gpu{1:0{width}d}"
+    extra = (f"  bridge: {bridge}\n" if bridge else "") + (f"  repo_port: {repo_port}\n" if repo_port else "")
     gpu_line = f"    gpus: {{model: {gpu_model}, count: {gpus}}}\n" if gpus > 0 else ""
     return f"""\
 # Written by `corral virtual up`: a local virtual cluster of systemd-nspawn nodes.
@@ -41,4 +43,4 @@ nodes:
     - {{name: research, users: [root], qos: [normal, short], default_qos: normal}}
 virtual:
   subnet: {subnet}
-"""
+{extra}"""

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# corral bootstrap on a fresh Debian 12+/Ubuntu 24.04+ machine, as root.
+#   bash scripts/bootstrap.sh up     -> install, then `corral up` (virtual cluster -> deployed -> validated)
+#   bash scripts/bootstrap.sh test   -> install, then the test suite (unit + virtual-cluster end to end)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-}
+case "$what" in up|test) ;; *) echo "usage: bash scripts/bootstrap.sh up|test" >&2; exit 2 ;; esac
+[ "$(id -u)" = 0 ] || { echo "bootstrap: run as root (the virtual cluster mounts, bridges and boots nodes)" >&2; exit 2; }
+
+pkgs="python3 python3-venv systemd-container debootstrap dpkg-dev openssh-client openssh-server iproute2"
+missing=""
+for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  echo "bootstrap: installing host packages:$missing" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends $missing >/dev/null
+fi
+if [ ! -x .venv/bin/corral ] || [ pyproject.toml -nt .venv/.installed ]; then
+  echo "bootstrap: creating .venv and installing corral" >&2
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  touch .venv/.installed
+fi
+case "$what" in
+  up)   exec .venv/bin/corral up ;;
+  test) exec .venv/bin/python -m pytest -q -p no:cacheprovider tests ;;
+esac

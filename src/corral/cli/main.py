@@ -1,0 +1,75 @@
+"""corral command line: a thin layer that maps results to text/JSON and errors to exit codes.
+
+Exit codes: 0 ok; 1 failed on some node or check; 2 usage or spec error; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import click
+import typer
+
+from corral import __version__
+from corral.cli import run_cmd, spec_cmd, virtual_cmd
+from corral.cli.common import err
+from corral.errors import CorralError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  help="corral: GPU cluster automation - spec -> plan -> apply -> validated Slurm cluster.")
+app.add_typer(spec_cmd.spec_app, name="spec")
+app.add_typer(spec_cmd.import_app, name="import")
+app.add_typer(virtual_cmd.app, name="virtual")
+run_cmd.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"corral {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="print the version and exit")) -> None:
+    """corral: GPU cluster automation."""
+
+
+def _bug(exc: BaseException) -> int:
+    log = Path(tempfile.gettempdir()) / "corral-debug.log"
+    with open(log, "a") as f:
+        f.write(f"--- {datetime.datetime.now().isoformat()} corral {' '.join(sys.argv[1:])}\n")
+        f.write("".join(traceback.format_exception(exc)))
+    err.print(f"error: internal error ({type(exc).__name__}: {exc}); this is a bug in corral. "
+              f"Traceback written to {log}", markup=False)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = typer.main.get_command(app)
+    try:
+        rc = command.main(args=argv, prog_name="corral", standalone_mode=False)
+    except CorralError as exc:
+        err.print(f"error: {exc}", markup=False)
+        rc = exc.exit_code
+    except click.exceptions.Abort:
+        err.print("interrupted", markup=False)
+        rc = 130
+    except KeyboardInterrupt:
+        err.print("interrupted", markup=False)
+        rc = 130
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        rc = 2
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 1
+    except Exception as exc:  # noqa: BLE001 - last resort, reported as a bug
+        rc = _bug(exc)
+    rc = rc if isinstance(rc, int) else 0
+    if argv is None:
+        sys.exit(rc)
+    return rc

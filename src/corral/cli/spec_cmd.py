@@ -1,0 +1,66 @@
+"""`corral spec check|show` and `corral import deepops`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json, spec_path
+from corral.errors import UsageError
+
+spec_app = typer.Typer(no_args_is_help=True, help="Validate and show the cluster spec (offline).")
+import_app = typer.Typer(no_args_is_help=True, help="Convert another tool's inventory to a cluster.yaml.")
+
+
+@spec_app.command("check")
+def check(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
+    """Validate cluster.yaml without contacting any node."""
+    cluster = load_cluster(spec)
+    if as_json:
+        print_json({"ok": True, "spec": str(spec_path(spec)), "nodes": len(cluster.nodes),
+                    "spec_hash": cluster.spec_hash()})
+        return
+    gpus = sum(n.gpu_count for n in cluster.nodes)
+    out.print(f"{spec_path(spec)}: ok - cluster {cluster.name!r} ({cluster.spec.scheduler}), "
+              f"{len(cluster.nodes)} nodes, {gpus} GPUs", markup=False)
+
+
+@spec_app.command("show")
+def show(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
+    """Print the spec with every node group expanded to its nodes."""
+    cluster = load_cluster(spec)
+    if as_json:
+        print_json(cluster.expanded())
+        return
+    table = Table(title=f"{cluster.name} ({cluster.spec.scheduler})")
+    for col in ("node", "address", "roles", "gpus", "memory MB"):
+        table.add_column(col)
+    for n in cluster.nodes:
+        g = f"{n.gpus.count} x {n.gpus.model}" if n.gpus else "-"
+        table.add_row(n.name, n.address, ",".join(n.roles), g, str(n.memory_mb or "facts"))
+    out.print(table)
+
+
+@import_app.command("deepops")
+def deepops(config_dir: Path = typer.Argument(..., help="DeepOps config/ directory (with 'inventory')"),
+            output: Path = typer.Option(Path("cluster.yaml"), "--output", "-o", help="file to write"),
+            force: bool = typer.Option(False, "--force", help="overwrite an existing output file"),
+            as_json: bool = JsonOpt) -> None:
+    """Convert a DeepOps config/ directory (inventory + group_vars) into a cluster.yaml."""
+    from corral.spec.deepops import import_deepops
+    if output.exists() and not force:
+        raise UsageError(f"{output} exists; not overwriting it", value=str(output),
+                         fix="pass --force or choose another --output")
+    result = import_deepops(config_dir)
+    output.write_text(result.yaml_text)
+    if as_json:
+        print_json({"ok": True, "output": str(output), "not_carried": result.not_carried})
+        return
+    out.print(f"wrote {output}", markup=False)
+    if result.not_carried:
+        err.print("not carried over (set these by hand if you need them):", markup=False)
+        for item in result.not_carried:
+            err.print(f"  - {item}", markup=False)
