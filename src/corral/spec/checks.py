@@ -26,12 +26,16 @@ def _hint(value: str, choices: list[str]) -> str:
 def check_nodes(cluster: Cluster, where: Where) -> list[Problem]:
     problems = []
     for attr, label in (("name", "node name"), ("address", "address")):
-        counts = Counter(getattr(n, attr) for n in cluster.nodes)
+        groups: dict[str, set[int]] = {}
+        counts: Counter[str] = Counter()
+        for n in cluster.nodes:
+            value = getattr(n, attr)
+            counts[value] += 1
+            groups.setdefault(value, set()).add(n.group)
         for value, count in counts.items():
             if count > 1:
-                groups = sorted({n.group for n in cluster.nodes if getattr(n, attr) == value})
                 key = "names" if attr == "name" else "addresses"
-                problems.append(Problem(where(("nodes", groups[-1], key)),
+                problems.append(Problem(where(("nodes", max(groups[value]), key)),
                                         f"duplicate {label}: used {count} times", value,
                                         f"give every node a unique {label}"))
     return problems
@@ -55,11 +59,31 @@ def check_roles(cluster: Cluster, where: Where) -> list[Problem]:
             problems.append(Problem(where(("nodes", gi, "roles")),
                                     "more than 2 controllers (Slurm supports one primary and one backup)",
                                     group.names, "give the controller role to at most 2 nodes"))
-        if "gpus" in group.model_fields_set and group.gpus and group.gpus.count > 0 and not (
-                {"compute", "worker", "login"} & set(roles)):
+        group_flagged = bool("gpus" in group.model_fields_set and group.gpus and group.gpus.count > 0
+                             and not ({"compute", "worker", "login"} & set(roles)))
+        if group_flagged:
             problems.append(Problem(where(("nodes", gi, "gpus")),
                                     "GPUs declared on nodes that run no jobs", roles,
                                     "add the 'compute' role (or 'worker' on Kubernetes) or drop 'gpus'"))
+        for oname, o in group.overrides.items():
+            oloc = ("nodes", gi, "overrides", oname)
+            for r in dict.fromkeys(o.roles or []):
+                if r not in allowed:
+                    problems.append(Problem(where(oloc + ("roles",)),
+                                            f"role {r!r} does not exist for scheduler {spec.scheduler!r}", r,
+                                            f"use roles from: {', '.join(allowed)}"))
+            odup = [r for r, c in Counter(o.roles or []).items() if c > 1]
+            if odup:
+                problems.append(Problem(where(oloc + ("roles",)), "role listed twice", odup[0],
+                                        "list each role once"))
+            node_roles = set(o.roles or roles)
+            count = o.gpus.count if o.gpus and o.gpus.count is not None else (
+                group.gpus.count if group.gpus else 0)
+            if count > 0 and not ({"compute", "worker", "login"} & node_roles) and (
+                    o.roles or (o.gpus and not group_flagged)):
+                problems.append(Problem(where(oloc), f"node {oname!r}: GPUs declared on a node that runs no jobs",
+                                        sorted(node_roles),
+                                        "add the 'compute' role (or 'worker' on Kubernetes) or drop 'gpus'"))
     if problems:
         return problems
     need = {"slurm": ["controller", "compute"], "kubernetes": ["control-plane", "worker"]}[spec.scheduler]
@@ -86,6 +110,7 @@ def expand_or_empty(expr: str) -> list[str]:
 def check_slurm(cluster: Cluster, where: Where) -> list[Problem]:
     slurm, problems = cluster.spec.slurm, []
     compute = [n.name for n in cluster.with_role("compute")]
+    compute_set, all_names = set(compute), {n.name for n in cluster.nodes}
     qos_names = [q.name for q in slurm.qos]
     for kind, items in (("partition", slurm.partitions), ("qos", slurm.qos), ("account", slurm.accounts)):
         for name, count in Counter(i.name for i in items).items():
@@ -104,9 +129,8 @@ def check_slurm(cluster: Cluster, where: Where) -> list[Problem]:
                 problems.append(Problem(where(loc + ("nodes",)), str(exc), None, "use a hostlist or ALL"))
                 continue
             for name in names:
-                if name not in compute:
-                    what = "is not a compute node" if any(n.name == name for n in cluster.nodes) \
-                        else "does not exist in the spec"
+                if name not in compute_set:
+                    what = "is not a compute node" if name in all_names else "does not exist in the spec"
                     problems.append(Problem(where(loc + ("nodes",)), f"partition {part.name!r}: node {name!r} "
                                             f"{what}", name, _hint(name, compute)))
         if part.qos and part.qos not in qos_names:

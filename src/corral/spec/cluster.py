@@ -85,7 +85,7 @@ class Cluster:
 def _expand_group(spec: ClusterSpec, gi: int, where: Where, problems: list[Problem]) -> list[Node]:
     group = spec.nodes[gi]
     try:
-        names = expand_names(group.names)
+        names = expand_names(group.names, unique=True)
     except RangeError as exc:
         problems.append(Problem(where(("nodes", gi, "names")), str(exc), None,
                                 "write names like 'gpu[01-16]' or 'ctl1,login1'"))

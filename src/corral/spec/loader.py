@@ -6,13 +6,17 @@ Every problem becomes a Problem located at file:line:col; nothing here touches t
 from __future__ import annotations
 
 import difflib
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 
 from corral.errors import Problem, SpecError
 from corral.spec.cluster import Cluster, build_cluster
@@ -30,45 +34,109 @@ class Locator:
 
     def __call__(self, loc: Loc, *, key: bool = False) -> str:
         node, line, col = self.tree, 0, 0
-        for i, part in enumerate(loc):
-            last = i == len(loc) - 1
-            if isinstance(node, CommentedMap) and part in node:
-                pos = node.lc.key(part) if (key and last) else node.lc.value(part)
-                line, col = pos
-                node = node[part]
-            elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-                line, col = node.lc.item(part)
-                node = node[part]
-            else:
-                break
-        if (line, col) == (0, 0) and hasattr(node, "lc"):
-            line, col = node.lc.line, node.lc.col
-        return f"{self.path}:{line + 1}:{col + 1}"
+        try:
+            for i, part in enumerate(loc):
+                last = i == len(loc) - 1
+                if isinstance(node, CommentedMap):
+                    found = _find_key(node, part)
+                    if found is _MISSING:
+                        break
+                    pos = node.lc.key(found) if (key and last) else node.lc.value(found)
+                    line, col = pos
+                    node = node[found]
+                elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+                    line, col = node.lc.item(part)
+                    node = node[part]
+                else:
+                    break
+            if (line, col) == (0, 0) and hasattr(node, "lc"):
+                line, col = node.lc.line or 0, node.lc.col or 0
+        except Exception:  # a position is best effort; never let it hide the real problem
+            pass
+        return f"{self.path}:{int(line) + 1}:{int(col) + 1}"
+
+
+_MISSING = object()
+
+
+def _find_key(node: CommentedMap, part: str | int) -> Any:
+    """The key of `node` that `part` names (keys are compared as strings too), if it has a position.
+
+    Keys merged in with `<<: *anchor` have no position of their own in this mapping: _MISSING.
+    """
+    data = getattr(node.lc, "data", None) or {}
+    for k in ([part] if _hashable(part) and part in data else []) + list(data):
+        if k == part or str(k) == str(part):
+            return k
+    return _MISSING
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+MAX_VALUES = 100_000  # scalars after alias expansion; guards against "billion laughs"
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def _plain(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {str(k) if not isinstance(k, (str, int)) else k: _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    return node
+    """The YAML tree as plain dicts/lists with string keys (what the models validate)."""
+    budget = [MAX_VALUES]
+
+    def walk(n: Any, seen: tuple[int, ...]) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooLarge
+        if isinstance(n, (dict, list)):
+            if id(n) in seen:  # a recursive alias (`a: &x [*x]`)
+                return None
+            seen = seen + (id(n),)
+            if isinstance(n, dict):
+                return {k if isinstance(k, str) else str(k): walk(v, seen) for k, v in n.items()}
+            return [walk(v, seen) for v in n]
+        return n
+
+    return walk(node, ())
 
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The pydantic model class that owns the field at `loc` (for key suggestions)."""
-    model: Any = ClusterSpec
-    for part in loc:
-        if isinstance(part, int) or model is None:
-            continue
-        field = model.model_fields.get(part) if isinstance(model, type) else None
-        if field is None:
-            return model if part == loc[-1] else None
-        model = _inner_model(field.annotation)
-    return model
+    ann: Any = ClusterSpec
+    for part in loc[:-1]:
+        ann = _step(ann, part)
+        if ann is None:
+            return None
+    return _inner_model(ann)
+
+
+def _members(annotation: Any) -> list[Any]:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in _members(arg)]
+    return [annotation]
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    """The annotation of the value at `part` inside a value annotated `annotation`."""
+    for cand in _members(annotation):
+        origin = typing.get_origin(cand)
+        if isinstance(cand, type) and issubclass(cand, BaseModel):
+            if isinstance(part, str) and part in cand.model_fields:
+                return cand.model_fields[part].annotation
+        elif origin is list and isinstance(part, int):
+            return typing.get_args(cand)[0]
+        elif origin is dict and isinstance(part, str):
+            return typing.get_args(cand)[1]
+    return None
 
 
 def _inner_model(annotation: Any) -> Any:
-    import typing
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):
@@ -78,10 +146,63 @@ def _inner_model(annotation: Any) -> Any:
     return None
 
 
-def _pydantic_problems(exc: ValidationError, where: Locator) -> list[Problem]:
+def _real_loc(raw: tuple, data: Any, kind: str) -> tuple[Loc, Loc | None]:
+    """Split pydantic's loc into the path inside the document and, when pydantic tried the
+    members of a union (`list[str] | str`), the path to that union (else None).
+
+    Parts that name nothing in the document are union-member tags ('str', 'list[str]') and are dropped.
+    """
+    real: list[str | int] = []
+    union: Loc | None = None
+    node = data
+    for i, part in enumerate(raw):
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            real.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            real.append(part)
+            node = node[part]
+        elif kind == "missing" and i == len(raw) - 1 and isinstance(node, dict):
+            real.append(part)
+        elif union is None:
+            union = tuple(real)
+    return tuple(real), union
+
+
+def _short(value: object) -> object:
+    """The offending value, or a summary of it when it is a large mapping/list."""
+    if isinstance(value, (dict, list)) and len(repr(value)) > 120:
+        kind = "mapping" if isinstance(value, dict) else "list"
+        return f"a {kind} of {len(value)} item(s)"
+    return value
+
+
+def _pydantic_problems(exc: ValidationError, where: Locator, data: Any = None) -> list[Problem]:
+    errors = exc.errors()
+    located = [(err, *_real_loc(tuple(err["loc"]), data, err["type"])) for err in errors]
+    # pydantic reports one error per member of a union: keep the member(s) that matched the
+    # value's shape (their errors go deeper), or else merge them into one problem.
+    unions: dict[Loc, list] = {}
+    for item in located:
+        if item[2] is not None:
+            unions.setdefault(item[2], []).append(item)
+    keep: list[tuple[dict, Loc]] = []
+    merged_done: set[Loc] = set()
+    for err, loc, union in located:
+        if union is None:
+            keep.append((err, loc))
+            continue
+        group = unions[union]
+        deeper = [g for g in group if len(g[1]) > len(union)]
+        if deeper:
+            if len(loc) > len(union):
+                keep.append((err, loc))
+        elif union not in merged_done:
+            merged_done.add(union)
+            msgs = list(dict.fromkeys(g[0]["msg"] for g in group))
+            keep.append(({**err, "msg": " or ".join(msgs)}, union))
     problems = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+    for err, loc in keep:
         kind = err["type"]
         dotted = ".".join(str(p) for p in loc) or "(top level)"
         if kind == "extra_forbidden":
@@ -94,9 +215,18 @@ def _pydantic_problems(exc: ValidationError, where: Locator) -> list[Problem]:
             problems.append(Problem(where(loc[:-1]), f"missing required key {dotted!r}", None,
                                     f"add '{loc[-1]}:'"))
         else:
-            problems.append(Problem(where(loc), f"{dotted}: {err['msg']}", err.get("input"),
+            problems.append(Problem(where(loc), f"{dotted}: {err['msg']}", _short(err.get("input")),
                                     _fix_for(kind, err)))
-    return problems
+    return sorted(problems, key=_position)
+
+
+def _position(problem: Problem) -> tuple[int, int]:
+    """(line, col) of a 'file:line:col' location, for reporting problems in file order."""
+    parts = problem.where.rsplit(":", 2)
+    try:
+        return int(parts[-2]), int(parts[-1])
+    except (ValueError, IndexError):
+        return 0, 0
 
 
 def _fix_for(kind: str, err: dict) -> str | None:
@@ -113,31 +243,78 @@ def _fix_for(kind: str, err: dict) -> str | None:
     return None
 
 
+MAX_DEPTH = 64  # nesting levels of YAML collections; a real spec needs under 10
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def parse_yaml(text: str, path: str) -> Any:
+    """Parse YAML text; any failure is a SpecError located at path:line:col."""
+    last: list[Any] = [None]  # the YAML node being constructed, to locate non-YAML errors
+
+    class _Constructor(RoundTripConstructor):
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            last[0] = node
+            return super().construct_object(node, deep=deep)
+
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
+    yaml.max_depth = MAX_DEPTH
+    yaml.Constructor = _Constructor
+    fix = "correct the YAML syntax at that position"
     try:
         return yaml.load(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
-        message = (exc.problem or exc.context or "invalid YAML").strip()
-        raise SpecError([Problem(where, f"invalid YAML: {message}", None,
-                                 "correct the YAML syntax at that position")]) from None
+        message = _one_line(exc.problem or exc.context or "invalid YAML")
+        raise SpecError([Problem(where, f"invalid YAML: {message}", None, fix)]) from None
+    except ReaderError as exc:
+        pos = exc.position if isinstance(exc.position, int) else 0
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        char = exc.character if isinstance(exc.character, int) else 0
+        raise SpecError([Problem(f"{path}:{line}:{col}",
+                                 f"invalid YAML: unacceptable character #x{char:04x}: {_one_line(exc.reason)}",
+                                 None, "remove the character or quote it as an escape")]) from None
     except YAMLError as exc:
-        raise SpecError([Problem(f"{path}:1:1", f"invalid YAML: {exc}", None, None)]) from None
+        raise SpecError([Problem(f"{path}:1:1", f"invalid YAML: {_one_line(exc)}", None, fix)]) from None
+    except (ValueError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
+        # a scalar ruamel cannot convert (`!!int abc`, `2020-13-45`, a 5000-digit number)
+        mark = getattr(last[0], "start_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
+        message = "nesting too deep" if isinstance(exc, RecursionError) else _one_line(exc)
+        raise SpecError([Problem(where, f"invalid YAML value: {message}", None,
+                                 "write a plain value (quote it to make it a string)")]) from None
+
+
+def _type_name(value: object) -> str:
+    for t in type(value).__mro__:
+        if t.__module__ == "builtins" and t is not object:
+            return "list" if t is list else t.__name__
+    return type(value).__name__
 
 
 def load_text(text: str, path: str = "cluster.yaml") -> Cluster:
     tree = parse_yaml(text, path)
     where = Locator(path, tree)
+    start = "start with 'name: mycluster' and 'nodes:'"
+    if tree is None:
+        raise SpecError([Problem(f"{path}:1:1", "the spec file is empty", None, start)])
     if not isinstance(tree, dict):
         raise SpecError([Problem(f"{path}:1:1", "the spec must be a mapping of keys to values",
-                                 type(tree).__name__, "start with 'name: mycluster' and 'nodes:'")])
+                                 _type_name(tree), start)])
     try:
-        spec = ClusterSpec.model_validate(_plain(tree))
+        data = _plain(tree)
+    except (_TooLarge, RecursionError):
+        raise SpecError([Problem(f"{path}:1:1", f"the spec expands to more than {MAX_VALUES} values",
+                                 None, "write the values out instead of nesting aliases")]) from None
+    try:
+        spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_pydantic_problems(exc, where)) from None
+        raise SpecError(_pydantic_problems(exc, where, data)) from None
     return build_cluster(spec, Path(path), where)
 
 
