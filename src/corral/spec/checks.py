@@ -138,7 +138,11 @@ def check_slurm(cluster: Cluster, where: Where) -> list[Problem]:
                                     _hint(part.qos, qos_names)))
     for qi, qos in enumerate(slurm.qos):
         for other in qos.preempt:
-            if other not in qos_names or other == qos.name:
+            if other == qos.name:
+                problems.append(Problem(where(("slurm", "qos", qi, "preempt")),
+                                        f"QOS {qos.name!r} cannot preempt itself", other,
+                                        f"remove {other!r} from its 'preempt' list"))
+            elif other not in qos_names:
                 problems.append(Problem(where(("slurm", "qos", qi, "preempt")),
                                         f"QOS {qos.name!r} preempts an unknown QOS", other,
                                         _hint(other, [q for q in qos_names if q != qos.name])))
@@ -169,13 +173,15 @@ def check_virtual(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where(("virtual", "subnet")), "virtual subnet must be a private range",
                                 str(net), "use e.g. 10.213.0.0/24"))
     gateway = net.network_address + 1
+    last = net.broadcast_address - 1
+    first = gateway + 9 if int(gateway) + 9 <= int(last) else gateway + 1
     for n in cluster.nodes:
         ip = ipaddress.ip_address(n.address)
         if ip not in net or ip in (net.network_address, net.broadcast_address, gateway):
             problems.append(Problem(where(("nodes", n.group, "addresses")),
                                     f"node {n.name}: address not usable in virtual subnet {net} "
                                     f"({gateway} is the host side)", n.address,
-                                    f"use addresses from {gateway + 9} upwards"))
+                                    f"use addresses from {first} to {last}"))
     return problems
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import MaxDepthExceededError
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -237,6 +238,12 @@ def _fix_for(kind: str, err: dict) -> str | None:
         return f"the value must match {ctx.get('pattern')}"
     if kind.startswith(("greater_than", "less_than")):
         return "use a value in the allowed range"
+    if kind.startswith("ip_v") and kind.endswith("_address"):
+        return "give an IP address, e.g. 10.0.0.11"
+    if kind.startswith("ip_v") and kind.endswith(("_network", "_interface")):
+        return "give a network address with its prefix length, e.g. 10.213.0.0/24"
+    if kind == "too_short":
+        return f"give at least {ctx.get('min_length', 1)} item(s)"
     if kind in ("int_parsing", "int_type", "bool_parsing", "bool_type", "string_type", "list_type",
                 "dict_type", "model_type"):
         return "give a value of the expected type"
@@ -266,10 +273,20 @@ def parse_yaml(text: str, path: str) -> Any:
     fix = "correct the YAML syntax at that position"
     try:
         return yaml.load(text)
+    except MaxDepthExceededError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
+        raise SpecError([Problem(where, f"invalid YAML: nested deeper than {MAX_DEPTH} levels", None,
+                                 "flatten the structure")]) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
         message = _one_line(exc.problem or exc.context or "invalid YAML")
+        if exc.problem and exc.context:
+            # e.g. "found unexpected end of stream (while scanning a quoted scalar at line 1, column 7)"
+            cmark = exc.context_mark
+            at = f" at line {cmark.line + 1}, column {cmark.column + 1}" if cmark else ""
+            message = f"{message.removeprefix('but ')} ({_one_line(exc.context)}{at})"
         raise SpecError([Problem(where, f"invalid YAML: {message}", None, fix)]) from None
     except ReaderError as exc:
         pos = exc.position if isinstance(exc.position, int) else 0
