@@ -298,8 +298,8 @@ def parse_yaml(text: str, path: str) -> Any:
                                  None, "remove the character or quote it as an escape")]) from None
     except YAMLError as exc:
         raise SpecError([Problem(f"{path}:1:1", f"invalid YAML: {_one_line(exc)}", None, fix)]) from None
-    except (ValueError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
-        # a scalar ruamel cannot convert (`!!int abc`, `2020-13-45`, a 5000-digit number)
+    except Exception as exc:  # noqa: BLE001 - whatever ruamel raises on this text, it is the text's fault
+        # a scalar ruamel cannot convert (`!!int abc`, `!!int ''`, `2020-13-45`, a 5000-digit number)
         mark = getattr(last[0], "start_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
         message = "nesting too deep" if isinstance(exc, RecursionError) else _one_line(exc)
