@@ -1,0 +1,42 @@
+"""Engine: spec -> pyinfra inventory; run deploys (plan or apply) in parallel; per-node results;
+progress events; SQLite journal; pinned SSH host keys.
+
+Parallel SSH needs gevent's monkey patching, done once, as early as possible in the process
+(before paramiko/ssl/threading are used): the CLI entry point calls `patch_gevent()` first thing.
+Without it pyinfra still works, but connects to nodes one after another.
+"""
+
+from __future__ import annotations
+
+
+def patch_gevent() -> bool:
+    """gevent.monkey.patch_all() once; returns True if patched now, False if it already was."""
+    from gevent import monkey
+
+    if monkey.is_module_patched("socket"):
+        return False
+    monkey.patch_all()
+    return True
+
+
+def gevent_patched() -> bool:
+    from gevent import monkey
+
+    return monkey.is_module_patched("socket")
+
+
+def __getattr__(name: str):  # lazy: importing corral.engine must not import pyinfra/paramiko
+    if name == "run":
+        from corral.engine.runner import run
+        return run
+    if name in ("RunResult", "NodeResult", "OpResult"):
+        from corral.engine import results
+        return getattr(results, name)
+    if name == "build_inventory":
+        from corral.engine.inventory import build_inventory
+        return build_inventory
+    raise AttributeError(name)
+
+
+__all__ = ["patch_gevent", "gevent_patched", "run", "build_inventory", "RunResult", "NodeResult",
+           "OpResult"]

@@ -1,0 +1,139 @@
+"""Plan (compute what would change, change nothing) and apply (execute) the ops of a prepared State.
+
+Both run every node in parallel (pyinfra's gevent pool) and never let one node's error stop the
+others: pyinfra's `run_ops` re-raises any exception escaping an op on one host (a template error,
+a fact that raises) and so aborts the whole run, hence this loop around pyinfra's `run_host_op`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import gevent
+from pyinfra.api.operation import OperationMeta
+from pyinfra.api.operations import run_host_op
+from pyinfra.context import ctx_host, ctx_state
+
+if TYPE_CHECKING:
+    from corral.engine.runner import Run
+
+TAIL = 20
+EARLIER = "not run: the node failed earlier"
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+def _plan_if(conditions) -> bool | None:
+    """Evaluate an op's `_if` without executing anything: True, False, or None (unknowable)."""
+    if conditions is None:
+        return True
+    result: bool | None = True
+    for cond in conditions if isinstance(conditions, list) else [conditions]:
+        owner, func = getattr(cond, "__self__", None), getattr(cond, "__func__", None)
+        value: bool | None = None
+        if isinstance(owner, OperationMeta):
+            if func is OperationMeta.did_change:
+                value = owner.will_change
+            elif func is OperationMeta.did_not_change:
+                value = not owner.will_change
+            elif func is OperationMeta.did_succeed:
+                value = True
+        if value is False:
+            return False
+        if value is None:
+            result = None
+    return result
+
+
+def _plan_host(run: Run, host) -> None:
+    state = run.state
+    with ctx_host.use(host):
+        for op_hash in list(host.op_hash_order):
+            if host in state.failed_hosts:
+                run.record(host, op_hash, "skipped", reason=EARLIER)
+                continue
+            op_data = state.ops[host][op_hash]
+            cond = _plan_if(op_data.global_arguments.get("_if"))
+            if cond is False:
+                op_data.operation_meta._maybe_is_change = False
+                run.record(host, op_hash, "unchanged",
+                           reason="its condition (_if) is false: the op it depends on would not change")
+                continue
+            try:
+                commands = list(op_data.command_generator())
+            except Exception as exc:  # noqa: BLE001
+                run.op_failed(host, op_hash, _error_text(exc))
+                continue
+            if host in state.failed_hosts:  # a fact could not be read
+                run.op_failed(host, op_hash, run.host_messages(host) or "a fact could not be read")
+                continue
+            op_data.operation_meta._maybe_is_change = bool(commands)
+            if commands:
+                reason = "if its condition holds at apply time" if cond is None else None
+                run.record(host, op_hash, "changed", reason=reason, commands=commands)
+            else:
+                run.record(host, op_hash, "unchanged")
+
+
+def plan(run: Run) -> None:
+    hosts = [h for h in run.state.inventory if h in run.state.active_hosts]
+    with ctx_state.use(run.state):
+        gevent.joinall([run.state.pool.spawn(_plan_host, run, h) for h in hosts])
+
+
+def _apply_one(run: Run, host, op_hash: str) -> None:
+    state = run.state
+    run.capture.rc.pop(host.name, None)
+    with ctx_host.use(host):
+        try:
+            ok = run_host_op(state, host, op_hash)
+            error = None
+        except Exception as exc:  # noqa: BLE001 - one node's error must not stop the others
+            ok, error = False, _error_text(exc)
+    meta = state.ops[host][op_hash].operation_meta
+    commands = list(getattr(meta, "_commands", None) or [])  # pyinfra keeps them privately
+    fact_failed = host in state.failed_hosts  # pyinfra fails the host when a fact cannot be read
+    if ok and not fact_failed and meta.is_complete() and meta.did_succeed():
+        run.record(host, op_hash, "changed" if commands else "unchanged", commands=commands)
+        return
+    output = getattr(meta, "_combined_output", None)
+    lines = output.output_lines if (output is not None and meta.is_complete()) else []
+    if ok and not fact_failed:  # failed but _ignore_errors
+        run.record(host, op_hash, "failed", reason="error ignored (_ignore_errors)", commands=commands,
+                   rc=run.capture.rc.get(host.name), stderr="\n".join(lines[-TAIL:]), ignored=True)
+        return
+    if error is None or fact_failed:
+        error = run.host_messages(host) or error or "the operation failed"
+    run.op_failed(host, op_hash, error, commands=commands, rc=run.capture.rc.get(host.name),
+                  stderr="\n".join(lines[-TAIL:]))
+
+
+def apply(run: Run) -> None:
+    state = run.state
+    state.is_executing = True
+    with ctx_state.use(state):
+        for op_hash in state.get_op_order():
+            hosts = []
+            for host in state.inventory:
+                if op_hash not in state.ops[host] or host not in state.activated_hosts:
+                    continue
+                if host in state.failed_hosts:
+                    run.record(host, op_hash, "skipped", reason=EARLIER)
+                else:
+                    hosts.append(host)
+            if not hosts:
+                continue
+            state.trigger_callbacks("operation_start", op_hash)
+            args = state.get_op_meta(op_hash).global_arguments
+            if args.get("_serial"):
+                batches = [[h] for h in hosts]
+            elif args.get("_parallel"):
+                size = int(args["_parallel"])
+                batches = [hosts[i:i + size] for i in range(0, len(hosts), size)]
+            else:
+                batches = [hosts]
+            for batch in batches:
+                gevent.joinall([state.pool.spawn(_apply_one, run, h, op_hash) for h in batch])
+            state.trigger_callbacks("operation_end", op_hash)

@@ -1,0 +1,87 @@
+"""Results of an engine run: per node, per operation. Plain data; `to_json()` gives plain dicts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+STATUSES = ("changed", "unchanged", "failed", "skipped")
+# NodeResult.error_kind values
+UNREACHABLE_KINDS = ("hostkey-unknown", "hostkey-changed", "auth", "refused", "timeout", "dns",
+                     "connect")
+
+
+@dataclass
+class OpResult:
+    name: str
+    status: str                      # one of STATUSES; in plan mode "changed" = would change
+    reason: str | None = None        # why unchanged/skipped (pyinfra's noop message), or the error
+    commands: list[str] = field(default_factory=list)  # masked: secrets read *MASKED*
+    rc: int | None = None            # exit status of the failing command
+    stderr_tail: str = ""            # last ~20 lines of output of a failed op
+    ignored: bool = False            # failed with _ignore_errors: does not fail the node
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class NodeResult:
+    node: str
+    address: str
+    reachable: bool = True
+    error: str | None = None         # one line: what failed, the value, how to fix it
+    error_kind: str | None = None    # UNREACHABLE_KINDS, "op-failed", "deploy-error"
+    ops: list[OpResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.reachable and self.error is None
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.ops if o.status == status)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {s: self.count(s) for s in STATUSES}
+
+    def to_json(self) -> dict:
+        return {"node": self.node, "address": self.address, "reachable": self.reachable,
+                "ok": self.ok, "error": self.error, "error_kind": self.error_kind,
+                "totals": self.totals, "ops": [o.to_json() for o in self.ops]}
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    command: str
+    mode: str                        # "plan" | "apply"
+    spec_hash: str
+    started: str                     # UTC ISO 8601
+    finished: str = ""
+    duration_s: float = 0.0
+    nodes: dict[str, NodeResult] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(n.ok for n in self.nodes.values())
+
+    @property
+    def totals(self) -> dict[str, dict[str, int]]:
+        """Per node: {"changed": n, "unchanged": n, "failed": n, "skipped": n}."""
+        return {name: n.totals for name, n in self.nodes.items()}
+
+    @property
+    def changed(self) -> int:
+        return sum(n.count("changed") for n in self.nodes.values())
+
+    @property
+    def failed_nodes(self) -> list[str]:
+        return [name for name, n in self.nodes.items() if not n.ok]
+
+    def to_json(self) -> dict:
+        return {"run_id": self.run_id, "command": self.command, "mode": self.mode,
+                "spec_hash": self.spec_hash, "started": self.started, "finished": self.finished,
+                "duration_s": round(self.duration_s, 3), "ok": self.ok, "totals": self.totals,
+                "warnings": list(self.warnings),
+                "nodes": {name: n.to_json() for name, n in self.nodes.items()}}

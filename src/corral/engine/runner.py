@@ -1,0 +1,180 @@
+"""run(cluster, deploys, mode=plan|apply): connect, prepare, plan or apply, collect, journal.
+
+Deploys are pyinfra `@deploy` functions taking no arguments; they read `host.data.corral_node`.
+The State is made with check_for_changes=False so preparing is instant and touches no node; plan
+then runs each op's command generator per node, in parallel, and apply executes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+
+from pyinfra.api import Config, State
+from pyinfra.api.connect import disconnect_all
+from pyinfra.api.deploy import add_deploy
+
+from corral.engine import execute, journal
+from corral.engine.capture import Capture, capturing
+from corral.engine.connect import connect
+from corral.engine.inventory import build_inventory, select_nodes
+from corral.engine.progress import Event, EventSink, PyinfraEvents, _quiet
+from corral.engine.results import NodeResult, OpResult, RunResult
+from corral.errors import UsageError
+from corral.spec.cluster import Cluster
+
+MODES = ("plan", "apply")
+CONNECT_TIMEOUT = 10
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Run:
+    """Book-keeping of one run: op names per node, results, events, captured pyinfra output."""
+
+    def __init__(self, state: State, cluster: Cluster, capture: Capture, sink: EventSink,
+                 mode: str, result: RunResult) -> None:
+        self.state, self.cluster, self.capture, self.sink, self.mode = state, cluster, capture, sink, mode
+        self.result = result
+        self.names: dict[tuple[str, str], str] = {}
+
+    def node(self, name: str) -> NodeResult:
+        return self.result.nodes[name]
+
+    def op_name(self, node: str, op_hash: str) -> str:
+        name = self.names.get((node, op_hash))
+        if name is None:
+            meta = self.state.op_meta.get(op_hash)
+            name = ", ".join(sorted(meta.names)) if meta and meta.names else op_hash
+        return name
+
+    def name_ops(self, host, deploy_name: str, hashes: Iterable[str]) -> None:
+        """pyinfra shares op meta (and names) between hosts by op *position*; keep each host's own."""
+        for op_hash in hashes:
+            own = self.state.ops[host][op_hash].global_arguments.get("name")
+            names = sorted(self.state.op_meta[op_hash].names)
+            if own:
+                match = [n for n in names if n == own or n.endswith(f" | {own}")]
+                mine = [n for n in match if n.startswith(f"{deploy_name} | ")]
+                name = (mine or match or [f"{deploy_name} | {own}"])[0]
+            else:
+                name = ", ".join(names)
+            self.names[(host.name, op_hash)] = name
+
+    def host_messages(self, host) -> str:
+        lines = [ln for ln in self.capture.messages.get(host.name, []) if ln]
+        return self.capture.scrub("; ".join(lines[-3:])) or ""
+
+    def record(self, host, op_hash: str, status: str, *, reason: str | None = None,
+               commands: Sequence = (), rc: int | None = None, stderr: str = "",
+               ignored: bool = False) -> OpResult:
+        for cmd in commands:
+            self.capture.learn(cmd)
+        if status == "unchanged" and reason is None:
+            reasons = self.capture.reasons(host.name, op_hash)
+            reason = "; ".join(reasons) if reasons else "no change needed"
+        scrub = self.capture.scrub
+        op = OpResult(name=self.op_name(host.name, op_hash), status=status, reason=scrub(reason),
+                      commands=[scrub(str(c)) or "" for c in commands], rc=rc,
+                      stderr_tail=scrub(stderr) or "", ignored=ignored)
+        self.node(host.name).ops.append(op)
+        self.sink(Event(host.name, op.name, status, op.reason, mode=self.mode))
+        return op
+
+    def op_failed(self, host, op_hash: str, error: str, **kw) -> None:
+        op = self.record(host, op_hash, "failed", reason=error, **kw)
+        node = self.node(host.name)
+        if node.error is None:
+            where = f"; command: {op.commands[-1]}" if op.commands else ""
+            rc = f" (rc={op.rc})" if op.rc is not None else ""
+            node.error = f"{host.name}: op '{op.name}' failed{rc}: {op.reason}{where}"
+            node.error_kind = "op-failed"
+        self.state.failed_hosts.add(host)
+        self.state.active_hosts.discard(host)
+
+
+def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
+    """add_deploy per host, so a deploy that raises for one node fails that node only."""
+    state = run.state
+    for host in [h for h in state.inventory if h in state.active_hosts]:
+        for deploy in deploys:
+            before = len(host.op_hash_order)
+            try:
+                add_deploy(state, deploy, host=host)
+            except Exception as exc:  # noqa: BLE001
+                node = run.node(host.name)
+                node.error = run.capture.scrub(
+                    f"{host.name}: deploy '{getattr(deploy, 'deploy_name', deploy.__name__)}' "
+                    f"could not be prepared: {type(exc).__name__}: {exc}")
+                node.error_kind = "deploy-error"
+                state.failed_hosts.add(host)
+                state.active_hosts.discard(host)
+                break
+            finally:
+                run.name_ops(host, getattr(deploy, "deploy_name", deploy.__name__),
+                             host.op_hash_order[before:])
+
+
+def _disconnect(state: State) -> None:
+    """pyinfra's SSH disconnect only drops its SFTP cache; close the SSH clients too."""
+    try:
+        disconnect_all(state)
+    except Exception:  # noqa: BLE001 - a failed disconnect changes no result
+        pass
+    for host in state.inventory:
+        client = getattr(host.connector, "client", None)
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001
+                pass
+        host.connected = False
+
+
+def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
+        limit: Iterable[str] | None = None, on_event: EventSink | None = None,
+        command: str = "apply", record: bool = True,
+        connect_timeout: int = CONNECT_TIMEOUT) -> RunResult:
+    """Plan or apply `deploys` on the cluster's nodes (all, or `limit` names), in parallel.
+
+    Never raises for a node problem: unreachable nodes and failed ops are in the result. Raises
+    UsageError for a bad mode, an unknown node in `limit` or a missing SSH key file.
+    """
+    if mode not in MODES:
+        raise UsageError(f"unknown run mode {mode!r}", value=mode, fix="use 'plan' or 'apply'")
+    t0 = time.monotonic()
+    nodes = select_nodes(cluster, limit)
+    result = RunResult(run_id=uuid.uuid4().hex[:12], command=command, mode=mode,
+                       spec_hash=cluster.spec_hash(), started=_now())
+    result.nodes = {n.name: NodeResult(node=n.name, address=n.address) for n in nodes}
+    sink = _quiet(on_event)
+    inventory = build_inventory(cluster, nodes)
+    state = State(inventory, Config(CONNECT_TIMEOUT=connect_timeout, FAIL_PERCENT=None),
+                  check_for_changes=False)
+    state.should_raise_failed_hosts = lambda _state: False
+    capture = Capture()
+    r = Run(state, cluster, capture, sink, mode, result)
+    state.add_callback_handler(PyinfraEvents(sink, mode, r.op_name))
+    with capturing(capture):
+        try:
+            for name, (kind, message) in connect(state, cluster).items():
+                node = result.nodes[name]
+                node.reachable, node.error, node.error_kind = False, message, kind
+                sink(Event(name, None, "unreachable", message, mode=mode))
+            _prepare(r, deploys)
+            total = sum(len(h.op_hash_order) for h in inventory if h in state.active_hosts)
+            sink(Event(None, None, "start", total=total, mode=mode))
+            (execute.plan if mode == "plan" else execute.apply)(r)
+        finally:
+            _disconnect(state)
+    result.warnings = sorted(set(capture.scrub(w) or "" for w in capture.general))
+    result.finished = _now()
+    result.duration_s = time.monotonic() - t0
+    sink(Event(None, None, "end", mode=mode))
+    if record:
+        journal.record(cluster.state_dir, result)
+    return result

@@ -1,0 +1,183 @@
+"""The engine end to end against a private sshd on loopback (no mocks of pyinfra).
+
+Nodes ctl1 (127.0.0.2) and cn1 (127.0.0.3) are this machine through the private sshd; down1
+(127.0.0.4) has nothing listening. The deploy only touches files under a tmp dir.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from pyinfra import host
+from pyinfra.api import MaskString, StringCommand, deploy, operation
+from pyinfra.api.command import QuoteString
+from pyinfra.facts.files import File
+from pyinfra.operations import files, server
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_engine import ADDRESSES, DOWN, PORT, engine_cluster, make_cluster, sshd  # noqa: E402,F401
+
+from corral.engine import hostkeys, journal  # noqa: E402
+from corral.engine.progress import PlainReporter  # noqa: E402
+from corral.engine.runner import run  # noqa: E402
+
+SECRET = "hunter2-Zq9xV7pL"
+UP = ["ctl1", "cn1"]
+
+
+@operation()
+def secret_file(path: str, secret: str):
+    """Write a secret once (a MaskString in the command), say why not when it exists."""
+    if host.get_fact(File, path=path):
+        host.noop(f"secret file {path} exists")
+        return
+    yield StringCommand("printf", "%s", MaskString(secret), ">", QuoteString(path))
+
+
+def make_deploy(root: Path, *, fail_on: str | None = None):
+    @deploy("enginetest")
+    def enginetest():
+        node = host.data.corral_node
+        base = str(root / node.name)
+        files.directory(name="state dir", path=base)
+        files.put(name="node file", src=StringIO(f"node {node.name} index {host.data.corral_index}\n"),
+                  dest=f"{base}/node.txt")
+        secret_file(name="secret", path=f"{base}/secret", secret=SECRET)
+        if fail_on:
+            server.shell(name="maybe fail", commands=[
+                f"if [ {node.name} = {fail_on} ]; then echo line1 >&2; echo boom-{node.name} >&2; exit 3; fi"])
+    return enginetest
+
+
+def _ops(result, node):
+    return {o.name: o for o in result.nodes[node].ops}
+
+
+def test_plan_apply_converge(engine_cluster, tmp_path):
+    root = tmp_path / "work"
+    d = make_deploy(root)
+    lines = StringIO()
+    plan = run(engine_cluster, [d], mode="plan", on_event=PlainReporter(lines))
+    assert not (root / "ctl1").exists(), "plan must not change a node"
+    for name in UP:
+        ops = _ops(plan, name)
+        assert [o.status for o in ops.values()] == ["changed"] * 3, ops
+        assert any("mkdir" in c for c in ops["enginetest | state dir"].commands)
+    assert "would change" in lines.getvalue()
+    # the unreachable node fails alone
+    down = plan.nodes["down1"]
+    assert not down.reachable and down.error_kind == "refused" and DOWN in down.error
+    assert not plan.ok and plan.failed_nodes == ["down1"]
+
+    first = run(engine_cluster, [d], mode="apply")
+    for name in UP:
+        assert first.nodes[name].ok and first.totals[name]["changed"] == 3
+        assert (root / name / "secret").read_text() == SECRET
+        assert (root / name / "node.txt").read_text().startswith(f"node {name} index")
+    assert first.nodes["down1"].error_kind == "refused"
+
+    second = run(engine_cluster, [d], mode="apply", limit=UP)
+    assert second.ok and set(second.nodes) == set(UP)
+    for name in UP:
+        assert second.totals[name] == {"changed": 0, "unchanged": 3, "failed": 0, "skipped": 0}
+        reasons = {o.name: o.reason for o in second.nodes[name].ops}
+        assert "already exists" in reasons["enginetest | state dir"]
+        assert "already uploaded" in reasons["enginetest | node file"]
+        assert reasons["enginetest | secret"] == f"secret file {root / name / 'secret'} exists"
+    replan = run(engine_cluster, [d], mode="plan", limit=UP)
+    assert replan.ok and all(t["changed"] == 0 for t in replan.totals.values())
+
+    # journal: rows written, secret nowhere
+    rows = journal.recent(engine_cluster.state_dir, limit=10, with_nodes=True)
+    assert [r["run_id"] for r in rows][:4] == [replan.run_id, second.run_id, first.run_id, plan.run_id]
+    assert rows[2]["mode"] == "apply" and rows[2]["spec_hash"] == engine_cluster.spec_hash()
+    assert rows[2]["failed_nodes"] == ["down1"] and rows[1]["ok"]
+    db = journal.journal_path(engine_cluster.state_dir)
+    assert db.stat().st_mode & 0o777 == 0o600
+    assert engine_cluster.state_dir.stat().st_mode & 0o777 == 0o700
+    dump = "\n".join(sqlite3.connect(db).iterdump())
+    assert SECRET not in dump
+    for res in (plan, first, second):
+        text = json.dumps(res.to_json())
+        assert SECRET not in text
+    assert any("*MASKED*" in c for o in plan.nodes["ctl1"].ops for c in o.commands)
+
+
+def test_op_failure_is_per_node(engine_cluster, tmp_path):
+    root = tmp_path / "work"
+    result = run(engine_cluster, [make_deploy(root, fail_on="ctl1")], mode="apply", limit=UP)
+    ctl, cn = result.nodes["ctl1"], result.nodes["cn1"]
+    assert not ctl.ok and ctl.error_kind == "op-failed" and "maybe fail" in ctl.error
+    failed = _ops(result, "ctl1")["enginetest | maybe fail"]
+    assert failed.status == "failed" and failed.rc == 3
+    assert failed.stderr_tail.splitlines()[-1] == "boom-ctl1" and failed.commands
+    assert cn.ok and _ops(result, "cn1")["enginetest | maybe fail"].status == "changed"
+    assert result.failed_nodes == ["ctl1"]
+
+
+def test_unknown_host_key_is_refused(tmp_path, sshd):
+    cluster = make_cluster(tmp_path, sshd, trust=False)
+    result = run(cluster, [make_deploy(tmp_path / "work")], mode="apply", limit=UP)
+    for name, address in zip(UP, ADDRESSES):
+        node = result.nodes[name]
+        assert not node.reachable and node.error_kind == "hostkey-unknown", node.error
+        assert f"[{address}]:{PORT}" in node.error and name in node.error
+        assert f"run `corral trust {name}` after checking the fingerprint" in node.error
+    assert not (tmp_path / "work").exists()
+    kh = hostkeys.known_hosts_path(cluster.state_dir)
+    assert hostkeys.read(kh) == []  # nothing was accepted
+    # trusting in the same process takes effect (pyinfra memoizes known_hosts per file name)
+    hostkeys.add(kh, ADDRESSES[0], PORT, hostkeys.scan(ADDRESSES[0], PORT))
+    again = run(cluster, [make_deploy(tmp_path / "work")], mode="plan", limit=UP)
+    assert again.nodes["ctl1"].ok and again.nodes["cn1"].error_kind == "hostkey-unknown"
+
+
+def test_changed_host_key_is_refused(tmp_path, sshd):
+    cluster = make_cluster(tmp_path, sshd)
+    other = tmp_path / "other"
+    import subprocess
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    kh = hostkeys.known_hosts_path(cluster.state_dir)
+    hostkeys.add(kh, ADDRESSES[0], PORT, (tmp_path / "other.pub").read_text(), replace=True)
+    result = run(cluster, [make_deploy(tmp_path / "work")], mode="plan", limit=UP)
+    ctl = result.nodes["ctl1"]
+    assert ctl.error_kind == "hostkey-changed", ctl.error
+    assert "host key changed" in ctl.error and "possible MITM or reinstalled node" in ctl.error
+    assert "`corral trust --replace ctl1`" in ctl.error and ADDRESSES[0] in ctl.error
+    assert result.nodes["cn1"].ok and result.totals["cn1"]["changed"] == 3
+
+
+def test_wrong_key_is_auth_error(tmp_path, sshd):
+    import subprocess
+    cluster = make_cluster(tmp_path, sshd)
+    wrong = tmp_path / "wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
+    sshd_key = Path(sshd.client_key)
+    spec = cluster.path.read_text().replace(str(sshd_key), str(wrong))
+    from corral.spec.loader import load_text
+    cluster = load_text(spec, str(cluster.path))
+    result = run(cluster, [make_deploy(tmp_path / "work")], mode="plan", limit=["ctl1"])
+    assert result.nodes["ctl1"].error_kind == "auth", result.nodes["ctl1"].error
+
+
+def test_jump_host(tmp_path, sshd):
+    cluster = make_cluster(tmp_path, sshd)
+    spec = cluster.path.read_text().replace("  port: 2222\n", f"  port: 2222\n  jump_host: root@{ADDRESSES[0]}:{PORT}\n")
+    from corral.spec.loader import load_text
+    cluster = load_text(spec, str(cluster.path))
+    result = run(cluster, [make_deploy(tmp_path / "work")], mode="apply", limit=["cn1"])
+    assert result.ok, result.nodes["cn1"].error
+    assert (tmp_path / "work" / "cn1" / "secret").exists()
+
+
+def test_unknown_limit_is_usage_error(engine_cluster):
+    from corral.errors import UsageError
+    with pytest.raises(UsageError, match="unknown node 'nope'"):
+        run(engine_cluster, [], mode="plan", limit=["nope"])
+    with pytest.raises(UsageError):
+        run(engine_cluster, [], mode="yolo")
