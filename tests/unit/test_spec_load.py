@@ -353,3 +353,49 @@ def test_load_reports_the_path_it_was_given(tmp_path):
     with pytest.raises(SpecError) as err:
         load(target)
     assert err.value.problems[0].where == f"{target}:2:8"
+
+
+# --- paths in the spec -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "expected"), [
+    ("keys/id", lambda base, home: base / "keys" / "id"),
+    ("../id", lambda base, home: base.parent / "id"),
+    ("/etc/corral/id", lambda base, home: Path("/etc/corral/id")),
+    ("~/.ssh/id_ed25519", lambda base, home: home / ".ssh" / "id_ed25519"),
+])
+def test_ssh_key_paths(tmp_path, monkeypatch, key, expected):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    base = tmp_path / "site"
+    base.mkdir()
+    target = base / "cluster.yaml"
+    target.write_text(f"name: p\nssh: {{key: '{key}'}}\nnodes:\n"
+                      "  - {names: n1, addresses: 10.0.0.1, roles: [controller, compute]}\n")
+    c = load(target)
+    assert c.ssh_key() == expected(base, home).resolve()
+
+
+def test_state_dir_paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    text = "name: p\nstate_dir: {}\nnodes:\n  - {{names: n1, addresses: 10.0.0.1, roles: [controller, compute]}}\n"
+    assert load_text(text.format("state"), str(tmp_path / "c.yaml")).state_dir == tmp_path / "state"
+    assert load_text(text.format("~/st"), str(tmp_path / "c.yaml")).state_dir == tmp_path / "home" / "st"
+    assert load_text(text.format("/var/lib/corral"), str(tmp_path / "c.yaml")).state_dir == Path("/var/lib/corral")
+
+
+def test_redefined_anchor_is_silent():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = spec("""\
+            name: re
+            nodes:
+              - names: ctl1
+                addresses: 10.0.0.1
+                roles: &r [controller]
+              - names: gpu1
+                addresses: 10.0.0.2
+                roles: &r [compute]
+            """)
+    assert c.node("gpu1").roles == ("compute",)

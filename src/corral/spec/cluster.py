@@ -49,11 +49,11 @@ class Cluster:
 
     @property
     def state_dir(self) -> Path:
-        return (self.base_dir / self.spec.state_dir).resolve()
+        return (self.base_dir / Path(self.spec.state_dir).expanduser()).resolve()
 
     def ssh_key(self) -> Path | None:
         key = self.spec.ssh.key
-        return (self.base_dir / key).expanduser().resolve() if key else None
+        return (self.base_dir / Path(key).expanduser()).resolve() if key else None
 
     def node(self, name: str) -> Node:
         for n in self.nodes:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+import warnings
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
-from ruamel.yaml.composer import MaxDepthExceededError
+from ruamel.yaml.composer import MaxDepthExceededError, ReusedAnchorWarning
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -272,7 +273,9 @@ def parse_yaml(text: str, path: str) -> Any:
     yaml.Constructor = _Constructor
     fix = "correct the YAML syntax at that position"
     try:
-        return yaml.load(text)
+        with warnings.catch_warnings():  # a re-defined anchor is legal YAML; don't print a warning
+            warnings.simplefilter("ignore", ReusedAnchorWarning)
+            return yaml.load(text)
     except MaxDepthExceededError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
