@@ -55,7 +55,8 @@ class Locator:
                 line, col = node.lc.line or 0, node.lc.col or 0
         except Exception:  # a position is best effort; never let it hide the real problem
             pass
-        return f"{self.path}:{int(line) + 1}:{int(col) + 1}"
+        line, col = (v if isinstance(v, int) and v >= 0 else 0 for v in (line, col))
+        return f"{self.path}:{line + 1}:{col + 1}"
 
 
 _MISSING = object()
