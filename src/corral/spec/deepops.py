@@ -1,0 +1,298 @@
+"""`corral import deepops`: a DeepOps config/ directory -> cluster.yaml (checked with the loader).
+
+Groups map to roles, connection variables to `ssh:`; every DeepOps group or variable without a
+cluster.yaml equivalent is listed in ImportResult.not_carried, so nothing is dropped silently."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corral.errors import Problem, SpecError, UsageError
+from corral.spec.deepops_inventory import (GROUP_NOTES, OTHER_GROUPS, ROLE_GROUPS, Inventory, Var,
+                                           canon, jump_host, read_config, reason_for)
+from corral.spec.hosts import NAME_RE, compress_names, expand_names
+from corral.spec.loader import load_text
+from corral.spec.models import NAME, SLURM_TIME
+
+INVENTORY_NAMES = ("inventory", "inventory.ini", "hosts", "hosts.ini")
+ROLE_ORDER = ("controller", "accounting", "login", "compute", "monitoring", "nfs", "control-plane", "worker")
+SSH_VARS = {k: k.replace("ssh_user", "user").replace("ssh_port", "port") for k in (
+    "ansible_user", "ansible_ssh_user", "ansible_port", "ansible_ssh_port", "ansible_ssh_private_key_file",
+    "ansible_ssh_common_args")}  # Ansible's old names map to the new ones
+USED_SLURM = {"slurm_cluster_name", "slurm_max_job_timelimit", "slurm_enable_ha", "nfs_server_group",
+              "slurm_enable_nfs_server", "slurm_enable_monitoring", "slurm_monitoring_group"}
+
+
+@dataclass
+class ImportResult:
+    yaml_text: str  # a cluster.yaml; its header comment says where it came from
+    not_carried: list[str] = field(default_factory=list)  # "where: variable-or-group — why"
+
+
+def import_deepops(config_dir: Path | str, scheduler: str | None = None) -> ImportResult:
+    """Convert DeepOps' config/ directory; `scheduler` picks slurm or kubernetes when it has both."""
+    base = Path(config_dir).expanduser()
+    if not base.is_dir():
+        raise UsageError("not a directory" if base.exists() else "DeepOps config directory not found",
+                         where=str(base), fix="pass DeepOps' config/ directory (it holds 'inventory')")
+    if scheduler not in (None, "slurm", "kubernetes"):
+        raise UsageError("unknown scheduler", value=scheduler, fix="use slurm or kubernetes")
+    label = next((n for n in INVENTORY_NAMES if (base / n).is_file()), None)
+    if label is None:
+        raise UsageError("no INI Ansible inventory in the DeepOps config directory", where=str(base),
+                         fix=f"add one named {' or '.join(INVENTORY_NAMES)} (copy DeepOps' config.example/"
+                         "inventory and list your hosts; YAML inventories are not supported)")
+    return _Importer(read_config(base, label)).run(scheduler)
+
+
+def _truthy(var: Var | None, default: bool = True) -> bool:
+    return default if var is None else str(var.value).strip().lower() in ("true", "yes", "on", "1", "y")
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        return bool(ipaddress.ip_address(text))
+    except ValueError:
+        return False
+
+
+def _name(text: str) -> str | None:
+    name = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-_")[:63]
+    return name if re.match(NAME, name) else None
+
+
+class _Importer:
+    def __init__(self, inv: Inventory) -> None:
+        self.inv, self.notes, self.problems = inv, [], []
+        self.origin: dict[str, str] = {}  # corral node name -> inventory host
+        self.roles: dict[str, list[str]] = {}  # inventory host (later: node name) -> roles
+        self.umbrella, self.used = "slurm-cluster", set(SSH_VARS) | {"ansible_host"}
+
+    def problem(self, where: str, message: str, value: object, fix: str) -> None:
+        self.problems.append(Problem(self.inv.full(where), message, value, fix))
+
+    def var(self, name: str) -> Var | None:  # as the hosts of slurm-cluster / k8s-cluster see it
+        return self.inv.cluster_var(name, self.umbrella)
+
+    def add(self, hosts: list[str], role: str) -> None:
+        for h in hosts:
+            if role not in self.roles.setdefault(h, []):
+                self.roles[h].append(role)
+
+    def group_hosts(self, var_name: str, default: str) -> list[str]:
+        var = self.var(var_name)
+        hosts = self.inv.resolve(str(var.value)) if var is not None else None
+        if var is not None and hosts is None:
+            self.notes.append(f"{var.where}: {var_name} — pattern {var.value!r} too complex; "
+                              f"used {default!r}")
+        return hosts if hosts is not None else self.inv.resolve(default) or []
+
+    def slurm_roles(self) -> None:
+        masters = self.inv.role_members("slurm-master")
+        if len(masters) > 2:
+            self.problem(self.inv.group_where("slurm-master"), "more than 2 hosts in [slurm-master] (Slurm "
+                         "has one primary and one backup controller)", ",".join(masters), "keep 2 at most")
+        self.add(masters, "controller")
+        self.add(masters[:1], "accounting")
+        if len(masters) == 2 and not _truthy(self.var("slurm_enable_ha"), False):
+            self.notes.append("slurm_enable_ha — off, but [slurm-master] has 2 hosts: both are controllers")
+        self.add(self.inv.role_members("slurm-node"), "compute")
+        if any(canon(g) == "slurm-login" for g in self.inv.groups):
+            self.add(self.inv.role_members("slurm-login"), "login")
+        else:
+            self.add(masters, "login")
+            self.notes.append("[slurm-login] — not defined; users log in on the slurm-master (now 'login')")
+        if _truthy(self.var("slurm_enable_nfs_server")):
+            self.add(self.group_hosts("nfs_server_group", "slurm-nfs[0]")[:1], "nfs")
+        if _truthy(self.var("slurm_enable_monitoring")):
+            metric = self.group_hosts("slurm_monitoring_group", "slurm-metric")
+            self.add(metric[:1], "monitoring")
+            if len(metric) > 1:
+                self.notes.append(f"[slurm-metric] — {len(metric)} hosts; corral monitors from one node: "
+                                  f"only {metric[0]} got 'monitoring'")
+
+    def run(self, forced: str | None) -> ImportResult:
+        has = {s: any(self.inv.role_members(g) for g in gs) for s, gs in ROLE_GROUPS.items()}
+        if not any(has.values()):
+            raise SpecError([Problem(str(self.inv.path), "no host is in a DeepOps role group", None,
+                                     "list hosts under [slurm-master] and [slurm-node] (Slurm) or under "
+                                     "[kube_control_plane] and [kube_node] (Kubernetes)")])
+        sched = forced or ("slurm" if has["slurm"] else "kubernetes")
+        other = OTHER_GROUPS["kubernetes" if sched == "slurm" else "slurm"]
+        self.umbrella = "slurm-cluster" if sched == "slurm" else "k8s-cluster"
+        self.used |= USED_SLURM if sched == "slurm" else set()
+        if all(has.values()):
+            self.notes.append(f"[{', '.join(g for g in other if self.inv.role_members(g))}] — not carried: "
+                              f"a cluster.yaml has one scheduler and this one was imported as {sched}")
+        if sched == "slurm":
+            self.slurm_roles()
+        else:
+            self.add(self.inv.role_members("kube-control-plane") + self.inv.role_members("kube-master"),
+                     "control-plane")
+            self.add(self.inv.role_members("kube-node"), "worker")
+        need = {"controller": "slurm-master", "compute": "slurm-node"} if sched == "slurm" else \
+            {"control-plane": "kube_control_plane", "worker": "kube_node"}
+        for role, group in need.items():
+            if not any(role in r for r in self.roles.values()):
+                self.problem(self.inv.group_where(canon(group)), f"no host in [{group}]", None,
+                             f"list the {role} host(s) in [{group}]")
+        nodes, ssh, name = self.nodes(), self.ssh(), self.cluster_name(sched)
+        max_time = self.var("slurm_max_job_timelimit") if sched == "slurm" else None
+        if max_time is not None and not re.match(SLURM_TIME, str(max_time.value)):
+            self.problem(max_time.where, "slurm_max_job_timelimit is not a Slurm time", max_time.value,
+                         "use e.g. INFINITE, 2-00:00:00 or 720 (minutes)")
+        if self.problems:
+            raise SpecError(self.problems)
+        self.note_rest(other)
+        text = self.emit(name, sched, ssh, nodes, max_time)
+        load_text(text, f"cluster.yaml imported from {self.inv.base}")  # a SpecError here: importer bug
+        return ImportResult(text, self.notes)
+
+    def nodes(self) -> dict[str, str]:
+        """{corral node name: IP}; re-keys self.roles by node name."""
+        out: dict[str, str] = {}
+        by_ip: dict[str, str] = {}
+        for host, hdef in self.inv.hosts.items():
+            if host not in self.roles:
+                known = [g for g in sum(OTHER_GROUPS.values(), ()) if host in self.inv.role_members(g)]
+                if known:
+                    self.notes.append(f"{hdef.where}: {host} — only in [{', '.join(known)}]: no role, "
+                                      "skipped")
+                else:
+                    self.problem(hdef.where, f"host {host!r} is in no DeepOps role group", host,
+                                 "add it to [slurm-master], [slurm-node], [kube_control_plane] or "
+                                 "[kube_node], or delete it")
+                continue
+            name = (host if _is_ip(host) else host.split(".")[0]).lower()
+            if not NAME_RE.match(name) or name in out:
+                self.problem(hdef.where, f"host name {host!r} cannot be a corral node name"
+                             + (" (it clashes with another host)" if name in out else ""), host,
+                             "rename it in the inventory: a short lowercase hostname (letters, digits, -)")
+                continue
+            if name != host:
+                self.notes.append(f"{hdef.where}: {host} — imported as {name} (short lowercase name)")
+            addr = self.inv.host_vars_merged(host).get("ansible_host")
+            ip = str(addr.value).strip() if addr else ""
+            if addr is None:
+                self.problem(hdef.where, f"host {host!r} has no ansible_host", host,
+                             f"write '{host} ansible_host=<its IP>' under [all]; corral needs each node's IP")
+            elif not _is_ip(ip):
+                self.problem(addr.where, f"host {host!r}: ansible_host is not an IP address", ip,
+                             "write the node's IP address (the importer does not resolve names)")
+            elif ip in by_ip:
+                self.problem(addr.where, f"hosts {by_ip[ip]!r} and {host!r} have the same address", ip,
+                             "give each host its own ansible_host")
+            else:
+                by_ip[ip], out[name], self.origin[name] = host, ip, host
+                self.roles[name] = self.roles.pop(host)
+        return out
+
+    def ssh(self) -> dict[str, object]:
+        found: dict[str, Counter] = {}
+        first: dict[str, Var] = {}
+        for host in self.origin.values():
+            for key, var in self.inv.host_vars_merged(host).items():
+                if key in SSH_VARS:
+                    found.setdefault(SSH_VARS[key], Counter())[str(var.value)] += 1
+                    first.setdefault(SSH_VARS[key], var)
+        out: dict[str, object] = {"user": "root"}
+        for key, counts in found.items():
+            value, where = counts.most_common(1)[0][0], first[key].where
+            if len(counts) > 1:
+                self.notes.append(f"{key} — differs between hosts ({', '.join(counts)}); cluster.yaml has "
+                                  f"one ssh setting for all nodes: {value!r} was used")
+            if "{{" in value:
+                self.notes.append(f"{where}: {key} — a Jinja template, not imported; set ssh: by hand")
+            elif key == "ansible_user" and not re.match(r"^[a-z_][a-z0-9_-]*$", value):
+                self.problem(where, "ansible_user is not a valid user name", value, "use a lowercase login")
+            elif key == "ansible_user":
+                out["user"] = value
+            elif key == "ansible_port" and not (value.isdigit() and 0 < int(value) < 65536):
+                self.problem(where, "ansible_port is not a port number", value, "use 1 to 65535")
+            elif key == "ansible_port":
+                out["port"] = int(value)
+            elif key == "ansible_ssh_private_key_file":  # relative to the deepops/ checkout
+                relative = not (value.startswith("~") or Path(value).is_absolute())
+                out["key"] = str((self.inv.base.parent / value).resolve()) if relative else value
+            elif jump_host(value):
+                out["jump_host"] = jump_host(value)
+                if re.search(r"-o\s*(?!Proxy)\w+=", value):
+                    self.notes.append(f"{where}: ansible_ssh_common_args — only the jump host was carried")
+            else:
+                self.notes.append(f"{where}: ansible_ssh_common_args — only a jump host (-J, ProxyJump, "
+                                  f"ProxyCommand ssh -W) is carried; got {value!r}")
+        if "ansible_user" not in found:
+            self.notes.append("ansible_user — not set (Ansible used your local login); ssh.user is root")
+        return out
+
+    def cluster_name(self, sched: str) -> str:
+        var = self.var("slurm_cluster_name") if sched == "slurm" else None
+        name = _name(str(var.value)) if var is not None and "{{" not in str(var.value) else None
+        if name and var is not None:
+            if name != var.value:
+                self.notes.append(f"{var.where}: slurm_cluster_name — {var.value!r} imported as {name!r}")
+            return name
+        base = self.inv.base.resolve()
+        name = _name(base.parent.name if base.name == "config" else base.name) or "cluster"
+        if sched == "slurm":
+            self.notes.append(f"{var.where + ': ' if var else ''}slurm_cluster_name — unset or unusable "
+                              f"(DeepOps' default ClusterName is 'deepops'); cluster.yaml name is {name!r}")
+        return name
+
+    def note_rest(self, other: tuple[str, ...]) -> None:
+        for gname, g in self.inv.groups.items():
+            c = canon(gname)
+            if c in GROUP_NOTES and c not in other and self.inv.members(gname):
+                self.notes.append(f"{g.where}: [{gname}] — {GROUP_NOTES[c]}")
+            elif c not in sum(OTHER_GROUPS.values(), ("all", "ungrouped")) and self.inv.members(gname):
+                self.notes.append(f"{g.where}: [{gname}] — not a DeepOps role group; no cluster.yaml role")
+        for gname in dict.fromkeys(list(self.inv.groups) + list(self.inv.group_vars)):
+            for layer in filter(None, (self.inv.groups[gname].vars if gname in self.inv.groups else {},
+                                       self.inv.group_vars.get(gname, {}))):
+                why = "a group of the other scheduler" if canon(gname) in other else \
+                    None if gname in self.inv.groups else "a group not in the inventory"
+                if why:
+                    files = ", ".join(sorted({v.where.rsplit(":", 1)[0] for v in layer.values()}))
+                    self.notes.append(f"{files} — settings of [{gname}], {why}")
+                else:
+                    self.notes += [f"{v.where}: {k} — {reason_for(k)}" for k, v in layer.items()
+                                   if k not in self.used]
+        for name, host in self.origin.items():
+            for layer in (self.inv.hosts[host].vars, self.inv.host_vars.get(host, {})):
+                self.notes += [f"{v.where}: {k} ({name}) — {reason_for(k)}" for k, v in layer.items()
+                               if k not in self.used]
+
+    def emit(self, name: str, sched: str, ssh: dict[str, object], nodes: dict[str, str],
+             max_time: Var | None) -> str:
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for node in nodes:
+            groups.setdefault(tuple(r for r in ROLE_ORDER if r in self.roles[node]), []).append(node)
+        body = [f"name: {json.dumps(name)}", f"scheduler: {sched}", "ssh:"]
+        body += [f"  {k}: {json.dumps(v)}" for k, v in ssh.items()] + ["nodes:"]
+        gpu_groups = []
+        for key, names in groups.items():
+            expr = compress_names(names)
+            if sorted(expand_names(expr)) != sorted(names):  # correct over pretty
+                expr = ",".join(names)
+            body += [f"  - names: {json.dumps(expr)}",  # addresses in the order the names expand
+                     f"    addresses: [{', '.join(json.dumps(nodes[n]) for n in expand_names(expr))}]",
+                     f"    roles: [{', '.join(key)}]"]
+            if {"compute", "worker"} & set(key):
+                gpu_groups.append(expr)
+                body.append("    # TODO gpus: {model: <GRES type, e.g. h100>, count: <per node>}")
+        if gpu_groups:
+            self.notes.append(f"gpus ({'; '.join(gpu_groups)}) — declare gpus: per group (DeepOps detects "
+                              "them at run time; corral `doctor` will compare)")
+        if sched == "slurm":
+            limit = str(max_time.value) if max_time else "INFINITE"
+            body += ["slurm:", "  partitions:  # DeepOps' one partition", '    - name: "batch"',
+                     "      default: true", f"      max_time: {json.dumps(limit)}"]
+        head = [f"# Imported by `corral import deepops` from {self.inv.base.resolve()}",
+                f"# ({self.inv.path.name}, group_vars/, host_vars/). Review it, then declare GPUs.",
+                "# Not carried over from DeepOps:"] + ["#   - " + n.replace("\n", " ") for n in self.notes]
+        return "\n".join(head + body) + "\n"

@@ -1,0 +1,299 @@
+"""Read a DeepOps config directory (INI inventory, group_vars/, host_vars/) and its vocabulary.
+
+Ansible/DeepOps knowledge only; deepops.py maps it to cluster.yaml. Every value keeps where it came
+from ("inventory:12", "group_vars/all.yml:38", relative to the config directory)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import YAMLError
+
+from corral.errors import Problem, SpecError
+
+SECTION_RE = re.compile(r"^\[([^\]:\s]+)(?::([a-z]+))?\]\s*(?:[#;].*)?$")
+RANGE_RE = re.compile(r"\[([0-9a-z]+):([0-9a-z]+)(?::(\d+))?\]")
+HOST_PORT_RE = re.compile(r"^([^:\[\]]+|[^:]*\[[^\]]*\][^:]*):(\d+)$")
+VAR_EXTS, SKIP_EXTS = (".yml", ".yaml", ".json"), (".md", ".txt", ".bak", ".orig", ".swp", ".retry")
+
+
+@dataclass
+class Var:
+    value: Any
+    where: str  # "group_vars/all.yml:38", relative to the config directory
+
+
+@dataclass
+class Entry:  # an inventory host or group: where it is first named, its variables, its members
+    name: str
+    where: str
+    vars: dict[str, Var] = field(default_factory=dict)
+    hosts: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+
+
+ROLE_GROUPS = {"slurm": ("slurm-master", "slurm-node", "slurm-login", "slurm-nfs", "slurm-metric"),
+               "kubernetes": ("kube-control-plane", "kube-master", "kube-node", "etcd")}
+OTHER_GROUPS = {"slurm": ROLE_GROUPS["slurm"] + ("slurm-cache", "slurm-nfs-client", "slurm-cluster"),
+                "kubernetes": ROLE_GROUPS["kubernetes"] + ("k8s-cluster", "calico-rr")}
+GROUP_NOTES = {"etcd": "corral runs etcd co-located with the control plane; no separate etcd hosts",
+               "slurm-cache": "cluster.yaml has no container-registry-cache role",
+               "slurm-nfs-client": "cluster.yaml has no NFS-client role",
+               "calico-rr": "cluster.yaml has no Calico route-reflector role"}
+NO_SETTING = [  # DeepOps variable (regex) -> the cluster.yaml setting it lacks ("!" = say this); first wins
+    (r"^\(the whole file\)$", "!Ansible Vault-encrypted; the importer cannot read it"),
+    (r"password$|_secret|_token", "!secrets are not copied into cluster.yaml"),
+    (r"^(chrony_config_server|ntp_servers)$", "!corral's time-sync component takes no server list yet"),
+    (r"^slurm_default_job_timelimit$", "!corral partitions have max_time only, no default time"),
+    (r"^(chrony|ntp)_", "time-sync setting"),
+    (r"^(https?_proxy|no_proxy|proxy_env)$", "proxy setting (set it on the nodes yourself)"),
+    (r"^(nfs_|slurm_enable_nfs|k8s_(deploy_)?nfs|autofs_)", "NFS export or mount list"),
+    (r"^(grafana|prometheus|alertmanager|collectd)_|_exporter", "monitoring setting besides the role"),
+    (r"^(slurm_version|slurm_install_prefix|slurm_build|slurm_configure(_nvml)?$|slurm_src|pmix_|hwloc_)",
+     "Slurm version or build setting"),
+    (r"^(nvidia_|cuda_|install_dcgm|gpu_clock|allow_user_set_gpu_clocks|slurm_cluster_install_(cuda|nvidia))",
+     "NVIDIA driver, CUDA, DCGM or GPU-clock setting"),
+    (r"^(mig_|k8s_gpu_mig)", "MIG setting"),
+    (r"^(docker_|crio_|containerd_|container_manager|nerdctl_|standalone_container_registry|"
+     r"slurm_enable_container_registry)", "container-runtime or registry setting"),
+    (r"^(enroot_|pyxis_|slurm_install_(enroot|pyxis)|slurm_pyxis)", "enroot/pyxis setting"),
+    (r"^(sm_|spack_|hpcsdk_|openmpi_|slurm_install_(lmod|hpcsdk)|slurm_cluster_install_openmpi)",
+     "software-module setting (Lmod, Spack, EasyBuild, HPC SDK, OpenMPI)"),
+    (r"^(users$|ssh_|sftp_|nis_|kerberos_)", "user-account, SSH-hardening or authentication setting"),
+    (r"^(rsyslog_|slurm_enable_rsyslog|kube_enable_rsyslog)", "central-logging setting"),
+    (r"^(nhc_|slurm_install_nhc|slurm_health_check)", "health-check-program setting"),
+    (r"^maas_", "machine-provisioning setting (MAAS)"),
+    (r"^slurm_", "such Slurm setting"),
+    (r"^(kube|k8s|helm|dashboard|kubeflow|metallb)|gpu_operator", "such Kubernetes setting"),
+]
+
+
+def reason_for(var: str) -> str:
+    what = next((w for pattern, w in NO_SETTING if re.search(pattern, var)), "!no cluster.yaml equivalent")
+    return what[1:] if what.startswith("!") else f"cluster.yaml has no {what}"
+
+
+def canon(group: str) -> str:  # DeepOps and Kubespray spell groups both ways: kube_node, kube-node
+    return group.replace("_", "-")
+
+
+@dataclass
+class Inventory:
+    base: Path  # the config directory
+    path: Path  # the inventory file
+    hosts: dict[str, Entry] = field(default_factory=dict)  # in order of first mention
+    groups: dict[str, Entry] = field(default_factory=dict)
+    group_vars: dict[str, dict[str, Var]] = field(default_factory=dict)  # group_vars/<group>
+    host_vars: dict[str, dict[str, Var]] = field(default_factory=dict)  # host_vars/<host>
+
+    def full(self, where: str) -> str:  # 'inventory:12' -> '/path/to/config/inventory:12'
+        return str(self.base / where)
+
+    def members(self, name: str, _seen: frozenset[str] = frozenset()) -> list[str]:  # children too
+        group = self.groups.get(name)
+        if group is None or name in _seen:
+            return []
+        out = list(group.hosts) + [h for c in group.children for h in self.members(c, _seen | {name})]
+        return list(dict.fromkeys(out))
+
+    def role_members(self, canonical: str) -> list[str]:  # kube_node and kube-node alike
+        return list(dict.fromkeys(h for g in self.groups if canon(g) == canonical for h in self.members(g)))
+
+    def group_where(self, canonical: str) -> str:
+        return next((g.where for n, g in self.groups.items() if canon(n) == canonical), f"{self.path.name}:1")
+
+    def _layers(self, groups: list[str]) -> list[dict[str, Var]]:
+        """Variable layers, lowest precedence first: [g:vars] in the inventory, then group_vars/g."""
+        ordered = ["all"] + [g for g in dict.fromkeys(groups) if g != "all"]
+        return [layer for g in ordered for layer in
+                (self.groups[g].vars if g in self.groups else {}, self.group_vars.get(g, {}))]
+
+    def cluster_var(self, name: str, umbrella: str) -> Var | None:  # as the umbrella group sees it
+        groups = [g for g in list(self.groups) + list(self.group_vars) if canon(g) == umbrella]
+        found = None
+        for layer in self._layers(groups):
+            found = layer.get(name, found)
+        return found
+
+    def host_vars_merged(self, host: str) -> dict[str, Var]:
+        merged: dict[str, Var] = {}
+        for layer in self._layers([g for g in self.groups if g != "all" and host in self.members(g)]):
+            merged.update(layer)
+        merged.update(self.hosts[host].vars)
+        merged.update(self.host_vars.get(host, {}))
+        return merged
+
+    def resolve(self, text: str) -> list[str] | None:
+        """Hosts of a simple Ansible pattern: 'grp', 'grp[0]', 'grp[1:]', 'a,b'; None if too complex."""
+        out: list[str] = []
+        for item in text.split(","):
+            m = re.match(r"^([\w.-]+)(?:\[(\d*)(:?)(\d*)\])?$", item.strip())
+            if not m:
+                return None
+            hosts = self.role_members(canon(m.group(1))) or ([m.group(1)] if m.group(1) in self.hosts else [])
+            if m.group(2) or m.group(3):
+                lo = int(m.group(2) or 0)
+                hi = (int(m.group(4)) if m.group(4) else len(hosts)) if m.group(3) else lo
+                hosts = hosts[lo:hi + 1]  # Ansible slices include their end
+            out += hosts
+        return list(dict.fromkeys(out))
+
+
+def expand_pattern(name: str) -> list[str]:
+    """Ansible host ranges: `gpu[01:04]`, `node[a:c]`, `n[0:10:2]`."""
+    m = RANGE_RE.search(name)
+    if not m:
+        return [name]
+    start, end, step = m.group(1), m.group(2), max(int(m.group(3) or 1), 1)
+    if start.isdigit() and end.isdigit():
+        width = len(start) if start.startswith("0") else 0
+        items = [str(i).zfill(width) for i in range(int(start), int(end) + 1, step)]
+    elif len(start) == len(end) == 1 and start.isalpha() and end.isalpha():
+        items = [chr(c) for c in range(ord(start), ord(end) + 1, step)]
+    else:
+        items = []
+    if not items:
+        raise ValueError(f"bad or empty host range {m.group(0)}")
+    return [h for i in items for h in expand_pattern(name[:m.start()] + i + name[m.end():])]
+
+
+def parse_inventory(inv: Inventory, problems: list[Problem]) -> None:  # syntax problems -> problems
+    label = inv.path.name
+    inv.groups["all"] = Entry("all", f"{label}:1")
+    group, kind = inv.groups.setdefault("ungrouped", Entry("ungrouped", f"{label}:1")), "hosts"
+    try:
+        text = inv.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return problems.append(Problem(str(inv.path), f"cannot read: {exc}", None, "make it UTF-8 text"))
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line, where = raw.strip(), f"{label}:{lineno}"
+
+        def bad(message: str, value: object, fix: str) -> None:
+            problems.append(Problem(inv.full(where), message, value, fix))  # noqa: B023
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            m = SECTION_RE.match(line)
+            if not m or (m.group(2) or "hosts") not in ("hosts", "children", "vars"):
+                bad("bad section header", line, "write [group], [group:children] or [group:vars]")
+                kind = "skip"
+            else:
+                group = inv.groups.setdefault(m.group(1), Entry(m.group(1), where))
+                kind = m.group(2) or "hosts"
+        elif kind == "vars":
+            key, eq, value = (part.strip() for part in line.partition("="))
+            if not eq or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                bad(f"[{group.name}:vars] line is not name=value", line, "write one 'name=value' per line")
+            else:
+                quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "'\""
+                group.vars[key] = Var(value[1:-1] if quoted else value, where)
+        elif kind != "skip":
+            try:
+                tokens = shlex.split(line, comments=True)
+            except ValueError as exc:
+                bad(f"cannot parse line: {exc}", line, "close the quote")
+                continue
+            if tokens and kind == "children":
+                if tokens[0] != group.name and tokens[0] not in group.children:
+                    group.children.append(tokens[0])
+                inv.groups.setdefault(tokens[0], Entry(tokens[0], where))
+            elif tokens:
+                _host_line(inv, group, tokens, where, bad)
+
+
+def _host_line(inv: Inventory, group: Entry, tokens: list[str], where: str, bad: Any) -> None:
+    name, hvars = tokens[0], {}
+    m = HOST_PORT_RE.match(name)
+    if m:  # host:port
+        name, hvars["ansible_port"] = m.group(1), Var(m.group(2), where)
+    for tok in tokens[1:]:
+        key, eq, value = tok.partition("=")
+        if not eq or not key:
+            return bad(f"host {name!r}: expected name=value after the host name", tok,
+                       "write 'host ansible_host=10.0.0.1 name=value ...' on one line")
+        hvars[key] = Var(value, where)
+    try:
+        names = expand_pattern(name)
+    except ValueError as exc:
+        return bad(str(exc), name, "write ranges like gpu[01:16]")
+    for host in names:
+        known = inv.hosts.setdefault(host, Entry(host, where))
+        for key, var in hvars.items():
+            old = known.vars.get(key)
+            if key == "ansible_host" and old is not None and old.value != var.value:
+                bad(f"host {host!r} has two addresses: {old.value} (at {old.where}) and {var.value}",
+                    var.value, "give the host one ansible_host, or give the second one another name")
+                continue
+            known.vars[key] = var
+        if host not in group.hosts:
+            group.hosts.append(host)
+
+
+def load_vars_file(base: Path, label: str, problems: list[Problem]) -> dict[str, Var] | None:
+    """The YAML vars file base/label as {name: Var}; None if unusable (a Problem says why)."""
+    path = base / label
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return problems.append(Problem(str(path), f"cannot read vars file: {exc}", None, "check the file"))
+    if text.lstrip().startswith("$ANSIBLE_VAULT"):
+        return {"(the whole file)": Var("vault", f"{label}:1")}
+    try:
+        data = YAML(typ="rt").load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        why = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+        return problems.append(Problem(f"{path}:{mark.line + 1 if mark else 1}",
+                                       f"invalid YAML: {why.strip()}", None, "correct the YAML at that line"))
+    if data is not None and not isinstance(data, CommentedMap):
+        return problems.append(Problem(f"{path}:1", "a vars file must be a mapping of names to values",
+                                       type(data).__name__, "write 'name: value' lines"))
+    return {str(k): Var(v, f"{label}:{data.lc.key(k)[0] + 1}") for k, v in (data or {}).items()}
+
+
+def load_vars_dir(base: Path, kind: str, problems: list[Problem]) -> dict[str, dict[str, Var]]:
+    """group_vars/ or host_vars/ as {group-or-host: {var: Var}}; entries are files or directories."""
+    out: dict[str, dict[str, Var]] = {}
+    for entry in sorted((base / kind).iterdir()) if (base / kind).is_dir() else []:
+        if entry.name.startswith(".") or entry.name.endswith("~") or entry.suffix in SKIP_EXTS:
+            continue
+        files = sorted(f for f in entry.iterdir() if f.is_file() and f.suffix in VAR_EXTS) \
+            if entry.is_dir() else [entry]
+        name = entry.name[:-len(entry.suffix)] if entry.is_file() and entry.suffix in VAR_EXTS else entry.name
+        for f in files:
+            loaded = load_vars_file(base, f.relative_to(base).as_posix(), problems)
+            if loaded is not None:
+                out.setdefault(name, {}).update(loaded)
+    return out
+
+
+def read_config(base: Path, inventory: str) -> Inventory:
+    """The whole config directory; all syntax problems at once, as one SpecError."""
+    inv, problems = Inventory(base=base, path=base / inventory), []
+    parse_inventory(inv, problems)
+    inv.group_vars = load_vars_dir(base, "group_vars", problems)
+    inv.host_vars = load_vars_dir(base, "host_vars", problems)
+    if problems:
+        raise SpecError(problems)
+    return inv
+
+
+def jump_host(args: str) -> str | None:
+    """user@host[:port] from `-J x`, `-o ProxyJump=x` or `-o ProxyCommand="ssh -W %h:%p [-p N] x"`."""
+    m = re.search(r"(?:-J\s*|ProxyJump=)([\w.@:\[\]-]+)", args)
+    if m:
+        return m.group(1)
+    m = re.search(r"ProxyCommand=[\"']?ssh\s([^\"']*)", args)
+    words = m.group(1).split() if m else []
+    if "-W" not in words:
+        return None
+    port = words[words.index("-p") + 1] if "-p" in words[:-1] else None
+    hosts = [w for i, w in enumerate(words) if not w.startswith("-") and
+             (i == 0 or words[i - 1] not in ("-W", "-p", "-i", "-o", "-l", "-F"))]
+    return hosts[-1] + (f":{port}" if port else "") if hosts else None
