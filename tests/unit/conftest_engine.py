@@ -1,5 +1,8 @@
 """A private sshd on loopback (127.0.0.2:2222 and 127.0.0.3:2222) for engine tests.
 
+If another test run on this machine holds port 2222, the next free port up to 2231 is used
+(same loopback addresses); tests read it from `sshd.port`.
+
 Import the fixtures into a test module: `from conftest_engine import sshd, engine_cluster  # noqa`.
 Needs root and /usr/sbin/sshd; the tests are skipped with the reason otherwise. The daemon has its
 own generated ed25519 host key, allows root by a generated key only, and is stopped by its PID.
@@ -20,7 +23,8 @@ import pytest
 SSHD = "/usr/sbin/sshd"
 ADDRESSES = ("127.0.0.2", "127.0.0.3")
 DOWN = "127.0.0.4"  # nothing listens there
-PORT = 2222
+PORT = 2222  # first choice; the next free one of PORTS if another test run holds it
+PORTS = range(2222, 2232)
 
 
 @dataclass
@@ -29,6 +33,7 @@ class Sshd:
     pid: int
     client_key: Path
     host_pubkey: str  # "ssh-ed25519 AAAA..."
+    port: int = PORT
 
 
 def _keygen(path: Path, comment: str) -> str:
@@ -37,9 +42,9 @@ def _keygen(path: Path, comment: str) -> str:
     return " ".join(path.with_suffix(".pub").read_text().split()[:2])
 
 
-def _listening(address: str) -> bool:
+def _listening(address: str, port: int) -> bool:
     try:
-        with socket.create_connection((address, PORT), timeout=0.2):
+        with socket.create_connection((address, port), timeout=0.2):
             return True
     except OSError:
         return False
@@ -50,14 +55,15 @@ def _listening(address: str) -> bool:
 _shared: dict = {"sshd": None, "users": 0}
 
 
-def _start(d: Path) -> Sshd:
+def _start(d: Path, port: int) -> Sshd | None:
+    """Start sshd on `port`; None if it exits at once (the port was taken meanwhile)."""
     host_pub = _keygen(d / "host_ed25519", "corral-test-host")
     _keygen(d / "client_ed25519", "corral-test-client")
     (d / "authorized_keys").write_text((d / "client_ed25519.pub").read_text())
     os.chmod(d / "authorized_keys", 0o600)
     config = d / "sshd_config"
     config.write_text("\n".join([
-        f"Port {PORT}", *(f"ListenAddress {a}" for a in ADDRESSES),
+        f"Port {port}", *(f"ListenAddress {a}" for a in ADDRESSES),
         f"HostKey {d / 'host_ed25519'}", f"PidFile {d / 'sshd.pid'}",
         f"AuthorizedKeysFile {d / 'authorized_keys'}",
         "PermitRootLogin prohibit-password", "PubkeyAuthentication yes",
@@ -70,14 +76,17 @@ def _start(d: Path) -> Sshd:
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
-    while not all(_listening(a) for a in ADDRESSES):
-        if proc.poll() is not None or time.monotonic() > deadline:
+    while not all(_listening(a, port) for a in ADDRESSES):
+        if proc.poll() is not None:
+            return None
+        if time.monotonic() > deadline:
             _stop(proc)
             log = (d / "sshd.log").read_text() if (d / "sshd.log").exists() else ""
             pytest.fail(f"private sshd did not start: {log[-2000:]}")
         time.sleep(0.05)
     _shared["proc"] = proc
-    return Sshd(dir=d, pid=proc.pid, client_key=d / "client_ed25519", host_pubkey=host_pub)
+    return Sshd(dir=d, pid=proc.pid, client_key=d / "client_ed25519", host_pubkey=host_pub,
+                port=port)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -98,9 +107,13 @@ def sshd(tmp_path_factory) -> Sshd:
     if not os.access(SSHD, os.X_OK):
         pytest.skip(f"{SSHD} is missing (apt-get install -y openssh-server)")
     if _shared["sshd"] is None:
-        if any(_listening(a) for a in ADDRESSES):
-            pytest.skip(f"something else listens on {ADDRESSES[0]}:{PORT} or {ADDRESSES[1]}:{PORT}")
-        _shared["sshd"] = _start(tmp_path_factory.mktemp("sshd"))
+        for port in PORTS:
+            if not any(_listening(a, port) for a in ADDRESSES):
+                _shared["sshd"] = _start(tmp_path_factory.mktemp("sshd"), port)
+                if _shared["sshd"] is not None:
+                    break
+        else:
+            pytest.skip(f"ports {PORTS.start}-{PORTS.stop - 1} of {', '.join(ADDRESSES)} are all in use")
     _shared["users"] += 1
     try:
         yield _shared["sshd"]
@@ -135,14 +148,15 @@ def make_cluster(tmp_path: Path, sshd: Sshd, *, trust: bool = True, extra: str =
     from corral.engine import hostkeys
     from corral.spec.loader import load_text
 
-    text = SPEC.format(key=sshd.client_key, port=PORT, a0=ADDRESSES[0], a1=ADDRESSES[1],
+    text = SPEC.format(key=sshd.client_key, port=sshd.port, a0=ADDRESSES[0], a1=ADDRESSES[1],
                        down=DOWN) + extra
     spec_path = tmp_path / "cluster.yaml"
     spec_path.write_text(text)
     cluster = load_text(text, str(spec_path))
     if trust:
         for address in ADDRESSES:
-            hostkeys.add(hostkeys.known_hosts_path(cluster.state_dir), address, PORT, sshd.host_pubkey)
+            hostkeys.add(hostkeys.known_hosts_path(cluster.state_dir), address, sshd.port,
+                         sshd.host_pubkey)
     return cluster
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_engine import ADDRESSES, PORT, sshd  # noqa: E402,F401
+from conftest_engine import ADDRESSES, sshd  # noqa: E402,F401
 
 from corral.engine import hostkeys  # noqa: E402
 from corral.errors import CorralError  # noqa: E402
@@ -62,6 +62,6 @@ def test_add_replace_remove(tmp_path, pubkey):
 def test_scan_reads_the_private_sshd_key(sshd):
     if not shutil.which("ssh-keyscan"):
         pytest.skip("ssh-keyscan missing")
-    assert hostkeys.scan(ADDRESSES[0], PORT) == sshd.host_pubkey
+    assert hostkeys.scan(ADDRESSES[0], sshd.port) == sshd.host_pubkey
     with pytest.raises(CorralError, match="could not read"):
-        hostkeys.scan("127.0.0.4", PORT, timeout=2)
+        hostkeys.scan("127.0.0.4", sshd.port, timeout=2)

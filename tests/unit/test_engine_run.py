@@ -20,7 +20,7 @@ from pyinfra.facts.files import File
 from pyinfra.operations import files, server
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_engine import ADDRESSES, DOWN, PORT, engine_cluster, make_cluster, sshd  # noqa: E402,F401
+from conftest_engine import ADDRESSES, DOWN, engine_cluster, make_cluster, sshd  # noqa: E402,F401
 
 from corral.engine import hostkeys, journal  # noqa: E402
 from corral.engine.progress import PlainReporter  # noqa: E402
@@ -39,15 +39,27 @@ def secret_file(path: str, secret: str):
     yield StringCommand("printf", "%s", MaskString(secret), ">", QuoteString(path))
 
 
-def make_deploy(root: Path, *, fail_on: str | None = None):
+@operation()
+def explode(node: str, on: str | None):
+    if node == on:
+        raise ValueError(f"cannot plan {node}")
+    yield from ()
+
+
+def make_deploy(root: Path, *, fail_on: str | None = None, raise_on: str | None = None,
+                prepare_error_on: str | None = None):
     @deploy("enginetest")
     def enginetest():
         node = host.data.corral_node
+        if node.name == prepare_error_on:
+            raise KeyError("no such data")
         base = str(root / node.name)
         files.directory(name="state dir", path=base)
-        files.put(name="node file", src=StringIO(f"node {node.name} index {host.data.corral_index}\n"),
-                  dest=f"{base}/node.txt")
+        put = files.put(name="node file", src=StringIO(f"node {node.name} index {host.data.corral_index}\n"),
+                        dest=f"{base}/node.txt")
         secret_file(name="secret", path=f"{base}/secret", secret=SECRET)
+        server.shell(name="after change", commands=[f"touch {base}/changed"], _if=put.did_change)
+        explode(name="explode", node=node.name, on=raise_on)
         if fail_on:
             server.shell(name="maybe fail", commands=[
                 f"if [ {node.name} = {fail_on} ]; then echo line1 >&2; echo boom-{node.name} >&2; exit 3; fi"])
@@ -66,7 +78,7 @@ def test_plan_apply_converge(engine_cluster, tmp_path):
     assert not (root / "ctl1").exists(), "plan must not change a node"
     for name in UP:
         ops = _ops(plan, name)
-        assert [o.status for o in ops.values()] == ["changed"] * 3, ops
+        assert [o.status for o in ops.values()] == ["changed"] * 4 + ["unchanged"], ops
         assert any("mkdir" in c for c in ops["enginetest | state dir"].commands)
     assert "would change" in lines.getvalue()
     # the unreachable node fails alone
@@ -76,7 +88,7 @@ def test_plan_apply_converge(engine_cluster, tmp_path):
 
     first = run(engine_cluster, [d], mode="apply")
     for name in UP:
-        assert first.nodes[name].ok and first.totals[name]["changed"] == 3
+        assert first.nodes[name].ok and first.totals[name]["changed"] == 4
         assert (root / name / "secret").read_text() == SECRET
         assert (root / name / "node.txt").read_text().startswith(f"node {name} index")
     assert first.nodes["down1"].error_kind == "refused"
@@ -84,11 +96,12 @@ def test_plan_apply_converge(engine_cluster, tmp_path):
     second = run(engine_cluster, [d], mode="apply", limit=UP)
     assert second.ok and set(second.nodes) == set(UP)
     for name in UP:
-        assert second.totals[name] == {"changed": 0, "unchanged": 3, "failed": 0, "skipped": 0}
+        assert second.totals[name] == {"changed": 0, "unchanged": 5, "failed": 0, "skipped": 0}
         reasons = {o.name: o.reason for o in second.nodes[name].ops}
         assert "already exists" in reasons["enginetest | state dir"]
         assert "already uploaded" in reasons["enginetest | node file"]
         assert reasons["enginetest | secret"] == f"secret file {root / name / 'secret'} exists"
+        assert "condition (_if) is false" in reasons["enginetest | after change"]
     replan = run(engine_cluster, [d], mode="plan", limit=UP)
     assert replan.ok and all(t["changed"] == 0 for t in replan.totals.values())
 
@@ -115,6 +128,7 @@ def test_op_failure_is_per_node(engine_cluster, tmp_path):
     assert not ctl.ok and ctl.error_kind == "op-failed" and "maybe fail" in ctl.error
     failed = _ops(result, "ctl1")["enginetest | maybe fail"]
     assert failed.status == "failed" and failed.rc == 3
+    assert failed.reason == "command exited with status 3: boom-ctl1"
     assert failed.stderr_tail.splitlines()[-1] == "boom-ctl1" and failed.commands
     assert cn.ok and _ops(result, "cn1")["enginetest | maybe fail"].status == "changed"
     assert result.failed_nodes == ["ctl1"]
@@ -126,13 +140,13 @@ def test_unknown_host_key_is_refused(tmp_path, sshd):
     for name, address in zip(UP, ADDRESSES):
         node = result.nodes[name]
         assert not node.reachable and node.error_kind == "hostkey-unknown", node.error
-        assert f"[{address}]:{PORT}" in node.error and name in node.error
+        assert f"[{address}]:{sshd.port}" in node.error and name in node.error
         assert f"run `corral trust {name}` after checking the fingerprint" in node.error
     assert not (tmp_path / "work").exists()
     kh = hostkeys.known_hosts_path(cluster.state_dir)
     assert hostkeys.read(kh) == []  # nothing was accepted
     # trusting in the same process takes effect (pyinfra memoizes known_hosts per file name)
-    hostkeys.add(kh, ADDRESSES[0], PORT, hostkeys.scan(ADDRESSES[0], PORT))
+    hostkeys.add(kh, ADDRESSES[0], sshd.port, hostkeys.scan(ADDRESSES[0], sshd.port))
     again = run(cluster, [make_deploy(tmp_path / "work")], mode="plan", limit=UP)
     assert again.nodes["ctl1"].ok and again.nodes["cn1"].error_kind == "hostkey-unknown"
 
@@ -143,13 +157,13 @@ def test_changed_host_key_is_refused(tmp_path, sshd):
     import subprocess
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     kh = hostkeys.known_hosts_path(cluster.state_dir)
-    hostkeys.add(kh, ADDRESSES[0], PORT, (tmp_path / "other.pub").read_text(), replace=True)
+    hostkeys.add(kh, ADDRESSES[0], sshd.port, (tmp_path / "other.pub").read_text(), replace=True)
     result = run(cluster, [make_deploy(tmp_path / "work")], mode="plan", limit=UP)
     ctl = result.nodes["ctl1"]
     assert ctl.error_kind == "hostkey-changed", ctl.error
     assert "host key changed" in ctl.error and "possible MITM or reinstalled node" in ctl.error
     assert "`corral trust --replace ctl1`" in ctl.error and ADDRESSES[0] in ctl.error
-    assert result.nodes["cn1"].ok and result.totals["cn1"]["changed"] == 3
+    assert result.nodes["cn1"].ok and result.totals["cn1"]["changed"] == 4
 
 
 def test_wrong_key_is_auth_error(tmp_path, sshd):
@@ -167,7 +181,9 @@ def test_wrong_key_is_auth_error(tmp_path, sshd):
 
 def test_jump_host(tmp_path, sshd):
     cluster = make_cluster(tmp_path, sshd)
-    spec = cluster.path.read_text().replace("  port: 2222\n", f"  port: 2222\n  jump_host: root@{ADDRESSES[0]}:{PORT}\n")
+    port_line = f"  port: {sshd.port}\n"
+    spec = cluster.path.read_text().replace(
+        port_line, f"{port_line}  jump_host: root@{ADDRESSES[0]}:{sshd.port}\n")
     from corral.spec.loader import load_text
     cluster = load_text(spec, str(cluster.path))
     result = run(cluster, [make_deploy(tmp_path / "work")], mode="apply", limit=["cn1"])
@@ -181,3 +197,23 @@ def test_unknown_limit_is_usage_error(engine_cluster):
         run(engine_cluster, [], mode="plan", limit=["nope"])
     with pytest.raises(UsageError):
         run(engine_cluster, [], mode="yolo")
+
+
+@pytest.mark.parametrize("mode", ["plan", "apply"])
+def test_op_exception_fails_one_node(engine_cluster, tmp_path, mode, capfd):
+    d = make_deploy(tmp_path / "work", raise_on="cn1")
+    result = run(engine_cluster, [d], mode=mode, limit=UP)
+    cn = result.nodes["cn1"]
+    assert cn.error_kind == "op-failed" and "ValueError: cannot plan cn1" in cn.error
+    assert _ops(result, "cn1")["enginetest | explode"].status == "failed"
+    assert result.nodes["ctl1"].ok
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", "the engine must not print"
+
+
+def test_deploy_error_at_prepare_fails_one_node(engine_cluster, tmp_path):
+    result = run(engine_cluster, [make_deploy(tmp_path / "work", prepare_error_on="ctl1")],
+                 mode="apply", limit=UP)
+    ctl = result.nodes["ctl1"]
+    assert ctl.error_kind == "deploy-error" and "KeyError" in ctl.error and ctl.ops == []
+    assert result.nodes["cn1"].ok and (tmp_path / "work" / "cn1" / "changed").exists()

@@ -92,22 +92,46 @@ def _apply_one(run: Run, host, op_hash: str) -> None:
             error = None
         except Exception as exc:  # noqa: BLE001 - one node's error must not stop the others
             ok, error = False, _error_text(exc)
-    meta = state.ops[host][op_hash].operation_meta
+    op_data = state.ops[host][op_hash]
+    meta = op_data.operation_meta
     commands = list(getattr(meta, "_commands", None) or [])  # pyinfra keeps them privately
     fact_failed = host in state.failed_hosts  # pyinfra fails the host when a fact cannot be read
     if ok and not fact_failed and meta.is_complete() and meta.did_succeed():
-        run.record(host, op_hash, "changed" if commands else "unchanged", commands=commands)
+        reason = None
+        if not commands and _applied_if(op_data.global_arguments.get("_if")) is False:
+            reason = "its condition (_if) is false: the op it depends on did not change"
+        run.record(host, op_hash, "changed" if commands else "unchanged", reason=reason,
+                   commands=commands)
         return
-    output = getattr(meta, "_combined_output", None)
-    lines = output.output_lines if (output is not None and meta.is_complete()) else []
+    output = getattr(meta, "_combined_output", None) if meta.is_complete() else None
+    lines = (output.stderr_lines or output.stdout_lines) if output is not None else []
+    tail = "\n".join(lines[-TAIL:])
+    rc = run.capture.rc.get(host.name)
     if ok and not fact_failed:  # failed but _ignore_errors
-        run.record(host, op_hash, "failed", reason="error ignored (_ignore_errors)", commands=commands,
-                   rc=run.capture.rc.get(host.name), stderr="\n".join(lines[-TAIL:]), ignored=True)
+        run.record(host, op_hash, "failed", reason="error ignored (_ignore_errors)",
+                   commands=commands, rc=rc, stderr=tail, ignored=True)
         return
-    if error is None or fact_failed:
-        error = run.host_messages(host) or error or "the operation failed"
-    run.op_failed(host, op_hash, error, commands=commands, rc=run.capture.rc.get(host.name),
-                  stderr="\n".join(lines[-TAIL:]))
+    if fact_failed:
+        error = run.host_messages(host) or error or "a fact could not be read"
+    elif error is None and rc not in (None, 0):
+        error = f"command exited with status {rc}" + (f": {lines[-1].strip()}" if lines else "")
+    elif error is None:
+        error = run.host_messages(host) or "the operation failed"
+    run.op_failed(host, op_hash, error, commands=commands, rc=rc, stderr=tail)
+
+
+def _applied_if(conditions) -> bool | None:
+    """After execution: the value of an op's `_if` when it only asks earlier ops (did_change...);
+    None when there is none or it is an arbitrary callable (not called twice: it may run facts)."""
+    if conditions is None:
+        return None
+    items = conditions if isinstance(conditions, list) else [conditions]
+    if not all(isinstance(getattr(c, "__self__", None), OperationMeta) for c in items):
+        return None
+    try:
+        return all(bool(c()) for c in items)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def apply(run: Run) -> None:

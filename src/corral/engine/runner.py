@@ -153,8 +153,9 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
     result.nodes = {n.name: NodeResult(node=n.name, address=n.address) for n in nodes}
     sink = _quiet(on_event)
     inventory = build_inventory(cluster, nodes)
-    state = State(inventory, Config(CONNECT_TIMEOUT=connect_timeout, FAIL_PERCENT=None),
-                  check_for_changes=False)
+    config = Config(CONNECT_TIMEOUT=connect_timeout, FAIL_PERCENT=None,
+                    SUDO=cluster.spec.ssh.user != "root")  # nodes are configured as root
+    state = State(inventory, config, check_for_changes=False)
     state.should_raise_failed_hosts = lambda _state: False
     capture = Capture()
     r = Run(state, cluster, capture, sink, mode, result)
