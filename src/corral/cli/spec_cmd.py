@@ -48,13 +48,14 @@ def show(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
 def deepops(config_dir: Path = typer.Argument(..., help="DeepOps config/ directory (with 'inventory')"),
             output: Path = typer.Option(Path("cluster.yaml"), "--output", "-o", help="file to write"),
             force: bool = typer.Option(False, "--force", help="overwrite an existing output file"),
+            scheduler: Optional[str] = typer.Option(None, help="slurm | kubernetes, when the inventory has both"),
             as_json: bool = JsonOpt) -> None:
     """Convert a DeepOps config/ directory (inventory + group_vars) into a cluster.yaml."""
     from corral.spec.deepops import import_deepops
     if output.exists() and not force:
         raise UsageError(f"{output} exists; not overwriting it", value=str(output),
                          fix="pass --force or choose another --output")
-    result = import_deepops(config_dir)
+    result = import_deepops(config_dir, scheduler=scheduler)
     output.write_text(result.yaml_text)
     if as_json:
         print_json({"ok": True, "output": str(output), "not_carried": result.not_carried})
