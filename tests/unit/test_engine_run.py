@@ -217,3 +217,10 @@ def test_deploy_error_at_prepare_fails_one_node(engine_cluster, tmp_path):
     ctl = result.nodes["ctl1"]
     assert ctl.error_kind == "deploy-error" and "KeyError" in ctl.error and ctl.ops == []
     assert result.nodes["cn1"].ok and (tmp_path / "work" / "cn1" / "changed").exists()
+
+
+def test_only_unreachable_nodes_and_unwritable_journal(engine_cluster, tmp_path):
+    journal.journal_path(engine_cluster.state_dir).mkdir(parents=True)  # cannot be a database
+    result = run(engine_cluster, [make_deploy(tmp_path / "work")], mode="apply", limit=["down1"])
+    assert result.failed_nodes == ["down1"] and result.nodes["down1"].error_kind == "refused"
+    assert any(w.startswith("journal not written") for w in result.warnings)

@@ -30,7 +30,7 @@ class NodeResult:
     address: str
     reachable: bool = True
     error: str | None = None         # one line: what failed, the value, how to fix it
-    error_kind: str | None = None    # UNREACHABLE_KINDS, "op-failed", "deploy-error"
+    error_kind: str | None = None    # UNREACHABLE_KINDS, "op-failed", "deploy-error", "interrupted"
     ops: list[OpResult] = field(default_factory=list)
 
     @property

@@ -22,7 +22,7 @@ from corral.engine.connect import connect
 from corral.engine.inventory import build_inventory, select_nodes
 from corral.engine.progress import Event, EventSink, PyinfraEvents, _quiet
 from corral.engine.results import NodeResult, OpResult, RunResult
-from corral.errors import UsageError
+from corral.errors import CorralError, UsageError
 from corral.spec.cluster import Cluster
 
 MODES = ("plan", "apply")
@@ -160,6 +160,7 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
     capture = Capture()
     r = Run(state, cluster, capture, sink, mode, result)
     state.add_callback_handler(PyinfraEvents(sink, mode, r.op_name))
+    interrupted: BaseException | None = None
     with capturing(capture):
         try:
             for name, (kind, message) in connect(state, cluster).items():
@@ -170,12 +171,23 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
             total = sum(len(h.op_hash_order) for h in inventory if h in state.active_hosts)
             sink(Event(None, None, "start", total=total, mode=mode))
             (execute.plan if mode == "plan" else execute.apply)(r)
+        except BaseException as exc:  # Ctrl-C or an engine bug: journal what happened, re-raise
+            interrupted = exc
+            result.warnings.append(f"run interrupted: {type(exc).__name__}: {exc}".strip())
+            for node in result.nodes.values():
+                if node.reachable and node.error is None:
+                    node.error, node.error_kind = f"{node.node}: run interrupted", "interrupted"
         finally:
             _disconnect(state)
-    result.warnings = sorted(set(capture.scrub(w) or "" for w in capture.general))
+    result.warnings += sorted(set(capture.scrub(w) or "" for w in capture.general))
     result.finished = _now()
     result.duration_s = time.monotonic() - t0
     sink(Event(None, None, "end", mode=mode))
     if record:
-        journal.record(cluster.state_dir, result)
+        try:
+            journal.record(cluster.state_dir, result)
+        except CorralError as exc:  # the run happened: never hide its result behind the journal
+            result.warnings.append(f"journal not written: {exc}")
+    if interrupted is not None:
+        raise interrupted
     return result
