@@ -11,13 +11,19 @@ import tempfile
 import traceback
 from pathlib import Path
 
-import click
 import typer
 
 from corral import __version__
 from corral.cli import run_cmd, spec_cmd, virtual_cmd
 from corral.cli.common import err
 from corral.errors import CorralError
+
+from typer import Abort
+
+try:  # recent typer vendors its own click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer on plain click
+    from click.exceptions import ClickException
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
                   help="corral: GPU cluster automation - spec -> plan -> apply -> validated Slurm cluster.")
@@ -56,13 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     except CorralError as exc:
         err.print(f"error: {exc}", markup=False)
         rc = exc.exit_code
-    except click.exceptions.Abort:
+    except Abort:
         err.print("interrupted", markup=False)
         rc = 130
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)
         rc = 130
-    except click.exceptions.ClickException as exc:
+    except ClickException as exc:
         exc.show()
         rc = 2
     except SystemExit as exc:

@@ -205,6 +205,7 @@ def _pydantic_problems(exc: ValidationError, where: Locator, data: Any = None) -
             msgs = list(dict.fromkeys(g[0]["msg"] for g in group))
             keep.append(({**err, "msg": " or ".join(msgs)}, union))
     problems = []
+    missing = {loc for err, loc in keep if err["type"] == "missing"}
     for err, loc in keep:
         kind = err["type"]
         dotted = ".".join(str(p) for p in loc) or "(top level)"
@@ -213,8 +214,15 @@ def _pydantic_problems(exc: ValidationError, where: Locator, data: Any = None) -
             valid = sorted(owner.model_fields) if owner else []
             close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
             fix = f"did you mean {close[0]!r}?" if close else f"valid keys here: {', '.join(valid)}"
+            if close and loc[:-1] + (close[0],) in missing:
+                fix = f"did you mean {close[0]!r}? ({close[0]!r} is required)"
             problems.append(Problem(where(loc, key=True), f"unknown key {dotted!r}", None, fix))
         elif kind == "missing":
+            if any(  # a close unknown key beside it explains it: report the typo once
+                    e["type"] == "extra_forbidden" and l[:-1] == loc[:-1]
+                    and difflib.get_close_matches(str(l[-1]), [str(loc[-1])], n=1)
+                    for e, l in keep):
+                continue
             problems.append(Problem(where(loc[:-1]), f"missing required key {dotted!r}", None,
                                     f"add '{loc[-1]}:'"))
         else:
