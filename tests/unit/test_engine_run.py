@@ -224,3 +224,19 @@ def test_only_unreachable_nodes_and_unwritable_journal(engine_cluster, tmp_path)
     result = run(engine_cluster, [make_deploy(tmp_path / "work")], mode="apply", limit=["down1"])
     assert result.failed_nodes == ["down1"] and result.nodes["down1"].error_kind == "refused"
     assert any(w.startswith("journal not written") for w in result.warnings)
+
+
+def test_role_conditional_ops_keep_their_own_names(engine_cluster, tmp_path):
+    """pyinfra (API mode) identifies ops by position, so ctl1's 2nd op and cn1's 1st share meta."""
+    root = tmp_path / "work"
+
+    @deploy("roles")
+    def roles():
+        node = host.data.corral_node
+        if node.has("controller"):
+            files.directory(name="controller dir", path=str(root / "ctl"))
+        files.directory(name="common dir", path=str(root / node.name))
+
+    result = run(engine_cluster, [roles], mode="plan", limit=UP)
+    assert [o.name for o in result.nodes["ctl1"].ops] == ["roles | controller dir", "roles | common dir"]
+    assert [o.name for o in result.nodes["cn1"].ops] == ["roles | common dir"]
