@@ -56,6 +56,8 @@ def _bug(exc: BaseException) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from corral.engine import patch_gevent
+    patch_gevent()  # before paramiko/ssl are imported: pyinfra connects to nodes in parallel
     command = typer.main.get_command(app)
     try:
         rc = command.main(args=argv, prog_name="corral", standalone_mode=False)

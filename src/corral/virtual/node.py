@@ -47,6 +47,11 @@ class VNode:
         self.cg_prefix = cg_prefix
 
     @property
+    def machine(self) -> str:
+        """nspawn machine name, unique across clusters (it names the host-side veth, vb-...)."""
+        return f"{self.cg_prefix.removeprefix('corral-')}-{self.node.name}"
+
+    @property
     def pid_file(self) -> Path:
         return self.dir / "nspawn.pid"
 
@@ -120,7 +125,8 @@ class VNode:
 
         log = open(self.dir / "console.log", "wb")
         proc = subprocess.Popen(
-            ["systemd-nspawn", "-D", str(self.merged), "--boot", f"--machine={self.node.name}",
+            ["systemd-nspawn", "-D", str(self.merged), "--boot", f"--machine={self.machine}",
+             f"--hostname={self.node.name}",
              "--register=no", "--keep-unit", f"--network-bridge={bridge}", "--console=read-only"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=enter_cgroups)

@@ -1,0 +1,1 @@
+"""Checks return structured results (CheckResult); the CLI renders them."""
