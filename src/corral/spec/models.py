@@ -107,7 +107,8 @@ class SlurmSpec(Strict):
     accounts: list[Account] = Field(default_factory=list)
     fairshare: FairShare = FairShare()
     enforce_limits: bool = True
-    def_mem_per_gpu_mb: int | None = Field(default=None, ge=1)
+    def_mem_per_gpu_mb: int | None = Field(default=None, ge=1)  # default: node memory / GPUs
+    gres_autodetect: Literal["off", "nvml"] = "off"  # off: gres.conf lists /dev/nvidiaN from the spec
 
 
 class VirtualSpec(Strict):

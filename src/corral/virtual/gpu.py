@@ -14,15 +14,8 @@ from importlib import resources
 from pathlib import Path
 
 from corral.spec.cluster import Node
+from corral.spec.gpus import gpu_model
 
-# GRES type -> (marketing name nvidia-smi prints, default memory GiB, compute capability)
-MODELS = {
-    "v100": ("Tesla V100-SXM2-32GB", 32, "7.0"), "t4": ("Tesla T4", 16, "7.5"),
-    "a10": ("NVIDIA A10", 24, "8.6"), "a100": ("NVIDIA A100-SXM4-80GB", 80, "8.0"),
-    "l4": ("NVIDIA L4", 24, "8.9"), "l40s": ("NVIDIA L40S", 48, "8.9"),
-    "h100": ("NVIDIA H100 80GB HBM3", 80, "9.0"), "h200": ("NVIDIA H200", 141, "9.0"),
-    "b200": ("NVIDIA B200", 180, "10.0"),
-}
 TMPFILES = "etc/tmpfiles.d/corral-emulated-gpus.conf"
 CONF = "etc/corral/emulated-gpus.json"
 
@@ -30,8 +23,10 @@ CONF = "etc/corral/emulated-gpus.json"
 def describe(node: Node) -> list[dict]:
     if not node.gpus:
         return []
-    name, mem_gib, cc = MODELS.get(node.gpus.model, (f"NVIDIA {node.gpus.model.upper()}", 16, "8.0"))
-    mem_gib = node.gpus.memory_gib or mem_gib
+    known = gpu_model(node.gpus.model)
+    name = known.name if known else f"NVIDIA {node.gpus.model.upper()}"
+    cc = known.compute_cap if known else "8.0"
+    mem_gib = node.gpus.memory_gib or (known.memory_gib if known else 16)
     return [{"index": i, "name": name, "memory_mib": mem_gib * 1024, "compute_cap": cc,
              "uuid": "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{node.name}.gpu{i}.corral")),
              "bus_id": f"00000000:{0x18 + 0x10 * i:02X}:00.0"} for i in range(node.gpus.count)]
