@@ -118,15 +118,10 @@ class VirtualCluster:
         return self.status()
 
     def _write_known_hosts(self, keys: list[str]) -> None:
-        lines = {}
-        if self.known_hosts.exists():
-            for line in self.known_hosts.read_text().splitlines():
-                if line.strip():
-                    lines[line.split()[0]] = line
+        """Pin the host keys `up` generated itself (a re-created node's new key replaces the old)."""
+        from corral.engine import hostkeys
         for n, key in zip(self.nodes, keys):
-            lines[n.node.address] = f"{n.node.address} {key}"
-        self.known_hosts.write_text("".join(v + "\n" for v in lines.values()))
-        self.known_hosts.chmod(0o600)
+            hostkeys.add(self.known_hosts, n.node.address, self.cluster.spec.ssh.port, key, replace=True)
 
     def ssh_cmd(self, address: str, *args: str, tty: bool = False) -> list[str]:
         return ["ssh", "-i", str(self.key), "-o", f"UserKnownHostsFile={self.known_hosts}",
