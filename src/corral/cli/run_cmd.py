@@ -34,13 +34,15 @@ def _limit(cluster: Cluster, limit: Optional[str]) -> Optional[list[str]]:
 
 def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool):
     from corral.deploy import components
+    from corral.deploy.context import gather
     from corral.engine import run
     from corral.engine.progress import make_reporter
     reporter = None if quiet else make_reporter(sys.stderr)
-    return run(cluster, components(cluster), mode=mode, limit=limit, on_event=reporter, command=command)
+    return run(cluster, components(cluster), mode=mode, limit=limit, on_event=reporter, command=command,
+               prepare=gather(cluster))
 
 
-def show_plan(result) -> None:
+def show_plan(result, verbose: bool = False) -> None:
     for name, node in result.nodes.items():
         if not node.reachable or node.error:
             out.print(f"[red]{name}: {node.error}[/red]")
@@ -51,9 +53,14 @@ def show_plan(result) -> None:
             continue
         out.print(f"{name}: {len(changes)} change(s)", markup=False)
         for op in changes:
-            out.print(f"  ~ {op.name}", markup=False)
-            for cmd in op.commands[:6]:
-                out.print(f"      $ {cmd[:200]}", markup=False)
+            out.print(f"  ~ {op.name}  [{op.disruption or 'none'}]", markup=False)
+            if op.diff:
+                for line in op.diff.splitlines()[:40]:
+                    style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+                    out.print(f"      {line}", style=style, markup=False, highlight=False)
+            elif verbose:
+                for cmd in op.commands[:6]:
+                    out.print(f"      $ {cmd[:200]}", markup=False)
 
 
 def show_summary(result) -> None:
@@ -74,11 +81,12 @@ def show_summary(result) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("plan")
-    def plan(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt, as_json: bool = JsonOpt) -> None:
-        """Show, per node, what apply would change. Changes nothing."""
+    def plan(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt, as_json: bool = JsonOpt,
+             verbose: bool = typer.Option(False, "--verbose", "-v", help="show the commands too")) -> None:
+        """Show, per node, what apply would change (diffs, disruption). Changes nothing."""
         cluster = load_cluster(spec)
-        result = engine_run(cluster, "plan", _limit(cluster, limit), "plan", quiet=as_json)
-        print_json(result.to_json()) if as_json else show_plan(result)
+        result = engine_run(cluster, "plan", _limit(cluster, limit), "plan", quiet=True)
+        print_json(result.to_json()) if as_json else show_plan(result, verbose)
         if not result.ok:
             raise typer.Exit(1)
 

@@ -4,6 +4,17 @@ the engine (corral.engine.run) plans or applies them."""
 
 
 def components(cluster) -> list:
-    """The deploys `corral plan/apply` run for this cluster, in order."""
-    from corral.deploy.smoke import smoke
-    return [smoke]
+    """The deploys `corral plan/apply` run for this cluster, in order (each skips nodes without
+    its role). Operations run op by op across nodes, so this order is also the cross-node order:
+    accounting before the controller, the controller before slurmd (configless) and the sync."""
+    if cluster.spec.scheduler != "slurm":
+        from corral.errors import UsageError
+        raise UsageError("only scheduler: slurm can be deployed so far", value=cluster.spec.scheduler,
+                         fix="set scheduler: slurm")
+    from corral.deploy.accounting import accounting
+    from corral.deploy.base import base
+    from corral.deploy.munge import munge
+    from corral.deploy.sacct import accounting_sync
+    from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
+    return [base, munge, accounting, slurm_controller, slurm_compute, slurm_login,
+            accounting_sync]

@@ -137,8 +137,11 @@ def _applied_if(conditions) -> bool | None:
 def apply(run: Run) -> None:
     state = run.state
     state.is_executing = True
+    # deploys run in the order given, across nodes (pyinfra orders ops that never share a node
+    # by source line numbers, which would run e.g. slurmd's start before slurmctld's)
+    order = sorted(state.get_op_order(), key=lambda op_hash: run.phase.get(op_hash, 0))
     with ctx_state.use(state):
-        for op_hash in state.get_op_order():
+        for op_hash in order:
             hosts = []
             for host in state.inventory:
                 if op_hash not in state.ops[host] or host not in state.activated_hosts:

@@ -19,6 +19,8 @@ class OpResult:
     rc: int | None = None            # exit status of the failing command
     stderr_tail: str = ""            # last ~20 lines of output of a failed op
     ignored: bool = False            # failed with _ignore_errors: does not fail the node
+    disruption: str | None = None    # for a change: none | reconfigure | restart <daemon> | drain needed
+    diff: str | None = None          # for a file change: unified diff (secrets never shown)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -16,7 +16,7 @@ from pyinfra.api import Config, State
 from pyinfra.api.connect import disconnect_all
 from pyinfra.api.deploy import add_deploy
 
-from corral.engine import execute, journal
+from corral.engine import execute, journal, notes
 from corral.engine.capture import Capture, capturing
 from corral.engine.connect import connect
 from corral.engine.inventory import build_inventory, select_nodes
@@ -27,6 +27,14 @@ from corral.spec.cluster import Cluster
 
 MODES = ("plan", "apply")
 CONNECT_TIMEOUT = 10
+
+
+def _show(command) -> str:
+    """A command as a person reads it (uploads by destination; their content is never shown)."""
+    dest = getattr(command, "dest", None)
+    if dest is not None and hasattr(command, "src"):
+        return f"upload {dest}"
+    return str(command)
 
 
 def _now() -> str:
@@ -41,6 +49,7 @@ class Run:
         self.state, self.cluster, self.capture, self.sink, self.mode = state, cluster, capture, sink, mode
         self.result = result
         self.names: dict[tuple[str, str], str] = {}
+        self.phase: dict[str, int] = {}  # op hash -> index of the deploy that added it
 
     def node(self, name: str) -> NodeResult:
         return self.result.nodes[name]
@@ -55,7 +64,10 @@ class Run:
     def name_ops(self, host, deploy_name: str, hashes: Iterable[str]) -> None:
         """pyinfra shares op meta (and names) between hosts by op *position*; keep each host's own."""
         for op_hash in hashes:
-            own = self.state.ops[host][op_hash].global_arguments.get("name")
+            op = self.state.ops[host].get(op_hash)
+            if op is None:  # the deploy raised while this op was being added
+                continue
+            own = op.global_arguments.get("name")
             names = sorted(self.state.op_meta[op_hash].names)
             if own:
                 match = [n for n in names if n == own or n.endswith(f" | {own}")]
@@ -78,9 +90,12 @@ class Run:
             reasons = self.capture.reasons(host.name, op_hash)
             reason = "; ".join(reasons) if reasons else "no change needed"
         scrub = self.capture.scrub
+        note = notes.take(host.name, op_hash)
         op = OpResult(name=self.op_name(host.name, op_hash), status=status, reason=scrub(reason),
-                      commands=[scrub(str(c)) or "" for c in commands], rc=rc,
-                      stderr_tail=scrub(stderr) or "", ignored=ignored)
+                      commands=[scrub(_show(c)) or "" for c in commands], rc=rc,
+                      stderr_tail=scrub(stderr) or "", ignored=ignored,
+                      disruption=note.get("disruption") if status == "changed" else None,
+                      diff=scrub(note.get("diff")) if status == "changed" else None)
         self.node(host.name).ops.append(op)
         self.sink(Event(host.name, op.name, status, op.reason, mode=self.mode))
         return op
@@ -101,7 +116,7 @@ def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
     """add_deploy per host, so a deploy that raises for one node fails that node only."""
     state = run.state
     for host in [h for h in state.inventory if h in state.active_hosts]:
-        for deploy in deploys:
+        for index, deploy in enumerate(deploys):
             before = len(host.op_hash_order)
             try:
                 add_deploy(state, deploy, host=host)
@@ -117,6 +132,8 @@ def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
             finally:
                 run.name_ops(host, getattr(deploy, "deploy_name", deploy.__name__),
                              host.op_hash_order[before:])
+                for op_hash in host.op_hash_order[before:]:
+                    run.phase.setdefault(op_hash, index)
 
 
 def _disconnect(state: State) -> None:
@@ -138,11 +155,13 @@ def _disconnect(state: State) -> None:
 def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
         limit: Iterable[str] | None = None, on_event: EventSink | None = None,
         command: str = "apply", record: bool = True,
-        connect_timeout: int = CONNECT_TIMEOUT) -> RunResult:
+        connect_timeout: int = CONNECT_TIMEOUT,
+        prepare: Callable[[State, list], None] | None = None) -> RunResult:
     """Plan or apply `deploys` on the cluster's nodes (all, or `limit` names), in parallel.
 
     Never raises for a node problem: unreachable nodes and failed ops are in the result. Raises
     UsageError for a bad mode, an unknown node in `limit` or a missing SSH key file.
+    `prepare(state, hosts)` runs after connecting, before the deploys are prepared.
     """
     if mode not in MODES:
         raise UsageError(f"unknown run mode {mode!r}", value=mode, fix="use 'plan' or 'apply'")
@@ -161,12 +180,15 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
     r = Run(state, cluster, capture, sink, mode, result)
     state.add_callback_handler(PyinfraEvents(sink, mode, r.op_name))
     interrupted: BaseException | None = None
+    notes.clear()
     with capturing(capture):
         try:
             for name, (kind, message) in connect(state, cluster).items():
                 node = result.nodes[name]
                 node.reachable, node.error, node.error_kind = False, message, kind
                 sink(Event(name, None, "unreachable", message, mode=mode))
+            if prepare is not None:  # e.g. gather facts every node's deploy needs, in parallel
+                prepare(state, [h for h in inventory if h in state.active_hosts])
             _prepare(r, deploys)
             total = sum(len(h.op_hash_order) for h in inventory if h in state.active_hosts)
             sink(Event(None, None, "start", total=total, mode=mode))

@@ -1,0 +1,80 @@
+"""accounting: MariaDB + slurmdbd on the accounting node, with a random DB password (state dir,
+0600) that appears only in slurmdbd.conf (0600 slurm:slurm) and never in a command or the journal."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+
+from pyinfra import host
+from pyinfra.api import FactBase, QuoteString, StringCommand, deploy, operation
+from pyinfra.api.command import HiddenValue
+
+from corral.deploy import ops
+from corral.deploy.nodestate import Want
+from corral.deploy.context import slurm_version
+from corral.render.slurmdbd import render_slurmdbd_conf
+from corral.secrets import secret_text
+
+DB, DB_USER = "slurm_acct_db", "slurm"
+CONF = "/etc/slurm/slurmdbd.conf"
+WANT = Want(paths=(CONF, "/var/log/slurm"), services=("mariadb", "slurmdbd"),
+            packages=("mariadb-server", "slurmdbd"))
+READY = "ss -ltn | grep -q ':6819 '"
+LOGS = "tail -n 20 /var/log/slurm/slurmdbd.log; journalctl -u slurmdbd -n 10 --no-pager"
+
+
+def native_hash(password: str) -> str:
+    """MariaDB mysql_native_password hash: lets corral set and check the password without sending it."""
+    return "*" + hashlib.sha1(hashlib.sha1(password.encode()).digest()).hexdigest().upper()
+
+
+class SlurmDbState(FactBase):
+    """(password hash of slurm@localhost or '', database exists, grant present) or None (no server)."""
+
+    def command(self):
+        sql = (f"SELECT IFNULL((SELECT Password FROM mysql.user WHERE User='{DB_USER}' AND Host='localhost'),''),"
+               f" (SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='{DB}'),"
+               f" (SELECT COUNT(*) FROM information_schema.schema_privileges WHERE "
+               f"grantee=\"'{DB_USER}'@'localhost'\" AND table_schema='{DB}')")
+        return f"mysql -N -B -e {shlex.quote(sql)} 2>/dev/null || echo NO_SERVER"
+
+    def process(self, output):
+        line = output[0] if output else "NO_SERVER"
+        if line == "NO_SERVER":
+            return None
+        parts = line.split("\t") + ["", "0", "0"]
+        return parts[0], parts[1] == "1", parts[2] != "0"
+
+
+@operation()
+def database(password: str):
+    want_hash = native_hash(password)
+    current = host.get_fact(SlurmDbState)
+    if current == (want_hash, True, True):
+        host.noop(f"database {DB} and user {DB_USER}@localhost in place")
+        return
+    ops.annotate(disruption="none")
+    sql = (f"CREATE DATABASE IF NOT EXISTS {DB}; CREATE USER IF NOT EXISTS '{DB_USER}'@'localhost'; "
+           f"ALTER USER '{DB_USER}'@'localhost' IDENTIFIED BY PASSWORD '{want_hash}'; "
+           f"GRANT ALL ON {DB}.* TO '{DB_USER}'@'localhost'; FLUSH PRIVILEGES;")
+    yield StringCommand("mysql", "-e", QuoteString(HiddenValue(sql)))
+
+
+@deploy("accounting")
+def accounting() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if "accounting" not in node.roles:
+        return
+    password = secret_text(cluster.state_dir, "slurmdbd-db-password", 32)
+    ops.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT)
+    ops.service(name="mariadb running", unit="mariadb", want=WANT)
+    database(name="accounting database and user", password=password)
+    ops.directory(name="/var/log/slurm", path="/var/log/slurm", user="slurm", group="slurm", want=WANT)
+    conf = ops.managed_file(
+        name="slurmdbd.conf", path=CONF, mode="600", user="slurm", group="slurm", want=WANT,
+        content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version(host.state)),
+        mask=(password,), disruption="restart slurmdbd")
+    ops.service(name="slurmdbd running", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS)
+    ops.restart(name="slurmdbd restarted (slurmdbd.conf changed)", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS,
+                _if=conf.did_change)

@@ -1,0 +1,36 @@
+"""base: /etc/hosts entries from the spec; time sync (chrony), or why not inside a container."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import StringCommand, deploy, operation
+
+from corral.deploy import ops
+from corral.deploy.nodestate import Want, snapshot
+from corral.render.hosts import merge_hosts, render_hosts_block
+
+WANT = Want(blocks=("/etc/hosts",), packages=("chrony",), services=("chrony",))
+
+
+@operation()
+def time_sync(want: Want):
+    """chrony installed and running; inside a container the host keeps time (no CAP_SYS_TIME)."""
+    snap = snapshot(want)
+    if snap.container != "none":
+        host.noop(f"time sync: inside a {snap.container} container the host's clock is used "
+                  "(chrony needs CAP_SYS_TIME); nothing to do")
+        return
+    if "chrony" not in snap.packages:
+        yield StringCommand(ops.APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", "chrony")
+    if snap.services.get("chrony") != ("active", "enabled"):
+        yield "systemctl enable --now chrony"
+    else:
+        host.noop("time sync: chrony running")
+
+
+@deploy("base")
+def base() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    ops.managed_block(name="/etc/hosts entries from the spec", path="/etc/hosts",
+                      block=render_hosts_block(cluster, node), merge=merge_hosts, want=WANT)
+    time_sync(name="time sync", want=WANT)

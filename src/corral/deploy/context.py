@@ -1,0 +1,66 @@
+"""Run context shared by the deploys: hardware facts of every node, gathered in parallel once per
+run (and cached in the state dir, so nodes outside `--limit` or unreachable keep their line in
+slurm.conf), and the installed Slurm version."""
+
+from __future__ import annotations
+
+import gevent
+from pyinfra.context import ctx_host, ctx_state
+
+from corral.facts.hardware import NodeHardware
+from corral.facts.slurm import load_hw_cache, save_hw_cache
+
+
+def gather(cluster):
+    """A `prepare` hook for engine.run: sets `state.corral_hw` {node: NodeHW}."""
+    def hook(state, hosts) -> None:
+        found = {}
+
+        versions = []
+
+        def one(h) -> None:
+            with ctx_state.use(state), ctx_host.use(h):
+                try:
+                    hw = h.get_fact(NodeHardware)
+                    if "controller" in h.data.corral_node.roles:
+                        versions.append(_version(h))
+                except Exception:  # noqa: BLE001 - a node whose facts fail keeps its cached line
+                    hw = None
+            if hw is not None:
+                found[h.name] = hw
+
+        gevent.joinall([gevent.spawn(one, h) for h in hosts])
+        cached = load_hw_cache(cluster.state_dir)
+        merged = {**cached, **found}
+        if merged != cached:
+            save_hw_cache(cluster.state_dir, merged)
+        state.corral_hw = {n.name: merged[n.name] for n in cluster.nodes if n.name in merged}
+        state.corral_slurm_version = versions[0] if versions else DEFAULT_VERSION
+    return hook
+
+
+VERSION_CMD = ("dpkg-query -W -f '${Version}' slurm-client 2>/dev/null || "
+               "apt-cache policy slurm-client 2>/dev/null | awk '/Candidate:/ {print $2}'")
+
+
+def _version(h) -> tuple[int, int]:
+    """The Slurm version installed (or to be installed) on a controller; Debian 12's if unknown."""
+    from pyinfra.facts.server import Command
+
+    from corral.render.slurm import slurm_version_tuple
+    text = (h.get_fact(Command, VERSION_CMD) or "").strip()
+    try:
+        return slurm_version_tuple(text) if text and text != "(none)" else DEFAULT_VERSION
+    except ValueError:
+        return DEFAULT_VERSION
+
+
+DEFAULT_VERSION = (22, 5)
+
+
+def slurm_version(state) -> tuple[int, int]:
+    return getattr(state, "corral_slurm_version", DEFAULT_VERSION)
+
+
+def hw_of(state) -> dict:
+    return getattr(state, "corral_hw", {})

@@ -1,0 +1,25 @@
+"""munge: one key generated once on the control host (state dir, 0600), installed 0400 munge:munge."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import deploy
+
+from corral.deploy import ops
+from corral.deploy.nodestate import Want
+from corral.secrets import secret_bytes
+
+KEY = "/etc/munge/munge.key"
+WANT = Want(paths=(KEY,), services=("munge",), packages=("munge",))
+
+
+@deploy("munge")
+def munge() -> None:
+    cluster = host.data.corral_cluster
+    key = secret_bytes(cluster.state_dir, "munge.key", 1024)
+    ops.packages(name="munge installed", names=["munge"], want=WANT)
+    changed = ops.managed_file(name="munge key", path=KEY, content=key, mode="400", user="munge",
+                               group="munge", secret=True, disruption="restart munge", want=WANT)
+    ops.service(name="munge running", unit="munge", want=WANT)
+    ops.restart(name="munge restarted (key changed)", unit="munge", want=WANT,
+                wait="munge -n | unmunge", _if=changed.did_change)

@@ -1,0 +1,161 @@
+"""corral's operations: compare with the node snapshot, yield commands only for a difference,
+say why when there is none, and label every change with its disruption (plan shows it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import io
+
+from pyinfra import host
+from pyinfra.api import FileUploadCommand, StringCommand, operation
+from pyinfra.facts.files import FileContents
+
+from corral.deploy.nodestate import Want, snapshot
+from corral.engine.notes import annotate
+
+APT_MAX_AGE_S = 3600
+APT_ENV = "DEBIAN_FRONTEND=noninteractive"
+
+
+@operation()
+def packages(names: list[str], want: Want, disruption: str = "none"):
+    """Install the Debian packages that are missing (apt cache refreshed first if older than 1 h)."""
+    snap = snapshot(want)
+    missing = [n for n in names if n not in snap.packages]
+    if not missing:
+        host.noop(f"packages installed: {', '.join(names)}")
+        return
+    annotate(disruption=disruption)
+    if snap.apt_lists_age_s is None or snap.apt_lists_age_s > APT_MAX_AGE_S:
+        yield StringCommand(APT_ENV, "apt-get", "update", "-q")
+        yield "touch /var/lib/apt/periodic/update-success-stamp 2>/dev/null || true"
+    yield StringCommand(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends",
+                        "-o", "Dpkg::Options::=--force-confold", *missing)
+
+
+@operation()
+def directory(path: str, want: Want, mode: str = "755", user: str = "root", group: str = "root"):
+    cur = snapshot(want).files.get(path)
+    if cur and cur["kind"] == "dir" and (cur["mode"], cur["user"], cur["group"]) == (mode, user, group):
+        host.noop(f"directory {path} in place")
+        return
+    annotate(disruption="none")
+    yield StringCommand("install", "-d", "-m", mode, "-o", user, "-g", group, path)
+
+
+def _diff(path: str, old: list[str] | None, new: str) -> str:
+    before = [line + "\n" for line in old] if old else []
+    return "".join(difflib.unified_diff(before, new.splitlines(keepends=True),
+                                        fromfile=f"{path} (node)", tofile=f"{path} (spec)"))
+
+
+def install_commands(path: str, data: bytes, mode: str, user: str, group: str) -> list:
+    """Create a temp file with its final mode and owner, upload into it, rename over `path`."""
+    tmp = f"{path}.corral-new"
+    return [StringCommand("mkdir", "-p", path.rsplit("/", 1)[0] or "/"),
+            StringCommand("install", "-m", mode, "-o", user, "-g", group, "/dev/null", tmp),
+            FileUploadCommand(io.BytesIO(data), tmp),
+            StringCommand("mv", "-f", tmp, path)]
+
+
+@operation()
+def managed_file(path: str, content: str | bytes, want: Want, mode: str = "644", user: str = "root",
+                 group: str = "root", disruption: str = "none", secret: bool = False,
+                 mask: tuple[str, ...] = ()):
+    """Install `content` at `path` atomically (created with its final mode and owner, then renamed)."""
+    data = content.encode() if isinstance(content, str) else content
+    cur = snapshot(want).files.get(path)
+    same_content = bool(cur) and cur.get("sha256") == hashlib.sha256(data).hexdigest()
+    same_meta = bool(cur) and (cur["mode"], cur["user"], cur["group"]) == (mode.lstrip("0") or "0", user, group)
+    if same_content and same_meta:
+        host.noop(f"file {path} up to date")
+        return
+    if not same_content:
+        if secret:
+            diff = f"{path}: secret content differs (not shown)\n"
+        elif cur is None:
+            diff = _diff(path, None, data.decode(errors="replace"))
+        else:
+            diff = _diff(path, host.get_fact(FileContents, path=path), data.decode(errors="replace"))
+        for value in mask:  # e.g. a password inside a config file: never shown in a plan
+            diff = diff.replace(value, "********")
+        annotate(disruption=disruption, diff=diff)
+        yield from install_commands(path, data, mode, user, group)
+    else:
+        annotate(disruption="none", diff=f"{path}: mode/owner {cur['mode']} {cur['user']}:{cur['group']}"
+                 f" -> {mode} {user}:{group}\n")
+        yield StringCommand("chown", f"{user}:{group}", path)
+        yield StringCommand("chmod", mode, path)
+
+
+@operation()
+def managed_block(path: str, block: str, want: Want, merge, disruption: str = "none"):
+    """Keep corral's marked block in a shared file (e.g. /etc/hosts); the rest stays the admin's.
+    `merge(current_text, block) -> new_text`."""
+    if snapshot(want).blocks.get(path) == hashlib.sha256(block.encode()).hexdigest():
+        host.noop(f"{path}: corral's block up to date")
+        return
+    lines = host.get_fact(FileContents, path=path) or []
+    current = "".join(line + "\n" for line in lines)
+    new = merge(current, block)
+    if new == current:
+        host.noop(f"{path}: corral's block up to date")
+        return
+    annotate(disruption=disruption, diff=_diff(path, lines, new))
+    tmp = f"{path}.corral-new"
+    yield StringCommand("cp", "-p", path, tmp)
+    yield FileUploadCommand(io.BytesIO(new.encode()), tmp)
+    yield StringCommand("mv", "-f", tmp, path)
+
+
+@operation()
+def service(unit: str, want: Want, running: bool = True, enabled: bool = True, wait: str | None = None,
+            logs: str | None = None):
+    """Enabled and running; after a start, wait until `wait` (a shell test) succeeds."""
+    name = unit
+    active, is_enabled = snapshot(want).services.get(name, ("unknown", "unknown"))
+    cmds = []
+    if enabled and is_enabled not in ("enabled", "static", "alias"):
+        cmds.append(StringCommand("systemctl", "enable", name))
+    if running and active != "active":  # restart: a package's postinst may have started it with
+        cmds.append(StringCommand("systemctl", "restart", name))  # its default config meanwhile
+    if not cmds:
+        host.noop(f"service {name} {'running' if running else 'present'} and {is_enabled}")
+        return
+    annotate(disruption=f"start {name}")
+    yield StringCommand("systemctl", "daemon-reload")
+    yield from cmds
+    if wait and running and active != "active":
+        yield readiness(name, wait, logs)
+
+
+@operation()
+def restart(unit: str, want: Want, wait: str | None = None, logs: str | None = None):
+    """Restart a daemon (used with `_if=<a change>`); then prove it with `wait` (shell test).
+    A daemon that was not running before this run was started after the change: no restart."""
+    name = unit
+    if snapshot(want).services.get(name, ("",))[0] != "active":
+        host.noop(f"{name} was not running before this run; its start picked up the change")
+        return
+    annotate(disruption=f"restart {name}")
+    yield StringCommand("systemctl", "daemon-reload")
+    yield StringCommand("systemctl", "restart", name)
+    if wait:
+        yield readiness(name, wait, logs)
+
+
+@operation()
+def run_when_changed(description: str, commands: list[str], disruption: str = "none"):
+    """Commands to run when an earlier op changed (`_if=`), e.g. `scontrol reconfigure`."""
+    annotate(disruption=disruption)
+    yield from commands
+
+
+def readiness(name: str, test: str, logs: str | None, timeout_s: int = 60) -> str:
+    """A shell loop: succeed as soon as `test` does; else print the daemon's last log lines, fail."""
+    tries = timeout_s * 4
+    show = logs or f"journalctl -u {name} -n 20 --no-pager"
+    return (f"for i in $(seq {tries}); do ( {test} ) >/dev/null 2>&1 && exit 0; sleep 0.25; done; "
+            f"echo '{name} not ready after {timeout_s} s; last log lines:' >&2; ( {show} ) >&2; exit 1")

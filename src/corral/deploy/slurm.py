@@ -1,0 +1,132 @@
+"""Slurm from distribution packages, configless: slurmctld (+ slurm.conf, gres.conf, cgroup.conf)
+on the controller, slurmd on compute nodes (fetching its configuration from slurmctld), client
+tools and slurm.conf on login nodes.
+
+Disruption rules: a slurm.conf change is taken with `scontrol reconfigure`; a change of the node
+set or controller hosts needs a slurmctld restart (then reconfigure, so every slurmd re-reads it
+without restarting); slurmd restarts only when its own unit drop-in changed.
+"""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.facts.files import FileContents
+
+from corral.deploy import ops
+from corral.deploy.context import hw_of, slurm_version
+from corral.deploy.nodestate import Want, snapshot
+from corral.render.cgroup import render_cgroup_conf
+from corral.render.gres import render_gres_conf
+from corral.render.slurm import render_slurm_conf
+
+ETC = "/etc/slurm"
+SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
+LOGDIR, STATE = "/var/log/slurm", "/var/lib/slurm/slurmctld"
+DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
+CTL_WANT = Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, LOGDIR, STATE), services=("slurmctld",),
+                packages=("slurmctld", "slurm-client"))
+NODE_WANT = Want(paths=(DROPIN, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
+                 packages=("slurmd", "slurm-client"))
+LOGIN_WANT = Want(paths=(SLURM_CONF,), packages=("slurm-client",))
+CTL_READY = "scontrol ping | grep -q 'is UP'"
+CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
+STRUCTURAL = ("NodeName=", "SlurmctldHost=", "PartitionName=")  # the node set; see _needs_restart
+
+
+def _structural(text: str) -> list[str]:
+    return sorted(line for line in text.splitlines() if line.startswith(STRUCTURAL[:2]))
+
+
+def node_ready(name: str) -> str:
+    """Shell test: the node is registered with slurmctld and responding."""
+    return (f"s=$(scontrol show node -o {name} 2>/dev/null | grep -o 'State=[^ ]*'); [ -n \"$s\" ] && "
+            f"! echo \"$s\" | grep -Eq 'DOWN|UNKNOWN|NOT_RESPONDING|FUTURE'")
+
+
+@operation()
+def controller_config(files: dict[str, str], want: Want):
+    """slurm.conf, gres.conf, cgroup.conf; a running slurmctld takes the change by reconfigure, or by
+    a restart when the node set changed (Slurm 22.05 cannot add nodes by reconfigure)."""
+    import hashlib
+    snap = snapshot(want)
+    changed = {p: c for p, c in files.items()
+               if (snap.files.get(p) or {}).get("sha256") != hashlib.sha256(c.encode()).hexdigest()
+               or (snap.files.get(p) or {}).get("mode") != "644"}
+    if not changed:
+        host.noop("slurm.conf, gres.conf, cgroup.conf up to date")
+        return
+    running = snap.services.get("slurmctld", ("", ""))[0] == "active"
+    old = host.get_fact(FileContents, path=SLURM_CONF) if SLURM_CONF in changed else None
+    restart = running and (
+        CGROUP_CONF in changed or
+        (SLURM_CONF in changed and _structural("\n".join(old or [])) != _structural(files[SLURM_CONF])))
+    diffs = "".join(ops._diff(p, host.get_fact(FileContents, path=p) if p != SLURM_CONF else old, c)
+                    for p, c in changed.items())
+    label = ("restart slurmctld, then reconfigure (node set changed)" if restart
+             else "reconfigure" if running else "none (slurmctld not running yet)")
+    ops.annotate(disruption=label, diff=diffs)
+    for path, content in changed.items():
+        yield from ops.install_commands(path, content.encode(), "644", "root", "root")
+    if restart:
+        yield StringCommand("systemctl", "restart", "slurmctld")
+        yield ops.readiness("slurmctld", CTL_READY, CTL_LOGS)
+    if running:
+        yield "scontrol reconfigure"
+
+
+def _configs(cluster) -> dict[str, str]:
+    version, hw = slurm_version(host.state), hw_of(host.state)
+    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version),
+            GRES_CONF: render_gres_conf(cluster, version=version),
+            CGROUP_CONF: render_cgroup_conf(cluster, version=version)}
+
+
+@deploy("slurm controller")
+def slurm_controller() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if "controller" not in node.roles:
+        return
+    ops.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT)
+    for path in (LOGDIR, STATE):
+        ops.directory(name=path, path=path, user="slurm", group="slurm", want=CTL_WANT)
+    controller_config(name="slurm.conf, gres.conf, cgroup.conf", files=_configs(cluster), want=CTL_WANT)
+    ops.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
+
+
+def dropin(cluster, node) -> str:
+    """slurmd unit drop-in: configless (--conf-server), the node's name, and (virtual cluster only)
+    the cgroup v1 controllers remounted read-write, which systemd-nspawn mounts read-only."""
+    servers = ",".join(f"{n.address}:6817" for n in cluster.with_role("controller"))
+    lines = ["# Managed by corral", "[Unit]", "ConditionPathExists=", "", "[Service]", "ExecStart=",
+             f"ExecStart=/usr/sbin/slurmd -D -s --conf-server {servers} -N {node.name} $SLURMD_OPTIONS"]
+    if cluster.spec.virtual is not None:
+        lines.append("ExecStartPre=/bin/sh -c 'for c in freezer cpuset devices cpu cpuacct memory pids; "
+                     "do mount -o remount,bind,rw /sys/fs/cgroup/$$c; done'")
+    return "\n".join(lines) + "\n"
+
+
+@deploy("slurm compute")
+def slurm_compute() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if "compute" not in node.roles:
+        return
+    logs = "tail -n 20 /var/log/slurm/slurmd.log; journalctl -u slurmd -n 10 --no-pager"
+    ops.packages(name="slurmd installed", names=list(NODE_WANT.packages), want=NODE_WANT)
+    ops.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=NODE_WANT)
+    ops.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
+    unit = ops.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
+                            disruption="restart slurmd", want=NODE_WANT)
+    ops.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)
+    ops.restart(name="slurmd restarted (drop-in changed)", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name),
+                logs=logs, _if=unit.did_change)
+
+
+@deploy("slurm login")
+def slurm_login() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if "login" not in node.roles or "controller" in node.roles:
+        return
+    ops.packages(name="slurm client installed", names=list(LOGIN_WANT.packages), want=LOGIN_WANT)
+    ops.managed_file(name="slurm.conf", path=SLURM_CONF, content=_configs(cluster)[SLURM_CONF],
+                     want=LOGIN_WANT)

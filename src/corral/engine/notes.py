@@ -1,0 +1,29 @@
+"""Notes an operation attaches to its own result while it generates commands: the disruption a
+change causes ("none", "reconfigure", "restart slurmd", "drain needed") and a unified diff.
+
+Keyed by (node, op hash); greenlet-safe because each key is written by its own node's greenlet.
+"""
+
+from __future__ import annotations
+
+_notes: dict[tuple[str, str], dict] = {}
+
+
+def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
+    from pyinfra import host
+    op_hash = getattr(host, "current_op_hash", None)
+    if op_hash is None:
+        return
+    note = _notes.setdefault((host.name, op_hash), {})
+    if disruption is not None:
+        note["disruption"] = disruption
+    if diff is not None:
+        note["diff"] = diff
+
+
+def take(node: str, op_hash: str) -> dict:
+    return _notes.pop((node, op_hash), {})
+
+
+def clear() -> None:
+    _notes.clear()
