@@ -18,7 +18,9 @@ class AccountingState(FactBase):
     """The output of every sacctmgr query, read in one command."""
 
     def command(self):
-        return "; ".join(f"echo '{MARK}{key}'; {cmd} 2>&1" for key, cmd in QUERY_COMMANDS.items()) + "; true"
+        run = " ".join(f"( {cmd} > \"$d/{key}\" 2>&1 ) &" for key, cmd in QUERY_COMMANDS.items())
+        show = "; ".join(f"echo '{MARK}{key}'; cat \"$d/{key}\"" for key in QUERY_COMMANDS)
+        return f"d=$(mktemp -d); {run} wait; {show}; rm -rf \"$d\"; true"  # queries in parallel
 
     def process(self, output) -> dict[str, str]:
         outputs: dict[str, list[str]] = {}

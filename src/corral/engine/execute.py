@@ -135,32 +135,25 @@ def _applied_if(conditions) -> bool | None:
 
 
 def apply(run: Run) -> None:
+    """Deploy by deploy (a barrier between them, so e.g. slurmctld is up before any slurmd starts);
+    within a deploy each node runs its own ops in order, independently of the others.
+
+    pyinfra identifies ops across hosts by position, so ops of different deploys on different
+    nodes can share a hash: the order comes from what each node's deploys added (`run.phases`).
+    """
     state = run.state
     state.is_executing = True
-    # deploys run in the order given, across nodes (pyinfra orders ops that never share a node
-    # by source line numbers, which would run e.g. slurmd's start before slurmctld's)
-    order = sorted(state.get_op_order(), key=lambda op_hash: run.phase.get(op_hash, 0))
-    with ctx_state.use(state):
-        for op_hash in order:
-            hosts = []
-            for host in state.inventory:
-                if op_hash not in state.ops[host] or host not in state.activated_hosts:
-                    continue
-                if host in state.failed_hosts:
-                    run.record(host, op_hash, "skipped", reason=EARLIER)
-                else:
-                    hosts.append(host)
-            if not hosts:
-                continue
-            state.trigger_callbacks("operation_start", op_hash)
-            args = state.get_op_meta(op_hash).global_arguments
-            if args.get("_serial"):
-                batches = [[h] for h in hosts]
-            elif args.get("_parallel"):
-                size = int(args["_parallel"])
-                batches = [hosts[i:i + size] for i in range(0, len(hosts), size)]
+
+    def one_node(host, op_hashes: list[str]) -> None:
+        for op_hash in op_hashes:
+            if host in state.failed_hosts:
+                run.record(host, op_hash, "skipped", reason=EARLIER)
             else:
-                batches = [hosts]
-            for batch in batches:
-                gevent.joinall([state.pool.spawn(_apply_one, run, h, op_hash) for h in batch])
-            state.trigger_callbacks("operation_end", op_hash)
+                _apply_one(run, host, op_hash)
+
+    with ctx_state.use(state):
+        for phase in range(max((len(p) for p in run.phases.values()), default=0)):
+            work = [(h, run.phases[h.name][phase]) for h in state.inventory
+                    if h in state.activated_hosts and phase < len(run.phases.get(h.name, []))
+                    and run.phases[h.name][phase]]
+            gevent.joinall([state.pool.spawn(one_node, h, ops) for h, ops in work])

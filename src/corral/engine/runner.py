@@ -49,7 +49,7 @@ class Run:
         self.state, self.cluster, self.capture, self.sink, self.mode = state, cluster, capture, sink, mode
         self.result = result
         self.names: dict[tuple[str, str], str] = {}
-        self.phase: dict[str, int] = {}  # op hash -> index of the deploy that added it
+        self.phases: dict[str, list[list[str]]] = {}  # node -> per deploy, the op hashes it added
 
     def node(self, name: str) -> NodeResult:
         return self.result.nodes[name]
@@ -116,7 +116,7 @@ def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
     """add_deploy per host, so a deploy that raises for one node fails that node only."""
     state = run.state
     for host in [h for h in state.inventory if h in state.active_hosts]:
-        for index, deploy in enumerate(deploys):
+        for deploy in deploys:
             before = len(host.op_hash_order)
             try:
                 add_deploy(state, deploy, host=host)
@@ -132,8 +132,7 @@ def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
             finally:
                 run.name_ops(host, getattr(deploy, "deploy_name", deploy.__name__),
                              host.op_hash_order[before:])
-                for op_hash in host.op_hash_order[before:]:
-                    run.phase.setdefault(op_hash, index)
+                run.phases.setdefault(host.name, []).append(list(host.op_hash_order[before:]))
 
 
 def _disconnect(state: State) -> None:
