@@ -116,13 +116,13 @@ def register(app: typer.Typer) -> None:
     @app.command("up")
     def up(as_json: bool = JsonOpt) -> None:
         """The main job: virtual cluster up -> apply -> validate (the embedded default)."""
-        from corral.checks.smoke import check_smoke
+        from corral.checks.slurm import validate_smoke
         from corral.cli.virtual_cmd import DEFAULT_DIR, virtual_up
         vc, rows = virtual_up(DEFAULT_DIR)
         cluster = vc.cluster
         err.print(f"virtual cluster up: {len(rows)} nodes; applying", markup=False)
         result = engine_run(cluster, "apply", None, "up", quiet=as_json)
-        checks = check_smoke(cluster) if result.ok else []
+        checks = validate_smoke(cluster) if result.ok else []
         ok = result.ok and all(c.ok for c in checks)
         if as_json:
             print_json({"ok": ok, "spec": str(cluster.path), "apply": result.to_json(),

@@ -1,0 +1,32 @@
+"""One command on one node over the system's OpenSSH client, with the same pinned host keys and
+settings as the engine (for checks that read output, e.g. srun/sinfo on the controller)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from corral.engine.inventory import _write_private, ssh_config_text
+from corral.errors import NodeError
+from corral.spec.cluster import Cluster
+
+
+def ssh_argv(cluster: Cluster, node: str, command: str, *, timeout: int = 10) -> list[str]:
+    cfg = cluster.state_dir / "ssh_config-remote"
+    _write_private(cfg, ssh_config_text(cluster, list(cluster.nodes)))
+    n = cluster.node(node)
+    return ["ssh", "-F", str(cfg), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}",
+            "-o", "LogLevel=ERROR", "-p", str(cluster.spec.ssh.port), n.address, command]
+
+
+def run_on(cluster: Cluster, node: str, command: str, *, timeout: float = 120,
+           check: bool = False) -> subprocess.CompletedProcess:
+    """Run `command` on `node`; stdin is closed (srun forwards stdin to task 0)."""
+    try:
+        proc = subprocess.run(ssh_argv(cluster, node, command), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise NodeError(f"command timed out after {timeout:.0f} s", node=node, command=command) from None
+    if check and proc.returncode != 0:
+        raise NodeError("command failed", node=node, command=command, rc=proc.returncode,
+                        stderr_tail="\n".join(proc.stderr.strip().splitlines()[-10:]))
+    return proc
