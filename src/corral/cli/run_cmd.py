@@ -33,13 +33,10 @@ def _limit(cluster: Cluster, limit: Optional[str]) -> Optional[list[str]]:
 
 
 def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool):
-    from corral.deploy import components
-    from corral.deploy.context import gather
-    from corral.engine import run
     from corral.engine.progress import make_reporter
-    reporter = None if quiet else make_reporter(sys.stderr)
-    return run(cluster, components(cluster), mode=mode, limit=limit, on_event=reporter, command=command,
-               prepare=gather(cluster))
+    from corral.ops.converge import converge
+    return converge(cluster, mode, limit=limit, on_event=None if quiet else make_reporter(sys.stderr),
+                    command=command)
 
 
 def show_plan(result, verbose: bool = False) -> None:

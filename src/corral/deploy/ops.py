@@ -13,7 +13,7 @@ from pyinfra.api import FileUploadCommand, StringCommand, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy.nodestate import Want, snapshot
-from corral.engine.notes import annotate
+from corral.deploy.notes import annotate
 
 APT_MAX_AGE_S = 3600
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"

@@ -16,7 +16,8 @@ from pyinfra.api import Config, State
 from pyinfra.api.connect import disconnect_all
 from pyinfra.api.deploy import add_deploy
 
-from corral.engine import execute, journal, notes
+from corral.deploy import notes
+from corral.engine import execute, journal
 from corral.engine.capture import Capture, capturing
 from corral.engine.connect import connect
 from corral.engine.inventory import build_inventory, select_nodes

@@ -1,0 +1,1 @@
+"""Day-2 workflows composed of engine runs and checks."""

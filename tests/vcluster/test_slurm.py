@@ -1,0 +1,154 @@
+"""The Slurm GPU cluster end to end on a real virtual cluster (1 controller + 2 compute x 4
+emulated H100): GPU jobs, device isolation, accounting, QOS limits, zero-change re-runs, drift in
+plan, adding a node without touching the others, and a bad spec that applies nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from corral.checks.slurm import validate_smoke
+from corral.cli.main import main
+from corral.engine import journal
+from corral.ops.converge import converge
+from corral.spec.loader import load
+from tests.vcluster.conftest import ssh
+
+pytestmark = pytest.mark.vcluster
+DAEMONS = {"ctl": ["slurmctld", "slurmdbd", "munge", "mariadb"], "gpu01": ["slurmd", "munge"],
+           "gpu02": ["slurmd", "munge"]}
+
+
+@pytest.fixture(scope="module")
+def slurm(vcluster):
+    result = converge(vcluster.cluster, "apply", command="test-slurm-apply")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
+    return vcluster
+
+
+def ctl(vc, command: str, check: bool = True):
+    return ssh(vc, "ctl", command, check=check)
+
+
+def pids(vc) -> dict[str, str]:
+    return {f"{n}:{d}": ssh(vc, n, f"systemctl show -p MainPID --value {d}").stdout.strip()
+            for n, ds in DAEMONS.items() for d in ds}
+
+
+def test_every_compute_node_idle_with_typed_gres(slurm):
+    out = ctl(slurm, "sinfo -h -N -o '%N %T %G %f'").stdout.split("\n")
+    rows = {line.split()[0]: line.split()[1:] for line in out if line.strip()}
+    assert set(rows) == {"gpu01", "gpu02"}
+    for state, gres, features in rows.values():
+        assert state == "idle" and gres == "gpu:h100:4"
+        assert {"h100", "hopper"} <= set(features.split(","))
+    assert all(c.ok for c in validate_smoke(slurm.cluster))
+
+
+def test_srun_two_nodes_sets_cuda_visible_devices(slurm):
+    out = ctl(slurm, "srun -N2 --gres=gpu:2 bash -c 'echo $(hostname) $CUDA_VISIBLE_DEVICES'").stdout
+    seen = dict(line.split() for line in out.splitlines())
+    assert seen == {"gpu01": "0,1", "gpu02": "0,1"}
+
+
+def test_a_job_cannot_open_a_gpu_it_was_not_given(slurm):
+    probe = ("python3 -c \"import errno,os\nfor i in range(4):\n try: os.open('/dev/nvidia%d' % i, os.O_RDWR)\n"
+             " except OSError as e: print(i, errno.errorcode[e.errno])\"")
+    out = ctl(slurm, f"srun -N1 -w gpu01 --gres=gpu:1 {probe!s}").stdout.split("\n")
+    codes = [line.split()[1] for line in out if line.strip()]
+    # the allocated device is allowed (ENXIO: no driver behind the emulated device), the rest denied
+    assert sorted(codes) == ["ENXIO", "EPERM", "EPERM", "EPERM"], out
+
+
+def test_batch_job_is_accounted_with_typed_gpu_tres(slurm):
+    job = ctl(slurm, "sbatch --parsable --wait -A research --gres=gpu:2 -N1 --wrap 'nvidia-smi -L'").stdout.strip()
+    for _ in range(40):  # slurmdbd records the job shortly after it ends
+        rec = ctl(slurm, f"sacct -n -X -P -j {job} -o State,Account,AllocTRES").stdout.strip()
+        if rec.startswith("COMPLETED"):
+            break
+        time.sleep(0.5)
+    state, account, tres = rec.split("|")
+    assert (state, account) == ("COMPLETED", "research")
+    assert "gres/gpu:h100=2" in tres and "gres/gpu=2" in tres
+
+
+def test_qos_limit_from_the_spec_is_enforced(slurm):
+    # QOS 'short' allows 4 GPUs per user; 2 nodes x 4 GPUs stays pending with the QOS reason
+    job = ctl(slurm, "sbatch --parsable -A research --qos=short -N2 --gres=gpu:4 --wrap 'sleep 1'").stdout.strip()
+    try:
+        reason = ""
+        for _ in range(20):
+            reason = ctl(slurm, f"squeue -h -j {job} -o '%T %r'").stdout.strip()
+            if "QOS" in reason:
+                break
+            time.sleep(0.5)
+        assert reason.startswith("PENDING") and "QOSMaxGRESPerUser" in reason, reason
+    finally:
+        ctl(slurm, f"scancel {job}")
+
+
+def test_second_apply_changes_nothing_and_restarts_nothing(slurm):
+    before = pids(slurm)
+    result = converge(slurm.cluster, "apply", command="test-noop")
+    assert result.ok and result.changed == 0, [
+        (n, o.name) for n, r in result.nodes.items() for o in r.ops if o.status == "changed"]
+    assert pids(slurm) == before
+
+
+def test_plan_shows_drift_with_diff_and_label_and_changes_nothing(slurm, capsys):
+    ctl(slurm, "sed -i 's/^ReturnToService=.*/ReturnToService=1/' /etc/slurm/slurm.conf")
+    assert main(["plan", "-f", str(slurm.cluster.path), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    changed = [o for o in plan["nodes"]["ctl"]["ops"] if o["status"] == "changed"]
+    assert len(changed) == 1 and changed[0]["disruption"] == "reconfigure"
+    assert "-ReturnToService=1" in changed[0]["diff"] and "+ReturnToService=2" in changed[0]["diff"]
+    assert all(o["status"] != "changed" for n in ("gpu01", "gpu02") for o in plan["nodes"][n]["ops"])
+    assert "ReturnToService=1" in ctl(slurm, "cat /etc/slurm/slurm.conf").stdout  # nothing changed
+    before = pids(slurm)
+    assert converge(slurm.cluster, "apply").ok  # repaired by reconfigure: no daemon restarted
+    assert pids(slurm) == before
+    assert "ReturnToService=2" in ctl(slurm, "scontrol show config").stdout.replace(" ", "")
+
+
+def test_bad_spec_is_located_and_applies_nothing(slurm, tmp_path, capsys):
+    bad = tmp_path / "cluster.yaml"
+    text = slurm.cluster.path.read_text().replace("nodes: ALL", "nodes: 'gpu[01-03]'")
+    bad.write_text(text.replace("key: .corral/ssh/id_ed25519", f"key: {slurm.key}"))
+    runs = len(journal.recent(slurm.cluster.state_dir, limit=1000))
+    assert main(["apply", "--yes", "-f", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(rf"{re.escape(str(bad))}:\d+:\d+: partition 'gpu': node 'gpu03' does not exist", err)
+    assert len(journal.recent(slurm.cluster.state_dir, limit=1000)) == runs
+
+
+FILES = "sha256sum /etc/systemd/system/slurmd.service.d/corral.conf /etc/hosts /etc/munge/munge.key"
+
+
+def test_adding_a_node_touches_only_it_and_the_controller(slurm):
+    spec = slurm.cluster.path
+    spec.write_text(spec.read_text().replace("gpu[01-02]", "gpu[01-03]")
+                    .replace("10.213.77.11-10.213.77.12", "10.213.77.11-10.213.77.13"))
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(spec))
+    vc.up()
+    before = {n: (ssh(vc, n, "systemctl show -p MainPID --value slurmd").stdout, ssh(vc, n, FILES).stdout)
+              for n in ("gpu01", "gpu02")}
+    ctl_pid = ssh(vc, "ctl", "systemctl show -p MainPID --value slurmdbd").stdout
+    result = converge(vc.cluster, "apply", command="test-add-node")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    assert result.nodes["gpu01"].count("changed") == 0 and result.nodes["gpu02"].count("changed") == 0
+    assert result.nodes["gpu03"].count("changed") > 0
+    changed_ctl = [o for o in result.nodes["ctl"].ops if o.status == "changed"]
+    assert [o.name for o in changed_ctl] == ["base | /etc/hosts entries from the spec",
+                                             "slurm controller | slurm.conf, gres.conf, cgroup.conf"]
+    assert changed_ctl[1].disruption.startswith("restart slurmctld")
+    for n in ("gpu01", "gpu02"):  # their slurmd kept running (same PID), their files unchanged
+        assert (ssh(vc, n, "systemctl show -p MainPID --value slurmd").stdout, ssh(vc, n, FILES).stdout) == before[n]
+    assert ssh(vc, "ctl", "systemctl show -p MainPID --value slurmdbd").stdout == ctl_pid
+    out = ssh(vc, "ctl", "sinfo -h -N -o '%N %T %G'").stdout.split("\n")
+    assert sorted(line for line in out if line) == [f"gpu0{i} idle gpu:h100:4" for i in (1, 2, 3)]
+    out = ssh(vc, "ctl", "srun -N3 --gres=gpu:1 hostname").stdout.split()
+    assert sorted(out) == ["gpu01", "gpu02", "gpu03"]
