@@ -1,0 +1,206 @@
+"""slurm.conf from the spec (+ `slurmd -C` facts): pure and deterministic.
+
+Configless Slurm: this file lives on the controller(s) and login nodes only; every slurmd fetches it
+(and gres.conf, cgroup.conf) from slurmctld. Nodes are reached by NodeAddr, so no DNS is needed.
+Only nodes with the `compute` role run slurmd and get a NodeName line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+
+from corral.errors import CorralError
+from corral.render.hw import NodeHW, hostlist, name_key, node_runs, real_memory
+from corral.spec.cluster import Cluster, Node
+from corral.spec.gpus import generation
+from corral.spec.hosts import expand_names
+
+Version = tuple[int, int]
+DEFAULT_VERSION: Version = (22, 5)
+FALLBACK_MEM_PER_CPU_MB = 1024  # DefMemPerCPU where no node of a partition has known CPUs and memory
+_VERSION = re.compile(r"(?<![\d.])(\d{2})\.(\d{1,2})(?![\d])")
+
+
+def slurm_version_tuple(text: str) -> Version:
+    """'22.05.8' -> (22, 5); 'slurm-wlm 23.11.4' -> (23, 11); 'slurm 24.05.0-0rc1' -> (24, 5)."""
+    m = _VERSION.search(text)
+    if not m:
+        raise CorralError("cannot read a Slurm version", value=text.strip()[:80],
+                          fix="pass a version like '22.05.8' (from `sinfo --version` or dpkg)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def header(cluster: Cluster, version: Version) -> list[str]:
+    return [f"# Managed by corral from {cluster.path.name} — do not edit",
+            f"# Slurm {version[0]}.{version[1]:02d}"]
+
+
+def compute_nodes(cluster: Cluster) -> list[Node]:
+    """Nodes that run slurmd, in natural name order."""
+    return sorted(cluster.with_role("compute"), key=lambda n: name_key(n.name))
+
+
+def _features(node: Node) -> str | None:
+    if node.gpus is None:
+        return None
+    gen = generation(node.gpus.model)  # unknown models get no generation feature
+    extra = ["nvlink"] if node.gpus.nvlink else []
+    return ",".join([node.gpus.model, *([gen] if gen else []), "gpu", *extra])
+
+
+def cpus(facts: NodeHW) -> int:
+    """CPUs to declare: slurmctld refuses to start (cons_tres) when CPUs is neither Sockets*Cores nor
+    Sockets*Cores*Threads, so facts that do not add up (lscpu on a node with offline CPUs) declare
+    Sockets*Cores*Threads, which is never more than the node has."""
+    cores = facts.sockets * facts.cores_per_socket
+    threads = cores * facts.threads_per_core
+    return facts.cpus if facts.cpus in (cores, threads) else threads
+
+
+def _node_attrs(cluster: Cluster, node: Node, hw: Mapping[str, NodeHW]) -> tuple[str, ...]:
+    attrs = []
+    facts = hw.get(node.name)
+    if facts is not None and min(facts.sockets, facts.cores_per_socket, facts.threads_per_core) > 0:
+        attrs += [f"CPUs={cpus(facts)}", f"Sockets={facts.sockets}",
+                  f"CoresPerSocket={facts.cores_per_socket}", f"ThreadsPerCore={facts.threads_per_core}"]
+    mem = real_memory(cluster, node, hw)
+    if mem:
+        attrs.append(f"RealMemory={mem}")
+    if node.gpus is not None:
+        attrs.append(f"Gres=gpu:{node.gpus.model}:{node.gpus.count}")
+    features = _features(node)
+    if features:
+        attrs.append(f"Features={features}")
+    return tuple(attrs + ["State=UNKNOWN"])
+
+
+def node_lines(cluster: Cluster, hw: Mapping[str, NodeHW], compute: list[Node]) -> list[str]:
+    """NodeName lines for `compute` (in natural name order), alike neighbours merged into one line."""
+    runs = node_runs((n.name, n.address, _node_attrs(cluster, n, hw)) for n in compute)
+    return [" ".join([f"NodeName={r.name_text()}", f"NodeAddr={r.address_text()}", *r.attrs]) for r in runs]
+
+
+def def_mem_per_gpu(cluster: Cluster, hw: Mapping[str, NodeHW]) -> int | None:
+    """slurm.def_mem_per_gpu_mb, else the smallest RealMemory / GPUs over GPU nodes (None: unknown)."""
+    gpu_nodes = [n for n in cluster.with_role("compute") if n.gpus is not None]
+    if not gpu_nodes:
+        return None
+    if cluster.spec.slurm.def_mem_per_gpu_mb:
+        return cluster.spec.slurm.def_mem_per_gpu_mb
+    per_gpu = [mem // n.gpu_count for n in gpu_nodes if (mem := real_memory(cluster, n, hw))]
+    return max(1, min(per_gpu)) if per_gpu else None
+
+
+def def_mem_per_cpu(cluster: Cluster, nodes: list[Node], hw: Mapping[str, NodeHW]) -> int:
+    """Smallest RealMemory / CPUs over `nodes` (never 0): a job without --mem gets a share of a node,
+    not all of it, so jobs can share nodes (GPU jobs get DefMemPerGPU instead: Slurm's cons_tres
+    takes the GRES default over this one when the job asks for GPUs and no memory)."""
+    shares, known = [], []
+    for n in nodes:
+        mem, facts = real_memory(cluster, n, hw), hw.get(n.name)
+        if mem:
+            known.append(mem)
+            if facts and cpus(facts) > 0:
+                shares.append(mem // cpus(facts))
+    if shares:
+        return max(1, min(shares))
+    return max(1, min([FALLBACK_MEM_PER_CPU_MB, *known]))
+
+
+def _partitions(cluster: Cluster, hw: Mapping[str, NodeHW], compute: list[Node],
+                accounting: bool) -> list[str]:
+    """The spec's partitions (ALL: every compute node; the first is the default unless one says so),
+    or one `gpu` (`batch` without GPUs) partition of every compute node. A partition QOS needs the
+    accounting database, so it is left out without one."""
+    by_name = {n.name: n for n in compute}
+    parts = list(cluster.spec.slurm.partitions)
+    if not parts:
+        name = "gpu" if any(n.gpus for n in compute) else "batch"
+        specs = [(name, [n.name for n in compute], True, "INFINITE", 1, None)]
+    else:
+        default = next((p.name for p in parts if p.default), parts[0].name)
+        specs = []
+        for p in parts:
+            names = list(by_name) if p.nodes == "ALL" else expand_names(p.nodes)
+            specs.append((p.name, [x for x in names if x in by_name], p.name == default, p.max_time,
+                          p.priority_tier, p.qos))
+    lines = []
+    for name, names, is_default, max_time, tier, qos in specs:
+        words = [f"PartitionName={name}"] + ([f"Nodes={hostlist(names)}"] if names else [])
+        if is_default:
+            words.append("Default=YES")
+        words += [f"MaxTime={max_time}", f"PriorityTier={tier}"]
+        if qos and accounting:
+            words.append(f"QOS={qos}")
+        words.append(f"DefMemPerCPU={def_mem_per_cpu(cluster, [by_name[x] for x in names], hw)}")
+        words += ["OverSubscribe=NO", "State=UP"]
+        lines.append(" ".join(words))
+    return lines
+
+
+def preempt_mode(cluster: Cluster) -> str | None:
+    """Cluster-wide PreemptMode when some QOS preempts another (None: no preemption). Each QOS's own
+    mode is set in the database; this is the default, and SUSPEND needs GANG at the cluster level."""
+    qos = cluster.spec.slurm.qos
+    if not any(q.preempt for q in qos):
+        return None
+    modes = Counter(q.preempt_mode for q in qos if q.preempt_mode != "off")
+    order = ("requeue", "cancel", "suspend")  # most used wins; ties go to the earlier one
+    base = max(order, key=lambda m: (modes[m], -order.index(m)))
+    return base.upper() + (",GANG" if modes["suspend"] else "")
+
+
+def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
+                      version: Version = DEFAULT_VERSION) -> str:
+    """slurm.conf for `version` (major, minor); `hw` holds the `slurmd -C` facts of the nodes probed
+    so far (a node without facts gets what the spec knows)."""
+    slurm = cluster.spec.slurm
+    controllers = cluster.with_role("controller")
+    acct = next(iter(cluster.with_role("accounting")), None)
+    compute = compute_nodes(cluster)
+    out = header(cluster, version) + [f"ClusterName={cluster.name}"]
+    out += [f"SlurmctldHost={c.name}({c.address})" for c in controllers]
+    out += ["SlurmctldParameters=enable_configless", "SlurmUser=slurm", "AuthType=auth/munge",
+            "CredType=cred/munge" if version >= (19, 5) else "CryptoType=crypto/munge",
+            "StateSaveLocation=/var/lib/slurm/slurmctld", "SlurmdSpoolDir=/var/lib/slurm/slurmd",
+            "SlurmctldPidFile=/run/slurmctld.pid", "SlurmdPidFile=/run/slurmd.pid",
+            "SlurmctldLogFile=/var/log/slurm/slurmctld.log", "SlurmdLogFile=/var/log/slurm/slurmd.log",
+            "MpiDefault=none", "ReturnToService=2"]
+    if any(":" in n.address for n in [*controllers, *compute, *([acct] if acct else [])]):
+        out.append("CommunicationParameters=EnableIPv6")
+    out += ["", "# Scheduling: cores and memory are consumable; GPUs are typed GRES",
+            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory", "GresTypes=gpu",
+            "ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup,task/affinity",
+            "JobAcctGatherType=jobacct_gather/cgroup"]
+    per_gpu = def_mem_per_gpu(cluster, hw)
+    if per_gpu:
+        out.append(f"DefMemPerGPU={per_gpu}")
+    gpu_types = sorted({n.gpus.model for n in compute if n.gpus})
+    if acct is None:
+        out += ["", "# No node has the accounting role: no slurmdbd, so no accounting, fair-share,",
+                "# QOS limits or preemption."]
+    else:
+        out += ["", "# Accounting (slurmdbd)", "AccountingStorageType=accounting_storage/slurmdbd",
+                f"AccountingStorageHost={acct.address}",
+                "AccountingStorageTRES=" + ",".join(["gres/gpu"] + [f"gres/gpu:{t}" for t in gpu_types])]
+        if slurm.enforce_limits:
+            out.append("AccountingStorageEnforce=associations,limits,qos,safe")
+        fs = slurm.fairshare
+        if fs.enabled:
+            out += ["", "# Priority: multifactor with fair-share", "PriorityType=priority/multifactor",
+                    f"PriorityDecayHalfLife={fs.decay_half_life}",
+                    f"PriorityWeightFairshare={fs.weight_fairshare}", f"PriorityWeightAge={fs.weight_age}",
+                    f"PriorityWeightQOS={fs.weight_qos}", f"PriorityWeightJobSize={fs.weight_jobsize}",
+                    f"PriorityWeightPartition={fs.weight_partition}"]
+        mode = preempt_mode(cluster)
+        if mode:
+            out += ["", "# Preemption by QOS", "PreemptType=preempt/qos", f"PreemptMode={mode}"]
+    out += ["", "# Nodes"]
+    unknown = [n.name for n in compute if n.name not in hw]
+    if unknown:
+        out.append(f"# not yet probed (no CPUs; RealMemory only from the spec): {hostlist(unknown)}")
+    out += node_lines(cluster, hw, compute)
+    out += ["", "# Partitions", *_partitions(cluster, hw, compute, acct is not None)]
+    return "\n".join(out) + "\n"
