@@ -7,6 +7,7 @@ from __future__ import annotations
 import gevent
 from pyinfra.context import ctx_host, ctx_state
 
+from corral.errors import CorralError
 from corral.facts.hardware import NodeHardware
 from corral.facts.slurm import load_hw_cache, save_hw_cache
 
@@ -51,7 +52,7 @@ def _version(h) -> tuple[int, int]:
     text = (h.get_fact(Command, VERSION_CMD) or "").strip()
     try:
         return slurm_version_tuple(text) if text and text != "(none)" else DEFAULT_VERSION
-    except ValueError:
+    except (ValueError, CorralError):
         return DEFAULT_VERSION
 
 
