@@ -15,7 +15,7 @@ from corral.engine import patch_gevent
 patch_gevent()
 
 from bench.common import bench_cluster, median, table, timed  # noqa: E402
-from corral.checks.slurm import validate_smoke  # noqa: E402
+from corral.checks.validate import validate  # noqa: E402
 from corral.ops.converge import converge  # noqa: E402
 from corral.spec.loader import load  # noqa: E402
 from corral.virtual.cluster import VirtualCluster  # noqa: E402
@@ -33,7 +33,7 @@ def up_to_validated(runs: int) -> list[float]:
             def job():
                 vc.up()
                 apply_ok(vc.cluster)
-                assert all(c.ok for c in validate_smoke(vc.cluster))
+                assert validate(vc.cluster).ok
             times.append(timed(job))
     return times
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from corral.checks.slurm import validate_smoke
+from corral.checks.validate import validate
 from corral.cli.main import main
 from corral.engine import journal
 from corral.ops.converge import converge
@@ -45,7 +45,7 @@ def test_every_compute_node_idle_with_typed_gres(slurm):
     for state, gres, features in rows.values():
         assert state == "idle" and gres == "gpu:h100:4"
         assert {"h100", "hopper"} <= set(features.split(","))
-    assert all(c.ok for c in validate_smoke(slurm.cluster))
+    assert validate(slurm.cluster).ok
 
 
 def test_srun_two_nodes_sets_cuda_visible_devices(slurm):

@@ -113,21 +113,22 @@ def register(app: typer.Typer) -> None:
     @app.command("up")
     def up(as_json: bool = JsonOpt) -> None:
         """The main job: virtual cluster up -> apply -> validate (the embedded default)."""
-        from corral.checks.slurm import validate_smoke
+        from corral.checks.validate import validate
         from corral.cli.virtual_cmd import DEFAULT_DIR, virtual_up
         vc, rows = virtual_up(DEFAULT_DIR)
         cluster = vc.cluster
         err.print(f"virtual cluster up: {len(rows)} nodes; applying", markup=False)
         result = engine_run(cluster, "apply", None, "up", quiet=as_json)
-        checks = validate_smoke(cluster) if result.ok else []
-        ok = result.ok and all(c.ok for c in checks)
+        report = validate(cluster) if result.ok else None
+        checks = report.checks if report else []
+        ok = result.ok and report is not None and report.ok
         if as_json:
             print_json({"ok": ok, "spec": str(cluster.path), "apply": result.to_json(),
-                        "checks": [c.__dict__ for c in checks]})
+                        "validate": report.to_json() if report else None})
         else:
             show_summary(result)
             for c in checks:
-                out.print(f"{'OK  ' if c.ok else 'FAIL'} {c.name}: {c.message}", markup=False)
+                out.print(f"{c.status:<7} {c.name}: {c.message}", markup=False)
             if ok:
                 out.print(f"\ncluster ready. Next:\n  export CORRAL_SPEC={cluster.path}\n"
                           "  corral plan            # 0 changes on a converged cluster\n"

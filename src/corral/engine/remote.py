@@ -19,11 +19,12 @@ def ssh_argv(cluster: Cluster, node: str, command: str, *, timeout: int = 10) ->
 
 
 def run_on(cluster: Cluster, node: str, command: str, *, timeout: float = 120,
-           check: bool = False) -> subprocess.CompletedProcess:
-    """Run `command` on `node`; stdin is closed (srun forwards stdin to task 0)."""
+           check: bool = False, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run `command` on `node`; stdin is `input` or closed (srun forwards stdin to task 0)."""
     try:
+        stdin = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
         proc = subprocess.run(ssh_argv(cluster, node, command), capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=timeout)
+                              timeout=timeout, **stdin)
     except subprocess.TimeoutExpired:
         raise NodeError(f"command timed out after {timeout:.0f} s", node=node, command=command) from None
     if check and proc.returncode != 0:

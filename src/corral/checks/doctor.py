@@ -1,0 +1,133 @@
+"""`corral doctor`: preflight, changes nothing. Every node reachable with its pinned host key; root
+or sudo; a supported OS; free disk and memory; clock offset; the ports its roles will serve free
+(or held by the daemon corral runs there); GPUs present as the spec says (PCI, and nvidia-smi where
+a driver is present). Facts come from one command per node; `evaluate` is pure."""
+
+from __future__ import annotations
+
+import time
+
+import gevent
+from pyinfra.context import ctx_host, ctx_state
+
+from corral.checks.doctor_facts import DoctorFacts
+from corral.checks.result import Check, Report, summarize
+from corral.spec.cluster import Cluster, Node
+from corral.spec.gpus import gpu_model
+
+TESTED_OS = {("debian", "12")}
+SUPPORTED_OS = TESTED_OS | {("ubuntu", "22.04"), ("ubuntu", "24.04")}
+MIN_DISK_MB = {"/": 2048, "/var": 2048, "/tmp": 256}
+MIN_MEM_MB = 1024
+CLOCK_WARN_S, CLOCK_FAIL_S = 0.5, 2.0
+# port -> (role that serves it, the process allowed to hold it already)
+PORTS = {6817: ("controller", "slurmctld"), 6818: ("compute", "slurmd"),
+         6819: ("accounting", "slurmdbd"), 3306: ("accounting", "mariadbd")}
+
+
+def gather(cluster: Cluster) -> tuple[dict[str, dict], dict[str, str]]:
+    """(facts per reachable node, error per unreachable node), read in parallel."""
+    from corral.engine import run
+    facts: dict[str, dict] = {}
+
+    def hook(state, hosts) -> None:
+        def one(h) -> None:
+            with ctx_state.use(state), ctx_host.use(h):
+                t0 = time.time()
+                data = h.get_fact(DoctorFacts)
+                t1 = time.time()
+            if data is not None:
+                data["clock_offset_s"] = (data["clock"] - (t0 + t1) / 2) if data.get("clock") else None
+                data["clock_error_s"] = (t1 - t0) / 2
+                facts[h.name] = data
+        gevent.joinall([gevent.spawn(one, h) for h in hosts])
+
+    result = run(cluster, [], mode="plan", command="doctor", record=False, prepare=hook)
+    errors = {n: (r.error or "unreachable") for n, r in result.nodes.items() if not r.reachable or r.error}
+    return facts, errors
+
+
+def _os(f: dict) -> tuple[str, str]:
+    os_id = (f.get("os") or "unknown").split()
+    key = (os_id[0], os_id[1] if len(os_id) > 1 else "")
+    if key in TESTED_OS:
+        return "OK", " ".join(key)
+    if key in SUPPORTED_OS:
+        return "WARN", f"{' '.join(key)} is supported but not tested by corral's CI (tested: Debian 12)"
+    return "FAIL", f"{' '.join(key)} is not supported (supported: Debian 12, Ubuntu 22.04/24.04)"
+
+
+def _privilege(f: dict) -> tuple[str, str]:
+    if f.get("uid") == 0:
+        return "OK", "root"
+    return ("OK", "passwordless sudo") if f.get("sudo") else ("FAIL", "not root and sudo needs a password")
+
+
+def _resources(f: dict) -> tuple[str, str]:
+    low = [f"{p} {f['df'][p]} MB free < {m} MB" for p, m in MIN_DISK_MB.items() if p in f["df"] and f["df"][p] < m]
+    total = f["mem"].get("MemTotal", 0)
+    if total < MIN_MEM_MB:
+        low.append(f"memory {total} MB < {MIN_MEM_MB} MB")
+    return ("FAIL", "; ".join(low)) if low else ("OK", f"/ {f['df'].get('/', '?')} MB free, {total} MB memory")
+
+
+def _clock(f: dict) -> tuple[str, str]:
+    off = f.get("clock_offset_s")
+    if off is None:
+        return "WARN", "clock not read"
+    text = f"offset {off:+.3f} s (±{f['clock_error_s']:.3f})"
+    if abs(off) - f["clock_error_s"] > CLOCK_FAIL_S:
+        return "FAIL", f"{text} > {CLOCK_FAIL_S} s: munge and Slurm need synchronized clocks"
+    return ("WARN", f"{text} > {CLOCK_WARN_S} s") if abs(off) > CLOCK_WARN_S else ("OK", text)
+
+
+def _ports(node: Node, f: dict) -> tuple[str, str]:
+    held = dict(f["listen"])
+    busy = [f"port {p} held by {held[p] or 'another process'} (needed by {proc})" for p, (role, proc)
+            in PORTS.items() if role in node.roles and p in held and held[p] != proc]
+    return ("FAIL", "; ".join(busy)) if busy else ("OK", "needed ports free or held by corral's daemons")
+
+
+def _gpus(node: Node, f: dict) -> tuple[str, str]:
+    want = node.gpu_count
+    smi, pci = f.get("smi"), f.get("pci", [])
+    if smi is not None:
+        found, source = len(smi), "nvidia-smi" + (" (emulated)" if f.get("emulated") else "")
+        if pci and len(pci) != len(smi):
+            return "FAIL", f"PCI shows {len(pci)} NVIDIA GPUs but the driver sees {len(smi)}"
+    else:
+        found, source = len(pci), "PCI (no driver)"
+    if found != want:
+        return "FAIL", f"expected {want} GPUs ({node.gpus.model if node.gpus else 'none'}), found {found} ({source})"
+    if want and smi:
+        model = gpu_model(node.gpus.model)
+        token = node.gpus.model.upper()
+        wrong = [name for name, _ in smi if token not in name.upper().replace(" ", "")]
+        if wrong:
+            return "FAIL", f"expected {node.gpus.model} GPUs, found {wrong[0]!r} ({source})"
+        mem = node.gpus.memory_gib or (model.memory_gib if model else None)
+        got = [m for _, m in smi if m is not None]
+        if mem and got and min(got) < mem * 1024 * 0.9:
+            return "FAIL", f"expected {mem} GiB per GPU, found {min(got) // 1024} GiB ({source})"
+        return "OK", f"{found} x {smi[0][0]} ({source})"
+    return "OK", f"{found} GPUs ({source})" if found else "no GPUs, as declared"
+
+
+def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -> Report:
+    reach = {n.name: (("FAIL", errors[n.name]) if n.name in errors else ("OK", "SSH login with the pinned host key"))
+             for n in cluster.nodes}
+    checks = [Check("spec", "OK", f"{cluster.path}: valid, {len(cluster.nodes)} nodes"),
+              summarize("reachable", reach, f"all {len(cluster.nodes)} nodes reachable")]
+    per_check = {"root or sudo": _privilege, "os": _os, "disk and memory": _resources, "clock": _clock}
+    for name, fn in per_check.items():
+        checks.append(summarize(name, {n: fn(f) for n, f in facts.items()}, "ok on every node"))
+    nodes = {n.name: n for n in cluster.nodes}
+    checks.append(summarize("ports", {n: _ports(nodes[n], f) for n, f in facts.items()}, "ok on every node"))
+    checks.append(summarize("gpus", {n: _gpus(nodes[n], f) for n, f in facts.items()},
+                            "GPUs match the spec on every node"))
+    return Report(checks)
+
+
+def doctor(cluster: Cluster) -> Report:
+    facts, errors = gather(cluster)
+    return evaluate(cluster, facts, errors)

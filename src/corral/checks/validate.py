@@ -1,0 +1,153 @@
+"""`corral validate` (after deploy, Slurm): one verdict on "is this cluster fit for jobs?".
+
+JSON: a superset of DeepOps' validate_slurm.py contract (ok, slurm_version, controller_reachable,
+nodes_total, nodes_available, gpus_configured, gpu_job_ok, failures) plus `checks`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+from corral.checks.result import Check, Report, summarize
+from corral.checks.slurm_parse import available, gres_counts, parse_show_node, ping_up, slurm_version
+from corral.engine.remote import run_on
+from corral.errors import CorralError
+from corral.spec.cluster import Cluster
+from corral.spec.hosts import compress_names
+
+
+def _controller(cluster: Cluster, ctl: str, report: Report) -> bool:
+    try:
+        proc = run_on(cluster, ctl, "scontrol ping; scontrol version", timeout=30)
+    except CorralError as exc:
+        proc, err = None, str(exc)
+    up = proc is not None and ping_up(proc.stdout)
+    report.extra["controller_reachable"] = up
+    report.extra["slurm_version"] = slurm_version(proc.stdout) if proc else None
+    msg = f"slurmctld on {ctl} is up (Slurm {report.extra['slurm_version']})" if up else \
+        f"slurmctld on {ctl} not reachable: {(proc.stdout + proc.stderr).strip()[-300:] if proc else err}"
+    report.checks.append(Check("controller reachable", "OK" if up else "FAIL", msg))
+    return up
+
+
+def _nodes(cluster: Cluster, ctl: str, report: Report) -> None:
+    shown = parse_show_node(run_on(cluster, ctl, "scontrol show node -o", timeout=30).stdout)
+    compute = cluster.with_role("compute")
+    state, gres = {}, {}
+    for n in compute:
+        f = shown.get(n.name)
+        if f is None:
+            state[n.name] = ("FAIL", "not known to Slurm")
+            gres[n.name] = ("FAIL", "not known to Slurm")
+            continue
+        ok = available(f)
+        reason = f" ({f['Reason']})" if f.get("Reason") else ""
+        state[n.name] = ("OK", f["State"]) if ok else ("FAIL", f"{f['State']}{reason}")
+        want = {n.gpus.model: n.gpus.count} if n.gpus else {}
+        have = gres_counts(f.get("Gres", ""))
+        gres[n.name] = ("OK", f.get("Gres") or "none") if have == want else \
+            ("FAIL", f"GRES {f.get('Gres') or 'none'}, spec says " +
+             (f"gpu:{n.gpus.model}:{n.gpus.count}" if n.gpus else "none"))
+    report.extra["nodes_total"] = len(compute)
+    report.extra["nodes_available"] = sum(1 for s, _ in state.values() if s == "OK")
+    report.extra["gpus_configured"] = sum(sum(gres_counts(shown[n.name].get("Gres", "")).values())
+                                          for n in compute if n.name in shown)
+    report.checks.append(summarize("nodes available", state, f"{len(compute)}/{len(compute)} compute nodes available"))
+    report.checks.append(summarize("gres", gres, "configured GRES equals the spec on every node"))
+
+
+def _gpu_jobs(cluster: Cluster, ctl: str) -> tuple[Check, list[str]]:
+    """One job step per compute node (grouped by GPU count) that must see exactly its GPUs."""
+    groups: dict[int, list[str]] = defaultdict(list)
+    for n in cluster.with_role("compute"):
+        if n.gpu_count:
+            groups[n.gpu_count].append(n.name)
+    per_node, job_ids = {}, []
+    script = "echo \"$(hostname) $SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $(nvidia-smi -L | wc -l)\""
+    for count, names in sorted(groups.items()):
+        cmd = (f"srun -N{len(names)} --ntasks-per-node=1 -w {shlex.quote(compress_names(names))} "
+               f"--gres=gpu:{count} -t 5 bash -c {shlex.quote(script)}")
+        proc = run_on(cluster, ctl, cmd, timeout=300)
+        seen = {p[0]: p[1:] for p in (line.split() for line in proc.stdout.splitlines()) if len(p) == 4}
+        for name in names:
+            if name not in seen:
+                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                per_node[name] = ("FAIL", f"GPU job failed (rc={proc.returncode}): {tail}")
+                continue
+            job, visible, smi = seen[name]
+            job_ids.append(job)
+            n_vis = len([v for v in visible.split(",") if v])
+            ok = n_vis == count and smi == str(count)
+            per_node[name] = ("OK" if ok else "FAIL",
+                              f"asked {count} GPUs: CUDA_VISIBLE_DEVICES={visible}, nvidia-smi sees {smi}")
+    if not per_node:
+        return Check("gpu job", "SKIPPED", "no compute node has GPUs"), job_ids
+    return summarize("gpu job", per_node, "every compute node ran a GPU job seeing exactly its GPUs"), job_ids
+
+
+def _multi_node(cluster: Cluster, ctl: str) -> tuple[Check, str | None]:
+    n = min(2, len(cluster.with_role("compute")))
+    proc = run_on(cluster, ctl, f"srun -N{n} -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'", timeout=300)
+    rows = [line.split() for line in proc.stdout.splitlines() if len(line.split()) == 2]
+    hosts = {r[1] for r in rows}
+    if proc.returncode == 0 and len(hosts) == n:
+        return Check("multi-node job", "OK", f"{n} nodes: {', '.join(sorted(hosts))}"), rows[0][0]
+    return Check("multi-node job", "FAIL", f"srun -N{n} failed (rc={proc.returncode}): "
+                 f"{proc.stderr.strip()[-300:]}"), None
+
+
+def _accounting(cluster: Cluster, ctl: str, job: str | None) -> Check:
+    if not cluster.with_role("accounting"):
+        return Check("job accounted", "SKIPPED", "no accounting node in the spec")
+    if job is None:
+        return Check("job accounted", "SKIPPED", "no job ran")
+    for _ in range(30):
+        out = run_on(cluster, ctl, f"sacct -n -X -P -j {job} -o JobID,State,Account", timeout=30).stdout.strip()
+        if "COMPLETED" in out:
+            return Check("job accounted", "OK", f"job {job} recorded: {out}")
+        time.sleep(0.5)
+    return Check("job accounted", "FAIL", f"job {job} not recorded as COMPLETED by slurmdbd (sacct: {out or 'nothing'})")
+
+
+def _munge(cluster: Cluster, ctl: str) -> Check:
+    cred = run_on(cluster, ctl, "munge -n", timeout=30).stdout
+
+    def one(name: str) -> tuple[str, tuple[str, str]]:
+        proc = run_on(cluster, name, "unmunge", input=cred, timeout=30)
+        ok = proc.returncode == 0 and "STATUS:" in proc.stdout and "Success" in proc.stdout
+        return name, ("OK", "decodes the controller's credential") if ok else \
+            ("FAIL", f"unmunge failed: {(proc.stdout + proc.stderr).strip().splitlines()[:1]}")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        per_node = dict(pool.map(one, [n.name for n in cluster.nodes]))
+    return summarize("munge", per_node, "every node decodes the controller's munge credential")
+
+
+def _real_gpu_checks(cluster: Cluster) -> list[Check]:
+    if cluster.spec.virtual is not None:
+        reason = "emulated GPUs (virtual cluster): no compute to measure"
+        return [Check("gpu burn", "SKIPPED", reason), Check("nccl all-reduce", "SKIPPED", reason)]
+    return [Check("gpu burn", "SKIPPED", "no burn tool deployed yet (NVIDIA stack component)"),
+            Check("nccl all-reduce", "SKIPPED", "nccl-tests not installed")]
+
+
+def validate(cluster: Cluster, *, jobs: bool = True) -> Report:
+    ctl = cluster.with_role("controller")[0].name
+    report = Report(extra={"slurm_version": None, "controller_reachable": False,
+                           "nodes_total": len(cluster.with_role("compute")), "nodes_available": 0,
+                           "gpus_configured": 0, "gpu_job_ok": None})
+    if not _controller(cluster, ctl, report):
+        return report
+    _nodes(cluster, ctl, report)
+    if jobs:
+        gpu, _ = _gpu_jobs(cluster, ctl)
+        report.extra["gpu_job_ok"] = gpu.status == "OK"
+        multi, job = _multi_node(cluster, ctl)
+        report.checks += [gpu, multi, _accounting(cluster, ctl, job)]
+    else:
+        report.checks.append(Check("jobs", "SKIPPED", "--skip-jobs: read-only run"))
+    report.checks.append(_munge(cluster, ctl))
+    report.checks += _real_gpu_checks(cluster)
+    return report

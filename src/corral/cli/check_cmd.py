@@ -1,0 +1,42 @@
+"""`corral doctor`, `corral validate`: one line per check, or one JSON object; exit 1 on a failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from corral.checks.result import Report
+from corral.cli.common import JsonOpt, SpecOpt, load_cluster, out, print_json
+
+STYLE = {"OK": "green", "WARN": "yellow", "FAIL": "red", "SKIPPED": "dim"}
+
+
+def show(report: Report, as_json: bool) -> None:
+    if as_json:
+        print_json(report.to_json())
+    else:
+        for c in report.checks:
+            out.print(f"{c.status:<7} {c.name}: {c.message}", style=STYLE.get(c.status), markup=False,
+                      highlight=False)
+        out.print("ok" if report.ok else f"FAILED: {len(report.failures)} check(s)", markup=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("doctor")
+    def doctor(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
+        """Preflight (changes nothing): SSH with pinned keys, root/sudo, OS, disk, memory, clock,
+        ports, GPUs present as the spec says."""
+        from corral.checks.doctor import doctor as run_doctor
+        show(run_doctor(load_cluster(spec)), as_json)
+
+    @app.command("validate")
+    def validate(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt,
+                 skip_jobs: bool = typer.Option(False, "--skip-jobs", help="read-only: submit no job")) -> None:
+        """After deploy: controller, nodes, GRES, a GPU job per node, a multi-node job, accounting,
+        munge across nodes (and on real GPUs a burn and NCCL where available)."""
+        from corral.checks.validate import validate as run_validate
+        show(run_validate(load_cluster(spec), jobs=not skip_jobs), as_json)
