@@ -114,7 +114,7 @@ def _gpus(node: Node, f: dict) -> tuple[str, str]:
 
 
 def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -> Report:
-    reach = {n.name: (("FAIL", errors[n.name]) if n.name in errors else ("OK", "SSH login with the pinned host key"))
+    reach = {n.name: (("FAIL", errors[n.name].removeprefix(f"{n.name}: ")) if n.name in errors else ("OK", "SSH login with the pinned host key"))
              for n in cluster.nodes}
     checks = [Check("spec", "OK", f"{cluster.path}: valid, {len(cluster.nodes)} nodes"),
               summarize("reachable", reach, f"all {len(cluster.nodes)} nodes reachable")]
