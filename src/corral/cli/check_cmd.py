@@ -40,3 +40,14 @@ def register(app: typer.Typer) -> None:
         munge across nodes (and on real GPUs a burn and NCCL where available)."""
         from corral.checks.validate import validate as run_validate
         show(run_validate(load_cluster(spec), jobs=not skip_jobs), as_json)
+
+
+def register_health(app: typer.Typer) -> None:
+    @app.command("health")
+    def health(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(None, "--node", "-n",
+               help="only these nodes (hostlist)"), as_json: bool = JsonOpt) -> None:
+        """Run the node health checks now (read-only: drains and resumes are Slurm's periodic runs)."""
+        from corral.checks.health import run_health
+        from corral.cli.run_cmd import _limit
+        cluster = load_cluster(spec)
+        show(run_health(cluster, _limit(cluster, node)), as_json)

@@ -32,6 +32,7 @@ app.add_typer(spec_cmd.import_app, name="import")
 app.add_typer(virtual_cmd.app, name="virtual")
 run_cmd.register(app)
 check_cmd.register(app)
+check_cmd.register_health(app)
 
 
 def _version(value: bool) -> None:

@@ -11,15 +11,15 @@ from pyinfra.api import FactBase, QuoteString, StringCommand, deploy, operation
 from pyinfra.api.command import HiddenValue
 
 from corral.deploy import ops
-from corral.deploy.nodestate import Want
+from corral.deploy.nodestate import Want, register
 from corral.deploy.context import slurm_version
 from corral.render.slurmdbd import render_slurmdbd_conf
 from corral.secrets import secret_text
 
 DB, DB_USER = "slurm_acct_db", "slurm"
 CONF = "/etc/slurm/slurmdbd.conf"
-WANT = Want(paths=(CONF, "/var/log/slurm"), services=("mariadb", "slurmdbd"),
-            packages=("mariadb-server", "slurmdbd"))
+WANT = register(Want(paths=(CONF, "/var/log/slurm"), services=("mariadb", "slurmdbd"),
+            packages=("mariadb-server", "slurmdbd")))
 READY = "ss -ltn | grep -q ':6819 '"
 LOGS = "tail -n 20 /var/log/slurm/slurmdbd.log; journalctl -u slurmdbd -n 10 --no-pager"
 

@@ -6,10 +6,10 @@ from pyinfra import host
 from pyinfra.api import StringCommand, deploy, operation
 
 from corral.deploy import ops
-from corral.deploy.nodestate import Want, snapshot
+from corral.deploy.nodestate import Want, register, snapshot
 from corral.render.hosts import merge_hosts, render_hosts_block
 
-WANT = Want(blocks=("/etc/hosts",), packages=("chrony",), services=("chrony",))
+WANT = register(Want(blocks=("/etc/hosts",), packages=("chrony",), services=("chrony",)))
 
 
 @operation()

@@ -6,11 +6,11 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from corral.deploy import ops
-from corral.deploy.nodestate import Want
+from corral.deploy.nodestate import Want, register
 from corral.secrets import secret_bytes
 
 KEY = "/etc/munge/munge.key"
-WANT = Want(paths=(KEY,), services=("munge",), packages=("munge",))
+WANT = register(Want(paths=(KEY,), services=("munge",), packages=("munge",)))
 
 
 @deploy("munge")

@@ -33,6 +33,7 @@ class Snapshot:
     blocks: dict[str, str] = field(default_factory=dict)            # path -> sha256 of corral's block
     apt_lists_age_s: int | None = None
     container: str = "none"          # systemd-detect-virt -c
+    want: Want = Want()              # what this snapshot read
 
 
 class NodeState(FactBase):
@@ -85,12 +86,35 @@ class NodeState(FactBase):
         return snap
 
 
+_REGISTERED: list[Want] = []
+
+
+def register(want: Want) -> Want:
+    """Declare what a deploy manages; every node's snapshot reads the union of all declared Wants
+    in one command, before the run changes anything (each op manages objects no other op does)."""
+    _REGISTERED.append(want)
+    return want
+
+
+def _union(extra: Want) -> Want:
+    wants = [*_REGISTERED, extra]
+    return Want(*(tuple(sorted({item for w in wants for item in getattr(w, f)}))
+                  for f in ("paths", "services", "packages", "blocks")))
+
+
 def snapshot(want: Want) -> Snapshot:
     """The node's snapshot for `want`, read once per run (cached on the run's pyinfra State;
     `host` is a context proxy, so nothing may be stored on it)."""
     cache = vars(host.state).setdefault("_corral_snapshots", {})
-    key = (host.name, want)
-    if key not in cache:
-        cache[key] = host.get_fact(NodeState, paths=want.paths, services=want.services,
-                                   packages=want.packages, blocks=want.blocks)
-    return cache[key]
+    snap = cache.get(host.name)
+    if snap is None or not _covers(snap, want):
+        full = _union(want)
+        snap = cache[host.name] = host.get_fact(NodeState, paths=full.paths, services=full.services,
+                                                packages=full.packages, blocks=full.blocks)
+        snap.want = full
+    return snap
+
+
+def _covers(snap: Snapshot, want: Want) -> bool:
+    have = snap.want
+    return all(set(getattr(want, f)) <= set(getattr(have, f)) for f in ("paths", "services", "packages", "blocks"))

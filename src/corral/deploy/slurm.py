@@ -15,7 +15,7 @@ from pyinfra.facts.files import FileContents
 
 from corral.deploy import ops
 from corral.deploy.context import hw_of, slurm_version
-from corral.deploy.nodestate import Want, snapshot
+from corral.deploy.nodestate import Want, register, snapshot
 from corral.render.cgroup import render_cgroup_conf
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
@@ -24,11 +24,11 @@ ETC = "/etc/slurm"
 SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
 LOGDIR, STATE = "/var/log/slurm", "/var/lib/slurm/slurmctld"
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
-CTL_WANT = Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, LOGDIR, STATE), services=("slurmctld",),
-                packages=("slurmctld", "slurm-client"))
-NODE_WANT = Want(paths=(DROPIN, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
-                 packages=("slurmd", "slurm-client"))
-LOGIN_WANT = Want(paths=(SLURM_CONF,), packages=("slurm-client",))
+CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, LOGDIR, STATE), services=("slurmctld",),
+                packages=("slurmctld", "slurm-client")))
+NODE_WANT = register(Want(paths=(DROPIN, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
+                 packages=("slurmd", "slurm-client")))
+LOGIN_WANT = register(Want(paths=(SLURM_CONF,), packages=("slurm-client",)))
 CTL_READY = "scontrol ping | grep -q 'is UP'"
 CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 STRUCTURAL = ("NodeName=", "SlurmctldHost=", "PartitionName=")  # the node set; see _needs_restart

@@ -23,6 +23,9 @@ FALLBACK_MEM_PER_CPU_MB = 1024  # DefMemPerCPU where no node of a partition has 
 _VERSION = re.compile(r"(?<![\d.])(\d{2})\.(\d{1,2})(?![\d])")
 
 
+HEALTH_PROGRAM = "/usr/local/sbin/corral-health"
+
+
 def slurm_version_tuple(text: str) -> Version:
     """'22.05.8' -> (22, 5); 'slurm-wlm 23.11.4' -> (23, 11); 'slurm 24.05.0-0rc1' -> (24, 5)."""
     m = _VERSION.search(text)
@@ -197,6 +200,10 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
         mode = preempt_mode(cluster)
         if mode:
             out += ["", "# Preemption by QOS", "PreemptType=preempt/qos", f"PreemptMode={mode}"]
+    if cluster.spec.health.enabled:
+        out += ["", "# Node health: corral-health drains a failing node, resumes the nodes it drained",
+                f"HealthCheckProgram={HEALTH_PROGRAM}", f"HealthCheckInterval={cluster.spec.health.interval_s}",
+                "HealthCheckNodeState=ANY"]
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]
     if unknown:

@@ -111,6 +111,19 @@ class SlurmSpec(Strict):
     gres_autodetect: Literal["off", "nvml"] = "off"  # off: gres.conf lists /dev/nvidiaN from the spec
 
 
+class HealthSpec(Strict):
+    """Node health checks (corral-health as Slurm's HealthCheckProgram on compute nodes)."""
+
+    enabled: bool = True
+    interval_s: int = Field(default=300, ge=5, le=86400)   # Slurm HealthCheckInterval
+    timeout_s: int = Field(default=30, ge=2, le=600)       # hard bound of one run
+    max_gpu_temp_c: int = Field(default=85, ge=30, le=120)
+    mounts: list[str] = Field(default_factory=lambda: ["/"])
+    services: list[str] = Field(default_factory=list)     # besides munge and slurmd
+    min_free_mb: dict[str, int] = Field(
+        default_factory=lambda: {"/": 512, "/tmp": 256, "/var/lib/slurm": 256})
+
+
 class VirtualSpec(Strict):
     """Present only in specs written by `corral virtual up`: how the local virtual cluster is built."""
 
@@ -126,5 +139,6 @@ class ClusterSpec(Strict):
     ssh: SSHSpec = SSHSpec()
     nodes: list[NodeGroup] = Field(min_length=1)
     slurm: SlurmSpec = SlurmSpec()
+    health: HealthSpec = HealthSpec()
     state_dir: str = ".corral"  # relative to the spec file
     virtual: VirtualSpec | None = None

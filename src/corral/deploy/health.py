@@ -1,0 +1,43 @@
+"""health: corral-health on compute nodes (Slurm's HealthCheckProgram, see render/slurm.py):
+the stdlib-only program from corral/node/, a wrapper, and its config rendered from the spec."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from pyinfra import host
+from pyinfra.api import deploy
+
+from corral.deploy import ops
+from corral.deploy.nodestate import Want, register
+
+LIB = "/usr/local/lib/corral"
+MODULES = ("health.py", "health_checks.py", "health_parse.py", "health_slurm.py")
+WRAPPER = "/usr/local/sbin/corral-health"
+CONFIG = "/etc/corral/health.json"
+WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), WRAPPER, CONFIG)))
+WRAPPER_TEXT = f"#!/bin/sh\n# Managed by corral: Slurm HealthCheckProgram\nexec /usr/bin/python3 {LIB}/health.py --slurm \"$@\"\n"
+
+
+def config(cluster, node) -> str:
+    h = cluster.spec.health
+    data = {"node": node.name, "expected_gpus": node.gpu_count,
+            "gpu_model": node.gpus.model if node.gpus else None, "max_gpu_temp_c": h.max_gpu_temp_c,
+            "mounts": h.mounts, "services": ["munge", "slurmd", *h.services], "min_free_mb": h.min_free_mb,
+            "timeout_s": h.timeout_s, "state_file": "/var/lib/corral/health-state.json"}
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+@deploy("health")
+def health() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if "compute" not in node.roles or not cluster.spec.health.enabled:
+        return
+    ops.directory(name=LIB, path=LIB, want=WANT)
+    source = resources.files("corral.node")
+    for module in MODULES:
+        ops.managed_file(name=f"{LIB}/{module}", path=f"{LIB}/{module}", content=source.joinpath(module).read_text(),
+                         want=WANT)
+    ops.managed_file(name=WRAPPER, path=WRAPPER, content=WRAPPER_TEXT, mode="755", want=WANT)
+    ops.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node), want=WANT)

@@ -1,0 +1,142 @@
+"""doctor and validate on a real deployed virtual cluster: healthy verdicts, a node down, a GPU
+count that does not match the spec, and an emulated GPU that disappears."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from corral.checks.doctor import doctor
+from corral.checks.validate import validate
+from corral.cli.main import main
+from corral.ops.converge import converge
+from corral.spec.loader import load
+from tests.vcluster.conftest import ssh
+
+pytestmark = pytest.mark.vcluster
+
+
+@pytest.fixture(scope="module")
+def deployed(vcluster):
+    assert converge(vcluster.cluster, "apply").ok
+    return vcluster
+
+
+def test_doctor_on_the_healthy_cluster_is_ok(deployed, capsys):
+    assert main(["doctor", "-f", str(deployed.cluster.path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["failures"] == []
+    gpus = next(c for c in report["checks"] if c["name"] == "gpus")
+    assert "4 x NVIDIA H100 80GB HBM3" in gpus["nodes"]["gpu01"] and "emulated" in gpus["nodes"]["gpu01"]
+
+
+def test_doctor_fails_when_the_spec_declares_more_gpus_than_the_node_has(deployed):
+    spec = deployed.cluster.path
+    eight = spec.with_name("cluster-8gpu.yaml")  # same directory: same state dir and pinned keys
+    eight.write_text(spec.read_text().replace("count: 4", "count: 8"))
+    report = doctor(load(eight))
+    gpus = next(c for c in report.checks if c.name == "gpus")
+    assert not report.ok and gpus.status == "FAIL"
+    assert "gpu01: expected 8 GPUs (h100), found 4" in gpus.message
+
+
+def test_validate_on_the_healthy_cluster(deployed, capsys):
+    assert main(["validate", "-f", str(deployed.cluster.path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["controller_reachable"] and report["gpu_job_ok"]
+    assert (report["nodes_total"], report["nodes_available"], report["gpus_configured"]) == (2, 2, 8)
+    assert report["slurm_version"].startswith("22.05")
+    assert {c["name"]: c["status"] for c in report["checks"]}["job accounted"] == "OK"
+
+
+def test_validate_names_the_node_whose_gpu_disappeared(deployed):
+    ssh(deployed, "gpu02", "rm /dev/nvidia3")
+    try:
+        report = validate(deployed.cluster)
+        assert not report.ok
+        assert any("gpu02" in f and "nvidia-smi sees 3" in f for f in report.failures), report.failures
+    finally:  # a periodic health run may have drained it meanwhile: a run now resumes it
+        ssh(deployed, "gpu02", "systemd-tmpfiles --create /etc/tmpfiles.d/corral-emulated-gpus.conf; "
+            "/usr/local/sbin/corral-health >/dev/null || true")
+    after = validate(deployed.cluster, jobs=False)
+    assert after.ok, after.failures
+
+
+def test_doctor_names_a_node_that_is_down(deployed):
+    deployed.node("gpu02").stop()
+    try:
+        report = doctor(deployed.cluster)
+        reach = next(c for c in report.checks if c.name == "reachable")
+        assert not report.ok and reach.status == "FAIL" and "gpu02" in reach.message
+        assert "gpu01" not in reach.message
+    finally:
+        deployed.up()
+
+
+def node_state(vc, name: str) -> tuple[str, str]:
+    line = ssh(vc, "ctl", f"scontrol show node -o {name}").stdout
+    state = line.split("State=")[1].split()[0]
+    reason = line.split("Reason=")[1].strip() if "Reason=" in line else ""
+    return state, reason
+
+
+def wait_for(vc, name: str, predicate, timeout: float = 45.0) -> tuple[str, str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        state, reason = node_state(vc, name)
+        if predicate(state, reason) or time.monotonic() > deadline:
+            return state, reason
+        time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def health_every_5s(deployed):
+    spec = deployed.cluster.path
+    spec.write_text(spec.read_text() + "health: {interval_s: 5}\n")
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(spec))
+    assert converge(vc.cluster, "apply").ok
+    return vc
+
+
+def test_health_drains_a_broken_node_and_resumes_it_when_fixed(health_every_5s):
+    vc = health_every_5s
+    ssh(vc, "gpu01", "rm /dev/nvidia3")
+    try:
+        state, reason = wait_for(vc, "gpu01", lambda s, r: "DRAIN" in s)
+        assert "DRAIN" in state and reason.startswith("corral: gpu count 3 < 4"), (state, reason)
+    finally:
+        ssh(vc, "gpu01", "systemd-tmpfiles --create /etc/tmpfiles.d/corral-emulated-gpus.conf")
+    state, reason = wait_for(vc, "gpu01", lambda s, r: "DRAIN" not in s)
+    assert "DRAIN" not in state and state.startswith("IDLE"), (state, reason)
+
+
+def test_health_never_resumes_a_node_an_admin_drained(health_every_5s):
+    vc = health_every_5s
+    ssh(vc, "ctl", "scontrol update nodename=gpu02 state=drain reason='disk swap, ticket 42'")
+    try:
+        time.sleep(12)  # two health intervals on a healthy node
+        state, reason = node_state(vc, "gpu02")
+        assert "DRAIN" in state and reason.startswith("disk swap, ticket 42")
+    finally:
+        ssh(vc, "ctl", "scontrol update nodename=gpu02 state=resume")
+
+
+def test_corral_health_on_demand_and_the_time_bound(health_every_5s, capsys):
+    vc = health_every_5s
+    assert main(["health", "-f", str(vc.cluster.path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [c["name"] for c in report["checks"]] == ["health gpu01", "health gpu02"]
+    # a probe that hangs is killed within the bound and reported, it never blocks
+    cfg = "/etc/corral/health.json"
+    ssh(vc, "gpu01", f"cp {cfg} /tmp/h.json && python3 -c \"import json; c=json.load(open('/tmp/h.json')); "
+        f"c.update(test_hang_probe=True, timeout_s=3); json.dump(c, open('/tmp/h.json', 'w'))\"")
+    t0 = time.monotonic()
+    proc = ssh(vc, "gpu01", "python3 /usr/local/lib/corral/health.py --config /tmp/h.json --json", check=False)
+    elapsed = time.monotonic() - t0
+    data = json.loads(proc.stdout)
+    hang = next(c for c in data["checks"] if c["name"] == "test_hang")
+    assert proc.returncode == 1 and hang["status"] == "FAIL" and "timed out" in hang["message"]
+    assert elapsed < 8, elapsed
