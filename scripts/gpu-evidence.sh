@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# GPU evidence: run corral's GPU facts, node health checks and a short matmul burn against a REAL
+# NVIDIA GPU (no emulation) and print a table. Run from the repository root on a GPU machine:
+#   bash scripts/gpu-evidence.sh > gpu-evidence.txt
+# Needs python3 and nvidia-smi; the burn needs PyTorch with CUDA (skipped with a reason otherwise).
+# It changes nothing on the machine: read-only queries, a temporary health config, no Slurm actions.
+set -u
+cd "$(dirname "$0")/.."
+echo "# corral GPU evidence — $(date -u +%FT%TZ) on $(hostname)"
+echo
+echo "## nvidia-smi"
+if ! command -v nvidia-smi >/dev/null; then echo "nvidia-smi not found: not a GPU machine"; exit 2; fi
+nvidia-smi --query-gpu=index,name,memory.total,driver_version,pci.bus_id,persistence_mode,mig.mode.current,temperature.gpu --format=csv
+echo
+echo "## PCI scan (works before any driver): vendor 0x10de display controllers"
+for d in /sys/bus/pci/devices/*; do
+  [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] && echo "${d##*/} device=$(cat "$d/device") class=$(cat "$d/class")"
+done
+echo
+echo "## corral doctor GPU facts (parsed by corral.checks.doctor_facts)"
+PYTHONPATH=src python3 - <<'PY'
+import subprocess
+from corral.checks.doctor_facts import SCRIPT, parse
+facts = parse(subprocess.run(["sh", "-c", SCRIPT], capture_output=True, text=True).stdout.splitlines())
+print(f"pci gpus: {len(facts['pci'])}, driver gpus: {len(facts['smi'] or [])}, emulated: {facts['emulated']}")
+for name, mem in facts["smi"] or []:
+    print(f"  {name}: {mem} MiB")
+PY
+echo
+echo "## corral-health (stdlib node program; read-only: no --act)"
+n=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+cfg=$(mktemp); state=$(mktemp)
+printf '{"node": "%s", "expected_gpus": %s, "max_gpu_temp_c": 90, "mounts": ["/"], "services": [], "min_free_mb": {"/": 256}, "timeout_s": 30, "state_file": "%s"}\n' "$(hostname -s)" "$n" "$state" > "$cfg"
+python3 src/corral/node/health.py --config "$cfg" || true
+rm -f "$cfg" "$state"
+echo
+echo "## matmul burn (bf16, 8192^3, ~10 s per GPU)"
+python3 - <<'PY'
+try:
+    import torch
+except ImportError:
+    print("SKIPPED: PyTorch not installed (pip install torch)"); raise SystemExit(0)
+if not torch.cuda.is_available():
+    print("SKIPPED: torch.cuda.is_available() is False"); raise SystemExit(0)
+import time
+FLOOR = {"H100": 600, "H200": 600, "A100": 200, "L40S": 150, "B200": 1200}  # TFLOP/s bf16 dense, conservative
+print(f"{'gpu':<4}{'name':<28}{'TFLOP/s':>10}{'floor':>8}  verdict")
+for i in range(torch.cuda.device_count()):
+    dev = torch.device("cuda", i)
+    a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16); b = torch.randn_like(a)
+    for _ in range(3): a @ b
+    torch.cuda.synchronize(dev); n, t0 = 0, time.time()
+    while time.time() - t0 < 10:
+        a @ b; n += 1
+    torch.cuda.synchronize(dev); dt = time.time() - t0
+    tflops = 2 * 8192**3 * n / dt / 1e12
+    name = torch.cuda.get_device_name(i)
+    floor = next((v for k, v in FLOOR.items() if k in name.upper()), None)
+    verdict = "n/a" if floor is None else ("OK" if tflops >= floor else "BELOW FLOOR")
+    print(f"{i:<4}{name:<28}{tflops:>10.1f}{floor or '-':>8}  {verdict}")
+PY
