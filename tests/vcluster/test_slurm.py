@@ -152,3 +152,17 @@ def test_adding_a_node_touches_only_it_and_the_controller(slurm):
     assert sorted(line for line in out if line) == [f"gpu0{i} idle gpu:h100:4" for i in (1, 2, 3)]
     out = ssh(vc, "ctl", "srun -N3 --gres=gpu:1 hostname").stdout.split()
     assert sorted(out) == ["gpu01", "gpu02", "gpu03"]
+
+
+def test_secrets_are_random_private_and_never_journaled(slurm):
+    import sqlite3
+    state = slurm.cluster.state_dir
+    password = (state / "secrets" / "slurmdbd-db-password").read_text().strip()
+    assert len(password) >= 24 and oct((state / "secrets" / "munge.key").stat().st_mode)[-3:] == "600"
+    assert ssh(slurm, "gpu01", "stat -c '%a %U %G' /etc/munge/munge.key").stdout.split() == ["400", "munge", "munge"]
+    assert ssh(slurm, "ctl", "stat -c '%a %U %G' /etc/slurm/slurmdbd.conf").stdout.split() == ["600", "slurm", "slurm"]
+    db = sqlite3.connect(state / "journal.sqlite")
+    tables = [t for (t,) in db.execute("select name from sqlite_master where type='table'")]
+    dump = "".join(repr(row) for t in tables for row in db.execute(f"select * from {t}"))
+    assert dump and password not in dump
+    assert "IDENTIFIED BY PASSWORD" not in dump  # the masked SQL never appears in clear

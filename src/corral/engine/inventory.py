@@ -8,6 +8,7 @@ neither redirect a node nor relax checking. A jump host, if set, is a ProxyJump 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -34,10 +35,19 @@ def select_nodes(cluster: Cluster, nodes: Iterable[Node | str] | None = None) ->
 
 
 def _write_private(path: Path, text: str) -> None:
+    """Write a 0600 file atomically (aside, then renamed): a concurrent reader, e.g. an ssh client
+    reading its config, never sees half a file. Unchanged content is not rewritten."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except OSError:
+        pass
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+    os.replace(tmp, path)
 
 
 def ssh_config_text(cluster: Cluster, nodes: list[Node]) -> str:

@@ -12,7 +12,7 @@ from corral.spec.cluster import Cluster
 
 def ssh_argv(cluster: Cluster, node: str, command: str, *, timeout: int = 10) -> list[str]:
     cfg = cluster.state_dir / "ssh_config-remote"
-    _write_private(cfg, ssh_config_text(cluster, list(cluster.nodes)))
+    _write_private(cfg, ssh_config_text(cluster, list(cluster.nodes)))  # atomic: ssh runs concurrently
     n = cluster.node(node)
     return ["ssh", "-F", str(cfg), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}",
             "-o", "LogLevel=ERROR", "-p", str(cluster.spec.ssh.port), n.address, command]
