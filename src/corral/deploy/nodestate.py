@@ -40,50 +40,73 @@ class NodeState(FactBase):
     """Snapshot of the paths, services and packages given (see Want)."""
 
     def command(self, paths=(), services=(), packages=(), blocks=()):
+        """A few processes however many objects: one stat, one sha256sum, one systemctl show."""
         q = shlex.quote
-        lines = ["now=$(date +%s)", "echo \"V\t$(systemd-detect-virt -c 2>/dev/null)\""]
+        lines = ["now=$(date +%s)", "echo \"V|$(systemd-detect-virt -c 2>/dev/null)\""]
         for p in blocks:
-            lines.append(f"echo \"B\t\"{q(p)}\"\t$(sed -n '/^# BEGIN corral/,/^# END corral/p' {q(p)} "
-                         "2>/dev/null | sha256sum | cut -d' ' -f1)\"")
-        for p in paths:
-            lines.append(
-                f"if [ -d {q(p)} ]; then echo \"D\t\"{q(p)}\"\t$(stat -c '%a\t%U\t%G' {q(p)})\"; "
-                f"elif [ -e {q(p)} ]; then echo \"F\t\"{q(p)}\"\t$(stat -c '%a\t%U\t%G' {q(p)})\t"
-                f"$(sha256sum < {q(p)} | cut -d' ' -f1)\"; else echo \"M\t\"{q(p)}; fi")
-        for s in services:
-            lines.append(f"echo \"S\t{s}\t$(systemctl is-active {q(s)} 2>/dev/null)\t"
-                         f"$(systemctl is-enabled {q(s)} 2>/dev/null)\"")
+            lines.append(f"echo \"B|$(sed -n '/^# BEGIN corral/,/^# END corral/p' {q(p)} "
+                         f"2>/dev/null | sha256sum | cut -d' ' -f1)|\"{q(p)}")
+        if paths:
+            names = " ".join(q(p) for p in paths)
+            lines.append(f"stat -c 'T|%F|%a|%U|%G|%n' {names} 2>/dev/null")
+            lines.append(f"sha256sum {names} 2>/dev/null | sed 's/^\\([0-9a-f]*\\)  /H|\\1|/'")
+        if services:
+            units = " ".join(q(f"{s}.service") for s in services)
+            lines.append(f"systemctl show -p Id -p ActiveState -p UnitFileState {units} 2>/dev/null "
+                         "| sed 's/^/S|/'")
         if packages:
             names = " ".join(q(p) for p in packages)
-            lines.append("dpkg-query -W -f='P\\t${Package}\\t${Version}\\t${db:Status-Status}\\n' "
-                         f"{names} 2>/dev/null || true")
-        lines.append("echo \"A\t$(( now - $(stat -c %Y /var/lib/apt/periodic/update-success-stamp "
+            lines.append("dpkg-query -W -f='P|${Package}|${Version}|${db:Status-Status}\\n' "
+                         f"{names} 2>/dev/null")
+        lines.append("echo \"A|$(( now - $(stat -c %Y /var/lib/apt/periodic/update-success-stamp "
                      "2>/dev/null || echo 0) ))\"")
-        return "; ".join(lines)
+        return "; ".join(lines) + "; true"
 
     def process(self, output) -> Snapshot:
-        snap = Snapshot()
-        for line in output:
-            kind, _, rest = line.partition("\t")
-            parts = rest.split("\t")
-            if kind == "F" and len(parts) >= 5:
-                snap.files[parts[0]] = {"kind": "file", "mode": parts[1], "user": parts[2],
-                                        "group": parts[3], "sha256": parts[4]}
-            elif kind == "D" and len(parts) >= 4:
-                snap.files[parts[0]] = {"kind": "dir", "mode": parts[1], "user": parts[2], "group": parts[3]}
-            elif kind == "M":
-                snap.files[parts[0]] = None
-            elif kind == "S" and len(parts) >= 3:
-                snap.services[parts[0]] = (parts[1], parts[2])
-            elif kind == "P" and len(parts) >= 3 and parts[2] == "installed":
+        return parse_snapshot(list(output))
+
+
+def parse_snapshot(lines: list[str]) -> Snapshot:
+    snap, hashes, unit = Snapshot(), {}, {}
+    units: list[dict] = []
+    for line in lines:
+        kind, _, rest = line.partition("|")
+        if kind == "T":
+            ftype, mode, user, group, path = (rest.split("|", 4) + [""] * 5)[:5]
+            snap.files[path] = {"kind": "dir" if ftype == "directory" else "file", "mode": mode,
+                                "user": user, "group": group}
+        elif kind == "H":
+            sha, _, path = rest.partition("|")
+            hashes[path] = sha
+        elif kind == "S":
+            key, _, value = rest.partition("=")
+            if not key:
+                continue
+            if key == "Id" and unit:
+                units.append(unit)
+                unit = {}
+            unit[key] = value
+        elif kind == "P":
+            parts = rest.split("|")
+            if len(parts) >= 3 and parts[2] == "installed":
                 snap.packages[parts[0]] = parts[1]
-            elif kind == "V":
-                snap.container = parts[0].strip() or "none"
-            elif kind == "B" and len(parts) >= 2:
-                snap.blocks[parts[0]] = parts[1]
-            elif kind == "A" and parts and parts[0].lstrip("-").isdigit():
-                snap.apt_lists_age_s = int(parts[0])
-        return snap
+        elif kind == "V":
+            snap.container = rest.strip() or "none"
+        elif kind == "B":
+            sha, _, path = rest.partition("|")
+            snap.blocks[path] = sha
+        elif kind == "A" and rest.lstrip("-").isdigit():
+            snap.apt_lists_age_s = int(rest)
+    if unit:
+        units.append(unit)
+    for u in units:
+        if u.get("Id"):
+            snap.services[u["Id"].removesuffix(".service")] = (u.get("ActiveState", "unknown"),
+                                                              u.get("UnitFileState") or "not-found")
+    for path, info in snap.files.items():
+        if info and info["kind"] == "file":
+            info["sha256"] = hashes.get(path)
+    return snap
 
 
 _REGISTERED: list[Want] = []
