@@ -140,3 +140,12 @@ def test_corral_health_on_demand_and_the_time_bound(health_every_5s, capsys):
     hang = next(c for c in data["checks"] if c["name"] == "test_hang")
     assert proc.returncode == 1 and hang["status"] == "FAIL" and "timed out" in hang["message"]
     assert elapsed < 8, elapsed
+
+
+def test_facts_show_the_emulated_gpus_and_no_pci_devices(deployed, capsys):
+    assert main(["facts", "-f", str(deployed.cluster.path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    gpu01, ctl = data["nodes"]["gpu01"], data["nodes"]["ctl"]
+    assert [g["model"] for g in gpu01["gpus"]] == ["h100"] * 4 and gpu01["driver"]["version"] == "emulated"
+    assert gpu01["pci_gpus"] == [] and gpu01["cpus"] >= 1  # emulation has no PCI devices
+    assert ctl["gpus"] == [] and ctl["driver"] is None

@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from corral import __version__
-from corral.cli import check_cmd, run_cmd, spec_cmd, virtual_cmd
+from corral.cli import check_cmd, facts_cmd, run_cmd, spec_cmd, virtual_cmd
 from corral.cli.common import err
 from corral.errors import CorralError
 
@@ -33,6 +33,7 @@ app.add_typer(virtual_cmd.app, name="virtual")
 run_cmd.register(app)
 check_cmd.register(app)
 check_cmd.register_health(app)
+facts_cmd.register(app)
 
 
 def _version(value: bool) -> None:
