@@ -142,9 +142,11 @@ def test_adding_a_node_touches_only_it_and_the_controller(slurm):
     assert result.nodes["gpu01"].count("changed") == 0 and result.nodes["gpu02"].count("changed") == 0
     assert result.nodes["gpu03"].count("changed") > 0
     changed_ctl = [o for o in result.nodes["ctl"].ops if o.status == "changed"]
-    assert [o.name for o in changed_ctl] == ["base | /etc/hosts entries from the spec",
-                                             "slurm controller | slurm.conf, gres.conf, cgroup.conf"]
+    assert [o.name for o in changed_ctl] == [  # ctl is also the monitoring node: a new scrape target
+        "base | /etc/hosts entries from the spec", "slurm controller | slurm.conf, gres.conf, cgroup.conf",
+        "monitoring | prometheus.yml (scrape config)", "monitoring | Prometheus reloaded (scrape config changed)"]
     assert changed_ctl[1].disruption.startswith("restart slurmctld")
+    assert changed_ctl[3].disruption == "reload prometheus"
     for n in ("gpu01", "gpu02"):  # their slurmd kept running (same PID), their files unchanged
         assert (ssh(vc, n, "systemctl show -p MainPID --value slurmd").stdout, ssh(vc, n, FILES).stdout) == before[n]
     assert ssh(vc, "ctl", "systemctl show -p MainPID --value slurmdbd").stdout == ctl_pid

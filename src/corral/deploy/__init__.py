@@ -14,8 +14,9 @@ def components(cluster) -> list:
     from corral.deploy.accounting import accounting
     from corral.deploy.base import base
     from corral.deploy.health import health
+    from corral.deploy.monitoring import monitoring
     from corral.deploy.munge import munge
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     return [base, munge, health, accounting, slurm_controller, slurm_compute, slurm_login,
-            accounting_sync]
+            accounting_sync, monitoring]

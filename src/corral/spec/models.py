@@ -124,6 +124,16 @@ class HealthSpec(Strict):
         default_factory=lambda: {"/": 512, "/tmp": 256, "/var/lib/slurm": 256})
 
 
+class MonitoringSpec(Strict):
+    """Prometheus on the `monitoring` node, node-exporter on every node (distribution packages)."""
+
+    enabled: bool = True
+    prometheus_port: int = Field(default=9090, ge=1, le=65535)
+    node_exporter_port: int = Field(default=9100, ge=1, le=65535)
+    scrape_interval_s: int = Field(default=15, ge=1, le=3600)
+    listen: Literal["node", "all"] = "node"  # node: bind the node's cluster address, not 0.0.0.0
+
+
 class VirtualSpec(Strict):
     """Present only in specs written by `corral virtual up`: how the local virtual cluster is built."""
 
@@ -140,5 +150,6 @@ class ClusterSpec(Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     slurm: SlurmSpec = SlurmSpec()
     health: HealthSpec = HealthSpec()
+    monitoring: MonitoringSpec = MonitoringSpec()
     state_dir: str = ".corral"  # relative to the spec file
     virtual: VirtualSpec | None = None

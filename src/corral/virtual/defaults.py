@@ -29,7 +29,7 @@ ssh:
 nodes:
   - names: ctl
     addresses: [{base + 10}]
-    roles: [controller, accounting]
+    roles: [controller, accounting, monitoring]
   - names: {names}
     addresses: {first}-{last}
     roles: [compute]

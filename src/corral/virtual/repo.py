@@ -24,12 +24,12 @@ REPO = CACHE / "repo"
 
 # what each role needs on a node; deploys install from these (smoke: the engine smoke deploy)
 ROLE_PACKAGES = {
-    "*": ["memcached", "curl", "iputils-ping", "python3-apt"],
+    "*": ["memcached", "curl", "iputils-ping", "python3-apt", "prometheus-node-exporter"],
     "controller": ["slurmctld", "slurm-client", "munge"],
     "compute": ["slurmd", "slurm-client", "munge", "libpmix2"],
     "login": ["slurm-client", "munge"],
     "accounting": ["slurmdbd", "mariadb-server", "munge"],
-    "monitoring": ["prometheus", "prometheus-alertmanager", "prometheus-node-exporter"],
+    "monitoring": ["prometheus"],
 }
 
 
