@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 from corral.checks.result import Check, Report
 from corral.deploy.health import LIB
 from corral.engine.remote import run_on
 from corral.errors import CorralError
+from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 
 COMMAND = f"/usr/bin/python3 {LIB}/health.py --json"
@@ -35,5 +35,4 @@ def _one(cluster: Cluster, name: str) -> Check:
 
 def run_health(cluster: Cluster, names: list[str] | None = None) -> Report:
     targets = names or [n.name for n in cluster.with_role("compute")]
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(targets)))) as pool:
-        return Report(list(pool.map(lambda n: _one(cluster, n), targets)))
+    return Report(pmap(lambda n: _one(cluster, n), targets))

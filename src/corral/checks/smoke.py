@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 
 
@@ -40,5 +40,4 @@ def check_smoke(cluster: Cluster, wait_s: float = 10.0) -> list[CheckResult]:
                                f"{node.address}:11211 ({exc})", node.name)
         ok = reply.startswith("VERSION")
         return CheckResult("smoke service", ok, f"{node.name}: {reply}", node.name)
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(cluster.nodes)))) as pool:
-        return list(pool.map(one, cluster.nodes))
+    return pmap(one, cluster.nodes)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import shlex
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 
 from corral.checks.result import Check, Report, summarize
 from corral.checks.slurm_parse import available, gres_counts, parse_show_node, ping_up, slurm_version
 from corral.engine.remote import run_on
 from corral.errors import CorralError
+from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 from corral.spec.hosts import compress_names
 
@@ -120,8 +120,7 @@ def _munge(cluster: Cluster, ctl: str) -> Check:
         ok = proc.returncode == 0 and "STATUS:" in proc.stdout and "Success" in proc.stdout
         return name, ("OK", "decodes the controller's credential") if ok else \
             ("FAIL", f"unmunge failed: {(proc.stdout + proc.stderr).strip().splitlines()[:1]}")
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        per_node = dict(pool.map(one, [n.name for n in cluster.nodes]))
+    per_node = dict(pmap(one, [n.name for n in cluster.nodes]))
     return summarize("munge", per_node, "every node decodes the controller's munge credential")
 
 

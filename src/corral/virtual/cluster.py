@@ -11,12 +11,12 @@ import json
 import socket
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from corral.errors import CorralError, HostToolError, UsageError
+from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 from corral.virtual import host, image, network, node as vnode, repo
 
@@ -106,9 +106,7 @@ class VirtualCluster:
                 network.host_address(self.v.subnet), self.v.repo_port):
             state["repo_pid"] = repo.start_server(repo_dir, network.host_address(self.v.subnet),
                                                   self.v.repo_port, self.state_dir / "logs/repo-http.log")
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            keys = list(pool.map(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey),
-                                 self.nodes))
+        keys = pmap(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey), self.nodes, 8)
         self._write_known_hosts(keys)
         for n in self.nodes:
             n.start(self.v.bridge)
@@ -143,8 +141,7 @@ class VirtualCluster:
                 time.sleep(0.2)
             return f"{n.node.name}: no SSH login within {timeout:.0f} s ({n.ssh_ready_hint()})"
 
-        with ThreadPoolExecutor(max_workers=max(1, len(self.nodes))) as pool:
-            errors = [e for e in pool.map(wait, self.nodes) if e]
+        errors = [e for e in pmap(wait, self.nodes, 64) if e]
         if errors:
             raise CorralError("virtual nodes did not come up: " + "; ".join(errors),
                               fix="see the console logs under <workdir>/nodes/<name>/console.log")
@@ -160,8 +157,7 @@ class VirtualCluster:
             first = [n for n in known if not set(n.node.roles) & set(ORDER_LAST)]
             last = [n for n in known if set(n.node.roles) & set(ORDER_LAST)]
             for batch in (first, last):
-                with ThreadPoolExecutor(max_workers=max(1, len(batch))) as pool:
-                    list(pool.map(lambda n: n.stop(), batch))
+                pmap(lambda n: n.stop(), batch, 64)
             for h in vnode.CG_HIER:
                 prefix = vnode.CG_ROOT / h / self.cg_prefix
                 if prefix.is_dir():
@@ -190,8 +186,7 @@ class VirtualCluster:
             pid = n.pid()
             return NodeStatus(n.node.name, n.node.address, list(n.node.roles), n.node.gpu_count,
                               pid is not None, pid, pid is not None and _banner(n.node.address))
-        with ThreadPoolExecutor(max_workers=max(1, len(self.nodes))) as pool:
-            return list(pool.map(one, self.nodes))
+        return pmap(one, self.nodes, 64)
 
     def node(self, name: str) -> vnode.VNode:
         for n in self.nodes:
