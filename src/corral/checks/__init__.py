@@ -1,1 +1,1 @@
-"""Checks return structured results (CheckResult); the CLI renders them."""
+"""Checks return structured results (result.Check, result.Report); the CLI renders them."""

@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass
-
+from corral.checks.result import Check
 from corral.parallel import pmap
 from corral.spec.cluster import Cluster
-
-
-@dataclass
-class CheckResult:
-    name: str
-    ok: bool
-    message: str
-    node: str | None = None
 
 
 def _memcached(address: str, port: int = 11211, timeout: float = 3.0) -> str:
@@ -24,9 +15,9 @@ def _memcached(address: str, port: int = 11211, timeout: float = 3.0) -> str:
         return s.recv(64).decode(errors="replace").strip()
 
 
-def check_smoke(cluster: Cluster, wait_s: float = 10.0) -> list[CheckResult]:
+def check_smoke(cluster: Cluster, wait_s: float = 10.0) -> list[Check]:
     """One result per node; a daemon just restarted gets `wait_s` to start listening."""
-    def one(node) -> CheckResult:
+    def one(node) -> Check:
         deadline = time.monotonic() + wait_s
         while True:
             try:
@@ -36,8 +27,8 @@ def check_smoke(cluster: Cluster, wait_s: float = 10.0) -> list[CheckResult]:
                 if time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
-                return CheckResult("smoke service", False, f"{node.name}: memcached not answering on "
-                               f"{node.address}:11211 ({exc})", node.name)
-        ok = reply.startswith("VERSION")
-        return CheckResult("smoke service", ok, f"{node.name}: {reply}", node.name)
+                return Check("smoke service", "FAIL", f"{node.name}: memcached not answering on "
+                             f"{node.address}:11211 ({exc})")
+        status = "OK" if reply.startswith("VERSION") else "FAIL"
+        return Check("smoke service", status, f"{node.name}: {reply}")
     return pmap(one, cluster.nodes)
