@@ -23,6 +23,17 @@ if [ ! -x .venv/bin/corral ] || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   touch .venv/.installed
 fi
+if [ ! -x .venv/bin/promtool ] || [ ! -x .venv/bin/amtool ]; then
+  # promtool/amtool check the rendered rule and Alertmanager files (unit tests); taken from the
+  # Debian packages without installing them (installing would start servers on this machine)
+  echo "bootstrap: extracting promtool and amtool from the Debian packages into .venv/bin" >&2
+  tmp=$(mktemp -d); chmod 755 "$tmp"
+  ( cd "$tmp" && { apt-get download -q prometheus prometheus-alertmanager >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && apt-get download -q prometheus prometheus-alertmanager >/dev/null; }; } )
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
+  install -m 755 "$tmp/x/usr/bin/promtool" "$tmp/x/usr/bin/amtool" .venv/bin/
+  rm -rf "$tmp"
+fi
 case "$what" in
   up)   exec .venv/bin/corral up ;;
   test) exec .venv/bin/python -m pytest -q -p no:cacheprovider tests ;;

@@ -48,3 +48,30 @@ def test_listen_address_binds_the_node_unless_told_otherwise():
     assert listen_address(cluster, "10.0.0.9", 9090) == "10.0.0.9:9090"
     everywhere = load_text(SPEC.replace("scrape_interval_s: 30", "listen: all"), "cluster.yaml")
     assert listen_address(everywhere, "10.0.0.9", 9090) == ":9090"
+
+
+def test_slurm_exporter_and_dcgm_jobs():
+    doc = YAML(typ="safe").load(render_prometheus_yml(load_text(SPEC, "cluster.yaml")))
+    jobs = {j["job_name"]: j for j in doc["scrape_configs"]}
+    assert jobs["slurm"]["honor_labels"] is True  # the exporter's per-node `node` label wins
+    assert jobs["slurm"]["static_configs"][0]["targets"] == ["10.0.0.10:9341"]
+    assert [c["targets"][0] for c in jobs["dcgm"]["static_configs"]] == [f"10.0.0.1{i}:9400" for i in (1, 2, 3)]
+    assert doc["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == ["10.0.0.9:9093"]
+    assert doc["rule_files"] == ["/etc/prometheus/rules/*.yml"]
+
+
+def test_no_dcgm_job_where_it_is_not_deployed():
+    off = load_text(SPEC.replace("monitoring: {scrape_interval_s: 30}", "monitoring: {dcgm_exporter: {enabled: false}}"),
+                    "cluster.yaml")
+    doc = YAML(typ="safe").load(render_prometheus_yml(off))
+    assert "dcgm" not in {j["job_name"] for j in doc["scrape_configs"]}
+
+
+def test_scrape_config_passes_promtool(tmp_path):
+    from tests.unit.test_alert_rules import tool
+    path = tmp_path / "prometheus.yml"
+    path.write_text(render_prometheus_yml(load_text(SPEC, "cluster.yaml")))
+    import subprocess
+    out = subprocess.run([tool("promtool"), "check", "config", "--syntax-only", str(path)], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

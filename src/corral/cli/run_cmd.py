@@ -45,10 +45,13 @@ def show_plan(result, verbose: bool = False) -> None:
             out.print(f"[red]{name}: {node.error}[/red]")
             continue
         changes = [o for o in node.ops if o.status == "changed"]
+        skipped = [o for o in node.ops if o.status == "unchanged" and (o.reason or "").startswith("skipped:")]
         if not changes:
             out.print(f"{name}: no change ({node.count('unchanged')} ops converged)", markup=False)
-            continue
-        out.print(f"{name}: {len(changes)} change(s)", markup=False)
+        else:
+            out.print(f"{name}: {len(changes)} change(s)", markup=False)
+        for op in skipped:
+            out.print(f"  - {op.name}: {op.reason}", markup=False, highlight=False)
         for op in changes:
             out.print(f"  ~ {op.name}  [{op.disruption or 'none'}]", markup=False)
             if op.diff:

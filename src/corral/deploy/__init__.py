@@ -13,10 +13,14 @@ def components(cluster) -> list:
                          fix="set scheduler: slurm")
     from corral.deploy.accounting import accounting
     from corral.deploy.base import base
+    from corral.deploy.dcgm_exporter import dcgm_exporter
+    from corral.deploy.grafana import grafana
     from corral.deploy.health import health
+    from corral.deploy.jobhooks import jobhooks
     from corral.deploy.monitoring import monitoring
     from corral.deploy.munge import munge
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
-    return [base, munge, health, accounting, slurm_controller, slurm_compute, slurm_login,
-            accounting_sync, monitoring]
+    from corral.deploy.slurm_exporter import slurm_exporter
+    return [base, munge, health, jobhooks, accounting, slurm_controller, slurm_compute, slurm_login,
+            accounting_sync, monitoring, slurm_exporter, dcgm_exporter, grafana]

@@ -16,6 +16,7 @@ LIB = "/usr/local/lib/corral"
 MODULES = ("health.py", "health_checks.py", "health_parse.py", "health_slurm.py")
 WRAPPER = "/usr/local/sbin/corral-health"
 CONFIG = "/etc/corral/health.json"
+METRICS_FILE = "/var/lib/prometheus/node-exporter/corral-health.prom"  # node-exporter's textfile directory
 WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), WRAPPER, CONFIG)))
 WRAPPER_TEXT = f"#!/bin/sh\n# Managed by corral: Slurm HealthCheckProgram\nexec /usr/bin/python3 {LIB}/health.py --slurm \"$@\"\n"
 
@@ -25,7 +26,9 @@ def config(cluster, node) -> str:
     data = {"node": node.name, "expected_gpus": node.gpu_count,
             "gpu_model": node.gpus.model if node.gpus else None, "max_gpu_temp_c": h.max_gpu_temp_c,
             "mounts": h.mounts, "services": ["munge", "slurmd", *h.services], "min_free_mb": h.min_free_mb,
-            "timeout_s": h.timeout_s, "state_file": "/var/lib/corral/health-state.json"}
+            "timeout_s": h.timeout_s, "state_file": "/var/lib/corral/health-state.json",
+            "metrics_file": METRICS_FILE if cluster.spec.monitoring.enabled and cluster.with_role("monitoring")
+            else None}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 

@@ -1,5 +1,7 @@
-"""monitoring: prometheus-node-exporter on every node; Prometheus on the `monitoring` node with a
-scrape config rendered from the spec. Both bind the node's cluster address (spec: monitoring.listen)."""
+"""monitoring: prometheus-node-exporter on every node (with corral's textfile metrics and the
+systemd collector for the cluster's daemons); Prometheus, its alert rules and Alertmanager on the
+`monitoring` node. All bind the node's cluster address (spec: monitoring.listen). Rendered files
+are checked with promtool/amtool on the node before they replace the old ones."""
 
 from __future__ import annotations
 
@@ -8,48 +10,107 @@ from pyinfra.api import deploy
 
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register
-from corral.render.prometheus import listen_address, render_prometheus_yml
+from corral.engine.conditions import AnyChanged
+from corral.render.alertmanager import render_alertmanager_yml
+from corral.render.alerts import render_rules
+from corral.render.prometheus import RULES_DIR, listen_address, render_prometheus_yml
 
-NE_DEFAULT, PROM_DEFAULT, PROM_YML = ("/etc/default/prometheus-node-exporter", "/etc/default/prometheus",
-                                      "/etc/prometheus/prometheus.yml")
-NE_WANT = register(Want(paths=(NE_DEFAULT,), services=("prometheus-node-exporter",),
+NE_DEFAULT, TEXTFILE_DIR = "/etc/default/prometheus-node-exporter", "/var/lib/prometheus/node-exporter"
+SPEC_PROM = f"{TEXTFILE_DIR}/corral-spec.prom"
+PROM_DEFAULT, PROM_YML = "/etc/default/prometheus", "/etc/prometheus/prometheus.yml"
+RULES = f"{RULES_DIR}/corral.yml"
+AM_DEFAULT, AM_YML = "/etc/default/prometheus-alertmanager", "/etc/prometheus/alertmanager.yml"
+# daemons whose state node-exporter reports (alerts: SlurmdDown, SlurmctldDown, SlurmdbdDown)
+UNITS = "(slurmd|slurmctld|slurmdbd|munge|mariadb|prometheus|prometheus-alertmanager|corral-slurm-exporter)[.]service"
+NE_WANT = register(Want(paths=(NE_DEFAULT, SPEC_PROM), services=("prometheus-node-exporter",),
                         packages=("prometheus-node-exporter",)))
-PROM_WANT = register(Want(paths=(PROM_DEFAULT, PROM_YML), services=("prometheus",), packages=("prometheus",)))
+PROM_WANT = register(Want(paths=(PROM_DEFAULT, PROM_YML, RULES_DIR, RULES), services=("prometheus",),
+                          packages=("prometheus",)))
+AM_WANT = register(Want(paths=(AM_DEFAULT, AM_YML), services=("prometheus-alertmanager",),
+                        packages=("prometheus-alertmanager",)))
 
 
-def _http_ready(address: str, port: int, path: str) -> str:
+def http_ready(address: str, port: int, path: str) -> str:
     target = f"[{address}]" if ":" in address else address
     return (f"python3 -c \"import urllib.request,sys; urllib.request.urlopen('http://{target}:{port}{path}', "
             "timeout=2)\"")
 
 
+def spec_metrics(node) -> str:
+    """What the spec declares for this node, for rules that compare it with what is found."""
+    return ("# HELP corral_node_gpus_expected GPUs the spec declares for this node (corral)\n"
+            "# TYPE corral_node_gpus_expected gauge\n"
+            f"corral_node_gpus_expected {node.gpu_count}\n")
+
+
+def node_exporter_args(cluster, node) -> str:
+    m = cluster.spec.monitoring
+    return ("# Managed by corral\n"
+            f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.node_exporter_port)} '
+            f"--collector.textfile.directory={TEXTFILE_DIR} --collector.systemd "
+            f'--collector.systemd.unit-include={UNITS}"\n')
+
+
+def _node_exporter(cluster, node) -> None:
+    m = cluster.spec.monitoring
+    ready = http_ready(node.address, m.node_exporter_port, "/metrics")
+    ops.packages(name="node-exporter installed", names=["prometheus-node-exporter"], want=NE_WANT)
+    flags = ops.managed_file(name="node-exporter flags", path=NE_DEFAULT, want=NE_WANT,
+                             content=node_exporter_args(cluster, node), disruption="restart prometheus-node-exporter")
+    ops.managed_file(name="spec metrics for node-exporter", path=SPEC_PROM, want=NE_WANT, content=spec_metrics(node))
+    ops.service(name="node-exporter running", unit="prometheus-node-exporter", want=NE_WANT, wait=ready)
+    ops.restart(name="node-exporter restarted (flags changed)", unit="prometheus-node-exporter",
+                want=NE_WANT, wait=ready, _if=flags.did_change)
+
+
+def _prometheus(cluster, node) -> None:
+    m = cluster.spec.monitoring
+    ready = http_ready(node.address, m.prometheus_port, "/-/ready")
+    args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.prometheus_port)} '
+            f'--storage.tsdb.retention.time={m.retention_days}d"\n')
+    ops.packages(name="Prometheus installed", names=["prometheus"], want=PROM_WANT)
+    ops.directory(name=RULES_DIR, path=RULES_DIR, want=PROM_WANT)
+    rules = ops.managed_file(name="alert rules", path=RULES, want=PROM_WANT, content=render_rules(cluster),
+                             disruption="reload prometheus", validate="promtool check rules {}")
+    conf = ops.managed_file(name="prometheus.yml (scrape config)", path=PROM_YML, want=PROM_WANT,
+                            content=render_prometheus_yml(cluster), disruption="reload prometheus",
+                            validate="promtool check config --syntax-only {}")
+    flags = ops.managed_file(name="Prometheus flags", path=PROM_DEFAULT, want=PROM_WANT,
+                             content="# Managed by corral\n" + args, disruption="restart prometheus")
+    ops.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
+    ops.run_when_changed(name="Prometheus reloaded (scrape config or rules changed)", description="reload",
+                         commands=["systemctl reload prometheus", ops.readiness("prometheus", ready, None)],
+                         disruption="reload prometheus", _if=AnyChanged(conf, rules))
+    ops.restart(name="Prometheus restarted (flags changed)", unit="prometheus", want=PROM_WANT,
+                wait=ready, _if=flags.did_change)
+
+
+def _alertmanager(cluster, node) -> None:
+    m = cluster.spec.monitoring
+    ready = http_ready(node.address, m.alertmanager_port, "/-/ready")
+    # --cluster.listen-address= : no gossip port (it would listen on 0.0.0.0:9094)
+    args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.alertmanager_port)} '
+            '--cluster.listen-address= --storage.path=/var/lib/prometheus/alertmanager"\n')
+    ops.packages(name="Alertmanager installed", names=["prometheus-alertmanager"], want=AM_WANT)
+    conf = ops.managed_file(name="alertmanager.yml (receivers)", path=AM_YML, want=AM_WANT,
+                            content=render_alertmanager_yml(cluster), disruption="reload alertmanager",
+                            validate="amtool check-config {}")
+    flags = ops.managed_file(name="Alertmanager flags", path=AM_DEFAULT, want=AM_WANT,
+                             content="# Managed by corral\n" + args, disruption="restart prometheus-alertmanager")
+    ops.service(name="Alertmanager running", unit="prometheus-alertmanager", want=AM_WANT, wait=ready)
+    ops.run_when_changed(name="Alertmanager reloaded (receivers changed)", description="reload",
+                         commands=["systemctl reload prometheus-alertmanager"], disruption="reload alertmanager",
+                         _if=conf.did_change)
+    ops.restart(name="Alertmanager restarted (flags changed)", unit="prometheus-alertmanager", want=AM_WANT,
+                wait=ready, _if=flags.did_change)
+
+
 @deploy("monitoring")
 def monitoring() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    m = cluster.spec.monitoring
-    if not m.enabled or not cluster.with_role("monitoring"):
+    if not cluster.spec.monitoring.enabled or not cluster.with_role("monitoring"):
         return
-    ne_args = f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.node_exporter_port)}"\n'
-    ne_ready = _http_ready(node.address, m.node_exporter_port, "/metrics")
-    ops.packages(name="node-exporter installed", names=["prometheus-node-exporter"], want=NE_WANT)
-    ne = ops.managed_file(name="node-exporter listen address", path=NE_DEFAULT, want=NE_WANT,
-                          content="# Managed by corral\n" + ne_args, disruption="restart prometheus-node-exporter")
-    ops.service(name="node-exporter running", unit="prometheus-node-exporter", want=NE_WANT, wait=ne_ready)
-    ops.restart(name="node-exporter restarted (listen address changed)", unit="prometheus-node-exporter",
-                want=NE_WANT, wait=ne_ready, _if=ne.did_change)
-    if "monitoring" not in node.roles:
-        return
-    ready = _http_ready(node.address, m.prometheus_port, "/-/ready")
-    args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.prometheus_port)} '
-            '--storage.tsdb.retention.time=15d"\n')
-    ops.packages(name="Prometheus installed", names=["prometheus"], want=PROM_WANT)
-    conf = ops.managed_file(name="prometheus.yml (scrape config)", path=PROM_YML, want=PROM_WANT,
-                            content=render_prometheus_yml(cluster), disruption="reload prometheus")
-    flags = ops.managed_file(name="Prometheus listen address", path=PROM_DEFAULT, want=PROM_WANT,
-                             content="# Managed by corral\n" + args, disruption="restart prometheus")
-    ops.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
-    ops.run_when_changed(name="Prometheus reloaded (scrape config changed)", description="reload",
-                         commands=["systemctl reload prometheus"], disruption="reload prometheus",
-                         _if=conf.did_change)
-    ops.restart(name="Prometheus restarted (listen address changed)", unit="prometheus", want=PROM_WANT,
-                wait=ready, _if=flags.did_change)
+    _node_exporter(cluster, node)
+    if "monitoring" in node.roles:
+        _alertmanager(cluster, node)
+        _prometheus(cluster, node)

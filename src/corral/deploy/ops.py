@@ -19,11 +19,22 @@ APT_MAX_AGE_S = 3600
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
 
 
+def _missing(names: list[str], installed: dict[str, str]) -> list[str]:
+    """`name` is satisfied by any installed version, `name=version` by exactly that version."""
+    out = []
+    for n in names:
+        name, _, version = n.partition("=")
+        if name not in installed or (version and installed[name] != version):
+            out.append(n)
+    return out
+
+
 @operation()
 def packages(names: list[str], want: Want, disruption: str = "none"):
-    """Install the Debian packages that are missing (apt cache refreshed first if older than 1 h)."""
+    """Install the Debian packages that are missing or (`name=version`) at another version
+    (apt cache refreshed first if older than 1 h)."""
     snap = snapshot(want)
-    missing = [n for n in names if n not in snap.packages]
+    missing = _missing(names, snap.packages)
     if not missing:
         host.noop(f"packages installed: {', '.join(names)}")
         return
@@ -31,7 +42,8 @@ def packages(names: list[str], want: Want, disruption: str = "none"):
     if snap.apt_lists_age_s is None or snap.apt_lists_age_s > APT_MAX_AGE_S:
         yield StringCommand(APT_ENV, "apt-get", "update", "-q")
         yield "touch /var/lib/apt/periodic/update-success-stamp 2>/dev/null || true"
-    yield StringCommand(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends",
+    pinned = ["--allow-downgrades"] if any("=" in n for n in missing) else []
+    yield StringCommand(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", *pinned,
                         "-o", "Dpkg::Options::=--force-confold", *missing)
 
 
@@ -51,20 +63,26 @@ def _diff(path: str, old: list[str] | None, new: str) -> str:
                                         fromfile=f"{path} (node)", tofile=f"{path} (spec)"))
 
 
-def install_commands(path: str, data: bytes, mode: str, user: str, group: str) -> list:
-    """Create a temp file with its final mode and owner, upload into it, rename over `path`."""
+def install_commands(path: str, data: bytes, mode: str, user: str, group: str,
+                     validate: str | None = None) -> list:
+    """Create a temp file with its final mode and owner, upload into it, (validate it: `validate`
+    is a shell command with {} for the file; a failure removes it and leaves `path` as it was),
+    rename over `path`."""
     tmp = f"{path}.corral-new"
+    check = ([f"{validate.replace('{}', tmp)} || {{ rc=$?; rm -f {tmp}; echo 'rejected: {path} left as it was' >&2; "
+              "exit $rc; }"] if validate else [])
     return [StringCommand("mkdir", "-p", path.rsplit("/", 1)[0] or "/"),
             StringCommand("install", "-m", mode, "-o", user, "-g", group, "/dev/null", tmp),
-            FileUploadCommand(io.BytesIO(data), tmp),
+            FileUploadCommand(io.BytesIO(data), tmp), *check,
             StringCommand("mv", "-f", tmp, path)]
 
 
 @operation()
 def managed_file(path: str, content: str | bytes, want: Want, mode: str = "644", user: str = "root",
                  group: str = "root", disruption: str = "none", secret: bool = False,
-                 mask: tuple[str, ...] = ()):
-    """Install `content` at `path` atomically (created with its final mode and owner, then renamed)."""
+                 mask: tuple[str, ...] = (), validate: str | None = None):
+    """Install `content` at `path` atomically (created with its final mode and owner, checked with
+    `validate` if given, then renamed)."""
     data = content.encode() if isinstance(content, str) else content
     cur = snapshot(want).files.get(path)
     same_content = bool(cur) and cur.get("sha256") == hashlib.sha256(data).hexdigest()
@@ -82,7 +100,7 @@ def managed_file(path: str, content: str | bytes, want: Want, mode: str = "644",
         for value in mask:  # e.g. a password inside a config file: never shown in a plan
             diff = diff.replace(value, "********")
         annotate(disruption=disruption, diff=diff)
-        yield from install_commands(path, data, mode, user, group)
+        yield from install_commands(path, data, mode, user, group, validate)
     else:
         annotate(disruption="none", diff=f"{path}: mode/owner {cur['mode']} {cur['user']}:{cur['group']}"
                  f" -> {mode} {user}:{group}\n")
@@ -144,6 +162,14 @@ def restart(unit: str, want: Want, wait: str | None = None, logs: str | None = N
     yield StringCommand("systemctl", "restart", name)
     if wait:
         yield readiness(name, wait, logs)
+
+
+@operation()
+def skip(reason: str):
+    """Nothing to do here, and why (plan lists these: e.g. a component not installable on this node)."""
+    host.noop(f"skipped: {reason}")
+    return
+    yield  # a generator, as pyinfra operations are
 
 
 @operation()

@@ -14,6 +14,8 @@ from pyinfra.api.operation import OperationMeta
 from pyinfra.api.operations import run_host_op
 from pyinfra.context import ctx_host, ctx_state
 
+from corral.engine.conditions import AnyChanged
+
 if TYPE_CHECKING:
     from corral.engine.runner import Run
 
@@ -33,7 +35,9 @@ def _plan_if(conditions) -> bool | None:
     for cond in conditions if isinstance(conditions, list) else [conditions]:
         owner, func = getattr(cond, "__self__", None), getattr(cond, "__func__", None)
         value: bool | None = None
-        if isinstance(owner, OperationMeta):
+        if isinstance(cond, AnyChanged):
+            value = cond.planned()
+        elif isinstance(owner, OperationMeta):
             if func is OperationMeta.did_change:
                 value = owner.will_change
             elif func is OperationMeta.did_not_change:
@@ -126,7 +130,8 @@ def _applied_if(conditions) -> bool | None:
     if conditions is None:
         return None
     items = conditions if isinstance(conditions, list) else [conditions]
-    if not all(isinstance(getattr(c, "__self__", None), OperationMeta) for c in items):
+    if not all(isinstance(c, AnyChanged) or isinstance(getattr(c, "__self__", None), OperationMeta)
+               for c in items):
         return None
     try:
         return all(bool(c()) for c in items)

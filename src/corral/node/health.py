@@ -35,11 +35,11 @@ BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 DEFAULTS = {"node": None, "expected_gpus": 0, "gpu_model": None, "max_gpu_temp_c": 85, "mounts": ["/"],
             "services": [], "min_free_mb": {}, "timeout_s": 30,
             "state_file": "/var/lib/corral/health-state.json", "test_hang_probe": False,
-            "xid_ignore": sorted(P.APPLICATION_XIDS), "dev_dir": "/dev"}
+            "xid_ignore": sorted(P.APPLICATION_XIDS), "dev_dir": "/dev", "metrics_file": None}
 TYPES = {"node": (str, type(None)), "expected_gpus": int, "gpu_model": (str, type(None)),
          "max_gpu_temp_c": (int, float, type(None)), "mounts": list, "services": list, "min_free_mb": dict,
          "timeout_s": (int, float), "state_file": str, "test_hang_probe": bool, "xid_ignore": list,
-         "dev_dir": str}
+         "dev_dir": str, "metrics_file": (str, type(None))}
 
 
 class ConfigError(Exception):
@@ -107,8 +107,9 @@ def save_state(path: str, state: dict) -> str:
         return f"state not saved ({path}: {e.strerror})"
 
 
-def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[list[tuple], str]:
-    """Run every check once -> ([(name, status, message, detail)], note about the state file)."""
+def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[list[tuple], str, int | None]:
+    """Run every check once -> ([(name, status, message, detail)], note about the state file,
+    GPUs found or None when unknown)."""
     env = C.probe_env()
     state = load_state(cfg["state_file"])
     boot_id = read_first(BOOT_ID_FILE)
@@ -132,6 +133,7 @@ def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[lis
     else:
         why = "no GPUs expected (expected_gpus 0) and no /dev/nvidiaN"
         results += [(n, P.SKIPPED, why, "") for n in ("gpu_count", "gpu_xid", "gpu_ecc", "gpu_temp")]
+        ctx["gpus_found"] = 0
         note = ""
     fs = C.fs_results(got)
     results.append(("mounts",) + (P.check_mounts(cfg["mounts"], fs) if cfg["mounts"]
@@ -142,7 +144,7 @@ def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[lis
     if "test-hang" in got:
         p = got["test-hang"]
         results.append(("test_hang", P.FAIL, p.failure() or "test hang probe ended by itself", "test hook"))
-    return results, note
+    return results, note, ctx.get("gpus_found")
 
 
 def act(node: str, results: list[tuple], deadline: float) -> tuple[str, str]:
@@ -190,6 +192,33 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
+STATUS_VALUE = {P.OK: 0, P.SKIPPED: 0, P.WARN: 1, P.FAIL: 2}
+
+
+def metrics_text(results: list[tuple], gpus_found: int | None) -> str:
+    """node-exporter textfile: each check's status (0 ok/skipped, 1 warn, 2 fail), GPUs found."""
+    out = ["# HELP corral_health_status corral-health check status (0 ok or skipped, 1 warn, 2 fail)",
+           "# TYPE corral_health_status gauge"]
+    out += [f'corral_health_status{{check="{n}"}} {STATUS_VALUE.get(s, 2)}' for n, s, _m, _d in results]
+    if gpus_found is not None:
+        out += ["# HELP corral_node_gpus_found GPUs corral-health found on this node",
+                "# TYPE corral_node_gpus_found gauge", f"corral_node_gpus_found {gpus_found}"]
+    return "\n".join(out) + "\n"
+
+
+def write_metrics(path: str, text: str) -> str:
+    """Atomically (node-exporter may read it at any time); a failure is a note, never fatal."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".corral-health.", dir=os.path.dirname(path))
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+        return ""
+    except OSError as e:
+        return f"metrics not written ({path}: {e.strerror})"
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.monotonic()
@@ -201,7 +230,10 @@ def main(argv=None) -> int:
     timeout = args.timeout or cfg["timeout_s"]
     acting = args.act or args.slurm
     reserve = min(8.0, timeout * 0.3) if acting else 0.0
-    results, note = run_checks(cfg, start + timeout - reserve - 0.2, clear_xid=args.clear_xid)
+    results, note, gpus_found = run_checks(cfg, start + timeout - reserve - 0.2, clear_xid=args.clear_xid)
+    if cfg["metrics_file"]:
+        written = write_metrics(cfg["metrics_file"], metrics_text(results, gpus_found))
+        note = "; ".join(x for x in (note, written) if x)
     ok = not any(r[1] == P.FAIL for r in results)
     action, detail = "none", "not requested (--act)"
     if acting:

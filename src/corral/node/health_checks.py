@@ -175,6 +175,7 @@ def check_gpu_count(cfg: dict, ctx: dict, p: Probe | None) -> tuple[str, str, st
         gpus = P.parse_gpu_query(p.out)
         count, smi = min(devs, len(gpus)), str(len(gpus))
     detail = f"devices {devs}, nvidia-smi {smi}"
+    ctx["gpus_found"] = count
     if count < expected:
         return FAIL, f"gpu count {count} < {expected}", detail
     wrong = [g for g in gpus if not P.model_matches(g["name"], cfg["gpu_model"])]

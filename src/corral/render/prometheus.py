@@ -1,11 +1,14 @@
 """prometheus.yml from the spec: every node of every role is scraped (node-exporter), and
-Prometheus itself. Targets are spec addresses; each carries its node name and roles as labels."""
+Prometheus itself, Alertmanager, corral's Slurm exporter (controllers) and dcgm-exporter (GPU nodes
+where it is deployed). Targets are spec addresses; each carries its node name (and roles) as labels."""
 
 from __future__ import annotations
 
 import json
 
-from corral.spec.cluster import Cluster
+from corral.spec.cluster import Cluster, Node
+
+RULES_DIR = "/etc/prometheus/rules"
 
 
 def listen_address(cluster: Cluster, address: str, port: int) -> str:
@@ -18,18 +21,43 @@ def _target(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
+def dcgm_skip_reason(cluster: Cluster, node: Node) -> str | None:
+    """Why dcgm-exporter is not deployed on `node` (None: it is)."""
+    if not node.gpu_count or "compute" not in node.roles:
+        return "no GPUs on this node"
+    if not cluster.spec.monitoring.dcgm_exporter.enabled:
+        return "monitoring.dcgm_exporter.enabled is false"
+    if cluster.spec.virtual is not None:
+        return "virtual cluster: its GPUs are emulated and DCGM cannot read them"
+    return None
+
+
+def _job(name: str, nodes: list[Node], port: int, roles: bool = False, honor: bool = False) -> list[str]:
+    out = [f"  - job_name: {name}"] + (["    honor_labels: true"] if honor else []) + ["    static_configs:"]
+    for n in nodes:
+        labels = f"node: {json.dumps(n.name)}" + (f", roles: {json.dumps(','.join(n.roles))}" if roles else "")
+        out += [f"      - targets: [{json.dumps(_target(n.address, port))}]", f"        labels: {{{labels}}}"]
+    return out
+
+
 def render_prometheus_yml(cluster: Cluster) -> str:
     m = cluster.spec.monitoring
     mon = cluster.with_role("monitoring")
     lines = [f"# Managed by corral from {cluster.path.name} - do not edit", "global:",
              f"  scrape_interval: {m.scrape_interval_s}s", f"  evaluation_interval: {m.scrape_interval_s}s",
-             "  external_labels:", f"    cluster: {json.dumps(cluster.name)}", "", "scrape_configs:",
-             "  - job_name: prometheus", "    static_configs:"]
-    for n in mon:
-        lines += [f"      - targets: [{json.dumps(_target(n.address, m.prometheus_port))}]",
-                  f"        labels: {{node: {json.dumps(n.name)}}}"]
-    lines += ["  - job_name: node", "    static_configs:"]
-    for n in cluster.nodes:
-        lines += [f"      - targets: [{json.dumps(_target(n.address, m.node_exporter_port))}]",
-                  f"        labels: {{node: {json.dumps(n.name)}, roles: {json.dumps(','.join(n.roles))}}}"]
+             "  external_labels:", f"    cluster: {json.dumps(cluster.name)}", "",
+             "rule_files:", f"  - {RULES_DIR}/*.yml", "", "alerting:", "  alertmanagers:",
+             "    - static_configs:",
+             "        - targets: [" + ", ".join(json.dumps(_target(n.address, m.alertmanager_port))
+                                        for n in mon) + "]",
+             "", "scrape_configs:"]
+    lines += _job("prometheus", mon, m.prometheus_port)
+    lines += _job("alertmanager", mon, m.alertmanager_port)
+    lines += _job("node", cluster.nodes, m.node_exporter_port, roles=True)
+    if cluster.spec.scheduler == "slurm" and cluster.with_role("controller"):
+        # honor_labels: the exporter's own `node` label (per Slurm node) wins over the target's
+        lines += _job("slurm", cluster.with_role("controller")[:1], m.slurm_exporter_port, honor=True)
+    gpu_nodes = [n for n in cluster.nodes if dcgm_skip_reason(cluster, n) is None]
+    if gpu_nodes:
+        lines += _job("dcgm", gpu_nodes, m.dcgm_exporter.port)
     return "\n".join(lines) + "\n"

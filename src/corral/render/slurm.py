@@ -24,6 +24,7 @@ _VERSION = re.compile(r"(?<![\d.])(\d{2})\.(\d{1,2})(?![\d])")
 
 
 HEALTH_PROGRAM = "/usr/local/sbin/corral-health"
+PROLOG, EPILOG = "/usr/local/sbin/corral-prolog", "/usr/local/sbin/corral-epilog"  # deploy/jobhooks.py
 
 
 def slurm_version_tuple(text: str) -> Version:
@@ -204,6 +205,8 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
         out += ["", "# Node health: corral-health drains a failing node, resumes the nodes it drained",
                 f"HealthCheckProgram={HEALTH_PROGRAM}", f"HealthCheckInterval={cluster.spec.health.interval_s}",
                 "HealthCheckNodeState=ANY"]
+    out += ["", "# Job hooks on compute nodes (GPU job mapping for dcgm-exporter)", f"Prolog={PROLOG}",
+            f"Epilog={EPILOG}"]
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]
     if unknown:

@@ -185,8 +185,38 @@ def check_virtual(cluster: Cluster, where: Where) -> list[Problem]:
     return problems
 
 
+def check_monitoring(cluster: Cluster, where: Where) -> list[Problem]:
+    m, problems = cluster.spec.monitoring, []
+    if not m.enabled:
+        return []
+    ports = {"prometheus_port": m.prometheus_port, "alertmanager_port": m.alertmanager_port,
+             "node_exporter_port": m.node_exporter_port, "slurm_exporter_port": m.slurm_exporter_port}
+    if m.grafana.enabled:
+        ports["grafana.port"] = m.grafana.port
+    seen: dict[int, str] = {}
+    for key, port in ports.items():
+        if port in seen:
+            problems.append(Problem(where(("monitoring", *key.split("."))),
+                                    f"port {port} is also monitoring.{seen[port]}", str(port),
+                                    "give every monitoring service its own port"))
+        seen.setdefault(port, key)
+    a = m.alerts
+    for i, r in enumerate(a.receivers):
+        if r.email and a.smtp is None:
+            problems.append(Problem(where(("monitoring", "alerts", "receivers", i, "email")),
+                                    f"receiver {r.name!r} sends e-mail but no mail server is set", r.email,
+                                    "add monitoring.alerts.smtp: {smarthost: HOST:PORT, sender: ADDRESS}"))
+    names = Counter(r.name for r in a.receivers)
+    for i, r in enumerate(a.receivers):
+        if names[r.name] > 1:
+            problems.append(Problem(where(("monitoring", "alerts", "receivers", i, "name")),
+                                    "duplicate receiver name", r.name, "give every receiver a unique name"))
+            names[r.name] = 0
+    return problems
+
+
 def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     problems = check_nodes(cluster, where) + check_roles(cluster, where)
     if cluster.spec.scheduler == "slurm":
         problems += check_slurm(cluster, where)
-    return problems + check_virtual(cluster, where)
+    return problems + check_monitoring(cluster, where) + check_virtual(cluster, where)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
@@ -124,14 +124,78 @@ class HealthSpec(Strict):
         default_factory=lambda: {"/": 512, "/tmp": 256, "/var/lib/slurm": 256})
 
 
+class AlertReceiver(Strict):
+    """Where Alertmanager sends alerts: a webhook URL or an e-mail address (needs alerts.smtp)."""
+
+    name: str = Field(pattern=NAME)
+    webhook: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
+    email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+$")
+    severities: list[Literal["critical", "warning"]] = Field(default_factory=lambda: ["critical", "warning"],
+                                                             min_length=1)
+
+    @model_validator(mode="after")
+    def _one_target(self):
+        if (self.webhook is None) == (self.email is None):
+            raise ValueError("a receiver needs exactly one of `webhook` (URL) or `email` (address)")
+        return self
+
+
+class SmtpSpec(Strict):
+    smarthost: str = Field(pattern=r"^[^\s:]+:\d+$")  # host:port
+    sender: str = Field(pattern=r"^[^@\s]+@[^@\s]+$")
+    require_tls: bool = True
+
+
+class AlertsSpec(Strict):
+    """Alert rules (Prometheus rule files) and Alertmanager routing."""
+
+    receivers: list[AlertReceiver] = Field(default_factory=list)  # none: alerts are only shown in Alertmanager
+    smtp: SmtpSpec | None = None
+    for_s: int | None = Field(default=None, ge=0, le=86400)  # overrides every rule's `for:` (test profiles)
+    filesystem_free_percent: int = Field(default=10, ge=1, le=90)
+    clock_skew_s: float = Field(default=0.5, gt=0, le=60)
+    idle_gpus_while_waiting_min: int = Field(default=15, ge=1, le=1440)
+
+
+class GrafanaSpec(Strict):
+    """Grafana from Grafana's package repository (not installable in the offline virtual cluster)."""
+
+    enabled: bool = True
+    port: int = Field(default=3000, ge=1, le=65535)
+    repo_url: str = Field(default="https://apt.grafana.com", pattern=r"^https?://[^\s]+$")
+    key_url: str = Field(default="https://apt.grafana.com/gpg.key", pattern=r"^https?://[^\s]+$")
+    version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version; none: newest
+
+
+class DcgmExporterSpec(Strict):
+    """NVIDIA dcgm-exporter on GPU nodes (from NVIDIA's CUDA repository; needs DCGM, so not on
+    the virtual cluster's emulated GPUs)."""
+
+    enabled: bool = True
+    port: int = Field(default=9400, ge=1, le=65535)
+    package: str = Field(default="datacenter-gpu-manager-exporter", pattern=r"^[a-z0-9][a-z0-9.+-]+$")
+    version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version, pinned
+    binary: str = Field(default="/usr/bin/dcgm-exporter", pattern=r"^/[^\s]+$")
+    repo_url: str = Field(default="https://developer.download.nvidia.com/compute/cuda/repos",
+                          pattern=r"^https?://[^\s]+$")
+
+
 class MonitoringSpec(Strict):
-    """Prometheus on the `monitoring` node, node-exporter on every node (distribution packages)."""
+    """Prometheus + Alertmanager (+ Grafana) on the `monitoring` node, node-exporter on every node,
+    corral's Slurm exporter on the controller, dcgm-exporter on GPU nodes."""
 
     enabled: bool = True
     prometheus_port: int = Field(default=9090, ge=1, le=65535)
+    alertmanager_port: int = Field(default=9093, ge=1, le=65535)
     node_exporter_port: int = Field(default=9100, ge=1, le=65535)
+    slurm_exporter_port: int = Field(default=9341, ge=1, le=65535)
     scrape_interval_s: int = Field(default=15, ge=1, le=3600)
+    retention_days: int = Field(default=15, ge=1, le=3650)
     listen: Literal["node", "all"] = "node"  # node: bind the node's cluster address, not 0.0.0.0
+    gpu_job_map_dir: str = Field(default="/run/corral/gpu-jobs", pattern=r"^/[^\s]+$")
+    alerts: AlertsSpec = AlertsSpec()
+    grafana: GrafanaSpec = GrafanaSpec()
+    dcgm_exporter: DcgmExporterSpec = DcgmExporterSpec()
 
 
 class VirtualSpec(Strict):

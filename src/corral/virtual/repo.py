@@ -25,11 +25,11 @@ REPO = CACHE / "repo"
 # what each role needs on a node; deploys install from these (smoke: the engine smoke deploy)
 ROLE_PACKAGES = {
     "*": ["memcached", "curl", "iputils-ping", "python3-apt", "prometheus-node-exporter"],
-    "controller": ["slurmctld", "slurm-client", "munge"],
+    "controller": ["slurmctld", "slurm-client", "munge", "python3-prometheus-client"],
     "compute": ["slurmd", "slurm-client", "munge", "libpmix2"],
     "login": ["slurm-client", "munge"],
     "accounting": ["slurmdbd", "mariadb-server", "munge"],
-    "monitoring": ["prometheus"],
+    "monitoring": ["prometheus", "prometheus-alertmanager"],
 }
 
 

@@ -1,0 +1,81 @@
+"""grafana: Grafana on the `monitoring` node from Grafana's package repository (real clusters),
+datasource and dashboards provisioned as files, admin password random (state dir), anonymous
+access off. The offline virtual cluster cannot reach Grafana's repository: skipped, said in plan."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import StringCommand, deploy, operation
+
+from corral.deploy import ops
+from corral.deploy.monitoring import http_ready
+from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.notes import annotate
+from corral.engine.conditions import AnyChanged
+from corral.render.grafana import DASHBOARD_DIR, dashboards, render_datasource, render_ini, render_provider
+from corral.secrets import secret_text
+
+KEY, SOURCE = "/etc/apt/keyrings/grafana.asc", "/etc/apt/sources.list.d/grafana.list"
+PIN, INI = "/etc/apt/preferences.d/corral-grafana", "/etc/grafana/grafana.ini"
+DATASOURCE = "/etc/grafana/provisioning/datasources/corral.yaml"
+PROVIDER = "/etc/grafana/provisioning/dashboards/corral.yaml"
+WANT = register(Want(paths=(KEY, SOURCE, PIN, INI, DATASOURCE, PROVIDER, DASHBOARD_DIR,
+                            *(f"{DASHBOARD_DIR}/{n}" for n in dashboards())),
+                     services=("grafana-server",), packages=("grafana",)))
+
+
+def skip_reason(cluster) -> str | None:
+    if not cluster.spec.monitoring.grafana.enabled:
+        return "monitoring.grafana.enabled is false"
+    if cluster.spec.virtual is not None:
+        return ("virtual cluster: Grafana comes from Grafana's package repository, which the offline "
+                "virtual nodes cannot reach (dashboards are still checked against its Prometheus by the tests)")
+    return None
+
+
+@operation()
+def signing_key(url: str, want: Want):
+    if (snapshot(want).files.get(KEY) or {}).get("kind") == "file":
+        host.noop(f"{KEY} present")
+        return
+    annotate(disruption="none", diff=f"{KEY}: Grafana's apt signing key from {url}\n")
+    yield StringCommand("install", "-d", "-m", "755", "/etc/apt/keyrings")
+    yield StringCommand("curl", "-fsSL", "--retry", "3", "-o", f"{KEY}.corral-new", url)
+    yield StringCommand("mv", "-f", f"{KEY}.corral-new", KEY)
+
+
+@deploy("grafana")
+def grafana() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    m = cluster.spec.monitoring
+    if not m.enabled or "monitoring" not in node.roles:
+        return
+    reason = skip_reason(cluster)
+    if reason:
+        ops.skip(name="Grafana", reason=reason)
+        return
+    g = m.grafana
+    signing_key(name="Grafana signing key", url=g.key_url, want=WANT)
+    source = ops.managed_file(name="Grafana apt source", path=SOURCE, want=WANT,
+                              content=f"# Managed by corral\ndeb [signed-by={KEY}] {g.repo_url} stable main\n")
+    ops.run_when_changed(name="apt lists refreshed (Grafana source)", description="apt-get update",
+                         commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
+    if g.version:
+        ops.managed_file(name="Grafana version pin", path=PIN, want=WANT,
+                         content=f"# Managed by corral\nPackage: grafana\nPin: version {g.version}\nPin-Priority: 1001\n")
+    ops.packages(name="Grafana installed", names=[f"grafana={g.version}" if g.version else "grafana"], want=WANT)
+    password = secret_text(cluster.state_dir, "grafana-admin-password", 24)
+    changed = [ops.managed_file(name=INI, path=INI, want=WANT, mode="640", group="grafana", secret=True,
+                                content=render_ini(cluster, node.address, password),
+                                disruption="restart grafana-server"),
+               ops.managed_file(name="Grafana datasource", path=DATASOURCE, want=WANT, mode="640", group="grafana",
+                                content=render_datasource(cluster), disruption="restart grafana-server"),
+               ops.managed_file(name="Grafana dashboard provider", path=PROVIDER, want=WANT, mode="640",
+                                group="grafana", content=render_provider(), disruption="restart grafana-server")]
+    ops.directory(name=DASHBOARD_DIR, path=DASHBOARD_DIR, want=WANT)
+    for name, text in dashboards().items():  # re-read by Grafana every 10 s: no restart
+        ops.managed_file(name=f"dashboard {name}", path=f"{DASHBOARD_DIR}/{name}", want=WANT, content=text)
+    ready = http_ready(node.address, g.port, "/api/health")
+    ops.service(name="Grafana running", unit="grafana-server", want=WANT, wait=ready)
+    ops.restart(name="Grafana restarted (configuration changed)", unit="grafana-server", want=WANT, wait=ready,
+                _if=AnyChanged(*changed))

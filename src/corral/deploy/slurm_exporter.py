@@ -1,0 +1,65 @@
+"""slurm_exporter: corral's Slurm exporter (corral/node/slurm_exporter.py, prometheus-client) as a
+systemd service on the first controller, bound to its cluster address; Prometheus scrapes it as
+job `slurm` (render/prometheus.py)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from pyinfra import host
+from pyinfra.api import deploy
+
+from corral.deploy import ops
+from corral.deploy.monitoring import http_ready
+from corral.deploy.nodestate import Want, register
+from corral.engine.conditions import AnyChanged
+from corral.render.prometheus import listen_address
+
+LIB = "/usr/local/lib/corral"
+MODULES = ("slurm_exporter.py", "slurm_exporter_parse.py")
+UNIT = "corral-slurm-exporter"
+UNIT_FILE = f"/etc/systemd/system/{UNIT}.service"
+WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), UNIT_FILE), services=(UNIT,),
+                     packages=("python3-prometheus-client",)))
+
+
+def unit(listen: str) -> str:
+    return f"""# Managed by corral
+[Unit]
+Description=corral Slurm exporter (Prometheus metrics from sinfo, squeue, sdiag, scontrol, sacctmgr)
+After=network-online.target munge.service slurmctld.service
+
+[Service]
+User=slurm
+ExecStart=/usr/bin/python3 {LIB}/slurm_exporter.py --listen {listen}
+Restart=on-failure
+RestartSec=5
+NoNewPrivileges=yes
+ProtectSystem=strict
+ProtectHome=yes
+PrivateTmp=yes
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+@deploy("slurm exporter")
+def slurm_exporter() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    m = cluster.spec.monitoring
+    controllers = cluster.with_role("controller")
+    if not m.enabled or not cluster.with_role("monitoring") or not controllers or node.name != controllers[0].name:
+        return
+    ready = http_ready(node.address, m.slurm_exporter_port, "/metrics")
+    ops.packages(name="prometheus-client installed", names=["python3-prometheus-client"], want=WANT)
+    ops.directory(name=LIB, path=LIB, want=WANT)
+    source = resources.files("corral.node")
+    changed = [ops.managed_file(name=f"{LIB}/{name}", path=f"{LIB}/{name}", want=WANT,
+                                content=source.joinpath(name).read_text(), disruption=f"restart {UNIT}")
+               for name in MODULES]
+    changed.append(ops.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",
+                                    content=unit(listen_address(cluster, node.address, m.slurm_exporter_port))))
+    ops.service(name="Slurm exporter running", unit=UNIT, want=WANT, wait=ready)
+    ops.restart(name="Slurm exporter restarted (program or unit changed)", unit=UNIT, want=WANT, wait=ready,
+                _if=AnyChanged(*changed))
