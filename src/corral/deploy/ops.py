@@ -43,8 +43,10 @@ def packages(names: list[str], want: Want, disruption: str = "none"):
         yield StringCommand(APT_ENV, "apt-get", "update", "-q")
         yield "touch /var/lib/apt/periodic/update-success-stamp 2>/dev/null || true"
     pinned = ["--allow-downgrades"] if any("=" in n for n in missing) else []
-    yield StringCommand(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", *pinned,
-                        "-o", "Dpkg::Options::=--force-confold", *missing)
+    install = StringCommand(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", *pinned,
+                            "-o", "Dpkg::Options::=--force-confold", *missing)
+    # lists younger than an hour can still miss a package the repository gained since: refresh, retry
+    yield StringCommand(install, "||", "{", APT_ENV, "apt-get", "update", "-q", "&&", install, ";", "}")
 
 
 @operation()
