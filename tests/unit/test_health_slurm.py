@@ -103,3 +103,11 @@ def test_pass_on_a_healthy_node_does_nothing():
 def test_warn_and_skipped_do_not_drain():
     results = [("gpu_temp", "WARN", "nvidia-smi exited 2"), ("gpu_ecc", "SKIPPED", "no data")]
     assert S.decide(node("idle"), results)[0] == S.NONE
+
+
+def test_health_never_resumes_a_drain_of_the_driver_rollout():
+    from corral.node.health_slurm import RESUME, decide
+    for reason in ("corral: driver 550.127.05 rollout", "corral: driver 1.2 verify failed: nvidia-smi failed"):
+        node = {"name": "gpu01", "state": "IDLE+DRAIN", "base": "IDLE", "flags": {"DRAIN"}, "reason": reason}
+        action, _, why = decide(node, [("gpu_count", "OK", "gpu count 4")])
+        assert action != RESUME and "not corral's to resume" in why

@@ -19,8 +19,9 @@ def components(cluster) -> list:
     from corral.deploy.jobhooks import jobhooks
     from corral.deploy.monitoring import monitoring
     from corral.deploy.munge import munge
+    from corral.deploy.nvidia_driver import nvidia_driver
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
-    return [base, munge, health, jobhooks, accounting, slurm_controller, slurm_compute, slurm_login,
+    return [base, munge, health, jobhooks, nvidia_driver, accounting, slurm_controller, slurm_compute, slurm_login,
             accounting_sync, monitoring, slurm_exporter, dcgm_exporter, grafana]

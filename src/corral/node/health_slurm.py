@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 
 PREFIX = "corral:"
+# drains of corral's driver rollout (ops/rollout.py): the rollout, not the health check, lifts them
+ROLLOUT_PREFIX = "corral: driver "
 MAX_REASON = 200
 
 _STATE = re.compile(r"(?:^|\s)State=(\S+)")
@@ -58,7 +60,7 @@ def decide(node: dict, results: list) -> tuple[str, str | None, str]:
     """
     failing = [r for r in results if r[1] == "FAIL"]
     held, reason = out_of_service(node), node.get("reason")
-    ours = bool(reason and reason.startswith(PREFIX))
+    ours = bool(reason and reason.startswith(PREFIX) and not reason.startswith(ROLLOUT_PREFIX))
     if failing:
         want = corral_reason(failing[0][2])
         if held and reason and not ours:

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import time
+
 from corral.deploy import components
 from corral.deploy.context import gather
-from corral.engine import run
+from corral.engine import journal, run
+from corral.errors import CorralError
+from corral.ops import rollout
 from corral.engine.results import RunResult
 from corral.spec.cluster import Cluster
 
 
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
-             command: str | None = None) -> RunResult:
-    return run(cluster, components(cluster), mode=mode, limit=limit, on_event=on_event,
-               command=command or mode, prepare=gather(cluster))
+             command: str | None = None, say=None) -> RunResult:
+    """Plan or apply every component; in apply, then roll out the changes that need a reboot
+    (ops/rollout.py) and journal the run again with their steps."""
+    result = run(cluster, components(cluster), mode=mode, limit=limit, on_event=on_event,
+                 command=command or mode, prepare=gather(cluster))
+    nodes = rollout.pending(result) if mode == "apply" else []
+    if nodes:
+        start = time.monotonic()
+        rollout.roll_out(cluster, result, nodes, say)
+        result.duration_s += time.monotonic() - start
+        try:
+            journal.record(cluster.state_dir, result)
+        except CorralError as exc:
+            result.warnings.append(f"journal not written: {exc}")
+    return result

@@ -198,6 +198,30 @@ class MonitoringSpec(Strict):
     dcgm_exporter: DcgmExporterSpec = DcgmExporterSpec()
 
 
+class DriverSpec(Strict):
+    """The NVIDIA driver corral installs, pins and rolls out (docs/components/nvidia.md)."""
+
+    version: str = Field(pattern=r"^\d+(\.\d+){1,3}$")        # upstream version, e.g. 550.127.05
+    kernel_modules: Literal["auto", "open", "proprietary"] = "auto"  # auto: open for Turing and newer
+    source: Literal["distribution", "cuda"] = "cuda"   # Ubuntu's server packages or NVIDIA's CUDA repository
+    package: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.+-]+$")  # override the package name
+    repo_url: str = Field(default="https://developer.download.nvidia.com/compute/cuda/repos",
+                          pattern=r"^https?://[^\s]+$")
+
+
+class RolloutSpec(Strict):
+    """How a change that needs a reboot goes through the nodes: drain, wait, install, reboot, verify, resume."""
+
+    parallel: int = Field(default=1, ge=1, le=64)              # nodes at a time
+    drain_timeout_s: int = Field(default=3600, ge=0, le=7 * 86400)  # wait for running jobs at most this long
+    reboot_timeout_s: int = Field(default=900, ge=30, le=7200)  # until SSH answers with a new boot id
+
+
+class NvidiaSpec(Strict):
+    driver: DriverSpec | None = None   # None: corral leaves the driver alone
+    rollout: RolloutSpec = RolloutSpec()
+
+
 class VirtualSpec(Strict):
     """Present only in specs written by `corral virtual up`: how the local virtual cluster is built."""
 
@@ -215,5 +239,6 @@ class ClusterSpec(Strict):
     slurm: SlurmSpec = SlurmSpec()
     health: HealthSpec = HealthSpec()
     monitoring: MonitoringSpec = MonitoringSpec()
+    nvidia: NvidiaSpec = NvidiaSpec()
     state_dir: str = ".corral"  # relative to the spec file
     virtual: VirtualSpec | None = None

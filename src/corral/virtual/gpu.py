@@ -4,6 +4,12 @@ Each declared GPU gets a character device /dev/nvidiaN (195:N; plus /dev/nvidiac
 every boot by systemd-tmpfiles: open() gives ENXIO (there is no driver), stat() works, and Slurm's
 device cgroup can allow or deny it. A stand-in `nvidia-smi` reports the declared model, memory and
 count, honours CUDA_VISIBLE_DEVICES and says "emulated".
+
+Driver emulation for the driver-lifecycle tests: at every boot tmpfiles copies the version of the
+installed stand-in driver package (corral-test-nvidia-driver, built by the tests) to
+/run/corral-emulated/nvidia-module-version, as a real boot loads the installed kernel module; the
+stand-in nvidia-smi reports that version, and fails as with an unloadable driver when it reads
+"broken". Without the stand-in package it reports "emulated".
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from corral.spec.gpus import gpu_model
 
 TMPFILES = "etc/tmpfiles.d/corral-emulated-gpus.conf"
 CONF = "etc/corral/emulated-gpus.json"
+EMULATED_RUN = "/run/corral-emulated"
+STANDIN_VERSION = "/usr/lib/corral-test-nvidia-driver/version"  # shipped by the tests' stand-in package
 
 
 def describe(node: Node) -> list[dict]:
@@ -44,6 +52,8 @@ def install(node: Node, root: Path) -> None:
     lines = ["# corral virtual cluster: EMULATED GPU device files (no driver behind them)"]
     lines += [f"c /dev/nvidia{g['index']} 0666 root root - 195:{g['index']}" for g in gpus]
     lines.append("c /dev/nvidiactl 0666 root root - 195:255")
+    lines.append(f"d {EMULATED_RUN} 0755 root root -")
+    lines.append(f"C {EMULATED_RUN}/nvidia-module-version - - - - {STANDIN_VERSION}")
     tmpfiles.write_text("\n".join(lines) + "\n")
     conf.parent.mkdir(parents=True, exist_ok=True)
     conf.write_text(json.dumps({"emulated": True, "model": node.gpus.model, "gpus": gpus}, indent=1) + "\n")

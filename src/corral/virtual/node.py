@@ -20,6 +20,9 @@ from corral.virtual.host import run
 # host cgroup hierarchies in which each node gets its own directory (memory stays with the sandbox)
 CG_HIER = ("systemd", "unified", "freezer", "pids", "devices", "cpu", "cpuacct", "cpuset", "blkio")
 CG_ROOT = Path("/sys/fs/cgroup")
+# runs systemd-nspawn ("$@") again when the node rebooted itself (exit 133); a SIGTERM to this
+# shell waits for nspawn's own exit (stop() signals nspawn first)
+SUPERVISOR = 'while :; do "$@"; rc=$?; [ "$rc" -eq 133 ] || exit "$rc"; echo "corral: node rebooted"; done'
 
 
 def is_mounted(path: Path) -> bool:
@@ -123,10 +126,12 @@ class VNode:
                 with open(c / "cgroup.procs", "w") as f:
                     f.write(str(os.getpid()))
 
-        log = open(self.dir / "console.log", "wb")
+        log = open(self.dir / "console.log", "ab")
+        # a node that reboots itself (`systemctl reboot`: nspawn exits 133) is booted again, as a
+        # machine would be; any other exit (poweroff, stop()) ends the loop
         proc = subprocess.Popen(
-            ["systemd-nspawn", "-D", str(self.merged), "--boot", f"--machine={self.machine}",
-             f"--hostname={self.node.name}",
+            ["sh", "-c", SUPERVISOR, "corral-vnode", "systemd-nspawn", "-D", str(self.merged), "--boot",
+             f"--machine={self.machine}", f"--hostname={self.node.name}",
              "--register=no", "--keep-unit", f"--network-bridge={bridge}", "--console=read-only"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=enter_cgroups)
@@ -134,7 +139,8 @@ class VNode:
         self.pid_file.write_text(str(proc.pid))
         return proc.pid
 
-    def _container_init(self, pid: int) -> int | None:
+    @staticmethod
+    def _child(pid: int) -> int | None:
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().split(") ", 1)[1].split()
@@ -145,16 +151,18 @@ class VNode:
         return None
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Orderly poweroff (SIGTERM to nspawn); SIGRTMIN+14 to the node's init; SIGKILL last."""
+        """Orderly poweroff (SIGTERM to nspawn, the supervisor then exits); SIGRTMIN+14 to the
+        node's init; SIGKILL last."""
         pid = self.pid()
         if pid is not None:
-            init = self._container_init(pid)
-            os.kill(pid, signal.SIGTERM)
+            nspawn = self._child(pid)
+            init = self._child(nspawn) if nspawn else None
+            os.kill(nspawn or pid, signal.SIGTERM)
             if not _wait_gone(pid, timeout) and init and pid_alive(init):
                 os.kill(init, signal.SIGRTMIN + 14)
                 if not _wait_gone(pid, 10):
-                    for p in (init, pid):
-                        if pid_alive(p):
+                    for p in (init, nspawn, pid):
+                        if p and pid_alive(p):
                             os.kill(p, signal.SIGKILL)
                     _wait_gone(pid, 5)
         self.pid_file.unlink(missing_ok=True)

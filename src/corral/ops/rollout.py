@@ -1,0 +1,179 @@
+"""Changes that need a reboot (an NVIDIA driver version), carried out after every other component,
+`nvidia.rollout.parallel` nodes at a time:
+
+  drain (Slurm: no new jobs) -> wait for running jobs (bounded) -> install the pinned version ->
+  reboot -> wait for the node (a marker in /run, a tmpfs, is gone) -> verify (GPU count and driver
+  version from nvidia-smi, slurmd active) -> resume.
+
+Nothing half-done: jobs still running at the deadline -> the node is resumed unchanged; an install
+that fails -> the old pin is put back and the node resumed; a node that fails verification stays
+drained with a `corral:` reason saying why. Each step is an OpResult on the node's result.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+
+from corral.deploy.nvidia_driver import REBOOT, package_name
+from corral.engine.remote import run_on
+from corral.engine.results import OpResult, RunResult
+from corral.errors import NodeError
+from corral.parallel import pmap
+from corral.render.nvidia import PIN, pin_text
+from corral.spec.cluster import Cluster
+
+MARKER = "/run/corral-reboot-pending"
+POLL_S = 2.0
+
+
+class StepFailed(Exception):
+    def __init__(self, step: str, message: str, keep_drained: bool) -> None:
+        super().__init__(message)
+        self.step, self.keep_drained = step, keep_drained
+
+
+def pending(result: RunResult) -> list[str]:
+    """Nodes whose apply left a change labelled "reboot + drain" for the rollout."""
+    return [name for name, n in result.nodes.items()
+            if n.ok and any(o.status == "changed" and o.disruption == REBOOT for o in n.ops)]
+
+
+def install_script(package: str, version: str, pin: str, pin_path: str = PIN) -> str:
+    """Pin, refresh, check the candidate is `version`, install; on failure the old pin comes back."""
+    q, PIN = shlex.quote, pin_path  # noqa: N806
+    return f"""set -u
+old={PIN}.corral-old; rm -f "$old"; [ -e {PIN} ] && cp -p {PIN} "$old"
+restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
+printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
+cand=$(apt-cache policy {q(package)} | awk '/Candidate:/ {{print $2}}'); cand=${{cand#*:}}
+case "$cand" in {q(version)}-*) ;; *) restore; echo "{package} {version} is not available from this node's repositories (candidate: $cand)" >&2; exit 3;; esac
+apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold {q(package)} || {{ restore; exit 1; }}
+rm -f "$old"
+"""
+
+
+class Rollout:
+    def __init__(self, cluster: Cluster, say: Callable[[str], None] | None = None) -> None:
+        self.cluster, self.say = cluster, say or (lambda line: None)
+        ctl = cluster.with_role("controller")
+        self.controller = ctl[0].name if ctl else None
+        self.r = cluster.spec.nvidia.rollout
+
+    def sc(self, command: str, timeout: float = 30):
+        return run_on(self.cluster, self.controller, command, timeout=timeout)
+
+    def on(self, node: str, command: str, timeout: float = 60, **kw):
+        return run_on(self.cluster, node, command, timeout=timeout, **kw)
+
+    def node_reason(self, node: str) -> str | None:
+        """Slurm's reason for `node`, "" without one, None when Slurm does not know the node."""
+        p = self.sc(f"scontrol show node -o {shlex.quote(node)}")
+        if p.returncode != 0 or "NodeName=" not in p.stdout:
+            return None
+        return p.stdout.split(" Reason=", 1)[1].split(" [", 1)[0].strip() if " Reason=" in p.stdout else ""
+
+    def drain(self, node: str, reason: str) -> None:
+        self.sc(f"scontrol update nodename={shlex.quote(node)} state=drain reason={shlex.quote(reason)}")
+
+    def wait_for_jobs(self, node: str) -> None:
+        deadline = time.monotonic() + self.r.drain_timeout_s
+        while True:
+            jobs = self.sc(f"squeue -h -w {shlex.quote(node)} -t RUNNING,COMPLETING,SUSPENDED -o %i").stdout.split()
+            if not jobs:
+                return
+            if time.monotonic() >= deadline:
+                raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout_s} s "
+                                 f"({', '.join(jobs[:5])}); the node was resumed unchanged: apply again later",
+                                 keep_drained=False)
+            time.sleep(POLL_S)
+
+    def reboot(self, node: str) -> None:
+        self.on(node, f"touch {MARKER} && systemd-run --on-active=1 systemctl reboot >/dev/null", check=True)
+        deadline = time.monotonic() + self.r.reboot_timeout_s
+        while time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            try:
+                if self.on(node, f"test ! -e {MARKER} && systemctl is-active slurmd", timeout=15).returncode == 0:
+                    return
+            except NodeError:
+                continue  # not answering yet
+        raise StepFailed("reboot", f"no answer with slurmd running within {self.r.reboot_timeout_s} s after the reboot",
+                         keep_drained=True)
+
+    def verify(self, node: str, version: str, count: int) -> str:
+        last = ""
+        for _ in range(15):
+            p = self.on(node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader")
+            found = [v.strip() for v in p.stdout.splitlines() if v.strip()]
+            if p.returncode == 0 and len(found) == count and set(found) == {version}:
+                return f"{count} GPUs on driver {version}"
+            last = (f"nvidia-smi failed (rc={p.returncode}): {p.stderr.strip()[-120:]}" if p.returncode
+                    else f"found {len(found)} GPUs on driver {', '.join(sorted(set(found))) or 'none'}, "
+                         f"expected {count} on {version}")
+            time.sleep(POLL_S)
+        raise StepFailed("verify", last, keep_drained=True)
+
+    def resume(self, node: str) -> None:
+        self.sc(f"scontrol update nodename={shlex.quote(node)} state=resume")
+
+    def one(self, node_name: str) -> tuple[list[OpResult], str | None]:
+        node, driver = self.cluster.node(node_name), self.cluster.spec.nvidia.driver
+        package = package_name(self.cluster, node)
+        done: list[OpResult] = []
+
+        def ok(step: str, reason: str) -> None:
+            done.append(OpResult(name=f"driver rollout | {step}", status="changed", reason=reason, disruption=REBOOT))
+            self.say(f"node {node_name}: driver rollout: {step}: {reason}")
+
+        ours = f"corral: driver {driver.version} rollout"
+        known = self.controller is not None and self.node_reason(node_name) is not None
+        try:
+            if known:
+                self.drain(node_name, ours)
+                ok("drain", f"drained in Slurm ({ours})")
+                self.wait_for_jobs(node_name)
+                ok("wait for jobs", "no job running on the node")
+            p = self.on(node_name, install_script(package, driver.version, pin_text(package, driver.version,
+                                                                                     driver.package is not None)),
+                        timeout=900)
+            if p.returncode != 0:
+                raise StepFailed("install", f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
+                                 keep_drained=False)
+            ok("install", f"{package} {driver.version} installed and pinned")
+            self.reboot(node_name)
+            ok("reboot", "rebooted; SSH and slurmd back")
+            ok("verify", self.verify(node_name, driver.version, node.gpu_count))
+            if known and self.node_reason(node_name) in (ours, ""):
+                self.resume(node_name)
+                ok("resume", "resumed in Slurm")
+            return done, None
+        except (StepFailed, NodeError) as exc:
+            step = exc.step if isinstance(exc, StepFailed) else "remote command"
+            keep = exc.keep_drained if isinstance(exc, StepFailed) else True
+            message = str(exc).replace("\n", " ")
+            if known:
+                if keep:
+                    self.drain(node_name, f"corral: driver {driver.version} {step} failed: {message}"[:200])
+                elif self.node_reason(node_name) == ours:
+                    self.resume(node_name)
+            after = "left drained" if known and keep else "resumed unchanged" if known else "not in Slurm"
+            done.append(OpResult(name=f"driver rollout | {step}", status="failed", reason=f"{message} ({after})",
+                                 disruption=REBOOT))
+            self.say(f"node {node_name}: driver rollout: {step} FAILED: {message} ({after})")
+            return done, f"driver rollout: {step} failed: {message} ({after})"
+
+
+def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], say: Callable[[str], None] | None = None) -> None:
+    """Carry out the pending reboots, `parallel` nodes at a time; results go into `result`."""
+    r = Rollout(cluster, say)
+    for i in range(0, len(nodes), r.r.parallel):
+        batch = nodes[i:i + r.r.parallel]
+        for name, (ops, error) in zip(batch, pmap(r.one, batch)):
+            n = result.nodes[name]
+            n.ops.extend(ops)
+            if error:
+                n.error, n.error_kind = error, "op-failed"

@@ -1,0 +1,60 @@
+"""NVIDIA driver choices from the spec (pure): which package, open or proprietary kernel modules,
+the apt pin that holds the version. Used by deploy/nvidia_driver.py and ops/rollout.py."""
+
+from __future__ import annotations
+
+from corral.errors import UsageError
+from corral.facts.slurm import upstream_version
+from corral.spec.cluster import Cluster, Node
+from corral.spec.gpus import gpu_model
+from corral.spec.models import DriverSpec
+
+PIN = "/etc/apt/preferences.d/corral-nvidia-driver"
+BLACKLIST = "/etc/modprobe.d/corral-blacklist-nouveau.conf"
+BLACKLIST_TEXT = "# Managed by corral: the NVIDIA driver needs nouveau out of the way\nblacklist nouveau\noptions nouveau modeset=0\n"
+OPEN_FROM_CC = (7, 5)  # NVIDIA's open kernel modules support Turing (7.5) and newer
+
+
+def kernel_modules(driver: DriverSpec, node: Node) -> str:
+    """open | proprietary; auto: open for Turing and newer (from the spec's GPU model), else proprietary."""
+    if driver.kernel_modules != "auto":
+        return driver.kernel_modules
+    known = gpu_model(node.gpus.model) if node.gpus else None
+    if known is None:
+        return "proprietary"
+    cc = tuple(int(x) for x in known.compute_cap.split("."))
+    return "open" if cc >= OPEN_FROM_CC else "proprietary"
+
+
+def driver_package(driver: DriverSpec, node: Node, os_id: str, os_version: str) -> str:
+    """The package that brings the whole driver for this OS (spec `package` overrides)."""
+    if driver.package:
+        return driver.package
+    branch, flavour = driver.version.split(".")[0], kernel_modules(driver, node)
+    os_id = os_id.lower()
+    if os_id == "ubuntu" and driver.source == "distribution":
+        return f"nvidia-driver-{branch}-server" + ("-open" if flavour == "open" else "")
+    if os_id in ("ubuntu", "debian") and driver.source == "cuda":
+        return f"nvidia-open-{branch}" if flavour == "open" else f"cuda-drivers-{branch}"
+    raise UsageError(f"corral cannot install the NVIDIA driver on {os_id} {os_version} from {driver.source!r}",
+                    value=f"{os_id} {os_version}",
+                    fix="use nvidia.driver.source: cuda (Debian 12, Ubuntu 22.04/24.04) or distribution (Ubuntu); "
+                        "RHEL/Rocky are not supported yet")
+
+
+def pin_text(package: str, version: str, overridden: bool) -> str:
+    """apt preferences that hold every driver package at `version` (an upgrade never moves it)."""
+    names = package if overridden else f"{package} nvidia-* libnvidia-* cuda-drivers*"
+    return (f"# Managed by corral: the NVIDIA driver stays at {version} until the spec changes it\n"
+            f"Package: {names}\nPin: version {version}-*\nPin-Priority: 1001\n")
+
+
+def installed_matches(installed_deb_version: str | None, version: str) -> bool:
+    return installed_deb_version is not None and upstream_version(installed_deb_version) == version
+
+
+def driver_nodes(cluster: Cluster) -> list[Node]:
+    """Nodes whose driver corral manages: compute nodes with GPUs, when nvidia.driver is set."""
+    if cluster.spec.nvidia.driver is None:
+        return []
+    return [n for n in cluster.nodes if n.gpu_count and "compute" in n.roles]

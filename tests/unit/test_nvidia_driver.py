@@ -1,0 +1,112 @@
+"""NVIDIA driver choices (render/nvidia.py) and the rollout's install script and bookkeeping
+(ops/rollout.py), without a node: the script runs against stand-in apt commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from corral.engine.results import NodeResult, OpResult, RunResult
+from corral.errors import UsageError
+from corral.ops.rollout import install_script, pending
+from corral.render.nvidia import driver_package, installed_matches, kernel_modules, pin_text
+from corral.spec.loader import load_text
+
+SPEC = """\
+name: lab
+nodes:
+  - {names: ctl, addresses: [10.0.0.10], roles: [controller]}
+  - {names: h, addresses: [10.0.0.11], roles: [compute], gpus: {model: h100, count: 8}}
+  - {names: v, addresses: [10.0.0.12], roles: [compute], gpus: {model: v100, count: 8}}
+  - {names: x, addresses: [10.0.0.13], roles: [compute], gpus: {model: mystery, count: 2}}
+nvidia: {driver: {version: "550.127.05"}}
+"""
+
+
+def cluster(extra: str = ""):
+    return load_text(SPEC.replace('version: "550.127.05"', 'version: "550.127.05"' + extra), "cluster.yaml")
+
+
+def test_auto_kernel_modules_follow_the_gpu_generation():
+    c = cluster()
+    d = c.spec.nvidia.driver
+    assert kernel_modules(d, c.node("h")) == "open"          # Hopper
+    assert kernel_modules(d, c.node("v")) == "proprietary"   # Volta predates the open modules
+    assert kernel_modules(d, c.node("x")) == "proprietary"   # unknown model: the safe choice
+    forced = cluster(", kernel_modules: proprietary")
+    assert kernel_modules(forced.spec.nvidia.driver, forced.node("h")) == "proprietary"
+
+
+@pytest.mark.parametrize("extra,os_id,version,node,want", [
+    ("", "debian", "12", "h", "nvidia-open-550"),
+    ("", "debian", "12", "v", "cuda-drivers-550"),
+    ("", "ubuntu", "22.04", "h", "nvidia-open-550"),
+    (", source: distribution", "ubuntu", "24.04", "h", "nvidia-driver-550-server-open"),
+    (", source: distribution", "ubuntu", "22.04", "v", "nvidia-driver-550-server"),
+    (", package: corral-test-nvidia-driver", "rocky", "9", "h", "corral-test-nvidia-driver"),
+])
+def test_driver_package_per_os(extra, os_id, version, node, want):
+    c = cluster(extra)
+    assert driver_package(c.spec.nvidia.driver, c.node(node), os_id, version) == want
+
+
+def test_unsupported_os_is_a_clear_error():
+    c = cluster(", source: distribution")
+    with pytest.raises(UsageError, match="cannot install the NVIDIA driver on debian 12 from 'distribution'"):
+        driver_package(c.spec.nvidia.driver, c.node("h"), "debian", "12")
+
+
+def test_pin_holds_every_driver_package_at_the_version():
+    text = pin_text("nvidia-open-550", "550.127.05", overridden=False)
+    assert "Package: nvidia-open-550 nvidia-* libnvidia-* cuda-drivers*\nPin: version 550.127.05-*\nPin-Priority: 1001" in text
+    assert installed_matches("550.127.05-0ubuntu1", "550.127.05") and not installed_matches("550.144.03-1", "550.127.05")
+    assert not installed_matches(None, "550.127.05") and installed_matches("1:1.1-1", "1.1")
+
+
+def test_pending_lists_only_healthy_nodes_with_a_reboot_change():
+    r = RunResult(run_id="x", command="apply", mode="apply", spec_hash="h", started="t")
+    r.nodes["a"] = NodeResult("a", "10.0.0.1", ops=[OpResult("nvidia driver | NVIDIA driver 1.1", "changed",
+                                                             disruption="reboot + drain")])
+    r.nodes["b"] = NodeResult("b", "10.0.0.2", ops=[OpResult("x", "changed", disruption="restart slurmd")])
+    r.nodes["c"] = NodeResult("c", "10.0.0.3", error="boom",
+                              ops=[OpResult("nvidia driver | NVIDIA driver 1.1", "changed", disruption="reboot + drain")])
+    assert pending(r) == ["a"]
+
+
+def fake_apt(tmp_path, candidate: str, install_rc: int = 0):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "apt-get").write_text(f"#!/bin/sh\necho \"apt-get $*\" >> {tmp_path}/log\n"
+                                     f"case \"$1\" in install) exit {install_rc};; esac\nexit 0\n")
+    (bin_dir / "apt-cache").write_text(f"#!/bin/sh\necho '  Installed: 1.0-1'\necho '  Candidate: {candidate}'\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+
+def run_script(tmp_path, env, version="1.1"):
+    pin = tmp_path / "pin"
+    pin.write_text("OLD PIN\n")
+    script = install_script("corral-test-nvidia-driver", version, pin_text("corral-test-nvidia-driver", version, True),
+                            pin_path=str(pin))
+    return subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True), pin
+
+
+def test_install_script_pins_then_installs(tmp_path):
+    proc, pin = run_script(tmp_path, fake_apt(tmp_path, "1.1-1"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Pin: version 1.1-*" in pin.read_text() and not (tmp_path / "pin.corral-old").exists()
+    assert "install -y -q --allow-downgrades" in (tmp_path / "log").read_text()
+
+
+def test_install_script_refuses_another_candidate_and_restores_the_pin(tmp_path):
+    proc, pin = run_script(tmp_path, fake_apt(tmp_path, "1:1.10-1"))
+    assert proc.returncode == 3 and "1.1 is not available" in proc.stderr and "candidate: 1.10-1" in proc.stderr
+    assert pin.read_text() == "OLD PIN\n" and "install" not in (tmp_path / "log").read_text().replace("apt-get update", "")
+
+
+def test_install_script_restores_the_pin_when_apt_fails(tmp_path):
+    proc, pin = run_script(tmp_path, fake_apt(tmp_path, "1.1-1", install_rc=100))
+    assert proc.returncode == 1 and pin.read_text() == "OLD PIN\n"
