@@ -8,6 +8,7 @@ nvidia.driver unset)."""
 from __future__ import annotations
 
 import hashlib
+import shlex
 
 from pyinfra import host
 from pyinfra.api import StringCommand, deploy, operation
@@ -69,23 +70,33 @@ def driver_version(package: str, version: str, overridden: bool):
     for path, text in files:
         if path == BLACKLIST:  # read at the reboot to come; the pin comes with the install
             yield from ops.install_commands(path, text.encode(), "644", "root", "root")
-    yield StringCommand("echo", f"NVIDIA driver {installed or 'none'} -> {version}: rolled out after the other "
-                                "components, one node at a time")
+    yield StringCommand("echo", shlex.quote(f"NVIDIA driver {installed or 'none'} -> {version}: rolled out after "
+                                            "the other components, one node at a time"))
 
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def skip_reason(cluster, node) -> str | None:
+    """Why this node gets no driver step (None: it does; DGX OS is found by the op itself)."""
+    if not node.gpu_count or "compute" not in node.roles:
+        return "no GPUs on this node"
+    if cluster.spec.nvidia.driver is None:
+        return "nvidia.driver is not set: corral leaves the installed driver alone"
+    return None
+
+
 @deploy("nvidia driver")
 def nvidia_driver() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if not node.gpu_count or "compute" not in node.roles:
+    reason = skip_reason(cluster, node)
+    if reason == "no GPUs on this node":
+        return
+    if reason:
+        ops.skip(name="NVIDIA driver", reason=reason)
         return
     driver = cluster.spec.nvidia.driver
-    if driver is None:
-        ops.skip(name="NVIDIA driver", reason="nvidia.driver is not set: corral leaves the installed driver alone")
-        return
     package = package_for(driver, node)
     if package not in _PACKAGES:  # read with every node's one snapshot, not a second command
         _PACKAGES.add(package)

@@ -1,0 +1,132 @@
+"""The driver operation, pyinfra-style: node facts in (snapshot, OS release) -> commands out, or a
+no-op with its reason; for Debian 12, Ubuntu 22.04/24.04, Rocky 9, DGX OS and GPU-less nodes."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from pyinfra.api import FileUploadCommand, StringCommand
+
+import corral.deploy.nvidia_driver as D
+from corral.deploy.nodestate import Snapshot
+from corral.errors import UsageError
+from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, pin_text
+from corral.spec.loader import load_text
+
+OS = {"debian12": {"name": "Debian", "major": 12, "release_meta": {"ID": "debian", "VERSION_ID": "12"}},
+      "ubuntu2204": {"name": "Ubuntu", "major": 22, "release_meta": {"ID": "ubuntu", "VERSION_ID": "22.04"}},
+      "ubuntu2404": {"name": "Ubuntu", "major": 24, "release_meta": {"ID": "ubuntu", "VERSION_ID": "24.04"}},
+      "rocky9": {"name": "Rocky Linux", "major": 9, "release_meta": {"ID": "rocky", "VERSION_ID": "9.4"}}}
+SPEC = """\
+name: lab
+nodes:
+  - {names: ctl, addresses: [10.0.0.10], roles: [controller]}
+  - {names: gpu01, addresses: [10.0.0.11], roles: [compute], gpus: {model: h100, count: 8}}
+  - {names: cpu01, addresses: [10.0.0.12], roles: [compute]}
+nvidia: {driver: {version: "550.127.05"}}
+"""
+
+
+class FakeHost:
+    def __init__(self, os_name: str) -> None:
+        self.os, self.noops = OS[os_name], []
+
+    def noop(self, message: str) -> None:
+        self.noops.append(message)
+
+    def get_fact(self, fact, **kw):
+        assert fact is D.LinuxDistribution, fact
+        return self.os
+
+
+def file_state(text: str) -> dict:
+    return {"kind": "file", "mode": "644", "user": "root", "group": "root",
+            "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+@pytest.fixture
+def node(monkeypatch):
+    notes = {}
+    monkeypatch.setattr(D, "annotate", lambda **kw: notes.update(kw))
+
+    def setup(os_name="debian12", packages=None, files=None):
+        fake = FakeHost(os_name)
+        monkeypatch.setattr(D, "host", fake)
+        monkeypatch.setattr(D, "snapshot", lambda want: Snapshot(files=files or {}, packages=packages or {}))
+        return fake, notes
+    return setup
+
+
+def commands(gen) -> list[str]:
+    out = []
+    for c in gen:
+        if isinstance(c, StringCommand):
+            out.append(c.get_raw_value())
+        elif isinstance(c, FileUploadCommand):
+            out.append(f"upload {c.dest}")
+        else:
+            out.append(str(c))
+    return out
+
+
+def run_op(os_name: str, fake_host):
+    cluster = load_text(SPEC, "cluster.yaml")
+    driver, gpu = cluster.spec.nvidia.driver, cluster.node("gpu01")
+    package = D.package_for(driver, gpu)
+    return package, commands(D.driver_version._inner(package=package, version=driver.version, overridden=False))
+
+
+@pytest.mark.parametrize("os_name,package", [("debian12", "nvidia-open-550"), ("ubuntu2204", "nvidia-open-550"),
+                                             ("ubuntu2404", "nvidia-open-550")])
+def test_no_driver_yet_is_a_reboot_change_and_writes_the_blacklist(node, os_name, package):
+    fake, notes = node(os_name)
+    got, cmds = run_op(os_name, fake)
+    assert got == package and notes["disruption"] == "reboot + drain"
+    assert notes["diff"].startswith(f"{package}: not installed -> 550.127.05")
+    assert f"upload {BLACKLIST}.corral-new" in cmds and not any(PIN in c for c in cmds)  # pin comes with the install
+    assert cmds[-1].startswith("echo 'NVIDIA driver none -> 550.127.05: rolled out after")
+
+
+def test_installed_and_pinned_is_a_noop(node):
+    pin = pin_text("nvidia-open-550", "550.127.05", overridden=False)
+    fake, notes = node("ubuntu2204", packages={"nvidia-open-550": "550.127.05-0ubuntu1"},
+                       files={PIN: file_state(pin), BLACKLIST: file_state(BLACKLIST_TEXT)})
+    _, cmds = run_op("ubuntu2204", fake)
+    assert cmds == [] and fake.noops == ["NVIDIA driver 550.127.05 installed and pinned (nvidia-open-550 550.127.05-0ubuntu1)"]
+
+
+def test_a_removed_pin_is_restored_without_a_reboot(node):
+    fake, notes = node("debian12", packages={"nvidia-open-550": "550.127.05-1"},
+                       files={BLACKLIST: file_state(BLACKLIST_TEXT)})
+    _, cmds = run_op("debian12", fake)
+    assert notes["disruption"] == "none" and f"upload {PIN}.corral-new" in cmds and f"mv -f {PIN}.corral-new {PIN}" in cmds
+
+
+def test_another_installed_version_is_a_reboot_change(node):
+    fake, notes = node("debian12", packages={"nvidia-open-550": "550.90.07-1"},
+                       files={BLACKLIST: file_state(BLACKLIST_TEXT)})
+    _, cmds = run_op("debian12", fake)
+    assert notes["disruption"] == "reboot + drain" and "550.90.07-1 -> 550.127.05" in notes["diff"]
+    assert len(cmds) == 1  # nothing but the note: the rollout does the work
+
+
+def test_dgx_os_is_skipped_with_its_reason(node):
+    fake, _ = node("ubuntu2204", files={D.DGX_RELEASE: file_state("DGX_NAME=DGX Server\n")})
+    _, cmds = run_op("ubuntu2204", fake)
+    assert cmds == [] and fake.noops == ["skipped: DGX OS: the driver is managed by NVIDIA's DGX software stack"]
+
+
+def test_rocky_is_refused_clearly(node):
+    fake, _ = node("rocky9")
+    with pytest.raises(UsageError, match="rocky 9.4"):
+        run_op("rocky9", fake)
+
+
+def test_gpu_less_nodes_and_an_unset_driver_get_no_step():
+    cluster = load_text(SPEC, "cluster.yaml")
+    assert D.skip_reason(cluster, cluster.node("cpu01")) == "no GPUs on this node"
+    assert D.skip_reason(cluster, cluster.node("ctl")) == "no GPUs on this node"
+    assert D.skip_reason(cluster, cluster.node("gpu01")) is None
+    unmanaged = load_text(SPEC.replace('nvidia: {driver: {version: "550.127.05"}}\n', ""), "cluster.yaml")
+    assert "corral leaves the installed driver alone" in D.skip_reason(unmanaged, unmanaged.node("gpu01"))
