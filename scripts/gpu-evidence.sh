@@ -27,6 +27,41 @@ for name, mem in facts["smi"] or []:
     print(f"  {name}: {mem} MiB")
 PY
 echo
+echo "## corral facts parsers on this machine's real output (corral/facts/)"
+PYTHONPATH=src python3 - <<'PY'
+import subprocess
+from corral.facts.gpu import KernelModule, NvidiaSmiGpus, parse_kernel_module, parse_nvidia_smi, reboot_required
+from corral.facts.gpu_topology import NvidiaTopology, gres_cores, gres_links, parse_topology
+def sh(cmd):
+    return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True).stdout
+smi = parse_nvidia_smi(sh(NvidiaSmiGpus().command()).splitlines())
+print(f"driver {smi and smi.get('driver_version')}, CUDA {smi and smi.get('cuda_version')}, "
+      f"GPUs {len(smi['gpus']) if smi else 0}")
+for g in (smi or {}).get("gpus", []):
+    print("  ", {k: g[k] for k in sorted(g)})
+module = parse_kernel_module(sh(KernelModule().command()).splitlines())
+print(f"kernel module loaded {module['loaded']}, installed {module['installed']}, packages {module['packages']}")
+print("reboot required: %s (%s)" % reboot_required(module["loaded"], module["installed"]))
+try:
+    topo = parse_topology(sh(NvidiaTopology().command()))
+    print("gres.conf Links=", gres_links(topo))
+    print("gres.conf Cores=", gres_cores(topo))
+except Exception as e:  # noqa: BLE001 - evidence: show what failed
+    print(f"topology: {type(e).__name__}: {e}")
+print()
+print("## driver plan against this real driver (corral/render/nvidia.py, deploy/nvidia_driver.py)")
+from corral.render.nvidia import installed_matches
+version = smi and smi.get("driver_version")
+installed = max(module["packages"].values(), default=None) if module["packages"] else None
+print(f"spec nvidia.driver.version = {version} (the running driver); installed package version = {installed}")
+if version and installed and installed_matches(installed, version):
+    print("plan: driver installed at the spec's version -> nothing to change (only the pin, if absent)")
+elif version and module["installed"] == version:
+    print("plan: module on disk matches the spec's version (no Debian package to compare) -> no reboot needed")
+else:
+    print(f"plan: would roll out (reboot + drain): installed {installed or module['installed']} vs spec {version}")
+PY
+echo
 echo "## corral-health (stdlib node program; read-only: no --act)"
 n=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 cfg=$(mktemp); state=$(mktemp)
