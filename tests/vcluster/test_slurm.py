@@ -144,7 +144,7 @@ def test_adding_a_node_touches_only_it_and_the_controller(slurm):
     changed_ctl = [o for o in result.nodes["ctl"].ops if o.status == "changed"]
     assert [o.name for o in changed_ctl] == [  # ctl is also the monitoring node: a new scrape target
         "base | /etc/hosts entries from the spec", "slurm controller | slurm.conf, gres.conf, cgroup.conf",
-        "monitoring | prometheus.yml (scrape config)", "monitoring | Prometheus reloaded (scrape config changed)"]
+        "monitoring | prometheus.yml (scrape config)", "monitoring | Prometheus reloaded (scrape config or rules changed)"]
     assert changed_ctl[1].disruption.startswith("restart slurmctld")
     assert changed_ctl[3].disruption == "reload prometheus"
     for n in ("gpu01", "gpu02"):  # their slurmd kept running (same PID), their files unchanged

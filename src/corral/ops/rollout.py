@@ -19,7 +19,7 @@ from collections.abc import Callable
 from corral.deploy.nvidia_driver import REBOOT, package_name
 from corral.engine.remote import run_on
 from corral.engine.results import OpResult, RunResult
-from corral.errors import NodeError
+from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
 from corral.render.nvidia import PIN, pin_text
 from corral.spec.cluster import Cluster
@@ -122,7 +122,6 @@ class Rollout:
 
     def one(self, node_name: str) -> tuple[list[OpResult], str | None]:
         node, driver = self.cluster.node(node_name), self.cluster.spec.nvidia.driver
-        package = package_name(self.cluster, node)
         done: list[OpResult] = []
 
         def ok(step: str, reason: str) -> None:
@@ -130,13 +129,16 @@ class Rollout:
             self.say(f"node {node_name}: driver rollout: {step}: {reason}")
 
         ours = f"corral: driver {driver.version} rollout"
-        known = self.controller is not None and self.node_reason(node_name) is not None
+        known, touched = False, False  # touched: the install began, the node may differ from before
         try:
+            package = package_name(self.cluster, node)
+            known = self.controller is not None and self.node_reason(node_name) is not None
             if known:
                 self.drain(node_name, ours)
                 ok("drain", f"drained in Slurm ({ours})")
                 self.wait_for_jobs(node_name)
                 ok("wait for jobs", "no job running on the node")
+            touched = True
             p = self.on(node_name, install_script(package, driver.version, pin_text(package, driver.version,
                                                                                      driver.package is not None)),
                         timeout=900)
@@ -151,15 +153,17 @@ class Rollout:
                 self.resume(node_name)
                 ok("resume", "resumed in Slurm")
             return done, None
-        except (StepFailed, NodeError) as exc:
+        except (StepFailed, CorralError) as exc:
             step = exc.step if isinstance(exc, StepFailed) else "remote command"
-            keep = exc.keep_drained if isinstance(exc, StepFailed) else True
+            keep = exc.keep_drained if isinstance(exc, StepFailed) else touched
             message = str(exc).replace("\n", " ")
-            if known:
-                if keep:
+            try:
+                if known and keep:
                     self.drain(node_name, f"corral: driver {driver.version} {step} failed: {message}"[:200])
-                elif self.node_reason(node_name) == ours:
+                elif known and self.node_reason(node_name) == ours:
                     self.resume(node_name)
+            except NodeError as again:  # the controller is not answering either: say so, change nothing more
+                message += f"; Slurm not updated: {again}"
             after = "left drained" if known and keep else "resumed unchanged" if known else "not in Slurm"
             done.append(OpResult(name=f"driver rollout | {step}", status="failed", reason=f"{message} ({after})",
                                  disruption=REBOOT))
