@@ -126,7 +126,11 @@ def test_cache_invalid_is_an_error_naming_the_file(tmp_path, content):
 def test_hw_json_round_trip():
     hw = NodeHW(8, 1, 4, 2, 32000)
     assert hw_to_json(hw) == {"cpus": 8, "sockets": 1, "cores_per_socket": 4, "threads_per_core": 2,
-                              "memory_mb": 32000}
+                              "memory_mb": 32000, "gpu_cores": [], "gpu_links": []}
     assert hw_from_json(hw_to_json(hw)) == hw
+    gpu = NodeHW(8, 1, 4, 2, 32000, gpu_cores=("0-3", "0-3"), gpu_links=("-1,18", "18,-1"))
+    assert hw_from_json(hw_to_json(gpu)) == gpu
+    old_cache = {"cpus": 8, "sockets": 1, "cores_per_socket": 4, "threads_per_core": 2, "memory_mb": 32000}
+    assert hw_from_json(old_cache) == hw  # caches written before the GPU topology fields still load
     with pytest.raises(ValueError):
         hw_from_json({**hw_to_json(hw), "extra": 1})

@@ -233,3 +233,32 @@ def test_cpus_that_do_not_add_up_are_made_consistent():
           "gpu03": NodeHW(2, 2, 8, 2, 1), "gpu04": NodeHW(61, 2, 15, 2, 1)}  # lscpu with offline CPUs
     cpus = [ln.split("CPUs=")[1].split()[0] for ln in node_lines(render_slurm_conf(c, hw))]
     assert cpus == ["64", "32", "32", "60"]
+
+
+def test_gres_cores_and_links_from_the_node_topology():
+    """Node facts with `nvidia-smi topo -m` (an 8 x H200 HGX, captured) give one gres.conf line per
+    GPU with its Cores= and Links=; nodes without topology keep the File= range."""
+    from pathlib import Path
+
+    from corral.facts.hardware import parse_hardware
+    topo = (Path(__file__).parent.parent / "fixtures" / "gpu" / "topo" / "hgx-h200x8-nic-legend.txt").read_text()
+    lscpu = [f"{cpu // 64 % 2},{cpu % 128},{cpu}" for cpu in range(256)]  # 2 sockets x 64 cores x 2 threads
+    hw = parse_hardware(lscpu + ["MemTotal: 2113511312 kB", "@@topo", *topo.splitlines()])
+    assert len(hw.gpu_links) == 8 and hw.gpu_links[0].startswith("-1,18,")
+    c = cluster(GPU8)
+    lines = render_gres_conf(c, {"gpu01": hw, "gpu02": hw}).splitlines()[2:]
+    assert lines[0] == "AutoDetect=off"
+    assert lines[1].startswith("NodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia0 Cores=")
+    assert lines[1].endswith(" Links=-1,18,18,18,18,18,18,18") and len(lines) == 1 + 8 + 1
+    assert lines[-1] == "NodeName=gpu[03-04] Name=gpu Type=h100 File=/dev/nvidia[0-7]"
+    # NVML autodetect finds cores and links itself
+    nvml = cluster(GPU8, "slurm:\n  gres_autodetect: nvml\n")
+    assert render_gres_conf(nvml, {"gpu01": hw}).splitlines()[2:] == [
+        "AutoDetect=nvml", "NodeName=gpu[01-04] Name=gpu Type=h100 Count=8"]
+
+
+def test_topology_with_another_gpu_count_than_the_spec_is_ignored():
+    from corral.render import NodeHW
+    hw = NodeHW(2, 1, 2, 1, 1000, gpu_cores=("0-1",) * 4, gpu_links=("-1,18,18,18",) * 4)
+    assert render_gres_conf(cluster(GPU8), {"gpu01": hw}).splitlines()[3:] == [
+        "NodeName=gpu[01-04] Name=gpu Type=h100 File=/dev/nvidia[0-7]"]

@@ -46,6 +46,11 @@ def test_every_compute_node_idle_with_typed_gres(slurm):
         assert state == "idle" and gres == "gpu:h100:4"
         assert {"h100", "hopper"} <= set(features.split(","))
     assert validate(slurm.cluster).ok
+    # GPU/CPU affinity and NVLinks from `nvidia-smi topo -m` (emulated: NV18 all-to-all) reach gres.conf
+    gres = ctl(slurm, "grep ^NodeName /etc/slurm/gres.conf").stdout.splitlines()
+    assert gres[0].startswith("NodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia0 Cores=")
+    assert [line.rsplit(" Links=", 1)[1] for line in gres] == ["-1,18,18,18", "18,-1,18,18", "18,18,-1,18",
+                                                              "18,18,18,-1"]
 
 
 def test_srun_two_nodes_sets_cuda_visible_devices(slurm):

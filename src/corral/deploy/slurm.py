@@ -78,7 +78,7 @@ def controller_config(files: dict[str, str], want: Want):
 def _configs(cluster) -> dict[str, str]:
     version, hw = slurm_version(host.state), hw_of(host.state)
     return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version),
-            GRES_CONF: render_gres_conf(cluster, version=version),
+            GRES_CONF: render_gres_conf(cluster, hw, version=version),
             CGROUP_CONF: render_cgroup_conf(cluster, version=version)}
 
 

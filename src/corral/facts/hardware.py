@@ -1,13 +1,38 @@
-"""Node hardware from `lscpu` and /proc/meminfo: works before Slurm is installed (unlike `slurmd -C`)."""
+"""Node hardware from `lscpu` and /proc/meminfo: works before Slurm is installed (unlike `slurmd -C`);
+with a driver, also each GPU's CPU affinity and NVLinks from `nvidia-smi topo -m` (gres.conf)."""
 
 from __future__ import annotations
 
 from pyinfra.api import FactBase
 
+from corral.errors import CorralError
+from corral.facts.gpu_topology import cpu_to_core, gres_cores, gres_links, parse_topology
 from corral.render.hw import NodeHW
 
 
+TOPO_MARK = "@@topo"
+
+
+def gpu_topology(lscpu: list[str], topo_text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """gres.conf Cores= and Links= per GPU (index order) from `nvidia-smi topo -m`; ((), ()) when
+    there is no usable matrix (no driver, no GPUs) - then gres.conf simply has no Cores/Links."""
+    if "GPU0" not in topo_text.split():
+        return (), ()
+    try:
+        topo = parse_topology(topo_text)
+        cores, links = gres_cores(topo, cpu_to_core(lscpu)), gres_links(topo)
+    except CorralError:
+        return (), ()
+    order = sorted(topo["gpus"])
+    return tuple(cores.get(i, "") for i in order), tuple(links[i] for i in order)
+
+
 def parse_hardware(lines: list[str]) -> NodeHW | None:
+    if TOPO_MARK in lines:
+        at = lines.index(TOPO_MARK)
+        lines, topo_text = lines[:at], "\n".join(lines[at + 1:])
+    else:
+        topo_text = ""
     cpus, sockets, cores, mem_kb = 0, set(), set(), 0
     for line in lines:
         line = line.strip()
@@ -20,15 +45,18 @@ def parse_hardware(lines: list[str]) -> NodeHW | None:
             cores.add((socket or "0", core or str(cpus)))
     if not cpus or not mem_kb:
         return None
+    gpu_cores, gpu_links = gpu_topology(lines, topo_text)
     return NodeHW(cpus=cpus, sockets=len(sockets), cores_per_socket=max(1, len(cores) // len(sockets)),
-                  threads_per_core=max(1, cpus // len(cores)), memory_mb=mem_kb // 1024)
+                  threads_per_core=max(1, cpus // len(cores)), memory_mb=mem_kb // 1024,
+                  gpu_cores=gpu_cores, gpu_links=gpu_links)
 
 
 class NodeHardware(FactBase):
     """CPUs, sockets, cores per socket, threads per core and memory of a node (-> NodeHW)."""
 
     def command(self):
-        return "lscpu -p=SOCKET,CORE,CPU 2>/dev/null; grep MemTotal /proc/meminfo"
+        return ("lscpu -p=SOCKET,CORE,CPU 2>/dev/null; grep MemTotal /proc/meminfo; "
+                f"echo {TOPO_MARK}; command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi topo -m 2>/dev/null; true")
 
     def process(self, output) -> NodeHW | None:
         return parse_hardware(list(output))

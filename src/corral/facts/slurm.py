@@ -14,7 +14,7 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 from pyinfra.api import FactBase
@@ -91,16 +91,22 @@ class SlurmVersion(FactBase):
 # --- hardware facts cache (state dir) -----------------------------------------------------------
 
 
-def hw_to_json(hw: NodeHW) -> dict[str, int]:
-    return asdict(hw)
+def hw_to_json(hw: NodeHW) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(hw).items()}
+
+
+INT_FIELDS = ("cpus", "sockets", "cores_per_socket", "threads_per_core", "memory_mb")
+GPU_FIELDS = ("gpu_cores", "gpu_links")  # absent in caches written before them
 
 
 def hw_from_json(data: object) -> NodeHW:
-    names = [f.name for f in fields(NodeHW)]
-    if not isinstance(data, dict) or sorted(data) != sorted(names) or not all(
-            type(data[k]) is int and data[k] >= 0 for k in names):
-        raise ValueError(f"expected an object with integer fields {', '.join(names)}")
-    return NodeHW(**data)
+    if not isinstance(data, dict) or not set(INT_FIELDS) <= set(data) or set(data) - set(INT_FIELDS + GPU_FIELDS) \
+            or not all(type(data[k]) is int and data[k] >= 0 for k in INT_FIELDS) \
+            or not all(isinstance(data.get(k, []), list) and all(isinstance(x, str) for x in data.get(k, []))
+                       for k in GPU_FIELDS):
+        raise ValueError(f"expected an object with integer fields {', '.join(INT_FIELDS)} "
+                         f"(and string lists {', '.join(GPU_FIELDS)})")
+    return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in GPU_FIELDS})
 
 
 def load_hw_cache(state_dir: str | Path) -> dict[str, NodeHW]:

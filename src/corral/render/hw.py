@@ -31,6 +31,9 @@ class NodeHW:
     cores_per_socket: int
     threads_per_core: int
     memory_mb: int
+    # per GPU, in index order, from `nvidia-smi topo -m` (empty without a driver): gres.conf Cores=, Links=
+    gpu_cores: tuple[str, ...] = ()
+    gpu_links: tuple[str, ...] = ()
 
 
 def real_memory(cluster: Cluster, node: Node, hw: Mapping[str, NodeHW]) -> int | None:
