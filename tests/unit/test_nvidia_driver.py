@@ -89,8 +89,8 @@ def fake_apt(tmp_path, candidate: str, install_rc: int = 0):
 def run_script(tmp_path, env, version="1.1"):
     pin = tmp_path / "pin"
     pin.write_text("OLD PIN\n")
-    script = install_script("corral-test-nvidia-driver", version, pin_text("corral-test-nvidia-driver", version, True),
-                            pin_path=str(pin))
+    script = install_script(["corral-test-nvidia-driver"], version,
+                            pin_text("corral-test-nvidia-driver", version, True), pin_path=str(pin))
     return subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True), pin
 
 
@@ -110,3 +110,19 @@ def test_install_script_refuses_another_candidate_and_restores_the_pin(tmp_path)
 def test_install_script_restores_the_pin_when_apt_fails(tmp_path):
     proc, pin = run_script(tmp_path, fake_apt(tmp_path, "1.1-1", install_rc=100))
     assert proc.returncode == 1 and pin.read_text() == "OLD PIN\n"
+
+
+def test_fabric_manager_follows_the_driver_branch():
+    from corral.render.nvidia import fabricmanager_package
+    assert fabricmanager_package(cluster().spec.nvidia.driver) == "nvidia-fabricmanager-550"
+
+
+def test_install_script_installs_driver_and_fabric_manager_together(tmp_path):
+    env = fake_apt(tmp_path, "550.127.05-1")
+    pin = tmp_path / "pin"
+    script = install_script(["nvidia-open-550", "nvidia-fabricmanager-550"], "550.127.05",
+                            pin_text("nvidia-open-550", "550.127.05", False), pin_path=str(pin))
+    proc = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold nvidia-open-550 nvidia-fabricmanager-550" \
+        in (tmp_path / "log").read_text()

@@ -50,10 +50,11 @@ def node(monkeypatch):
     notes = {}
     monkeypatch.setattr(D, "annotate", lambda **kw: notes.update(kw))
 
-    def setup(os_name="debian12", packages=None, files=None):
+    def setup(os_name="debian12", packages=None, files=None, services=None):
         fake = FakeHost(os_name)
         monkeypatch.setattr(D, "host", fake)
-        monkeypatch.setattr(D, "snapshot", lambda want: Snapshot(files=files or {}, packages=packages or {}))
+        monkeypatch.setattr(D, "snapshot", lambda want: Snapshot(files=files or {}, packages=packages or {},
+                                                                 services=services or {}))
         return fake, notes
     return setup
 
@@ -70,11 +71,11 @@ def commands(gen) -> list[str]:
     return out
 
 
-def run_op(os_name: str, fake_host):
+def run_op(os_name: str, fake_host, nvswitch: bool = False):
     cluster = load_text(SPEC, "cluster.yaml")
     driver, gpu = cluster.spec.nvidia.driver, cluster.node("gpu01")
-    package = D.package_for(driver, gpu)
-    return package, commands(D.driver_version._inner(package=package, version=driver.version, overridden=False))
+    packages = [D.package_for(driver, gpu)] + (["nvidia-fabricmanager-550"] if nvswitch else [])
+    return packages[0], commands(D.driver_version._inner(packages=packages, version=driver.version, overridden=False))
 
 
 @pytest.mark.parametrize("os_name,package", [("debian12", "nvidia-open-550"), ("ubuntu2204", "nvidia-open-550"),
@@ -130,3 +131,41 @@ def test_gpu_less_nodes_and_an_unset_driver_get_no_step():
     assert D.skip_reason(cluster, cluster.node("gpu01")) is None
     unmanaged = load_text(SPEC.replace('nvidia: {driver: {version: "550.127.05"}}\n', ""), "cluster.yaml")
     assert "corral leaves the installed driver alone" in D.skip_reason(unmanaged, unmanaged.node("gpu01"))
+
+
+PINNED = {PIN: file_state(pin_text("nvidia-open-550", "550.127.05", overridden=False)),
+          BLACKLIST: file_state(BLACKLIST_TEXT)}
+
+
+def test_an_nvswitch_node_gets_fabric_manager_at_the_driver_version(node):
+    fake, notes = node("ubuntu2204", packages={"nvidia-open-550": "550.127.05-0ubuntu1"}, files=PINNED)
+    _, cmds = run_op("ubuntu2204", fake, nvswitch=True)
+    assert notes["disruption"] == "reboot + drain"
+    assert notes["diff"].startswith("nvidia-fabricmanager-550: not installed -> 550.127.05")
+
+
+def test_stopped_fabric_manager_and_persistenced_are_started(node):
+    fake, notes = node("ubuntu2204", files=PINNED,
+                       packages={"nvidia-open-550": "550.127.05-0ubuntu1", "nvidia-fabricmanager-550": "550.127.05-1"},
+                       services={"nvidia-persistenced": ("inactive", "disabled"),
+                                 "nvidia-fabricmanager": ("failed", "enabled")})
+    _, cmds = run_op("ubuntu2204", fake, nvswitch=True)
+    assert notes["disruption"] == "start nvidia-persistenced, nvidia-fabricmanager"
+    assert cmds == ["systemctl enable --now nvidia-persistenced", "systemctl enable --now nvidia-fabricmanager"]
+
+
+def test_a_driver_without_persistenced_unit_is_left_as_it_is(node):
+    fake, _ = node("debian12", files=PINNED, packages={"nvidia-open-550": "550.127.05-1"},
+                   services={"nvidia-persistenced": ("inactive", "not-found")})
+    _, cmds = run_op("debian12", fake)
+    assert cmds == [] and fake.noops[0].startswith("NVIDIA driver 550.127.05 installed and pinned")
+
+
+@pytest.mark.parametrize("fixture,nvswitch", [("hgx-a100x8-lspci-nn-nvidia.txt", True),
+                                              ("gpuless-ryzen-x570-lspci-nn.txt", False)])
+def test_nvswitch_detection_from_the_pci_scan(fixture, nvswitch):
+    from pathlib import Path
+
+    from corral.facts.gpu import parse_lspci_nn
+    text = (Path(__file__).parent.parent / "fixtures" / "gpu" / "lspci" / fixture).read_text()
+    assert D.has_nvswitch(parse_lspci_nn(text)) is nvswitch

@@ -2,6 +2,8 @@
 preferences, nouveau blacklisted. A version change needs a reboot: the plan labels it
 "reboot + drain" and the change itself is carried out after every other component by
 ops/rollout.py, one node at a time (drain, wait for jobs, install, reboot, verify, resume).
+Where NVSwitches are (PCI scan), NVIDIA Fabric Manager comes with the driver, at its version.
+nvidia-persistenced and Fabric Manager are kept enabled and running once the driver is in place.
 Skipped, with the reason in the plan, where corral does not own the driver (no GPUs, DGX OS,
 nvidia.driver unset)."""
 
@@ -17,11 +19,14 @@ from pyinfra.facts.server import LinuxDistribution
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.notes import annotate
-from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, driver_package, installed_matches, pin_text
+from corral.facts.gpu import PciDevices, classify, parse_pci_sysfs
+from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, PIN, driver_package, fabricmanager_package,
+                                  installed_matches, pin_text)
 
 DGX_RELEASE = "/etc/dgx-release"
 REBOOT = "reboot + drain"
-WANT = register(Want(paths=(PIN, BLACKLIST, DGX_RELEASE)))
+PERSISTENCED, FABRICMANAGER = "nvidia-persistenced", "nvidia-fabricmanager"
+WANT = register(Want(paths=(PIN, BLACKLIST, DGX_RELEASE), services=(PERSISTENCED, FABRICMANAGER)))
 _PACKAGES: set[str] = set()
 
 
@@ -34,39 +39,55 @@ def package_for(driver, node) -> str:
                           meta.get("VERSION_ID", str(dist.get("major"))))
 
 
-def package_name(cluster, node) -> str:
-    """package_for() outside a pyinfra run (the rollout): the OS from /etc/os-release over SSH."""
+def has_nvswitch(devices: list[dict]) -> bool:
+    return bool(classify(devices)["nvswitches"])
+
+
+def package_names(cluster, node) -> list[str]:
+    """The driver package (+ Fabric Manager where NVSwitches are) outside a pyinfra run (the
+    rollout): the OS from /etc/os-release and the PCI scan over SSH."""
+    from corral.engine.remote import run_on
     driver = cluster.spec.nvidia.driver
     if driver.package:
-        return driver.package
-    from corral.engine.remote import run_on
-    os_id, _, version = run_on(cluster, node.name, ". /etc/os-release; echo \"$ID $VERSION_ID\"",
-                               check=True).stdout.strip().partition(" ")
-    return driver_package(driver, node, os_id, version)
+        package = driver.package
+    else:
+        os_id, _, version = run_on(cluster, node.name, ". /etc/os-release; echo \"$ID $VERSION_ID\"",
+                                   check=True).stdout.strip().partition(" ")
+        package = driver_package(driver, node, os_id, version)
+    pci = run_on(cluster, node.name, PciDevices().command().get_raw_value(), check=True).stdout.splitlines()
+    return [package] + ([fabricmanager_package(driver)] if has_nvswitch(parse_pci_sysfs(pci)) else [])
 
 
 @operation()
-def driver_version(package: str, version: str, overridden: bool):
-    """The driver at `version`: nothing to do, the pin or the nouveau blacklist to restore, or a
-    change for the rollout (DGX OS: nothing, its driver belongs to NVIDIA's DGX stack)."""
-    snap = snapshot(Want(paths=WANT.paths, packages=(package,)))
+def driver_version(packages: list[str], version: str, overridden: bool):
+    """The driver (and Fabric Manager) at `version`: nothing to do, the pin, the nouveau blacklist or
+    a daemon to restore, or a change for the rollout (DGX OS: nothing, NVIDIA's DGX stack owns it)."""
+    snap = snapshot(Want(paths=WANT.paths, services=WANT.services, packages=tuple(packages)))
     if (snap.files.get(DGX_RELEASE) or {}).get("kind") == "file":
         host.noop("skipped: DGX OS: the driver is managed by NVIDIA's DGX software stack")
         return
-    installed = snap.packages.get(package)
+    package, installed = packages[0], snap.packages.get(packages[0])
     pin = pin_text(package, version, overridden)
     files = [(path, text) for path, text in ((BLACKLIST, BLACKLIST_TEXT), (PIN, pin))
              if (snap.files.get(path) or {}).get("sha256") != _sha(text)]
-    if installed_matches(installed, version):
-        if not files:
-            host.noop(f"NVIDIA driver {version} installed and pinned ({package} {installed})")
+    behind = [p for p in packages if not installed_matches(snap.packages.get(p), version)]
+    if not behind:
+        daemons = [PERSISTENCED] + ([FABRICMANAGER] if len(packages) > 1 else [])
+        stopped = [d for d in daemons if snap.services.get(d, ("", "not-found"))[1] != "not-found"
+                   and snap.services[d] != ("active", "enabled")]
+        if not files and not stopped:
+            host.noop(f"NVIDIA driver {version} installed and pinned ({', '.join(packages)} {installed})")
             return
-        annotate(disruption="none", diff="".join(f"{path}: restored\n" for path, _ in files))
+        annotate(disruption="none" if not stopped else f"start {', '.join(stopped)}",
+                 diff="".join(f"{path}: restored\n" for path, _ in files))
         for path, text in files:
             yield from ops.install_commands(path, text.encode(), "644", "root", "root")
+        for d in stopped:
+            yield StringCommand("systemctl", "enable", "--now", d)
         return
-    annotate(disruption=REBOOT, diff=f"{package}: {installed or 'not installed'} -> {version} "
-                                     "(drain, wait for jobs, install, reboot, verify, resume; one node at a time)\n")
+    annotate(disruption=REBOOT, diff="".join(
+        f"{p}: {snap.packages.get(p) or 'not installed'} -> {version}\n" for p in behind)
+        + "(drain, wait for jobs, install, reboot, verify, resume; one node at a time)\n")
     for path, text in files:
         if path == BLACKLIST:  # read at the reboot to come; the pin comes with the install
             yield from ops.install_commands(path, text.encode(), "644", "root", "root")
@@ -97,9 +118,11 @@ def nvidia_driver() -> None:
         ops.skip(name="NVIDIA driver", reason=reason)
         return
     driver = cluster.spec.nvidia.driver
-    package = package_for(driver, node)
-    if package not in _PACKAGES:  # read with every node's one snapshot, not a second command
+    packages = [package_for(driver, node)]
+    if has_nvswitch(host.get_fact(PciDevices)):  # Fabric Manager, version locked to the driver
+        packages.append(fabricmanager_package(driver))
+    for package in set(packages) - _PACKAGES:  # read with every node's one snapshot, not a second command
         _PACKAGES.add(package)
         register(Want(packages=(package,)))
-    driver_version(name=f"NVIDIA driver {driver.version}", package=package,
+    driver_version(name=f"NVIDIA driver {driver.version}", packages=packages,
                    version=driver.version, overridden=driver.package is not None)

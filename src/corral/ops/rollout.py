@@ -16,7 +16,7 @@ import shlex
 import time
 from collections.abc import Callable
 
-from corral.deploy.nvidia_driver import REBOOT, package_name
+from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, package_names
 from corral.engine.remote import run_on
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError, NodeError
@@ -40,18 +40,20 @@ def pending(result: RunResult) -> list[str]:
             if n.ok and any(o.status == "changed" and o.disruption == REBOOT for o in n.ops)]
 
 
-def install_script(package: str, version: str, pin: str, pin_path: str = PIN) -> str:
-    """Pin, refresh, check the candidate is `version`, install; on failure the old pin comes back."""
+def install_script(packages: list[str], version: str, pin: str, pin_path: str = PIN) -> str:
+    """Pin, refresh, check every package's candidate is `version`, install them together; on
+    failure the old pin comes back."""
     q, PIN = shlex.quote, pin_path  # noqa: N806
+    checks = "".join(f"""cand=$(apt-cache policy {q(p)} | awk '/Candidate:/ {{print $2}}'); cand=${{cand#*:}}
+case "$cand" in {q(version)}-*) ;; *) restore; echo "{p} {version} is not available from this node's repositories (candidate: $cand)" >&2; exit 3;; esac
+""" for p in packages)
     return f"""set -u
 old={PIN}.corral-old; rm -f "$old"; [ -e {PIN} ] && cp -p {PIN} "$old"
 restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
 printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
-cand=$(apt-cache policy {q(package)} | awk '/Candidate:/ {{print $2}}'); cand=${{cand#*:}}
-case "$cand" in {q(version)}-*) ;; *) restore; echo "{package} {version} is not available from this node's repositories (candidate: $cand)" >&2; exit 3;; esac
-apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold {q(package)} || {{ restore; exit 1; }}
+{checks}apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold {" ".join(q(p) for p in packages)} || {{ restore; exit 1; }}
 rm -f "$old"
 """
 
@@ -104,7 +106,14 @@ class Rollout:
         raise StepFailed("reboot", f"no answer with slurmd running within {self.r.reboot_timeout_s} s after the reboot",
                          keep_drained=True)
 
-    def verify(self, node: str, version: str, count: int) -> str:
+    def verify(self, node: str, version: str, count: int, fabricmanager: bool) -> str:
+        """nvidia-smi: `count` GPUs, all on `version`; Fabric Manager running where it belongs."""
+        self.on(node, f"systemctl enable --now {PERSISTENCED} >/dev/null 2>&1 || true")  # absent: nothing to start
+        if fabricmanager:
+            p = self.on(node, f"systemctl enable --now {FABRICMANAGER} && systemctl is-active {FABRICMANAGER}")
+            if p.returncode != 0:
+                raise StepFailed("verify", f"{FABRICMANAGER} does not run: {(p.stderr or p.stdout).strip()[-160:]}",
+                                 keep_drained=True)
         last = ""
         for _ in range(15):
             p = self.on(node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader")
@@ -131,7 +140,7 @@ class Rollout:
         ours = f"corral: driver {driver.version} rollout"
         known, touched = False, False  # touched: the install began, the node may differ from before
         try:
-            package = package_name(self.cluster, node)
+            packages = package_names(self.cluster, node)
             known = self.controller is not None and self.node_reason(node_name) is not None
             if known:
                 self.drain(node_name, ours)
@@ -139,16 +148,15 @@ class Rollout:
                 self.wait_for_jobs(node_name)
                 ok("wait for jobs", "no job running on the node")
             touched = True
-            p = self.on(node_name, install_script(package, driver.version, pin_text(package, driver.version,
-                                                                                     driver.package is not None)),
-                        timeout=900)
+            pin = pin_text(packages[0], driver.version, driver.package is not None)
+            p = self.on(node_name, install_script(packages, driver.version, pin), timeout=900)
             if p.returncode != 0:
                 raise StepFailed("install", f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
                                  keep_drained=False)
-            ok("install", f"{package} {driver.version} installed and pinned")
+            ok("install", f"{', '.join(packages)} {driver.version} installed and pinned")
             self.reboot(node_name)
             ok("reboot", "rebooted; SSH and slurmd back")
-            ok("verify", self.verify(node_name, driver.version, node.gpu_count))
+            ok("verify", self.verify(node_name, driver.version, node.gpu_count, len(packages) > 1))
             if known and self.node_reason(node_name) in (ours, ""):
                 self.resume(node_name)
                 ok("resume", "resumed in Slurm")

@@ -42,6 +42,12 @@ def driver_package(driver: DriverSpec, node: Node, os_id: str, os_version: str) 
                         "RHEL/Rocky are not supported yet")
 
 
+def fabricmanager_package(driver: DriverSpec) -> str:
+    """NVIDIA Fabric Manager of the driver's branch (NVSwitch systems); held at the driver's version
+    by the same pin (nvidia-*)."""
+    return f"nvidia-fabricmanager-{driver.version.split('.')[0]}"
+
+
 def pin_text(package: str, version: str, overridden: bool) -> str:
     """apt preferences that hold every driver package at `version` (an upgrade never moves it)."""
     names = package if overridden else f"{package} nvidia-* libnvidia-* cuda-drivers*"
