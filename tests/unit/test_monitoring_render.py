@@ -98,3 +98,16 @@ def test_two_monitoring_services_on_one_port_is_a_located_error():
     with pytest.raises(SpecError) as e:
         load_text(SPEC + "monitoring: {alertmanager_port: 9090}\n", "cluster.yaml")
     assert "cluster.yaml:6" in str(e.value) and "port 9090 is also monitoring.prometheus_port" in str(e.value)
+
+
+def test_dcgm_on_real_gpu_compute_nodes_only():
+    from corral.deploy.dcgm import pin as dcgm_pin
+    from corral.deploy.dcgm import skip_reason as dcgm_skip
+    real, virtual = load_text(SPEC, "cluster.yaml"), load_text(VIRTUAL, "cluster.yaml")
+    assert dcgm_skip(real, real.node("gpu01")) is None
+    assert dcgm_skip(real, real.node("cpu01")) == "no GPUs on this node"
+    assert "emulated" in dcgm_skip(virtual, virtual.node("gpu01"))
+    off = load_text(SPEC + "nvidia: {dcgm: {enabled: false}}\n", "cluster.yaml")
+    assert dcgm_skip(off, off.node("gpu01")) == "nvidia.dcgm.enabled is false"
+    assert "Pin: version 1:4.2.3-1\nPin-Priority: 1001" in dcgm_pin("datacenter-gpu-manager-4-cuda12", "1:4.2.3-1")
+    assert "not pinned" in dcgm_pin("datacenter-gpu-manager-4-cuda12", None)

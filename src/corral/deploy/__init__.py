@@ -13,6 +13,7 @@ def components(cluster) -> list:
                          fix="set scheduler: slurm")
     from corral.deploy.accounting import accounting
     from corral.deploy.base import base
+    from corral.deploy.dcgm import dcgm
     from corral.deploy.dcgm_exporter import dcgm_exporter
     from corral.deploy.grafana import grafana
     from corral.deploy.health import health
@@ -24,4 +25,4 @@ def components(cluster) -> list:
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
     return [base, munge, health, jobhooks, nvidia_driver, accounting, slurm_controller, slurm_compute, slurm_login,
-            accounting_sync, monitoring, slurm_exporter, dcgm_exporter, grafana]
+            accounting_sync, dcgm, monitoring, slurm_exporter, dcgm_exporter, grafana]

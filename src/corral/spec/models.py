@@ -217,9 +217,18 @@ class RolloutSpec(Strict):
     reboot_timeout_s: int = Field(default=900, ge=30, le=7200)  # until SSH answers with a new boot id
 
 
+class DcgmSpec(Strict):
+    """NVIDIA DCGM (host engine `nvidia-dcgm`) on GPU compute nodes, from NVIDIA's CUDA repository."""
+
+    enabled: bool = True
+    package: str = Field(default="datacenter-gpu-manager-4-cuda12", pattern=r"^[a-z0-9][a-z0-9.+-]+$")
+    version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version, pinned
+
+
 class NvidiaSpec(Strict):
     driver: DriverSpec | None = None   # None: corral leaves the driver alone
     rollout: RolloutSpec = RolloutSpec()
+    dcgm: DcgmSpec = DcgmSpec()
 
 
 class VirtualSpec(Strict):
