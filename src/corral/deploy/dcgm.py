@@ -10,6 +10,7 @@ from pyinfra.api import deploy
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register
 from corral.deploy.nvidia_repo import cuda_repository
+from corral.render.nvidia import dcgm_skip_reason
 
 SERVICE = "nvidia-dcgm"
 PIN = "/etc/apt/preferences.d/corral-dcgm"
@@ -18,13 +19,7 @@ _PACKAGES: set[str] = set()
 
 
 def skip_reason(cluster, node) -> str | None:
-    if not node.gpu_count or "compute" not in node.roles:
-        return "no GPUs on this node"
-    if not cluster.spec.nvidia.dcgm.enabled:
-        return "nvidia.dcgm.enabled is false"
-    if cluster.spec.virtual is not None:
-        return "virtual cluster: its GPUs are emulated and DCGM cannot read them"
-    return None
+    return dcgm_skip_reason(cluster, node, cluster.spec.nvidia.dcgm.enabled, "nvidia.dcgm.enabled")
 
 
 def pin(package: str, version: str | None) -> str:

@@ -64,3 +64,14 @@ def driver_nodes(cluster: Cluster) -> list[Node]:
     if cluster.spec.nvidia.driver is None:
         return []
     return [n for n in cluster.nodes if n.gpu_count and "compute" in n.roles]
+
+
+def dcgm_skip_reason(cluster: Cluster, node: Node, enabled: bool, key: str) -> str | None:
+    """Why DCGM or dcgm-exporter is not deployed on `node` (None: it is); `key` names the spec switch."""
+    if not node.gpu_count or "compute" not in node.roles:
+        return "no GPUs on this node"
+    if not enabled:
+        return f"{key} is false"
+    if cluster.spec.virtual is not None:
+        return "virtual cluster: its GPUs are emulated and DCGM cannot read them"
+    return None

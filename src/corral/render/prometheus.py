@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from corral.render import nvidia
 from corral.spec.cluster import Cluster, Node
 
 RULES_DIR = "/etc/prometheus/rules"
@@ -23,13 +24,8 @@ def _target(address: str, port: int) -> str:
 
 def dcgm_skip_reason(cluster: Cluster, node: Node) -> str | None:
     """Why dcgm-exporter is not deployed on `node` (None: it is)."""
-    if not node.gpu_count or "compute" not in node.roles:
-        return "no GPUs on this node"
-    if not cluster.spec.monitoring.dcgm_exporter.enabled:
-        return "monitoring.dcgm_exporter.enabled is false"
-    if cluster.spec.virtual is not None:
-        return "virtual cluster: its GPUs are emulated and DCGM cannot read them"
-    return None
+    return nvidia.dcgm_skip_reason(cluster, node, cluster.spec.monitoring.dcgm_exporter.enabled,
+                                   "monitoring.dcgm_exporter.enabled")
 
 
 def _job(name: str, nodes: list[Node], port: int, roles: bool = False, honor: bool = False) -> list[str]:
