@@ -43,7 +43,7 @@ def test_every_compute_node_idle_with_typed_gres(slurm):
     rows = {line.split()[0]: line.split()[1:] for line in out if line.strip()}
     assert set(rows) == {"gpu01", "gpu02"}
     for state, gres, features in rows.values():
-        assert state == "idle" and gres == "gpu:h100:4"
+        assert state == "idle" and gres == "gpu:h100:4(S:0)"  # (S:0): Cores= from the GPU topology
         assert {"h100", "hopper"} <= set(features.split(","))
     assert validate(slurm.cluster).ok
     # GPU/CPU affinity and NVLinks from `nvidia-smi topo -m` (emulated: NV18 all-to-all) reach gres.conf
@@ -156,7 +156,7 @@ def test_adding_a_node_touches_only_it_and_the_controller(slurm):
         assert (ssh(vc, n, "systemctl show -p MainPID --value slurmd").stdout, ssh(vc, n, FILES).stdout) == before[n]
     assert ssh(vc, "ctl", "systemctl show -p MainPID --value slurmdbd").stdout == ctl_pid
     out = ssh(vc, "ctl", "sinfo -h -N -o '%N %T %G'").stdout.split("\n")
-    assert sorted(line for line in out if line) == [f"gpu0{i} idle gpu:h100:4" for i in (1, 2, 3)]
+    assert sorted(line for line in out if line) == [f"gpu0{i} idle gpu:h100:4(S:0)" for i in (1, 2, 3)]
     out = ssh(vc, "ctl", "srun -N3 --gres=gpu:1 hostname").stdout.split()
     assert sorted(out) == ["gpu01", "gpu02", "gpu03"]
 

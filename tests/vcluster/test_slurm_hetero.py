@@ -53,7 +53,7 @@ def hetero(tmp_path_factory):
 def test_typed_gres_and_features_per_group(hetero):
     out = ssh(hetero, "ctl", "sinfo -h -N -o '%N %G %f'").stdout.split("\n")
     rows = {line.split()[0]: line.split()[1:] for line in out if line.strip()}
-    assert rows["hopper1"][0] == "gpu:h100:4" and rows["ampere1"][0] == "gpu:a100:2"
+    assert rows["hopper1"][0] == "gpu:h100:4(S:0)" and rows["ampere1"][0] == "gpu:a100:2(S:0)"
     assert {"h100", "hopper", "nvlink"} <= set(rows["hopper1"][1].split(","))
     assert {"a100", "ampere"} <= set(rows["ampere1"][1].split(","))
     tres = ssh(hetero, "ctl", "scontrol show config | grep AccountingStorageTRES").stdout
