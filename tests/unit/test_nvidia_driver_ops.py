@@ -169,3 +169,41 @@ def test_nvswitch_detection_from_the_pci_scan(fixture, nvswitch):
     from corral.facts.gpu import parse_lspci_nn
     text = (Path(__file__).parent.parent / "fixtures" / "gpu" / "lspci" / fixture).read_text()
     assert D.has_nvswitch(parse_lspci_nn(text)) is nvswitch
+
+
+TOOLS = SPEC.replace('nvidia: {driver: {version: "550.127.05"}}\n', "") + """\
+  - {names: login1, addresses: [10.0.0.13], roles: [login]}
+nvidia:
+  driver: {version: "550.127.05"}
+  cuda_toolkit: {version: "12.4"}
+  container_toolkit: {engine: docker, version: "1.17.3-1"}
+"""
+
+
+def test_cuda_toolkit_once_on_compute_and_login_nodes_container_toolkit_on_gpu_nodes():
+    import corral.deploy.nvidia_tools as T
+    c = load_text(TOOLS, "cluster.yaml")
+    assert T.cuda_package("12.4") == "cuda-toolkit-12-4"
+    where = {n.name: (T.skip_reason(c, n, "cuda"), T.skip_reason(c, n, "container")) for n in c.nodes}
+    assert where == {"ctl": ("not wanted here", "not wanted here"), "gpu01": (None, None),
+                     "cpu01": (None, "not wanted here"), "login1": (None, "not wanted here")}
+    virtual = load_text(TOOLS + "virtual: {subnet: 10.0.0.0/24}\n", "cluster.yaml")
+    assert "not reachable from the offline virtual nodes" in T.skip_reason(virtual, virtual.node("gpu01"), "cuda")
+
+
+def test_container_toolkit_source_pin_and_runtime(monkeypatch):
+    import corral.deploy.nvidia_tools as T
+    assert "stable/deb/$(ARCH) /" in T.ctk_source("https://nvidia.github.io/libnvidia-container")
+    assert "Pin: version 1.17.3-1" in T.ctk_pin("1.17.3-1") and "nvidia-container-toolkit-base" in T.ctk_pin("1.17.3-1")
+    notes = {}
+    monkeypatch.setattr(T, "annotate", lambda **kw: notes.update(kw))
+    monkeypatch.setattr(T, "snapshot", lambda want: Snapshot())
+    cmds = commands(T.ctk_runtime._inner(engine="docker", want=T.WANT))
+    assert cmds[:2] == ["nvidia-ctk runtime configure --runtime=docker", "systemctl restart docker"]
+    assert notes["disruption"] == "restart docker"
+    marker = file_state("engine=docker\n")
+    fake = FakeHost("debian12")
+    monkeypatch.setattr(T, "host", fake)
+    monkeypatch.setattr(T, "snapshot", lambda want: Snapshot(files={T.RUNTIME_MARK: marker}))
+    assert commands(T.ctk_runtime._inner(engine="docker", want=T.WANT)) == []
+    assert fake.noops == ["NVIDIA runtime configured for docker"]

@@ -21,8 +21,9 @@ def components(cluster) -> list:
     from corral.deploy.monitoring import monitoring
     from corral.deploy.munge import munge
     from corral.deploy.nvidia_driver import nvidia_driver
+    from corral.deploy.nvidia_tools import nvidia_tools
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
     return [base, munge, health, jobhooks, nvidia_driver, accounting, slurm_controller, slurm_compute, slurm_login,
-            accounting_sync, dcgm, monitoring, slurm_exporter, dcgm_exporter, grafana]
+            accounting_sync, dcgm, nvidia_tools, monitoring, slurm_exporter, dcgm_exporter, grafana]

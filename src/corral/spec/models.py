@@ -225,10 +225,26 @@ class DcgmSpec(Strict):
     version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version, pinned
 
 
+class CudaToolkitSpec(Strict):
+    """The CUDA toolkit (compilers, libraries) on compute and login nodes, once, from NVIDIA's repository."""
+
+    version: str = Field(pattern=r"^\d+\.\d+$")   # e.g. 12.4 -> package cuda-toolkit-12-4
+
+
+class ContainerToolkitSpec(Strict):
+    """NVIDIA Container Toolkit on GPU compute nodes, its runtime configured for `engine`."""
+
+    engine: Literal["docker", "containerd", "crio", "none"] = "none"  # none: toolkit only (enroot uses its hook)
+    version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version, pinned
+    repo_url: str = Field(default="https://nvidia.github.io/libnvidia-container", pattern=r"^https?://[^\s]+$")
+
+
 class NvidiaSpec(Strict):
     driver: DriverSpec | None = None   # None: corral leaves the driver alone
     rollout: RolloutSpec = RolloutSpec()
     dcgm: DcgmSpec = DcgmSpec()
+    cuda_toolkit: CudaToolkitSpec | None = None        # None: not installed
+    container_toolkit: ContainerToolkitSpec | None = None  # None: not installed
 
 
 class VirtualSpec(Strict):

@@ -1,0 +1,103 @@
+"""nvidia tools: the CUDA toolkit (compute and login nodes, one package, once) and the NVIDIA
+Container Toolkit (GPU compute nodes; runtime configured for the spec's container engine), both
+on real clusters only: the offline virtual cluster cannot reach NVIDIA's repositories (said in plan)."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import StringCommand, deploy, operation
+
+from corral.deploy import ops
+from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.notes import annotate
+from corral.deploy.nvidia_repo import cuda_repository
+
+CTK_KEY = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+CTK_SOURCE = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
+CTK_PIN = "/etc/apt/preferences.d/corral-nvidia-container-toolkit"
+CTK_PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+                "libnvidia-container1")
+RUNTIME_MARK = "/etc/corral/nvidia-ctk-runtime"
+WANT = register(Want(paths=(CTK_KEY, CTK_SOURCE, CTK_PIN, RUNTIME_MARK),
+                     packages=("cuda-keyring", *CTK_PACKAGES)))
+_PACKAGES: set[str] = set()
+
+
+def cuda_package(version: str) -> str:
+    return "cuda-toolkit-" + version.replace(".", "-")
+
+
+def skip_reason(cluster, node, what: str) -> str | None:
+    """Why `what` (cuda | container) is not installed on this node (None: it is)."""
+    spec = cluster.spec.nvidia.cuda_toolkit if what == "cuda" else cluster.spec.nvidia.container_toolkit
+    roles = ("compute", "login") if what == "cuda" else ("compute",)
+    if spec is None or not any(r in node.roles for r in roles) or (what == "container" and not node.gpu_count):
+        return "not wanted here"
+    if cluster.spec.virtual is not None:
+        return "virtual cluster: NVIDIA's package repositories are not reachable from the offline virtual nodes"
+    return None
+
+
+def ctk_source(repo_url: str) -> str:
+    return (f"# Managed by corral: NVIDIA Container Toolkit\n"
+            f"deb [signed-by={CTK_KEY}] {repo_url.rstrip('/')}/stable/deb/$(ARCH) /\n")
+
+
+def ctk_pin(version: str | None) -> str:
+    if version is None:
+        return "# Managed by corral: the NVIDIA Container Toolkit is not pinned (version unset)\n"
+    return (f"# Managed by corral\nPackage: {' '.join(CTK_PACKAGES)}\nPin: version {version}\nPin-Priority: 1001\n")
+
+
+@operation()
+def ctk_key(repo_url: str, want: Want):
+    if (snapshot(want).files.get(CTK_KEY) or {}).get("kind") == "file":
+        host.noop(f"{CTK_KEY} present")
+        return
+    annotate(disruption="none", diff=f"{CTK_KEY}: NVIDIA's signing key from {repo_url}/gpgkey\n")
+    yield (f"curl -fsSL --retry 3 {repo_url.rstrip('/')}/gpgkey | gpg --dearmor -o {CTK_KEY}.corral-new "
+           f"&& mv -f {CTK_KEY}.corral-new {CTK_KEY}")
+
+
+@operation()
+def ctk_runtime(engine: str, want: Want):
+    """`nvidia-ctk runtime configure` for the engine, once per engine (a marker records which)."""
+    marker = f"engine={engine}\n"
+    import hashlib
+    if (snapshot(want).files.get(RUNTIME_MARK) or {}).get("sha256") == hashlib.sha256(marker.encode()).hexdigest():
+        host.noop(f"NVIDIA runtime configured for {engine}")
+        return
+    annotate(disruption=f"restart {engine}")
+    yield StringCommand("nvidia-ctk", "runtime", "configure", f"--runtime={engine}")
+    yield StringCommand("systemctl", "restart", engine)
+    yield from ops.install_commands(RUNTIME_MARK, marker.encode(), "644", "root", "root")
+
+
+@deploy("nvidia tools")
+def nvidia_tools() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    n = cluster.spec.nvidia
+    for what, label in (("cuda", "CUDA toolkit"), ("container", "NVIDIA Container Toolkit")):
+        reason = skip_reason(cluster, node, what)
+        if reason and reason != "not wanted here":
+            ops.skip(name=label, reason=reason)
+    if skip_reason(cluster, node, "cuda") is None:
+        package = cuda_package(n.cuda_toolkit.version)
+        if package not in _PACKAGES:
+            _PACKAGES.add(package)
+            register(Want(packages=(package,)))
+        cuda_repository(name="NVIDIA CUDA repository", want=WANT,
+                        repo_url=n.driver.repo_url if n.driver else "https://developer.download.nvidia.com/compute/cuda/repos")
+        ops.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}", names=[package], want=WANT)
+    if skip_reason(cluster, node, "container") is None:
+        c = n.container_toolkit
+        ctk_key(name="NVIDIA Container Toolkit signing key", repo_url=c.repo_url, want=WANT)
+        source = ops.managed_file(name="NVIDIA Container Toolkit apt source", path=CTK_SOURCE, want=WANT,
+                                  content=ctk_source(c.repo_url))
+        ops.run_when_changed(name="apt lists refreshed (container toolkit source)", description="apt-get update",
+                             commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
+        ops.managed_file(name="NVIDIA Container Toolkit version pin", path=CTK_PIN, want=WANT, content=ctk_pin(c.version))
+        ops.packages(name="NVIDIA Container Toolkit installed", want=WANT,
+                     names=[f"nvidia-container-toolkit={c.version}" if c.version else "nvidia-container-toolkit"])
+        if c.engine != "none":
+            ctk_runtime(name=f"NVIDIA runtime for {c.engine}", engine=c.engine, want=WANT)
