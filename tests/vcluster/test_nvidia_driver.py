@@ -97,7 +97,7 @@ def test_a_new_version_shows_in_plan_as_reboot_and_drain(drv, capsys):
     assert main(["plan", "-f", str(drv.cluster.path)]) == 0
     out = capsys.readouterr().out
     assert "~ nvidia driver | NVIDIA driver 1.1  [reboot + drain]" in out
-    assert f"{PACKAGE}: 1.0-1 -> 1.1 (drain, wait for jobs, install, reboot, verify, resume" in out
+    assert f"{PACKAGE}: 1.0-1 -> 1.1\n      (drain, wait for jobs, install, reboot, verify, resume" in out
     assert driver_on(drv) == "1.0" and slurm_state(drv).startswith("idle")  # plan changed nothing
 
 
