@@ -39,3 +39,36 @@ def build_repo(out: Path, versions: dict[str, bool]) -> Path:
     (out / "Packages").write_text(index)
     (out / "Packages.gz").write_bytes(gzip.compress(index.encode()))
     return out
+
+
+ENROOT = "corral-test-enroot"
+PYXIS = "corral-test-pyxis"
+
+
+def build_enroot_deb(out: Path, version: str) -> Path:
+    """A TEST stand-in for NVIDIA's enroot package: an `enroot` that prints its version and config."""
+    root = out / f"build-enroot-{version}"
+    (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {ENROOT}\nVersion: {version}-1\nArchitecture: all\nMaintainer: corral tests <root@localhost>\n"
+        "Section: misc\nPriority: optional\nDescription: corral TEST stand-in for NVIDIA's enroot package\n"
+        " Runs no container: `enroot version` and `enroot config` only.\n")
+    (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    tool = root / "usr/bin/enroot"
+    tool.write_text(f"#!/bin/sh\n# corral TEST stand-in for enroot\ncase \"$1\" in\n  version) echo {version} ;;\n"
+                    "  config) cat /etc/enroot/enroot.conf ;;\n  *) echo 'stand-in: no containers' >&2; exit 1 ;;\nesac\n")
+    tool.chmod(0o755)
+    deb = out / f"{ENROOT}_{version}_amd64.deb"  # named as the spec's url template asks ({arch})
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
+    return deb
+
+
+def build_pyxis_source(out: Path, version: str) -> Path:
+    """A TEST stand-in for pyxis' release tarball (tests/vcluster/standin_pyxis: a real SPANK plugin)."""
+    import tarfile
+    src = Path(__file__).parent / "standin_pyxis"
+    tarball = out / f"{PYXIS}-{version}.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        for f in sorted(src.iterdir()):
+            tar.add(f, arcname=f"{PYXIS}-{version}/{f.name}")
+    return tarball

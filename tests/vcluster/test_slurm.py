@@ -148,7 +148,7 @@ def test_adding_a_node_touches_only_it_and_the_controller(slurm):
     assert result.nodes["gpu03"].count("changed") > 0
     changed_ctl = [o for o in result.nodes["ctl"].ops if o.status == "changed"]
     assert [o.name for o in changed_ctl] == [  # ctl is also the monitoring node: a new scrape target
-        "base | /etc/hosts entries from the spec", "slurm controller | slurm.conf, gres.conf, cgroup.conf",
+        "base | /etc/hosts entries from the spec", "slurm controller | slurm.conf, gres.conf, cgroup.conf, plugstack.conf",
         "monitoring | prometheus.yml (scrape config)", "monitoring | Prometheus reloaded (scrape config or rules changed)"]
     assert changed_ctl[1].disruption.startswith("restart slurmctld")
     assert changed_ctl[3].disruption == "reload prometheus"

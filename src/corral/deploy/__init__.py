@@ -13,6 +13,7 @@ def components(cluster) -> list:
                          fix="set scheduler: slurm")
     from corral.deploy.accounting import accounting
     from corral.deploy.base import base
+    from corral.deploy.containers import containers
     from corral.deploy.dcgm import dcgm
     from corral.deploy.dcgm_exporter import dcgm_exporter
     from corral.deploy.grafana import grafana
@@ -25,5 +26,5 @@ def components(cluster) -> list:
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
-    return [base, munge, health, jobhooks, nvidia_driver, accounting, slurm_controller, slurm_compute, slurm_login,
+    return [base, munge, health, jobhooks, nvidia_driver, containers, accounting, slurm_controller, slurm_compute, slurm_login,
             accounting_sync, dcgm, nvidia_tools, monitoring, slurm_exporter, dcgm_exporter, grafana]

@@ -1,6 +1,7 @@
 """jobhooks: corral's Slurm Prolog/Epilog on compute nodes (see render/slurm.py: Prolog=, Epilog=).
 Installed before the controller's slurm.conf names them, so no job ever runs a missing prolog
-(a failing prolog drains the node). Today they keep dcgm-exporter's GPU job-mapping files."""
+(a failing prolog drains the node). They keep dcgm-exporter's GPU job-mapping files and the
+per-user enroot directories (node/jobdirs.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pyinfra.api import deploy
 
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register
+from corral.render.containers import user_dirs
 
 LIB = "/usr/local/lib/corral"
-MODULE = f"{LIB}/jobhooks.py"
+MODULE, DIRS = f"{LIB}/jobhooks.py", f"{LIB}/jobdirs.py"
 PROLOG, EPILOG = "/usr/local/sbin/corral-prolog", "/usr/local/sbin/corral-epilog"
 CONFIG = "/etc/corral/jobhooks.json"
-WANT = register(Want(paths=(LIB, MODULE, PROLOG, EPILOG, CONFIG)))
+WANT = register(Want(paths=(LIB, MODULE, DIRS, PROLOG, EPILOG, CONFIG)))
 
 
 def wrapper(hook: str) -> str:
@@ -27,7 +29,8 @@ def wrapper(hook: str) -> str:
 
 def config(cluster) -> str:
     m = cluster.spec.monitoring
-    data = {"gpu_job_map_dir": m.gpu_job_map_dir if m.enabled else None}
+    data = {"gpu_job_map_dir": m.gpu_job_map_dir if m.enabled else None,
+            "user_dirs": user_dirs(cluster.spec.nvidia.enroot)}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
@@ -39,6 +42,8 @@ def jobhooks() -> None:
     ops.directory(name=LIB, path=LIB, want=WANT)
     ops.managed_file(name=MODULE, path=MODULE, want=WANT,
                      content=resources.files("corral.node").joinpath("jobhooks.py").read_text())
+    ops.managed_file(name=DIRS, path=DIRS, want=WANT,
+                     content=resources.files("corral.node").joinpath("jobdirs.py").read_text())
     ops.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
     ops.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
     ops.managed_file(name=CONFIG, path=CONFIG, content=config(cluster), want=WANT)

@@ -16,7 +16,9 @@ from pyinfra.facts.files import FileContents
 from corral.deploy import ops
 from corral.deploy.context import hw_of, slurm_version
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine.conditions import AnyChanged
 from corral.render.cgroup import render_cgroup_conf
+from corral.render.containers import PLUGSTACK, plugstack_conf
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
 
@@ -24,11 +26,12 @@ ETC = "/etc/slurm"
 SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
 LOGDIR, STATE = "/var/log/slurm", "/var/lib/slurm/slurmctld"
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
-CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, LOGDIR, STATE), services=("slurmctld",),
+SPANK_STATE = "/etc/corral/slurmd-spank"  # what this slurmd runs of plugstack.conf: a change restarts it
+CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE), services=("slurmctld",),
                 packages=("slurmctld", "slurm-client")))
-NODE_WANT = register(Want(paths=(DROPIN, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
+NODE_WANT = register(Want(paths=(DROPIN, SPANK_STATE, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
                  packages=("slurmd", "slurm-client")))
-LOGIN_WANT = register(Want(paths=(SLURM_CONF,), packages=("slurm-client",)))
+LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client",)))
 CTL_READY = "scontrol ping | grep -q 'is UP'"
 CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 STRUCTURAL = ("NodeName=", "SlurmctldHost=", "PartitionName=")  # the node set; see _needs_restart
@@ -46,7 +49,7 @@ def node_ready(name: str) -> str:
 
 @operation()
 def controller_config(files: dict[str, str], want: Want):
-    """slurm.conf, gres.conf, cgroup.conf; a running slurmctld takes the change by reconfigure, or by
+    """slurm.conf, gres.conf, cgroup.conf, plugstack.conf; a running slurmctld takes the change by reconfigure, or by
     a restart when the node set changed (Slurm 22.05 cannot add nodes by reconfigure)."""
     import hashlib
     snap = snapshot(want)
@@ -54,7 +57,7 @@ def controller_config(files: dict[str, str], want: Want):
                if (snap.files.get(p) or {}).get("sha256") != hashlib.sha256(c.encode()).hexdigest()
                or (snap.files.get(p) or {}).get("mode") != "644"}
     if not changed:
-        host.noop("slurm.conf, gres.conf, cgroup.conf up to date")
+        host.noop("slurm.conf, gres.conf, cgroup.conf, plugstack.conf up to date")
         return
     running = snap.services.get("slurmctld", ("", ""))[0] == "active"
     old = host.get_fact(FileContents, path=SLURM_CONF) if SLURM_CONF in changed else None
@@ -79,7 +82,14 @@ def _configs(cluster) -> dict[str, str]:
     version, hw = slurm_version(host.state), hw_of(host.state)
     return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version),
             GRES_CONF: render_gres_conf(cluster, hw, version=version),
-            CGROUP_CONF: render_cgroup_conf(cluster, version=version)}
+            CGROUP_CONF: render_cgroup_conf(cluster, version=version),
+            PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis)}
+
+
+def spank_state(cluster) -> str:
+    """slurmd loads its SPANK plugins when it starts: a new plugstack.conf or pyxis version restarts it."""
+    p = cluster.spec.nvidia.pyxis
+    return plugstack_conf(p) + (f"# pyxis {p.version}\n" if p else "")
 
 
 @deploy("slurm controller")
@@ -90,7 +100,8 @@ def slurm_controller() -> None:
     ops.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT)
     for path in (LOGDIR, STATE):
         ops.directory(name=path, path=path, user="slurm", group="slurm", want=CTL_WANT)
-    controller_config(name="slurm.conf, gres.conf, cgroup.conf", files=_configs(cluster), want=CTL_WANT)
+    controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
+                      want=CTL_WANT)
     ops.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
 
 
@@ -117,9 +128,11 @@ def slurm_compute() -> None:
     ops.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
     unit = ops.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
                             disruption="restart slurmd", want=NODE_WANT)
+    spank = ops.managed_file(name="SPANK plugins slurmd runs", path=SPANK_STATE, content=spank_state(cluster),
+                             disruption="restart slurmd", want=NODE_WANT)
     ops.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)
-    ops.restart(name="slurmd restarted (drop-in changed)", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name),
-                logs=logs, _if=unit.did_change)
+    ops.restart(name="slurmd restarted (drop-in or SPANK plugins changed)", unit="slurmd", want=NODE_WANT,
+                wait=node_ready(node.name), logs=logs, _if=AnyChanged(unit, spank))
 
 
 @deploy("slurm login")
@@ -128,5 +141,6 @@ def slurm_login() -> None:
     if "login" not in node.roles or "controller" in node.roles:
         return
     ops.packages(name="slurm client installed", names=list(LOGIN_WANT.packages), want=LOGIN_WANT)
-    ops.managed_file(name="slurm.conf", path=SLURM_CONF, content=_configs(cluster)[SLURM_CONF],
-                     want=LOGIN_WANT)
+    configs = _configs(cluster)
+    ops.managed_file(name="slurm.conf", path=SLURM_CONF, content=configs[SLURM_CONF], want=LOGIN_WANT)
+    ops.managed_file(name="plugstack.conf", path=PLUGSTACK, content=configs[PLUGSTACK], want=LOGIN_WANT)

@@ -9,6 +9,8 @@ job to the files of its GPUs; the epilog removes it and deletes files left empty
 The job's GPU indices come from SLURM_JOB_GPUS (set by slurmd for Prolog/Epilog), or else from
 `scontrol show job -d` (the IDX list of this node).
 
+Per-user directories (enroot's runtime, data and cache paths; see jobdirs.py), from `user_dirs`.
+
 A hook never fails the job for a bookkeeping error (a failing Prolog would drain the node): it
 logs to syslog and exits 0.
 """
@@ -97,6 +99,18 @@ def map_gpus(directory: str, job: str, gpus: list[int], add: bool) -> None:
         os.close(fd)
 
 
+def user_dirs(hook: str, dirs: list[dict], env: dict[str, str]) -> list[str]:
+    import pwd
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import jobdirs  # beside this file (on a node: /usr/local/lib/corral)
+    uid = int(env["SLURM_JOB_UID"])
+    gid = int(env["SLURM_JOB_GID"]) if env.get("SLURM_JOB_GID", "").isdigit() else pwd.getpwuid(uid).pw_gid
+    if hook == "prolog":
+        return jobdirs.prolog(dirs, uid, gid)
+    return jobdirs.epilog(dirs, uid, gid, env.get("SLURMD_NODENAME", os.uname().nodename), env.get("SLURM_JOB_ID", ""))
+
+
 def main(argv: list[str], env: dict[str, str]) -> int:
     if len(argv) != 1 or argv[0] not in ("prolog", "epilog"):
         print("usage: jobhooks.py prolog|epilog", file=sys.stderr)
@@ -107,6 +121,9 @@ def main(argv: list[str], env: dict[str, str]) -> int:
         directory, job = config.get("gpu_job_map_dir"), env.get("SLURM_JOB_ID", "")
         if directory and job.isdigit():
             map_gpus(directory, job, job_gpus(env), add=argv[0] == "prolog")
+        if config.get("user_dirs") and env.get("SLURM_JOB_UID", "").isdigit():
+            for problem in user_dirs(argv[0], config["user_dirs"], env):
+                syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {job}: {problem}")
     except Exception as e:  # noqa: BLE001 - a hook must never drain the node for bookkeeping
         syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {env.get('SLURM_JOB_ID')}: {e}")
     return 0

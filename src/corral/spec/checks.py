@@ -215,8 +215,25 @@ def check_monitoring(cluster: Cluster, where: Where) -> list[Problem]:
     return problems
 
 
+def check_containers(cluster: Cluster, where: Where) -> list[Problem]:
+    nv, problems = cluster.spec.nvidia, []
+    if nv.pyxis is not None and nv.enroot is None:
+        problems.append(Problem(where(("nvidia", "pyxis")), "nvidia.pyxis needs nvidia.enroot: pyxis runs containers with enroot",
+                                "pyxis", "add nvidia.enroot: {version: 3.5.0} (or remove nvidia.pyxis)"))
+    if nv.pyxis is not None and cluster.spec.scheduler != "slurm":
+        problems.append(Problem(where(("nvidia", "pyxis")), "pyxis is a Slurm plugin", cluster.spec.scheduler,
+                                "remove nvidia.pyxis or use scheduler: slurm"))
+    if nv.enroot is not None:
+        unknown = sorted(set(nv.enroot.sha256) - set(nv.enroot.packages))
+        if unknown:
+            problems.append(Problem(where(("nvidia", "enroot", "sha256")), "checksum of a package not installed",
+                                    unknown[0], f"name one of: {', '.join(nv.enroot.packages)}"))
+    return problems
+
+
 def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     problems = check_nodes(cluster, where) + check_roles(cluster, where)
     if cluster.spec.scheduler == "slurm":
         problems += check_slurm(cluster, where)
-    return problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
+    return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
+            + check_containers(cluster, where))

@@ -8,7 +8,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from corral.spec.containers import EnrootSpec, PyxisSpec
+from corral.spec.models_base import Strict
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
@@ -16,10 +19,6 @@ Role = Literal["controller", "compute", "login", "accounting", "monitoring", "nf
                "control-plane", "worker"]
 NAME = r"^[a-z0-9]([a-z0-9_-]{0,62})$"
 SLURM_TIME = r"^(INFINITE|UNLIMITED|\d+|\d+:\d{2}(:\d{2})?|\d+-\d{1,2}(:\d{2}(:\d{2})?)?)$"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class GpuSpec(Strict):
@@ -245,6 +244,8 @@ class NvidiaSpec(Strict):
     dcgm: DcgmSpec = DcgmSpec()
     cuda_toolkit: CudaToolkitSpec | None = None        # None: not installed
     container_toolkit: ContainerToolkitSpec | None = None  # None: not installed
+    enroot: EnrootSpec | None = None     # None: not installed (compute nodes)
+    pyxis: PyxisSpec | None = None       # None: not installed (every Slurm node; needs enroot)
 
 
 class VirtualSpec(Strict):

@@ -38,6 +38,11 @@ def packages_for(cluster: Cluster) -> list[str]:
     for node in cluster.nodes:
         for role in node.roles:
             wanted.update(ROLE_PACKAGES.get(role, []))
+    from corral.render.containers import BUILD_PACKAGES, FETCH_PACKAGES
+    if cluster.spec.nvidia.enroot is not None or cluster.spec.nvidia.pyxis is not None:
+        wanted.update(FETCH_PACKAGES)
+    if cluster.spec.nvidia.pyxis is not None:  # built on the nodes against the installed Slurm
+        wanted.update(BUILD_PACKAGES)
     return sorted(wanted)
 
 

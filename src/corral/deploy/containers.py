@@ -1,0 +1,73 @@
+"""containers: enroot on compute nodes (NVIDIA's release .debs, checked against the spec's sha256,
+/etc/enroot/enroot.conf from the spec) and pyxis on every Slurm node (srun parses its options, slurmd
+and slurmstepd run it), built on the node against the installed Slurm's headers (libslurm-dev).
+Runs before the Slurm deploys, so the plugin exists before plugstack.conf names it (deploy/slurm.py);
+the per-user enroot directories are made and cleaned by corral's prolog/epilog (node/jobhooks.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+
+from pyinfra import host
+from pyinfra.api import StringCommand, deploy, operation
+
+from corral.deploy import ops
+from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.notes import annotate
+from corral.facts.slurm import upstream_version
+from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, enroot_conf,
+                                      enroot_install_script, pyxis_build_script, pyxis_mark)
+
+SLURM_ROLES = ("controller", "compute", "login")
+WANT = register(Want(paths=(ENROOT_CONF, PYXIS_SO, PYXIS_MARK), packages=FETCH_PACKAGES + BUILD_PACKAGES))
+_PACKAGES: set[str] = set()
+
+
+def _bash(script: str) -> StringCommand:
+    return StringCommand("bash", "-c", shlex.quote(script))
+
+
+@operation()
+def enroot_packages(spec, want: Want):
+    """enroot's packages at the spec's version: nothing to do, or download, check, install."""
+    snap = snapshot(want)
+    have = {p: snap.packages.get(p) for p in spec.packages}
+    behind = [p for p, v in have.items() if v is None or upstream_version(v) != spec.version]
+    if not behind:
+        host.noop(f"enroot {spec.version} installed ({', '.join(spec.packages)})")
+        return
+    annotate(disruption="none", diff="".join(f"{p}: {have[p] or 'not installed'} -> {spec.version}\n" for p in behind))
+    yield _bash(enroot_install_script(spec))
+
+
+@operation()
+def pyxis_build(spec, want: Want):
+    """pyxis built against the Slurm installed here: nothing to do when the plugin is in place and
+    was built from this version against this libslurm-dev; else fetch, check, build, install."""
+    snap = snapshot(want)
+    dev = snap.packages.get("libslurm-dev")
+    mark = (snap.files.get(PYXIS_MARK) or {}).get("sha256")
+    so = (snap.files.get(PYXIS_SO) or {}).get("kind") == "file"
+    if dev and so and mark == hashlib.sha256(pyxis_mark(spec, dev).encode()).hexdigest():
+        host.noop(f"pyxis {spec.version} built against Slurm {upstream_version(dev)}")
+        return
+    annotate(disruption="none", diff=f"{PYXIS_SO}: {'rebuilt' if so else 'built'}: pyxis {spec.version} "
+                                     f"against the installed Slurm ({dev or 'libslurm-dev to install'})\n")
+    yield _bash(pyxis_build_script(spec))
+
+
+@deploy("containers")
+def containers() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    nv = cluster.spec.nvidia
+    if nv.enroot is not None and "compute" in node.roles:
+        for p in set(nv.enroot.packages) - _PACKAGES:  # read with the node's one snapshot
+            _PACKAGES.add(p)
+            register(Want(packages=(p,)))
+        ops.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
+        enroot_packages(name=f"enroot {nv.enroot.version}", spec=nv.enroot, want=WANT)
+        ops.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
+    if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
+        ops.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT)
+        pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=nv.pyxis, want=WANT)

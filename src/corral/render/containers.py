@@ -1,0 +1,96 @@
+"""enroot and pyxis, rendered (pure): /etc/enroot/enroot.conf, Slurm's plugstack.conf, the scripts
+that install enroot's release packages and build pyxis against the installed Slurm, and the
+per-user directories corral's prolog creates. Used by deploy/containers.py and deploy/slurm.py."""
+
+from __future__ import annotations
+
+import shlex
+
+from corral.spec.containers import EnrootSpec, PyxisSpec
+
+ENROOT_CONF = "/etc/enroot/enroot.conf"
+PLUGSTACK = "/etc/slurm/plugstack.conf"
+PYXIS_PREFIX = "/usr/local"
+PYXIS_SO = f"{PYXIS_PREFIX}/lib/slurm/spank_pyxis.so"
+PYXIS_MARK = "/usr/local/share/corral/pyxis-build"
+FETCH_PACKAGES = ("curl", "ca-certificates")  # enroot's .debs and pyxis' source are downloaded
+BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "libslurm-dev")
+
+
+def enroot_conf(e: EnrootSpec) -> str:
+    lines = ["# Managed by corral (nvidia.enroot in cluster.yaml); enroot evaluates these with the user's shell",
+             f"ENROOT_RUNTIME_PATH {e.runtime_path}", f"ENROOT_CACHE_PATH {e.cache_path}",
+             f"ENROOT_DATA_PATH {e.data_path}"]
+    lines += [f"{k} {v}" for k, v in sorted(e.settings.items())]
+    return "\n".join(lines) + "\n"
+
+
+def user_dirs(e: EnrootSpec | None) -> list[dict]:
+    """What the prolog creates for the job's user (template with {uid} and {gid}) and whether the
+    epilog removes it once the user's last job on the node ends (the cache is kept)."""
+    if e is None:
+        return []
+    def fmt(t: str) -> str:
+        return t.replace("{", "{{").replace("}", "}}").replace("$(id -u)", "{uid}").replace("$(id -g)", "{gid}")
+    return [{"path": fmt(e.runtime_path), "clean": True}, {"path": fmt(e.data_path), "clean": True},
+            {"path": fmt(e.cache_path), "clean": False}]
+
+
+def plugstack_conf(pyxis: PyxisSpec | None) -> str:
+    """Slurm's SPANK plugin stack (configless: slurmctld hands it to every slurmd)."""
+    head = "# Managed by corral: Slurm SPANK plugins (nvidia.pyxis in cluster.yaml)\n"
+    if pyxis is None:
+        return head + "# none\n"
+    args = " ".join(f"{k}={v}" for k, v in sorted(pyxis.args.items()))
+    return head + f"required {PYXIS_SO} {args}".rstrip() + "\n"
+
+
+def deb_urls(e: EnrootSpec, arch: str) -> list[tuple[str, str]]:
+    return [(p, e.url.format(version=e.version, package=p, arch=arch)) for p in e.packages]
+
+
+def enroot_install_script(e: EnrootSpec) -> str:
+    """Download enroot's .debs, check their sha256 where the spec gives one, install them together
+    (apt resolves their dependencies); on any failure nothing is installed and nothing is left."""
+    q = shlex.quote
+    lines = ["set -eu", "arch=$(dpkg --print-architecture)",
+             "tmp=$(mktemp -d /var/tmp/corral-enroot.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT"]
+    debs = []
+    for p in e.packages:
+        url = e.url.format(version=e.version, package=p, arch="\0")  # the node's arch, read when it runs
+        url = "'" + url.replace("'", "'\\''").replace("\0", "'\"$arch\"'") + "'"
+        deb = f"\"$tmp\"/{q(p)}.deb"
+        lines.append(f"curl -fsSL --retry 3 -o {deb} {url} || {{ echo {q(f'enroot: cannot download {p}')} >&2; exit 1; }}")
+        if p in e.sha256:
+            lines.append(f"echo {q(e.sha256[p])} {deb} | sha256sum -c --quiet - || "
+                         f"{{ echo {q(f'enroot: {p} does not match nvidia.enroot.sha256; nothing installed')} >&2; exit 1; }}")
+        debs.append(deb)
+    lines.append("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "
+                 "-o Dpkg::Options::=--force-confold " + " ".join(debs))
+    return "\n".join(lines) + "\n"
+
+
+def pyxis_build_script(p: PyxisSpec) -> str:
+    """Fetch pyxis' source, check it, build it against the Slurm headers installed (libslurm-dev),
+    install the plugin, record what it was built against (pyxis_mark). A failed download, checksum
+    or build leaves the installed plugin as it was."""
+    q = shlex.quote
+    url = p.url.format(version=p.version)
+    check = (f"echo {q(p.sha256)} \"$tmp/src.tar.gz\" | sha256sum -c --quiet - || "
+             f"{{ echo 'pyxis: the source does not match nvidia.pyxis.sha256; nothing installed' >&2; exit 1; }}\n"
+             if p.sha256 else "")
+    return (f"set -eu\ntmp=$(mktemp -d /var/tmp/corral-pyxis.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT\n"
+            f"curl -fsSL --retry 3 -o \"$tmp/src.tar.gz\" {q(url)} || "
+            f"{{ echo {q(f'pyxis: cannot download {url}')} >&2; exit 1; }}\n{check}"
+            "mkdir \"$tmp/src\" && tar -xzf \"$tmp/src.tar.gz\" -C \"$tmp/src\" --strip-components=1\n"
+            f"make -C \"$tmp/src\" -j\"$(nproc)\" prefix={PYXIS_PREFIX} >\"$tmp/build.log\" 2>&1 || "
+            "{ tail -n 20 \"$tmp/build.log\" >&2; echo 'pyxis: build failed' >&2; exit 1; }\n"
+            f"make -C \"$tmp/src\" install prefix={PYXIS_PREFIX} >>\"$tmp/build.log\" 2>&1 || "
+            "{ tail -n 20 \"$tmp/build.log\" >&2; echo 'pyxis: install failed' >&2; exit 1; }\n"
+            f"test -s {PYXIS_SO}\ninstall -d -m 755 {PYXIS_MARK.rsplit('/', 1)[0]}\n"
+            f"printf 'pyxis %s slurm %s\\n' {q(p.version)} \"$(dpkg-query -W -f='${{Version}}' libslurm-dev)\" "
+            f"> {PYXIS_MARK}.new && mv -f {PYXIS_MARK}.new {PYXIS_MARK}\n")
+
+
+def pyxis_mark(p: PyxisSpec, slurm_dev_version: str) -> str:
+    return f"pyxis {p.version} slurm {slurm_dev_version}\n"

@@ -1,0 +1,90 @@
+"""Spec of the container stack for Slurm jobs: enroot (unprivileged container runtime) and pyxis
+(its SPANK plugin: `srun --container-image=...`). See docs/components/containers.md."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from corral.spec.models_base import Strict
+
+PLACEHOLDERS = ("$(id -u)", "$(id -g)")
+_PATH = r"^/[^\s'\"`\\]+$"
+
+
+def _check_template(path: str) -> str:
+    rest = path
+    for p in PLACEHOLDERS:
+        rest = rest.replace(p, "")
+    if "$" in rest:
+        raise ValueError(f"only {' and '.join(PLACEHOLDERS)} may stand in a path (corral's prolog "
+                         "creates each user's directory from it)")
+    if "/../" in path + "/" or path.rstrip("/") in ("", "/tmp", "/run", "/var"):
+        raise ValueError("must be a directory of its own, not / /tmp /run /var or a path with ..")
+    return path
+
+
+class EnrootSpec(Strict):
+    """enroot from NVIDIA's release packages on compute nodes; /etc/enroot/enroot.conf from here."""
+
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+$")                       # e.g. 3.5.0
+    packages: list[str] = Field(default=["enroot", "enroot+caps"], min_length=1)
+    url: str = Field(default="https://github.com/NVIDIA/enroot/releases/download/v{version}/"
+                             "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$")
+    sha256: dict[str, str] = {}   # package -> sha256 of its .deb (checked before installing)
+    runtime_path: str = Field(default="/run/enroot/user-$(id -u)", pattern=_PATH)
+    cache_path: str = Field(default="/var/lib/enroot/cache/group-$(id -g)", pattern=_PATH)
+    data_path: str = Field(default="/tmp/enroot-data/user-$(id -u)", pattern=_PATH)
+    settings: dict[str, str] = {}  # more enroot.conf lines, e.g. ENROOT_SQUASH_OPTIONS: "-comp lz4"
+
+    @field_validator("runtime_path", "cache_path", "data_path")
+    @classmethod
+    def _template(cls, v: str) -> str:
+        return _check_template(v)
+
+    @field_validator("packages")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", name):
+                raise ValueError(f"{name!r} is not a Debian package name")
+        return v
+
+    @field_validator("sha256")
+    @classmethod
+    def _sums(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, digest in v.items():
+            if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                raise ValueError(f"sha256 of {name!r} must be 64 lowercase hex digits")
+        return v
+
+    @field_validator("settings")
+    @classmethod
+    def _settings(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not re.fullmatch(r"ENROOT_[A-Z0-9_]+", key):
+                raise ValueError(f"{key!r} is not an enroot setting (ENROOT_...)")
+            if key in ("ENROOT_RUNTIME_PATH", "ENROOT_CACHE_PATH", "ENROOT_DATA_PATH"):
+                raise ValueError(f"set {key} with runtime_path / cache_path / data_path")
+            if "\n" in value:
+                raise ValueError(f"{key}: one line only")
+        return v
+
+
+class PyxisSpec(Strict):
+    """pyxis, built on each Slurm node against the installed Slurm, enabled in plugstack.conf."""
+
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+$")                       # e.g. 0.20.0
+    url: str = Field(default="https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz",
+                     pattern=r"^https?://[^\s]+$")
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")   # of the source tarball
+    args: dict[str, str] = {"runtime_path": "/run/pyxis"}  # plugstack.conf arguments, e.g. container_scope: job
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not re.fullmatch(r"[a-z_]+", key) or not re.fullmatch(r"[^\s]+", value or ""):
+                raise ValueError(f"{key}={value!r}: pyxis arguments are name=value, no spaces")
+        return v
