@@ -19,6 +19,7 @@ def components(cluster) -> list:
     from corral.deploy.grafana import grafana
     from corral.deploy.health import health
     from corral.deploy.jobhooks import jobhooks
+    from corral.deploy.mig import mig
     from corral.deploy.monitoring import monitoring
     from corral.deploy.munge import munge
     from corral.deploy.nvidia_driver import nvidia_driver
@@ -26,5 +27,5 @@ def components(cluster) -> list:
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
-    return [base, munge, health, jobhooks, nvidia_driver, containers, accounting, slurm_controller, slurm_compute, slurm_login,
+    return [base, munge, health, jobhooks, nvidia_driver, mig, containers, accounting, slurm_controller, slurm_compute, slurm_login,
             accounting_sync, dcgm, nvidia_tools, monitoring, slurm_exporter, dcgm_exporter, grafana]

@@ -21,6 +21,19 @@ WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), WRAPPER, CONF
 WRAPPER_TEXT = f"#!/bin/sh\n# Managed by corral: Slurm HealthCheckProgram\nexec /usr/bin/python3 {LIB}/health.py --slurm \"$@\"\n"
 
 
+def expected_mig(gpus) -> dict[str, int] | None:
+    """MIG devices per profile the spec's layout makes (None: MIG not managed here)."""
+    from corral.render.mig import wanted
+    want = wanted(gpus) if gpus else None
+    if want is None:
+        return None
+    out: dict[str, int] = {}
+    for profiles in want.values():
+        for p in profiles:
+            out[p] = out.get(p, 0) + 1
+    return out
+
+
 def config(cluster, node) -> str:
     h = cluster.spec.health
     data = {"node": node.name, "expected_gpus": node.gpu_count,
@@ -28,7 +41,7 @@ def config(cluster, node) -> str:
             "mounts": h.mounts, "services": ["munge", "slurmd", *h.services], "min_free_mb": h.min_free_mb,
             "timeout_s": h.timeout_s, "state_file": "/var/lib/corral/health-state.json",
             "metrics_file": METRICS_FILE if cluster.spec.monitoring.enabled and cluster.with_role("monitoring")
-            else None}
+            else None, "expected_mig": expected_mig(node.gpus)}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 

@@ -19,6 +19,7 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.conditions import AnyChanged
 from corral.render.cgroup import render_cgroup_conf
 from corral.render.containers import PLUGSTACK, plugstack_conf
+from corral.render.mig import gres_text
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
 
@@ -26,10 +27,10 @@ ETC = "/etc/slurm"
 SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
 LOGDIR, STATE = "/var/log/slurm", "/var/lib/slurm/slurmctld"
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
-SPANK_STATE = "/etc/corral/slurmd-spank"  # what this slurmd runs of plugstack.conf: a change restarts it
+SLURMD_STATE = "/etc/corral/slurmd-state"  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
 CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE), services=("slurmctld",),
                 packages=("slurmctld", "slurm-client")))
-NODE_WANT = register(Want(paths=(DROPIN, SPANK_STATE, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
+NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
                  packages=("slurmd", "slurm-client")))
 LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client",)))
 CTL_READY = "scontrol ping | grep -q 'is UP'"
@@ -86,10 +87,14 @@ def _configs(cluster) -> dict[str, str]:
             PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis)}
 
 
-def spank_state(cluster) -> str:
-    """slurmd loads its SPANK plugins when it starts: a new plugstack.conf or pyxis version restarts it."""
+def slurmd_state(cluster, node) -> str:
+    """What slurmd reads only when it starts: its SPANK plugins (plugstack.conf, the pyxis version)
+    and its GRES (MIG devices come and go with the layout): a change restarts slurmd."""
     p = cluster.spec.nvidia.pyxis
-    return plugstack_conf(p) + (f"# pyxis {p.version}\n" if p else "")
+    facts = hw_of(host.state).get(node.name)
+    gres = gres_text(node.gpus.model, node.gpus.count, facts) if node.gpus else "none"
+    mig = "".join(f"# {d.profile} {d.files()}\n" for d in (facts.mig if facts else ()))
+    return plugstack_conf(p) + (f"# pyxis {p.version}\n" if p else "") + f"# gres {gres}\n" + mig
 
 
 @deploy("slurm controller")
@@ -128,10 +133,10 @@ def slurm_compute() -> None:
     ops.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
     unit = ops.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
                             disruption="restart slurmd", want=NODE_WANT)
-    spank = ops.managed_file(name="SPANK plugins slurmd runs", path=SPANK_STATE, content=spank_state(cluster),
-                             disruption="restart slurmd", want=NODE_WANT)
+    spank = ops.managed_file(name="what slurmd loads at start (SPANK plugins, GRES)", path=SLURMD_STATE,
+                             content=slurmd_state(cluster, node), disruption="restart slurmd", want=NODE_WANT)
     ops.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)
-    ops.restart(name="slurmd restarted (drop-in or SPANK plugins changed)", unit="slurmd", want=NODE_WANT,
+    ops.restart(name="slurmd restarted (drop-in, SPANK plugins or GRES changed)", unit="slurmd", want=NODE_WANT,
                 wait=node_ready(node.name), logs=logs, _if=AnyChanged(unit, spank))
 
 

@@ -1,11 +1,14 @@
 """Node hardware from `lscpu` and /proc/meminfo: works before Slurm is installed (unlike `slurmd -C`);
-with a driver, also each GPU's CPU affinity and NVLinks from `nvidia-smi topo -m` (gres.conf)."""
+with a driver, also each GPU's CPU affinity and NVLinks from `nvidia-smi topo -m` and the MIG
+devices (facts/mig.py) for gres.conf."""
 
 from __future__ import annotations
 
 from pyinfra.api import FactBase
 
 from corral.errors import CorralError
+from corral.facts.mig import COMMAND as MIG_COMMAND
+from corral.facts.mig import MARK_CI, split_output
 from corral.facts.gpu_topology import cpu_to_core, gres_cores, gres_links, parse_topology
 from corral.render.hw import NodeHW
 
@@ -28,6 +31,10 @@ def gpu_topology(lscpu: list[str], topo_text: str) -> tuple[tuple[str, ...], tup
 
 
 def parse_hardware(lines: list[str]) -> NodeHW | None:
+    mig: tuple = ()
+    if MARK_CI in lines:
+        at = lines.index(MARK_CI)
+        lines, mig = lines[:at], split_output(lines[at:])
     if TOPO_MARK in lines:
         at = lines.index(TOPO_MARK)
         lines, topo_text = lines[:at], "\n".join(lines[at + 1:])
@@ -48,7 +55,7 @@ def parse_hardware(lines: list[str]) -> NodeHW | None:
     gpu_cores, gpu_links = gpu_topology(lines, topo_text)
     return NodeHW(cpus=cpus, sockets=len(sockets), cores_per_socket=max(1, len(cores) // len(sockets)),
                   threads_per_core=max(1, cpus // len(cores)), memory_mb=mem_kb // 1024,
-                  gpu_cores=gpu_cores, gpu_links=gpu_links)
+                  gpu_cores=gpu_cores, gpu_links=gpu_links, mig=mig)
 
 
 class NodeHardware(FactBase):
@@ -56,7 +63,8 @@ class NodeHardware(FactBase):
 
     def command(self):
         return ("lscpu -p=SOCKET,CORE,CPU 2>/dev/null; grep MemTotal /proc/meminfo; "
-                f"echo {TOPO_MARK}; command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi topo -m 2>/dev/null; true")
+                f"echo {TOPO_MARK}; command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi topo -m 2>/dev/null; "
+                f"command -v nvidia-smi >/dev/null 2>&1 && {{ {MIG_COMMAND}; }}; true")
 
     def process(self, output) -> NodeHW | None:
         return parse_hardware(list(output))

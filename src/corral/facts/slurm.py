@@ -20,6 +20,7 @@ from pathlib import Path
 from pyinfra.api import FactBase
 
 from corral.errors import CorralError
+from corral.facts.mig import MigDevice
 from corral.render.hw import NodeHW
 
 HW_CACHE = "hw-facts.json"
@@ -92,21 +93,40 @@ class SlurmVersion(FactBase):
 
 
 def hw_to_json(hw: NodeHW) -> dict:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(hw).items()}
+    out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(hw).items()}
+    if not out["mig"]:
+        del out["mig"]  # caches without MIG read the same by older corral
+    return out
 
 
 INT_FIELDS = ("cpus", "sockets", "cores_per_socket", "threads_per_core", "memory_mb")
 GPU_FIELDS = ("gpu_cores", "gpu_links")  # absent in caches written before them
 
 
+MIG_FIELDS = {"gpu": int, "profile": str, "gi": int, "ci": int, "cap_gi": int, "cap_ci": int}
+
+
+def _mig_from_json(items: object) -> tuple[MigDevice, ...]:
+    if not isinstance(items, list) or not all(
+            isinstance(d, dict) and set(d) == set(MIG_FIELDS) and all(type(d[k]) is t for k, t in MIG_FIELDS.items())
+            for d in items):
+        raise ValueError(f"mig: expected a list of objects with {', '.join(MIG_FIELDS)}")
+    return tuple(MigDevice(**d) for d in items)
+
+
 def hw_from_json(data: object) -> NodeHW:
+    if isinstance(data, dict) and "mig" in data:  # absent in caches written before it
+        data = dict(data)
+        mig = _mig_from_json(data.pop("mig"))
+    else:
+        mig = ()
     if not isinstance(data, dict) or not set(INT_FIELDS) <= set(data) or set(data) - set(INT_FIELDS + GPU_FIELDS) \
             or not all(type(data[k]) is int and data[k] >= 0 for k in INT_FIELDS) \
             or not all(isinstance(data.get(k, []), list) and all(isinstance(x, str) for x in data.get(k, []))
                        for k in GPU_FIELDS):
         raise ValueError(f"expected an object with integer fields {', '.join(INT_FIELDS)} "
                          f"(and string lists {', '.join(GPU_FIELDS)})")
-    return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in GPU_FIELDS})
+    return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in GPU_FIELDS}, mig=mig)
 
 
 def load_hw_cache(state_dir: str | Path) -> dict[str, NodeHW]:

@@ -35,11 +35,12 @@ BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 DEFAULTS = {"node": None, "expected_gpus": 0, "gpu_model": None, "max_gpu_temp_c": 85, "mounts": ["/"],
             "services": [], "min_free_mb": {}, "timeout_s": 30,
             "state_file": "/var/lib/corral/health-state.json", "test_hang_probe": False,
-            "xid_ignore": sorted(P.APPLICATION_XIDS), "dev_dir": "/dev", "metrics_file": None}
+            "xid_ignore": sorted(P.APPLICATION_XIDS), "dev_dir": "/dev", "metrics_file": None,
+            "expected_mig": None}
 TYPES = {"node": (str, type(None)), "expected_gpus": int, "gpu_model": (str, type(None)),
          "max_gpu_temp_c": (int, float, type(None)), "mounts": list, "services": list, "min_free_mb": dict,
          "timeout_s": (int, float), "state_file": str, "test_hang_probe": bool, "xid_ignore": list,
-         "dev_dir": str, "metrics_file": (str, type(None))}
+         "dev_dir": str, "metrics_file": (str, type(None)), "expected_mig": (dict, type(None))}
 
 
 class ConfigError(Exception):
@@ -128,6 +129,8 @@ def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[lis
         results.append(("gpu_xid", status, msg, f"read with {ctx['log']}" if ctx["log"] else ""))
         results.append(("gpu_ecc",) + C.check_gpu_ecc(got.get("gpu-ecc")) + ("",))
         results.append(("gpu_temp",) + C.check_gpu_temp(cfg, got.get("gpu-temp")) + ("",))
+        if cfg["expected_mig"] is not None:
+            results.append(("gpu_mig",) + C.check_mig(cfg, got.get("gpu-list")) + ("",))
         state.update(boot_id=boot_id, xid_sticky=kept, last_run=started if read_ok else since)
         note = save_state(cfg["state_file"], state) if (read_ok or kept != sticky or clear_xid) else ""
     else:

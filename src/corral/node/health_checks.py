@@ -142,6 +142,8 @@ def plan(cfg: dict, env: dict, since: float | None) -> tuple[list[Probe], dict]:
         probes += [Probe("gpu-query", q + ["--query-gpu=index,name,memory.total"]),
                    Probe("gpu-temp", q + ["--query-gpu=index,temperature.gpu"]),
                    Probe("gpu-ecc", [ctx["smi"], "-q", "-d", "ECC,PAGE_RETIREMENT,ROW_REMAPPER"])]
+        if cfg["expected_mig"] is not None:
+            probes.append(Probe("gpu-list", [ctx["smi"], "-L"]))
     if ctx["gpus"]:
         if journalctl := which("journalctl", env):
             argv = [journalctl, "-k", "-o", "short-unix", "--no-pager", "-q"]
@@ -184,6 +186,22 @@ def check_gpu_count(cfg: dict, ctx: dict, p: Probe | None) -> tuple[str, str, st
     if count > expected:
         return WARN, f"gpu count {count} > {expected}", detail
     return OK, f"gpu count {count}", detail
+
+
+def check_mig(cfg: dict, p: Probe | None) -> tuple[str, str]:
+    """The MIG devices nvidia-smi lists, per profile, against the spec's layout."""
+    if p is None:
+        return SKIPPED, "nvidia-smi not found"
+    if p.failure():
+        return FAIL, f"nvidia-smi -L: {p.failure()}"
+    found, want = P.parse_mig_list(p.out), cfg["expected_mig"]
+    if found == want:
+        return OK, f"MIG devices {_counts(found) or 'none'}"
+    return FAIL, f"MIG devices {_counts(found) or 'none'}, expected {_counts(want) or 'none'}"
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(d.items()))
 
 
 def check_gpu_temp(cfg: dict, p: Probe | None) -> tuple[str, str]:

@@ -52,6 +52,19 @@ def parse_gpu_query(text: str) -> list[dict]:
     return gpus
 
 
+_MIG_LINE = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+\d+:")
+
+
+def parse_mig_list(text: str) -> dict[str, int]:
+    """`nvidia-smi -L` -> MIG devices per profile ('  MIG 3g.40gb     Device  0: (UUID: MIG-...)')."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        m = _MIG_LINE.match(line)
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0) + 1
+    return out
+
+
 def parse_gpu_temps(text: str) -> dict[int, int | None]:
     """`--query-gpu=index,temperature.gpu --format=csv,noheader,nounits` -> {index: °C or None ([N/A])}."""
     return {int(p[0]): (int(p[1]) if p[1].lstrip("-").isdigit() else None) for p in _csv_rows(text)}

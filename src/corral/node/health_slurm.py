@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 PREFIX = "corral:"
-# drains of corral's driver rollout (ops/rollout.py): the rollout, not the health check, lifts them
-ROLLOUT_PREFIX = "corral: driver "
+# drains of corral's rollouts (ops/rollout.py, ops/mig_rollout.py): the rollout, not the health check, lifts them
+ROLLOUT_PREFIX = ("corral: driver ", "corral: MIG ")
 MAX_REASON = 200
 
 _STATE = re.compile(r"(?:^|\s)State=(\S+)")

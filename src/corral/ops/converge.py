@@ -8,7 +8,7 @@ from corral.deploy import components
 from corral.deploy.context import gather
 from corral.engine import journal, run
 from corral.errors import CorralError
-from corral.ops import rollout
+from corral.ops import mig_rollout, rollout
 from corral.engine.results import RunResult
 from corral.spec.cluster import Cluster
 
@@ -16,13 +16,22 @@ from corral.spec.cluster import Cluster
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
              command: str | None = None, say=None) -> RunResult:
     """Plan or apply every component; in apply, then roll out the changes that need a reboot
-    (ops/rollout.py) and journal the run again with their steps."""
+    (ops/rollout.py), then MIG layouts (ops/mig_rollout.py), and journal the run again with their steps."""
     result = run(cluster, components(cluster), mode=mode, limit=limit, on_event=on_event,
                  command=command or mode, prepare=gather(cluster))
     nodes = rollout.pending(result) if mode == "apply" else []
+    start = time.monotonic()
     if nodes:
-        start = time.monotonic()
         rollout.roll_out(cluster, result, nodes, say)
+    mig_nodes = mig_rollout.pending(result) if mode == "apply" else []
+    if mig_nodes:
+        controllers = [n.name for n in cluster.with_role("controller")]
+
+        def follow(ready: list[str]) -> RunResult:
+            return run(cluster, components(cluster), mode="apply", limit=sorted(set(controllers + ready)),
+                       on_event=on_event, command=f"{command or mode} (after MIG)", prepare=gather(cluster))
+        mig_rollout.roll_out(cluster, result, mig_nodes, follow, say)
+    if nodes or mig_nodes:
         result.duration_s += time.monotonic() - start
         try:
             journal.record(cluster.state_dir, result)

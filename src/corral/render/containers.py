@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shlex
 
+from corral.render.debs import release_debs_script
 from corral.spec.containers import EnrootSpec, PyxisSpec
 
 ENROOT_CONF = "/etc/enroot/enroot.conf"
@@ -50,24 +51,8 @@ def deb_urls(e: EnrootSpec, arch: str) -> list[tuple[str, str]]:
 
 
 def enroot_install_script(e: EnrootSpec) -> str:
-    """Download enroot's .debs, check their sha256 where the spec gives one, install them together
-    (apt resolves their dependencies); on any failure nothing is installed and nothing is left."""
-    q = shlex.quote
-    lines = ["set -eu", "arch=$(dpkg --print-architecture)",
-             "tmp=$(mktemp -d /var/tmp/corral-enroot.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT"]
-    debs = []
-    for p in e.packages:
-        url = e.url.format(version=e.version, package=p, arch="\0")  # the node's arch, read when it runs
-        url = "'" + url.replace("'", "'\\''").replace("\0", "'\"$arch\"'") + "'"
-        deb = f"\"$tmp\"/{q(p)}.deb"
-        lines.append(f"curl -fsSL --retry 3 -o {deb} {url} || {{ echo {q(f'enroot: cannot download {p}')} >&2; exit 1; }}")
-        if p in e.sha256:
-            lines.append(f"echo {q(e.sha256[p])} {deb} | sha256sum -c --quiet - || "
-                         f"{{ echo {q(f'enroot: {p} does not match nvidia.enroot.sha256; nothing installed')} >&2; exit 1; }}")
-        debs.append(deb)
-    lines.append("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "
-                 "-o Dpkg::Options::=--force-confold " + " ".join(debs))
-    return "\n".join(lines) + "\n"
+    """Download enroot's .debs, check, install them together (render/debs.py)."""
+    return release_debs_script("enroot", "nvidia.enroot.sha256", e.packages, e.version, e.url, e.sha256)
 
 
 def pyxis_build_script(p: PyxisSpec) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from corral.render.hw import NodeHW, hostlist, name_key
+from corral.render.mig import gres_lines
 from corral.render.slurm import DEFAULT_VERSION, Version, compute_nodes, header
 from corral.spec.cluster import Cluster
 
@@ -29,14 +30,21 @@ def render_gres_conf(cluster: Cluster, hw: Mapping[str, NodeHW] | None = None, *
     count to check against (the type must be a substring of the detected name: h100 of
     nvidia_h100_80gb_hbm3). AutoDetect=off: the device files /dev/nvidia0..N-1 are listed; where
     the node's facts hold `nvidia-smi topo -m` (facts/hardware.py), one line per GPU with its
-    Cores= (CPU affinity as Slurm core indices) and Links= (NVLinks to each other GPU).
+    Cores= (CPU affinity as Slurm core indices) and Links= (NVLinks to each other GPU); a node
+    whose facts found MIG devices gets one line per whole GPU and per MIG device (MultipleFiles=).
     """
     nvml, hw = cluster.spec.slurm.gres_autodetect == "nvml", hw or {}
     groups: dict[tuple, list[str]] = {}
+    mig_lines: list[str] = []
     for n in compute_nodes(cluster):
-        if n.gpus is not None:
-            topo = () if nvml else _topology(n, hw)
-            groups.setdefault((n.gpus.model, n.gpus.count, topo), []).append(n.name)
+        if n.gpus is None:
+            continue
+        facts = hw.get(n.name)
+        if facts is not None and facts.mig and not nvml:  # MIG devices: one line each (render/mig.py)
+            mig_lines += gres_lines(n.name, n.gpus.model, n.gpus.count, facts, _topology(n, hw))
+            continue
+        topo = () if nvml else _topology(n, hw)
+        groups.setdefault((n.gpus.model, n.gpus.count, topo), []).append(n.name)
     out = header(cluster, version) + ["AutoDetect=nvml" if nvml else "AutoDetect=off"]
     for (model, count, topo), names in sorted(groups.items(), key=lambda kv: name_key(kv[1][0])):
         where = f"NodeName={hostlist(names)} Name=gpu Type={model}"
@@ -47,4 +55,4 @@ def render_gres_conf(cluster: Cluster, hw: Mapping[str, NodeHW] | None = None, *
                 out.append(f"{where} File=/dev/nvidia{i}" + (f" Cores={cores}" if cores else "") + f" Links={links}")
         else:
             out.append(f"{where} File={_devices(count)}")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + mig_lines) + "\n"

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from corral.facts.mig import MigDevice
+
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster, Node
 
@@ -34,6 +36,8 @@ class NodeHW:
     # per GPU, in index order, from `nvidia-smi topo -m` (empty without a driver): gres.conf Cores=, Links=
     gpu_cores: tuple[str, ...] = ()
     gpu_links: tuple[str, ...] = ()
+    # MIG devices (compute instances) found with the driver: gres.conf/slurm.conf describe them
+    mig: tuple[MigDevice, ...] = ()
 
 
 def real_memory(cluster: Cluster, node: Node, hw: Mapping[str, NodeHW]) -> int | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from corral.errors import CorralError
 from corral.render.hw import NodeHW, hostlist, name_key, node_runs, real_memory
+from corral.render.mig import gres_text, spec_types
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import generation
 from corral.spec.hosts import expand_names
@@ -72,8 +73,8 @@ def _node_attrs(cluster: Cluster, node: Node, hw: Mapping[str, NodeHW]) -> tuple
     mem = real_memory(cluster, node, hw)
     if mem:
         attrs.append(f"RealMemory={mem}")
-    if node.gpus is not None:
-        attrs.append(f"Gres=gpu:{node.gpus.model}:{node.gpus.count}")
+    if node.gpus is not None:  # MIG devices as the node's facts found them (render/mig.py)
+        attrs.append(f"Gres={gres_text(node.gpus.model, node.gpus.count, facts)}")
     features = _features(node)
     if features:
         attrs.append(f"Features={features}")
@@ -181,7 +182,8 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     per_gpu = def_mem_per_gpu(cluster, hw)
     if per_gpu:
         out.append(f"DefMemPerGPU={per_gpu}")
-    gpu_types = sorted({n.gpus.model for n in compute if n.gpus})
+    gpu_types = sorted({n.gpus.model for n in compute if n.gpus} | spec_types(cluster)
+                       | {d.profile for n in compute for d in (hw[n.name].mig if n.name in hw else ())})
     if acct is None:
         out += ["", "# No node has the accounting role: no slurmdbd, so no accounting, fair-share,",
                 "# QOS limits or preemption."]

@@ -231,9 +231,20 @@ def check_containers(cluster: Cluster, where: Where) -> list[Problem]:
     return problems
 
 
+def check_mig(cluster: Cluster, where: Where) -> list[Problem]:
+    from corral.spec.mig import problems as mig_problems
+    out, seen = [], set()
+    for n in cluster.nodes:
+        for what, value, fix in mig_problems(n.gpus):
+            if (n.group, what) not in seen:
+                seen.add((n.group, what))
+                out.append(Problem(where(("nodes", n.group, "gpus", "mig")), f"{n.name}: {what}", value, fix))
+    return out
+
+
 def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     problems = check_nodes(cluster, where) + check_roles(cluster, where)
     if cluster.spec.scheduler == "slurm":
         problems += check_slurm(cluster, where)
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
-            + check_containers(cluster, where))
+            + check_containers(cluster, where) + check_mig(cluster, where))

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from corral.spec.containers import EnrootSpec, PyxisSpec
+from corral.spec.mig import MigGroupSpec, MigPartedSpec
 from corral.spec.models_base import Strict
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
@@ -28,6 +29,7 @@ class GpuSpec(Strict):
     count: int = Field(ge=0, le=64)
     memory_gib: int | None = Field(default=None, ge=1, le=4096)
     nvlink: bool = False
+    mig: list[MigGroupSpec] | None = None  # MIG layout (spec/mig.py); None: corral leaves MIG alone
 
 
 class GpuOverride(Strict):
@@ -35,6 +37,7 @@ class GpuOverride(Strict):
     count: int | None = Field(default=None, ge=0, le=64)
     memory_gib: int | None = Field(default=None, ge=1, le=4096)
     nvlink: bool | None = None
+    mig: list[MigGroupSpec] | None = None
 
 
 class SSHSpec(Strict):
@@ -246,6 +249,7 @@ class NvidiaSpec(Strict):
     container_toolkit: ContainerToolkitSpec | None = None  # None: not installed
     enroot: EnrootSpec | None = None     # None: not installed (compute nodes)
     pyxis: PyxisSpec | None = None       # None: not installed (every Slurm node; needs enroot)
+    mig_parted: MigPartedSpec = MigPartedSpec()  # installed where a node group has gpus.mig
 
 
 class VirtualSpec(Strict):

@@ -10,6 +10,11 @@ installed stand-in driver package (corral-test-nvidia-driver, built by the tests
 /run/corral-emulated/nvidia-module-version, as a real boot loads the installed kernel module; the
 stand-in nvidia-smi reports that version, and fails as with an unloadable driver when it reads
 "broken". Without the stand-in package it reports "emulated".
+
+MIG emulation: a stand-in `nvidia-mig-parted` records the instances a config asks for in /run (gone
+at reboot, as GPU instances are) and makes their /dev/nvidia-caps access devices; the stand-in
+nvidia-smi answers `mig -lci` and lists MIG devices in `-L`; the driver's mig-minors table is
+bind-mounted over /proc/driver at boot (corral-emulated-procfs.service), where real drivers publish it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import uuid
 from importlib import resources
 from pathlib import Path
 
+from corral.facts.mig import minors_table
 from corral.spec.cluster import Node
 from corral.spec.gpus import gpu_model
 
@@ -26,6 +32,13 @@ TMPFILES = "etc/tmpfiles.d/corral-emulated-gpus.conf"
 CONF = "etc/corral/emulated-gpus.json"
 EMULATED_RUN = "/run/corral-emulated"
 STANDIN_VERSION = "/usr/lib/corral-test-nvidia-driver/version"  # shipped by the tests' stand-in package
+PROC_DRIVER = "usr/lib/corral-emulated/proc-driver"
+PROCFS_UNIT = "etc/systemd/system/corral-emulated-procfs.service"
+PROCFS_WANTS = "etc/systemd/system/sysinit.target.wants/corral-emulated-procfs.service"
+PROCFS_TEXT = ("# corral virtual cluster: EMULATED driver files under /proc/driver (mig-minors)\n"
+               "[Unit]\nDescription=corral emulation: /proc/driver of an NVIDIA driver\nDefaultDependencies=no\n"
+               "Before=sysinit.target corral-mig.service slurmd.service\n\n"
+               f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/mount --bind -o ro /{PROC_DRIVER} /proc/driver\n")
 
 
 def describe(node: Node) -> list[dict]:
@@ -44,8 +57,10 @@ def install(node: Node, root: Path) -> None:
     """Write the tmpfiles.d device entries, the GPU description and the stand-in nvidia-smi."""
     gpus = describe(node)
     tmpfiles, conf, smi = root / TMPFILES, root / CONF, root / "usr/bin/nvidia-smi"
+    parted, minors = root / "usr/bin/nvidia-mig-parted", root / PROC_DRIVER / "nvidia-caps/mig-minors"
+    unit, wants = root / PROCFS_UNIT, root / PROCFS_WANTS
     if not gpus:
-        for f in (tmpfiles, conf, smi):
+        for f in (tmpfiles, conf, smi, parted, minors, unit, wants):
             f.unlink(missing_ok=True)
         return
     tmpfiles.parent.mkdir(parents=True, exist_ok=True)
@@ -57,5 +72,13 @@ def install(node: Node, root: Path) -> None:
     tmpfiles.write_text("\n".join(lines) + "\n")
     conf.parent.mkdir(parents=True, exist_ok=True)
     conf.write_text(json.dumps({"emulated": True, "model": node.gpus.model, "gpus": gpus}, indent=1) + "\n")
-    smi.write_bytes(resources.files("corral.virtual").joinpath("files/nvidia-smi").read_bytes())
-    smi.chmod(0o755)
+    for tool, name in ((smi, "nvidia-smi"), (parted, "nvidia-mig-parted")):
+        tool.write_bytes(resources.files("corral.virtual").joinpath(f"files/{name}").read_bytes())
+        tool.chmod(0o755)
+    minors.parent.mkdir(parents=True, exist_ok=True)
+    minors.write_text(minors_table(len(gpus)))
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text(PROCFS_TEXT)
+    wants.parent.mkdir(parents=True, exist_ok=True)
+    if not wants.is_symlink():
+        wants.symlink_to(f"/{PROCFS_UNIT}")

@@ -1,0 +1,82 @@
+"""mig: the MIG layout of `gpus.mig` on GPU compute nodes. nvidia-mig-parted (NVIDIA's
+nvidia-mig-manager package) applies /etc/corral/mig-parted.json; corral-mig.service applies it again
+at every boot, before slurmd (GPU instances do not survive a reboot). A layout that differs from the
+node's MIG devices (its facts) is a change for the rollout (ops/mig_rollout.py): drain, wait for
+jobs, apply, verify, then Slurm's gres.conf/slurm.conf follow the node's new devices, resume."""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra import host
+from pyinfra.api import StringCommand, deploy, operation
+
+from corral.deploy import ops
+from corral.deploy.context import hw_of
+from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.notes import annotate
+from corral.facts.slurm import upstream_version
+from corral.render.debs import release_debs_script
+from corral.render.mig import CONFIG, SELECTED, differences, mig_parted_config
+
+MIG_CHANGE = "drain + MIG reconfigure"
+UNIT = "/etc/systemd/system/corral-mig.service"
+TOOL = "/usr/bin/nvidia-mig-parted"
+WANT = register(Want(paths=(CONFIG, UNIT, TOOL), services=("corral-mig",), packages=("curl", "ca-certificates")))
+_PACKAGES: set[str] = set()
+
+
+def unit_text() -> str:
+    return ("# Managed by corral: the MIG layout of cluster.yaml, applied at boot before slurmd\n"
+            "[Unit]\nDescription=corral: MIG layout (nvidia-mig-parted)\n"
+            "After=nvidia-persistenced.service\nBefore=slurmd.service\n\n"
+            f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart={TOOL} apply -f {CONFIG} -c {SELECTED}\n\n"
+            "[Install]\nWantedBy=multi-user.target\n")
+
+
+def apply_command() -> str:
+    return f"{TOOL} apply -f {shlex.quote(CONFIG)} -c {SELECTED}"
+
+
+@operation()
+def mig_tool(spec, want: Want):
+    snap = snapshot(want)
+    have = {p: snap.packages.get(p) for p in spec.packages}
+    if all(v and upstream_version(v) == spec.version for v in have.values()):
+        host.noop(f"nvidia-mig-parted {spec.version} installed")
+        return
+    annotate(disruption="none", diff="".join(f"{p}: {v or 'not installed'} -> {spec.version}\n" for p, v in have.items()))
+    yield StringCommand("bash", "-c", shlex.quote(release_debs_script(
+        "mig-parted", "nvidia.mig_parted.sha256", spec.packages, spec.version, spec.url, spec.sha256)))
+
+
+@operation()
+def mig_layout(gpus, facts):
+    """Nothing to do when the node's MIG devices are the spec's; else a change for the rollout."""
+    diff = differences(gpus, facts)
+    if not diff:
+        host.noop("MIG layout as the spec says")
+        return
+    annotate(disruption=MIG_CHANGE, diff="".join(line + "\n" for line in diff)
+             + "(drain, wait for jobs, nvidia-mig-parted apply, verify, Slurm follows, resume)\n")
+    yield StringCommand("echo", shlex.quote("MIG layout: applied by the rollout after the other components"))
+
+
+@deploy("mig")
+def mig() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if "compute" not in node.roles or node.gpus is None or node.gpus.mig is None:
+        return
+    tool = cluster.spec.nvidia.mig_parted
+    if cluster.spec.virtual is not None:
+        ops.skip(name="nvidia-mig-parted", reason="virtual cluster: the GPU emulation brings its stand-in")
+    else:
+        for p in set(tool.packages) - _PACKAGES:
+            _PACKAGES.add(p)
+            register(Want(packages=(p,)))
+        ops.packages(name="download tools", names=["curl", "ca-certificates"], want=WANT)
+        mig_tool(name=f"nvidia-mig-parted {tool.version}", spec=tool, want=WANT)
+    ops.managed_file(name=CONFIG, path=CONFIG, content=mig_parted_config(node.gpus), want=WANT)
+    ops.managed_file(name="corral-mig.service (layout at boot)", path=UNIT, content=unit_text(), want=WANT)
+    ops.service(name="corral-mig enabled", unit="corral-mig", running=False, want=WANT)
+    mig_layout(name="MIG layout", gpus=node.gpus, facts=hw_of(host.state).get(node.name))

@@ -1,0 +1,104 @@
+"""MIG layout changes, carried out after every other component (and after a driver rollout),
+`nvidia.rollout.parallel` nodes at a time:
+
+  drain -> wait for running jobs (bounded) -> nvidia-mig-parted apply -> verify (the node's MIG
+  devices are the spec's) -> apply again for the controller and these nodes (their facts now hold
+  the new MIG devices: gres.conf, slurm.conf and slurmd follow) -> resume.
+
+Jobs still running at the deadline: resumed unchanged. A failed apply or verification, or Slurm not
+following: the node stays drained with a `corral: MIG ...` reason (corral-health leaves it alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from corral.deploy.mig import MIG_CHANGE, apply_command
+from corral.engine.results import OpResult, RunResult
+from corral.errors import CorralError
+from corral.facts.mig import COMMAND, by_gpu, split_output
+from corral.ops.rollout import Rollout, StepFailed
+from corral.parallel import pmap
+from corral.render.mig import wanted
+from corral.spec.cluster import Cluster
+
+OURS = "corral: MIG reconfigure"
+
+
+def pending(result: RunResult) -> list[str]:
+    return [name for name, n in result.nodes.items()
+            if n.ok and any(o.status == "changed" and o.disruption == MIG_CHANGE for o in n.ops)]
+
+
+def _op(step: str, status: str, reason: str) -> OpResult:
+    return OpResult(name=f"MIG rollout | {step}", status=status, reason=reason, disruption=MIG_CHANGE)
+
+
+def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
+    """Drain, wait, apply, verify; the node is left drained for Slurm to follow (see roll_out)."""
+    done: list[OpResult] = []
+    known = False
+    try:
+        known = r.controller is not None and r.node_reason(name) is not None
+        if known:
+            r.drain(name, OURS)
+            done.append(_op("drain", "changed", f"drained in Slurm ({OURS})"))
+            r.wait_for_jobs(name)
+            done.append(_op("wait for jobs", "changed", "no job running on the node"))
+        p = r.on(name, apply_command(), timeout=600)
+        if p.returncode != 0:
+            raise StepFailed("apply", f"nvidia-mig-parted: {(p.stderr or p.stdout).strip()[-300:]}", keep_drained=True)
+        done.append(_op("apply", "changed", "nvidia-mig-parted applied the layout"))
+        found = by_gpu(split_output(r.on(name, COMMAND, check=True).stdout.splitlines()))
+        want = wanted(r.cluster.node(name).gpus) or {}
+        if found != want:
+            raise StepFailed("verify", f"MIG devices {found} after the apply, expected {want}", keep_drained=True)
+        done.append(_op("verify", "changed", f"{sum(len(v) for v in want.values())} MIG devices as the spec says"))
+        return done, None
+    except (StepFailed, CorralError) as exc:
+        step = exc.step if isinstance(exc, StepFailed) else "remote command"
+        keep = exc.keep_drained if isinstance(exc, StepFailed) else True
+        message = str(exc).replace("\n", " ")
+        if known and keep:
+            r.drain(name, f"corral: MIG {step} failed: {message}"[:200])
+        elif known and r.node_reason(name) == OURS:
+            r.resume(name)
+        after = "left drained" if known and keep else "resumed unchanged" if known else "not in Slurm"
+        done.append(_op(step, "failed", f"{message} ({after})"))
+        return done, f"MIG rollout: {step} failed: {message} ({after})"
+
+
+def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], follow: Callable[[list[str]], RunResult],
+             say: Callable[[str], None] | None = None) -> None:
+    """Per batch: reconfigure the nodes, then `follow` (an apply limited to the controller and the
+    reconfigured nodes) so Slurm describes their new devices, then resume them."""
+    r = Rollout(cluster, say)
+    for i in range(0, len(nodes), r.r.parallel):
+        batch = nodes[i:i + r.r.parallel]
+        ready = []
+        for name, (ops, error) in zip(batch, pmap(lambda n: reconfigure(r, n), batch)):
+            result.nodes[name].ops.extend(ops)
+            if error:
+                result.nodes[name].error, result.nodes[name].error_kind = error, "op-failed"
+            else:
+                ready.append(name)
+        if not ready:
+            continue
+        after = follow(ready)
+        for node_name, node_result in after.nodes.items():
+            if node_name in result.nodes:
+                result.nodes[node_name].ops.extend(
+                    OpResult(name=f"after MIG | {o.name}", status=o.status, reason=o.reason,
+                             disruption=o.disruption, diff=o.diff) for o in node_result.ops if o.status != "unchanged")
+        for name in ready:
+            fine = after.nodes.get(name) is not None and after.nodes[name].ok and all(
+                n.ok for n in after.nodes.values())
+            if not fine:
+                why = "Slurm did not follow the new MIG devices: see the apply after the MIG rollout"
+                if r.controller is not None and r.node_reason(name) is not None:
+                    r.drain(name, f"corral: MIG slurm failed: {why}"[:200])
+                result.nodes[name].ops.append(_op("resume", "failed", f"{why} (left drained)"))
+                result.nodes[name].error, result.nodes[name].error_kind = f"MIG rollout: {why}", "op-failed"
+            elif r.controller is not None and r.node_reason(name) == OURS:
+                r.resume(name)
+                result.nodes[name].ops.append(_op("resume", "changed", "resumed in Slurm"))

@@ -1,0 +1,114 @@
+"""MIG on a real virtual cluster (GPU hardware emulated: a stand-in nvidia-mig-parted and nvidia-smi,
+/dev/nvidia-caps devices, the driver's mig-minors table; see corral/virtual/gpu.py). Everything else
+is real: apply's rollout drains the node, applies the layout, Slurm's gres.conf/slurm.conf follow the
+node's MIG devices (MultipleFiles=), slurmd restarts, the node is resumed and jobs get MIG devices;
+corral-health counts them; a reboot brings the layout back before slurmd; a new layout shows in plan."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from corral.cli.main import main
+from corral.ops.converge import converge
+from corral.spec.loader import load
+from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable
+
+pytestmark = pytest.mark.vcluster
+GPUS = "    gpus: {model: h100, count: 4}\n"
+LAYOUT = ("    gpus:\n      model: h100\n      count: 4\n      mig:\n"
+          "        - {{gpus: \"0-1\", profiles: [{profiles}]}}\n")
+FIRST = "3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb"
+
+
+def gres(vc) -> str:
+    """'idle gpu:1g.10gb:4,gpu:h100:2' (sorted; socket affinity such as (S:0) left out)."""
+    state, _, found = ssh(vc, "ctl", "sinfo -h -N -n gpu01 -o '%T %G'").stdout.strip().partition(" ")
+    return state + " " + ",".join(sorted(g.split("(")[0] for g in found.split(",")))
+
+
+@pytest.fixture(scope="module")
+def mig(tmp_path_factory):
+    reason = vcluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from corral.virtual.cluster import VirtualCluster
+    work = tmp_path_factory.mktemp("vcmig")
+    path = make_spec(work, name="cmig", compute=1)
+    base = path.read_text()
+    assert GPUS in base
+    path.write_text(base.replace(GPUS, LAYOUT.format(profiles=FIRST)))
+    vc = VirtualCluster(load(path))
+    try:
+        vc.up()
+        vc.base_spec = base  # noqa: B010
+        yield vc
+    finally:
+        vc.down()
+
+
+def set_layout(vc, profiles: str):
+    vc.cluster.path.write_text(vc.base_spec.replace(GPUS, LAYOUT.format(profiles=profiles)))
+    return load(vc.cluster.path)
+
+
+def test_apply_rolls_the_layout_out_and_slurm_follows(mig):
+    result = converge(mig.cluster, "apply", command="test-mig")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
+    steps = [o.name.removeprefix("MIG rollout | ") for o in result.nodes["gpu01"].ops if o.name.startswith("MIG rollout")]
+    assert steps == ["drain", "wait for jobs", "apply", "verify", "resume"]
+    followed = [o.name for o in result.nodes["gpu01"].ops if o.name.startswith("after MIG")]
+    assert "after MIG | slurm compute | slurmd restarted (drop-in, SPANK plugins or GRES changed)" in followed
+    assert gres(mig) == "idle gpu:1g.10gb:4,gpu:2g.20gb:2,gpu:3g.40gb:2,gpu:h100:2"
+    conf = ssh(mig, "ctl", "cat /etc/slurm/gres.conf").stdout
+    assert "NodeName=gpu01 Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap" in conf
+
+
+def test_jobs_get_mig_devices(mig):
+    out = ssh(mig, "ctl", "srun -A research -w gpu01 --gres=gpu:1g.10gb:2 sh -c "
+                          "'scontrol show job -d $SLURM_JOB_ID | grep -o \"GRES=[^ ]*\"'").stdout
+    assert out.strip().startswith("GRES=gpu:1g.10gb:2(IDX:")
+    out = ssh(mig, "ctl", "srun -A research -w gpu01 --gres=gpu:h100:2 nvidia-smi -L").stdout
+    assert out.count("GPU ") == 2
+
+
+def test_health_counts_the_mig_devices(mig):
+    out = json.loads(ssh(mig, "gpu01", "/usr/local/sbin/corral-health --json", check=False).stdout)
+    check = next(c for c in out["checks"] if c["name"] == "gpu_mig")
+    assert check["status"] == "OK" and check["message"] == "MIG devices 1g.10gb x4, 2g.20gb x2, 3g.40gb x2"
+
+
+def test_second_apply_changes_nothing(mig):
+    result = converge(load(mig.cluster.path), "apply", command="test-mig-noop")
+    assert result.ok and result.changed == 0, [(n, o.name) for n, r in result.nodes.items() for o in r.ops
+                                               if o.status == "changed"]
+
+
+def test_a_reboot_brings_the_layout_back_before_slurmd(mig):
+    boot = ssh(mig, "gpu01", "cat /proc/sys/kernel/random/boot_id").stdout
+    ssh(mig, "gpu01", "systemd-run --on-active=1 systemctl reboot >/dev/null")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(2)
+        p = ssh(mig, "gpu01", "cat /proc/sys/kernel/random/boot_id; systemctl is-active slurmd", check=False)
+        if p.returncode == 0 and p.stdout.split()[0] != boot.strip():
+            break
+    assert ssh(mig, "gpu01", "nvidia-smi -L | grep -c MIG").stdout.strip() == "8"
+    for _ in range(30):
+        if gres(mig).startswith("idle "):
+            break
+        time.sleep(1)
+    assert gres(mig).startswith("idle ")  # slurmd found its MIG devices: not drained for missing GRES
+
+
+def test_a_new_layout_shows_in_plan_then_apply_changes_it(mig, capsys):
+    set_layout(mig, "4g.40gb, 3g.40gb")
+    assert main(["plan", "-f", str(mig.cluster.path)]) == 0
+    out = capsys.readouterr().out
+    assert "~ mig | MIG layout  [drain + MIG reconfigure]" in out
+    assert "GPU 0: 3g.40gb+2g.20gb+1g.10gb+1g.10gb -> 4g.40gb+3g.40gb" in out
+    result = converge(load(mig.cluster.path), "apply", command="test-mig-2")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
+    assert gres(mig) == "idle gpu:3g.40gb:2,gpu:4g.40gb:2,gpu:h100:2"
