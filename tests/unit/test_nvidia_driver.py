@@ -126,3 +126,58 @@ def test_install_script_installs_driver_and_fabric_manager_together(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold nvidia-open-550 nvidia-fabricmanager-550" \
         in (tmp_path / "log").read_text()
+
+
+def fake_dnf(tmp_path, available: str, install_rc: int = 0):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dnf").write_text(
+        f"#!/bin/sh\necho \"dnf $*\" >> {tmp_path}/log\n"
+        f"case \"$*\" in *list*) echo 'nvidia-driver.x86_64   3:{available}-1.el9   cuda-rhel9-x86_64';;\n"
+        f"  *install*nvidia*) exit {install_rc};; esac\nexit 0\n")
+    (bin_dir / "dnf").chmod(0o755)
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+
+def run_dnf(tmp_path, env, version="550.127.05"):
+    from corral.ops.driver_dnf import dnf_install_script
+    from corral.render.nvidia import dnf_packages, dnf_stream, versionlock_block
+    c = cluster()
+    lock = tmp_path / "versionlock.list"
+    lock.write_text("# the admin's own lock\nkernel-0:5.14.0-427.el9.*\n")
+    d, h = c.spec.nvidia.driver, c.node("h")
+    script = dnf_install_script(dnf_stream(d, h), dnf_packages(d, h, True), version, versionlock_block(version),
+                                lock_path=str(lock))
+    return subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True), lock
+
+
+def test_dnf_install_enables_the_stream_locks_the_version_and_installs(tmp_path):
+    proc, lock = run_dnf(tmp_path, fake_dnf(tmp_path, "550.127.05"))
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "log").read_text()
+    assert "module enable nvidia-driver:550-open" in log
+    assert "install nvidia-driver nvidia-driver-cuda kmod-nvidia-open-dkms nvidia-fabric-manager" in log
+    text = lock.read_text()
+    assert text.startswith("# the admin's own lock\nkernel-0:5.14.0-427.el9.*\n")  # the admin's lines stay
+    assert "nvidia-*-*:550.127.05-*\nkmod-nvidia-*-*:550.127.05-*\n# END corral nvidia driver" in text
+
+
+def test_dnf_install_refuses_an_unavailable_version_and_restores_the_lock(tmp_path):
+    proc, lock = run_dnf(tmp_path, fake_dnf(tmp_path, "550.144.03"))
+    assert proc.returncode == 3 and "nvidia-driver 550.127.05 is not available" in proc.stderr
+    assert lock.read_text() == "# the admin's own lock\nkernel-0:5.14.0-427.el9.*\n"
+    assert "install nvidia-driver" not in (tmp_path / "log").read_text()
+
+
+def test_dnf_install_failure_restores_the_lock(tmp_path):
+    proc, lock = run_dnf(tmp_path, fake_dnf(tmp_path, "550.127.05", install_rc=1))
+    assert proc.returncode == 1 and "corral" not in lock.read_text()
+
+
+def test_rhel_packages_follow_the_kernel_module_flavour():
+    from corral.render.nvidia import dnf_packages, dnf_stream, fabricmanager_package
+    c = cluster()
+    d = c.spec.nvidia.driver
+    assert dnf_stream(d, c.node("v")) == "nvidia-driver:550-dkms"
+    assert dnf_packages(d, c.node("v"), False) == ["nvidia-driver", "nvidia-driver-cuda", "kmod-nvidia-latest-dkms"]
+    assert fabricmanager_package(d, "rhel") == "nvidia-fabric-manager"

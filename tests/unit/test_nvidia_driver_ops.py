@@ -11,7 +11,8 @@ from pyinfra.api import FileUploadCommand, StringCommand
 import corral.deploy.nvidia_driver as D
 from corral.deploy.nodestate import Snapshot
 from corral.errors import UsageError
-from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, pin_text
+from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, PIN, VERSIONLOCK, fabricmanager_package, family,
+                                  pin_text, versionlock_block)
 from corral.spec.loader import load_text
 
 OS = {"debian12": {"name": "Debian", "major": 12, "release_meta": {"ID": "debian", "VERSION_ID": "12"}},
@@ -50,11 +51,11 @@ def node(monkeypatch):
     notes = {}
     monkeypatch.setattr(D, "annotate", lambda **kw: notes.update(kw))
 
-    def setup(os_name="debian12", packages=None, files=None, services=None):
+    def setup(os_name="debian12", packages=None, files=None, services=None, blocks=None):
         fake = FakeHost(os_name)
         monkeypatch.setattr(D, "host", fake)
         monkeypatch.setattr(D, "snapshot", lambda want: Snapshot(files=files or {}, packages=packages or {},
-                                                                 services=services or {}))
+                                                                 services=services or {}, blocks=blocks or {}))
         return fake, notes
     return setup
 
@@ -74,8 +75,10 @@ def commands(gen) -> list[str]:
 def run_op(os_name: str, fake_host, nvswitch: bool = False):
     cluster = load_text(SPEC, "cluster.yaml")
     driver, gpu = cluster.spec.nvidia.driver, cluster.node("gpu01")
-    packages = [D.package_for(driver, gpu)] + (["nvidia-fabricmanager-550"] if nvswitch else [])
-    return packages[0], commands(D.driver_version._inner(packages=packages, version=driver.version, overridden=False))
+    fam = family(OS[os_name]["release_meta"]["ID"])
+    packages = [D.package_for(driver, gpu)] + ([fabricmanager_package(driver, fam)] if nvswitch else [])
+    return packages[0], commands(D.driver_version._inner(packages=packages, version=driver.version, overridden=False,
+                                                         os_family=fam))
 
 
 @pytest.mark.parametrize("os_name,package", [("debian12", "nvidia-open-550"), ("ubuntu2204", "nvidia-open-550"),
@@ -118,10 +121,33 @@ def test_dgx_os_is_skipped_with_its_reason(node):
     assert cmds == [] and fake.noops == ["skipped: DGX OS: the driver is managed by NVIDIA's DGX software stack"]
 
 
-def test_rocky_is_refused_clearly(node):
-    fake, _ = node("rocky9")
-    with pytest.raises(UsageError, match="rocky 9.4"):
-        run_op("rocky9", fake)
+def test_rocky_without_a_driver_is_a_reboot_change_with_the_blacklist_and_no_apt_pin(node):
+    fake, notes = node("rocky9")
+    package, cmds = run_op("rocky9", fake)
+    assert package == "nvidia-driver" and notes["disruption"] == "reboot + drain"
+    assert notes["diff"].startswith("nvidia-driver: not installed -> 550.127.05")
+    assert f"upload {BLACKLIST}.corral-new" in cmds and not any(PIN in c or VERSIONLOCK in c for c in cmds)
+
+
+def test_rocky_installed_and_locked_is_a_noop_and_a_lost_lock_comes_back(node):
+    block = hashlib.sha256(versionlock_block("550.127.05").encode()).hexdigest()
+    fake, _ = node("rocky9", packages={"nvidia-driver": "550.127.05-1.el9"}, files={BLACKLIST: file_state(BLACKLIST_TEXT)},
+                   blocks={VERSIONLOCK: block})
+    _, cmds = run_op("rocky9", fake)
+    assert cmds == [] and fake.noops[0].startswith("NVIDIA driver 550.127.05 installed and pinned (nvidia-driver")
+    fake, notes = node("rocky9", packages={"nvidia-driver": "550.127.05-1.el9"}, files={BLACKLIST: file_state(BLACKLIST_TEXT)})
+    _, cmds = run_op("rocky9", fake)
+    assert notes["disruption"] == "none" and notes["diff"] == f"{VERSIONLOCK}: corral's lock restored\n"
+    assert len(cmds) == 1 and "sed -i" in cmds[0] and "nvidia-*-*:550.127.05-*" in cmds[0]
+
+
+@pytest.mark.parametrize("os_id,version,source,match", [("rocky", "8.9", "cuda", "rocky 8.9"),
+                                                         ("rhel", "9.4", "distribution", "'distribution'")])
+def test_rhel_family_limits_are_clear_errors(os_id, version, source, match):
+    from corral.render.nvidia import driver_package
+    c = load_text(SPEC.replace('"550.127.05"}', f'"550.127.05", source: {source}}}'), "cluster.yaml")
+    with pytest.raises(UsageError, match=match):
+        driver_package(c.spec.nvidia.driver, c.node("gpu01"), os_id, version)
 
 
 def test_gpu_less_nodes_and_an_unset_driver_get_no_step():

@@ -1,5 +1,6 @@
 """One command per node and deploy reads everything the deploy's operations compare against:
-files (mode, owner, sha256), services (active, enabled), packages (version), apt list age.
+files (mode, owner, sha256), services (active, enabled), packages (version: dpkg, or rpm on the
+RHEL family), apt list age.
 
 pyinfra 3 does not cache facts, so a fact per operation would cost one SSH exec each; a converged
 node then answers every operation from this one snapshot (kept on the pyinfra host object, which
@@ -56,8 +57,10 @@ class NodeState(FactBase):
                          "| sed 's/^/S|/'")
         if packages:
             names = " ".join(q(p) for p in packages)
-            lines.append("dpkg-query -W -f='P|${Package}|${Version}|${db:Status-Status}\\n' "
-                         f"{names} 2>/dev/null")
+            lines.append("if command -v dpkg-query >/dev/null; then dpkg-query -W "
+                         f"-f='P|${{Package}}|${{Version}}|${{db:Status-Status}}\\n' {names} 2>/dev/null; "
+                         "else rpm -q --qf 'P|%{NAME}|%{VERSION}-%{RELEASE}|installed\\n' "
+                         f"{names} 2>/dev/null | grep '^P|'; fi")
         lines.append("echo \"A|$(( now - $(stat -c %Y /var/lib/apt/periodic/update-success-stamp "
                      "2>/dev/null || echo 0) ))\"")
         return "; ".join(lines) + "; true"

@@ -1,5 +1,5 @@
-"""nvidia driver: the NVIDIA driver version the spec names on GPU compute nodes, pinned by apt
-preferences, nouveau blacklisted. A version change needs a reboot: the plan labels it
+"""nvidia driver: the NVIDIA driver version the spec names on GPU compute nodes, pinned (apt
+preferences; on RHEL/Rocky 9 a dnf versionlock block), nouveau blacklisted. A version change needs a reboot: the plan labels it
 "reboot + drain" and the change itself is carried out after every other component by
 ops/rollout.py, one node at a time (drain, wait for jobs, install, reboot, verify, resume).
 Where NVSwitches are (PCI scan), NVIDIA Fabric Manager comes with the driver, at its version.
@@ -20,46 +20,56 @@ from corral.deploy import ops
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.notes import annotate
 from corral.facts.gpu import PciDevices, classify, parse_pci_sysfs
-from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, PIN, driver_package, fabricmanager_package,
-                                  installed_matches, pin_text)
+from corral.deploy.nvidia_repo import cuda_repository
+from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, LOCK_BEGIN, LOCK_END, PIN, VERSIONLOCK, driver_package,
+                                  fabricmanager_package, family, installed_matches, pin_text, versionlock_block)
 
 DGX_RELEASE = "/etc/dgx-release"
 REBOOT = "reboot + drain"
 PERSISTENCED, FABRICMANAGER = "nvidia-persistenced", "nvidia-fabricmanager"
-WANT = register(Want(paths=(PIN, BLACKLIST, DGX_RELEASE), services=(PERSISTENCED, FABRICMANAGER)))
+WANT = register(Want(paths=(PIN, BLACKLIST, DGX_RELEASE), services=(PERSISTENCED, FABRICMANAGER),
+                     blocks=(VERSIONLOCK,)))
 _PACKAGES: set[str] = set()
+
+
+def os_of() -> tuple[str, str]:
+    """(ID, VERSION_ID) of this node's /etc/os-release."""
+    dist = host.get_fact(LinuxDistribution)
+    meta = dist.get("release_meta") or {}
+    return meta.get("ID", dist.get("name") or "?"), meta.get("VERSION_ID", str(dist.get("major")))
 
 
 def package_for(driver, node) -> str:
     if driver.package:
         return driver.package
-    dist = host.get_fact(LinuxDistribution)
-    meta = dist.get("release_meta") or {}
-    return driver_package(driver, node, meta.get("ID", dist.get("name") or "?"),
-                          meta.get("VERSION_ID", str(dist.get("major"))))
+    return driver_package(driver, node, *os_of())
 
 
 def has_nvswitch(devices: list[dict]) -> bool:
     return bool(classify(devices)["nvswitches"])
 
 
-def package_names(cluster, node) -> list[str]:
-    """The driver package (+ Fabric Manager where NVSwitches are) outside a pyinfra run (the
-    rollout): the OS from /etc/os-release and the PCI scan over SSH."""
+def package_names(cluster, node) -> tuple[list[str], str]:
+    """The driver package (+ Fabric Manager where NVSwitches are) and the OS family, outside a
+    pyinfra run (the rollout): the OS from /etc/os-release and the PCI scan over SSH."""
     from corral.engine.remote import run_on
     driver = cluster.spec.nvidia.driver
-    if driver.package:
-        package = driver.package
-    else:
-        os_id, _, version = run_on(cluster, node.name, ". /etc/os-release; echo \"$ID $VERSION_ID\"",
-                                   check=True).stdout.strip().partition(" ")
-        package = driver_package(driver, node, os_id, version)
+    os_id, _, version = run_on(cluster, node.name, ". /etc/os-release; echo \"$ID $VERSION_ID\"",
+                               check=True).stdout.strip().partition(" ")
+    package = driver.package or driver_package(driver, node, os_id, version)
     pci = run_on(cluster, node.name, PciDevices().command().get_raw_value(), check=True).stdout.splitlines()
-    return [package] + ([fabricmanager_package(driver)] if has_nvswitch(parse_pci_sysfs(pci)) else [])
+    fm = [fabricmanager_package(driver, family(os_id))] if has_nvswitch(parse_pci_sysfs(pci)) else []
+    return [package] + fm, family(os_id)
+
+
+def lock_restore_script(version: str) -> str:
+    """Put corral's versionlock block back (the rest of the file stays the admin's)."""
+    return (f"touch {VERSIONLOCK} && sed -i '/^{LOCK_BEGIN}/,/^{LOCK_END}/d' {VERSIONLOCK} && "
+            f"printf '%s' {shlex.quote(versionlock_block(version))} >> {VERSIONLOCK}")
 
 
 @operation()
-def driver_version(packages: list[str], version: str, overridden: bool):
+def driver_version(packages: list[str], version: str, overridden: bool, os_family: str = "debian"):
     """The driver (and Fabric Manager) at `version`: nothing to do, the pin, the nouveau blacklist or
     a daemon to restore, or a change for the rollout (DGX OS: nothing, NVIDIA's DGX stack owns it)."""
     snap = snapshot(Want(paths=WANT.paths, services=WANT.services, packages=tuple(packages)))
@@ -67,21 +77,26 @@ def driver_version(packages: list[str], version: str, overridden: bool):
         host.noop("skipped: DGX OS: the driver is managed by NVIDIA's DGX software stack")
         return
     package, installed = packages[0], snap.packages.get(packages[0])
+    rhel = os_family == "rhel"
     pin = pin_text(package, version, overridden)
-    files = [(path, text) for path, text in ((BLACKLIST, BLACKLIST_TEXT), (PIN, pin))
+    files = [(path, text) for path, text in ((BLACKLIST, BLACKLIST_TEXT),) + (() if rhel else ((PIN, pin),))
              if (snap.files.get(path) or {}).get("sha256") != _sha(text)]
+    lock_missing = rhel and snap.blocks.get(VERSIONLOCK) != _sha(versionlock_block(version))
     behind = [p for p in packages if not installed_matches(snap.packages.get(p), version)]
     if not behind:
         daemons = [PERSISTENCED] + ([FABRICMANAGER] if len(packages) > 1 else [])
         stopped = [d for d in daemons if snap.services.get(d, ("", "not-found"))[1] != "not-found"
                    and snap.services[d] != ("active", "enabled")]
-        if not files and not stopped:
+        if not files and not stopped and not lock_missing:
             host.noop(f"NVIDIA driver {version} installed and pinned ({', '.join(packages)} {installed})")
             return
         annotate(disruption="none" if not stopped else f"start {', '.join(stopped)}",
-                 diff="".join(f"{path}: restored\n" for path, _ in files))
+                 diff="".join(f"{path}: restored\n" for path, _ in files)
+                 + (f"{VERSIONLOCK}: corral's lock restored\n" if lock_missing else ""))
         for path, text in files:
             yield from ops.install_commands(path, text.encode(), "644", "root", "root")
+        if lock_missing:
+            yield StringCommand("sh", "-c", shlex.quote(lock_restore_script(version)))
         for d in stopped:
             yield StringCommand("systemctl", "enable", "--now", d)
         return
@@ -118,11 +133,14 @@ def nvidia_driver() -> None:
         ops.skip(name="NVIDIA driver", reason=reason)
         return
     driver = cluster.spec.nvidia.driver
+    os_family = family(os_of()[0])
     packages = [package_for(driver, node)]
     if has_nvswitch(host.get_fact(PciDevices)):  # Fabric Manager, version locked to the driver
-        packages.append(fabricmanager_package(driver))
+        packages.append(fabricmanager_package(driver, os_family))
+    if driver.source == "cuda" and cluster.spec.virtual is None:  # the rollout installs from it
+        cuda_repository(name="NVIDIA CUDA repository", repo_url=driver.repo_url, want=WANT)
     for package in set(packages) - _PACKAGES:  # read with every node's one snapshot, not a second command
         _PACKAGES.add(package)
         register(Want(packages=(package,)))
-    driver_version(name=f"NVIDIA driver {driver.version}", packages=packages,
-                   version=driver.version, overridden=driver.package is not None)
+    driver_version(name=f"NVIDIA driver {driver.version}", packages=packages, version=driver.version,
+                   overridden=driver.package is not None, os_family=os_family)

@@ -1,5 +1,7 @@
-"""NVIDIA's CUDA network repository on Debian/Ubuntu nodes (dcgm-exporter today; the driver stack
-later): the cuda-keyring package from `<repo_url>/<distro>/<arch>/`, then an apt refresh."""
+"""NVIDIA's CUDA network repository (the driver, DCGM, dcgm-exporter, the CUDA toolkit): on
+Debian/Ubuntu the cuda-keyring package from `<repo_url>/<distro>/<arch>/`, then an apt refresh; on the
+RHEL family `<repo_url>/rhel9/<arch>/cuda-rhel9.repo` added with dnf config-manager. Set up once per
+node and run, however many components ask for it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from pyinfra.api import StringCommand, operation
 from pyinfra.facts.server import Arch, LinuxDistribution
 
 from corral.deploy.notes import annotate
-from corral.deploy.nodestate import Want, snapshot
+from corral.deploy.nodestate import Want, register, snapshot
+from corral.render.nvidia import family
 
 KEYRING_DEB = "cuda-keyring_1.1-1_all.deb"
 SUPPORTED = {("debian", "12"): "debian12", ("ubuntu", "22.04"): "ubuntu2204", ("ubuntu", "24.04"): "ubuntu2404"}
@@ -25,14 +28,38 @@ def repo_path(distro_id: str, version: str, arch: str) -> str:
     return f"{SUPPORTED[key]}/{ARCHES[arch]}"
 
 
+RHEL_REPO = "/etc/yum.repos.d/cuda-rhel9.repo"
+register(Want(paths=(RHEL_REPO,), packages=("cuda-keyring",)))  # in every node's one snapshot
+
+
+def _first_in_run() -> bool:
+    """True the first time a component asks for the repository on this node in this run."""
+    done = vars(host.state).setdefault("_corral_cuda_repo", set())
+    first = host.name not in done
+    done.add(host.name)
+    return first
+
+
 @operation()
 def cuda_repository(repo_url: str, want: Want):
-    """Install cuda-keyring (NVIDIA's signing key and apt source) unless it is installed."""
-    if "cuda-keyring" in snapshot(want).packages:
-        host.noop("NVIDIA CUDA repository configured (cuda-keyring installed)")
-        return
+    """Install cuda-keyring (NVIDIA's signing key and apt source) unless it is installed; on the RHEL
+    family add NVIDIA's .repo file unless it is there."""
+    snap = snapshot(want)
     dist = host.get_fact(LinuxDistribution)
     meta = dist.get("release_meta") or {}
+    if family(meta.get("ID", dist.get("name") or "?")) == "rhel":
+        if (snap.files.get(RHEL_REPO) or {}).get("kind") == "file" or not _first_in_run():
+            host.noop(f"NVIDIA CUDA repository configured ({RHEL_REPO})")
+            return
+        arch = ARCHES.get(host.get_fact(Arch), "x86_64")
+        url = f"{repo_url.rstrip('/')}/rhel9/{arch}/cuda-rhel9.repo"
+        annotate(disruption="none", diff=f"dnf repository: {url}\n")
+        yield StringCommand("dnf", "-y", "-q", "install", "dnf-plugins-core")
+        yield StringCommand("dnf", "config-manager", "--add-repo", url)
+        return
+    if "cuda-keyring" in snap.packages or not _first_in_run():
+        host.noop("NVIDIA CUDA repository configured (cuda-keyring installed)")
+        return
     path = repo_path(meta.get("ID", dist.get("name") or "?"), meta.get("VERSION_ID", str(dist.get("major"))),
                      host.get_fact(Arch))
     url = f"{repo_url.rstrip('/')}/{path}/{KEYRING_DEB}"

@@ -1,7 +1,8 @@
 """Changes that need a reboot (an NVIDIA driver version), carried out after every other component,
 `nvidia.rollout.parallel` nodes at a time:
 
-  drain (Slurm: no new jobs) -> wait for running jobs (bounded) -> install the pinned version ->
+  drain (Slurm: no new jobs) -> wait for running jobs (bounded) -> install the pinned version (apt
+  preferences; RHEL family: module stream + dnf versionlock, ops/driver_dnf.py) ->
   reboot -> wait for the node (a marker in /run, a tmpfs, is gone) -> verify (GPU count and driver
   version from nvidia-smi, slurmd active) -> resume.
 
@@ -21,7 +22,8 @@ from corral.engine.remote import run_on
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
-from corral.render.nvidia import PIN, pin_text
+from corral.ops.driver_dnf import dnf_install_script
+from corral.render.nvidia import PIN, dnf_packages, dnf_stream, pin_text, versionlock_block
 from corral.spec.cluster import Cluster
 
 MARKER = "/run/corral-reboot-pending"
@@ -140,7 +142,7 @@ class Rollout:
         ours = f"corral: driver {driver.version} rollout"
         known, touched = False, False  # touched: the install began, the node may differ from before
         try:
-            packages = package_names(self.cluster, node)
+            packages, os_family = package_names(self.cluster, node)
             known = self.controller is not None and self.node_reason(node_name) is not None
             if known:
                 self.drain(node_name, ours)
@@ -148,8 +150,14 @@ class Rollout:
                 self.wait_for_jobs(node_name)
                 ok("wait for jobs", "no job running on the node")
             touched = True
-            pin = pin_text(packages[0], driver.version, driver.package is not None)
-            p = self.on(node_name, install_script(packages, driver.version, pin), timeout=900)
+            if os_family == "rhel":
+                installs = [driver.package] if driver.package else dnf_packages(driver, node, len(packages) > 1)
+                script = dnf_install_script(dnf_stream(driver, node), installs, driver.version,
+                                            versionlock_block(driver.version))
+            else:
+                script = install_script(packages, driver.version,
+                                        pin_text(packages[0], driver.version, driver.package is not None))
+            p = self.on(node_name, script, timeout=900)
             if p.returncode != 0:
                 raise StepFailed("install", f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
                                  keep_drained=False)
