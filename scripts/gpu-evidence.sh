@@ -48,6 +48,10 @@ try:
     print("gres.conf Cores=", gres_cores(topo))
 except Exception as e:  # noqa: BLE001 - evidence: show what failed
     print(f"topology: {type(e).__name__}: {e}")
+from corral.facts.mig import COMMAND as MIG_COMMAND, split_output
+out = sh(MIG_COMMAND)
+print("MIG devices (nvidia-smi mig -lci + mig-minors):", [d.files() + " " + d.profile for d in split_output(out.splitlines())]
+      or "none", "| raw -lci head:", " / ".join(out.splitlines()[:3]))
 print()
 print("## driver plan against this real driver (corral/render/nvidia.py, deploy/nvidia_driver.py)")
 from corral.render.nvidia import installed_matches

@@ -142,3 +142,55 @@ def test_health_counts_mig_devices():
     assert C.check_mig({"expected_mig": {"3g.40gb": 1, "4g.40gb": 1}}, probe) == (C.OK, "MIG devices 3g.40gb x1, 4g.40gb x1")
     status, message = C.check_mig({"expected_mig": {"1g.10gb": 7}}, probe)
     assert status == C.FAIL and message == "MIG devices 3g.40gb x1, 4g.40gb x1, expected 1g.10gb x7"
+
+
+class FakeRollout:
+    """The Slurm and SSH side of a rollout, scripted: records drains and resumes."""
+
+    def __init__(self, cluster, apply_rc=0, lci=LCI_SPEC, jobs_stuck=False):
+        self.cluster, self.controller, self.reason = cluster, "ctl", ""
+        self.apply_rc, self.lci, self.jobs_stuck, self.log = apply_rc, lci, jobs_stuck, []
+
+    def say(self, line):
+        self.log.append(line)
+
+    def node_reason(self, node):
+        return self.reason
+
+    def drain(self, node, reason):
+        self.reason = reason
+        self.log.append(f"drain {reason}")
+
+    def resume(self, node):
+        self.reason = ""
+        self.log.append("resume")
+
+    def wait_for_jobs(self, node):
+        from corral.ops.rollout import StepFailed
+        if self.jobs_stuck:
+            raise StepFailed("wait for jobs", "1 job(s) still running", keep_drained=False)
+
+    def on(self, node, command, timeout=60, check=False):
+        import subprocess
+        if "nvidia-mig-parted apply" in command:
+            return subprocess.CompletedProcess(command, self.apply_rc, "", "Error: the GPU is in use")
+        return subprocess.CompletedProcess(command, 0, "@@mig-lci\n" + self.lci + "\n@@mig-minors\n" + minors_table(4), "")
+
+
+def test_rollout_steps_and_what_a_failure_leaves():
+    from corral.ops.mig_rollout import OURS, reconfigure
+    c = load_text(SPEC, "cluster.yaml")
+    ok = FakeRollout(c)
+    ops, error = reconfigure(ok, "gpu01")
+    assert error is None and [o.name.split(" | ")[1] for o in ops] == ["drain", "wait for jobs", "apply", "verify"]
+    assert ok.reason == OURS  # still drained: Slurm must follow the new devices before the resume
+    failed = FakeRollout(c, apply_rc=1)
+    ops, error = reconfigure(failed, "gpu01")
+    assert "apply failed: nvidia-mig-parted: Error: the GPU is in use (left drained)" in error
+    assert failed.reason.startswith("corral: MIG apply failed")
+    wrong = FakeRollout(c, lci="")
+    _, error = reconfigure(wrong, "gpu01")
+    assert "verify failed: MIG devices {} after the apply" in error and wrong.reason.startswith("corral: MIG verify")
+    busy = FakeRollout(c, jobs_stuck=True)
+    _, error = reconfigure(busy, "gpu01")
+    assert "(resumed unchanged)" in error and busy.reason == "" and busy.log[-2] == "resume"

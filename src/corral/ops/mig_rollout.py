@@ -38,22 +38,26 @@ def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
     """Drain, wait, apply, verify; the node is left drained for Slurm to follow (see roll_out)."""
     done: list[OpResult] = []
     known = False
+
+    def ok(step: str, reason: str) -> None:
+        done.append(_op(step, "changed", reason))
+        r.say(f"node {name}: MIG rollout: {step}: {reason}")
     try:
         known = r.controller is not None and r.node_reason(name) is not None
         if known:
             r.drain(name, OURS)
-            done.append(_op("drain", "changed", f"drained in Slurm ({OURS})"))
+            ok("drain", f"drained in Slurm ({OURS})")
             r.wait_for_jobs(name)
-            done.append(_op("wait for jobs", "changed", "no job running on the node"))
+            ok("wait for jobs", "no job running on the node")
         p = r.on(name, apply_command(), timeout=600)
         if p.returncode != 0:
             raise StepFailed("apply", f"nvidia-mig-parted: {(p.stderr or p.stdout).strip()[-300:]}", keep_drained=True)
-        done.append(_op("apply", "changed", "nvidia-mig-parted applied the layout"))
+        ok("apply", "nvidia-mig-parted applied the layout")
         found = by_gpu(split_output(r.on(name, COMMAND, check=True).stdout.splitlines()))
         want = wanted(r.cluster.node(name).gpus) or {}
         if found != want:
             raise StepFailed("verify", f"MIG devices {found} after the apply, expected {want}", keep_drained=True)
-        done.append(_op("verify", "changed", f"{sum(len(v) for v in want.values())} MIG devices as the spec says"))
+        ok("verify", f"{sum(len(v) for v in want.values())} MIG devices as the spec says")
         return done, None
     except (StepFailed, CorralError) as exc:
         step = exc.step if isinstance(exc, StepFailed) else "remote command"
@@ -65,6 +69,7 @@ def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
             r.resume(name)
         after = "left drained" if known and keep else "resumed unchanged" if known else "not in Slurm"
         done.append(_op(step, "failed", f"{message} ({after})"))
+        r.say(f"node {name}: MIG rollout: {step} FAILED: {message} ({after})")
         return done, f"MIG rollout: {step} failed: {message} ({after})"
 
 
@@ -102,3 +107,4 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], follow: Call
             elif r.controller is not None and r.node_reason(name) == OURS:
                 r.resume(name)
                 result.nodes[name].ops.append(_op("resume", "changed", "resumed in Slurm"))
+                r.say(f"node {name}: MIG rollout: resume: resumed in Slurm")
