@@ -23,10 +23,15 @@ LAYOUT = ("    gpus:\n      model: h100\n      count: 4\n      mig:\n"
 FIRST = "3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb"
 
 
-def gres(vc) -> str:
-    """'idle gpu:1g.10gb:4,gpu:h100:2' (sorted; socket affinity such as (S:0) left out)."""
-    state, _, found = ssh(vc, "ctl", "sinfo -h -N -n gpu01 -o '%T %G'").stdout.strip().partition(" ")
-    return state + " " + ",".join(sorted(g.split("(")[0] for g in found.split(",")))
+def gres(vc, wait_s: float = 20) -> str:
+    """'idle gpu:1g.10gb:4,gpu:h100:2' (sorted; socket affinity such as (S:0) left out), once the
+    node answers (a just restarted slurmd may show idle* for a moment)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        state, _, found = ssh(vc, "ctl", "sinfo -h -N -n gpu01 -o '%T %G'").stdout.strip().partition(" ")
+        if not state.endswith("*") or time.monotonic() > deadline:
+            return state + " " + ",".join(sorted(g.split("(")[0] for g in found.split(",")))
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +117,10 @@ def test_a_new_layout_shows_in_plan_then_apply_changes_it(mig, capsys):
     result = converge(load(mig.cluster.path), "apply", command="test-mig-2")
     assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
     assert gres(mig) == "idle gpu:3g.40gb:2,gpu:4g.40gb:2,gpu:h100:2"
+
+
+def test_facts_show_the_mig_devices(mig, capsys):
+    assert main(["facts", "-f", str(mig.cluster.path), "--node", "gpu01", "--json"]) == 0
+    devices = json.loads(capsys.readouterr().out)["nodes"]["gpu01"]["mig_devices"]
+    assert sorted(d["profile"] for d in devices) == ["3g.40gb", "3g.40gb", "4g.40gb", "4g.40gb"]
+    assert all(d["files"].startswith(f"/dev/nvidia{d['gpu']},/dev/nvidia-caps/nvidia-cap") for d in devices)

@@ -11,6 +11,14 @@ from rich.table import Table
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json
 
 
+def _mig(devices: list[dict]) -> str:
+    """'1g.10gb x4, 3g.40gb x2' (MIG devices by profile) or '-'."""
+    counts: dict[str, int] = {}
+    for d in devices:
+        counts[d["profile"]] = counts.get(d["profile"], 0) + 1
+    return ", ".join(f"{p} x{n}" for p, n in sorted(counts.items())) or "-"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("facts")
     def facts(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(
@@ -24,7 +32,7 @@ def register(app: typer.Typer) -> None:
             print_json({"ok": not errors, "nodes": found, "errors": errors})
         else:
             table = Table()
-            for col in ("node", "CPUs", "mem MB", "GPUs", "PCI GPUs", "driver", "NVSw", "HCAs", "IB"):
+            for col in ("node", "CPUs", "mem MB", "GPUs", "PCI GPUs", "driver", "MIG", "NVSw", "HCAs", "IB"):
                 table.add_column(col)
             for name, f in sorted(found.items()):
                 names = sorted({g["model"] or g["name"] for g in f["gpus"]})
@@ -32,7 +40,8 @@ def register(app: typer.Typer) -> None:
                 table.add_row(name, str(f["cpus"]), str(f["memory_mb"]),
                               f"{len(f['gpus'])} x {', '.join(names)}" if f["gpus"] else "0",
                               f"{len(f['pci_gpus'])} {','.join(pci)}".strip(),
-                              f["driver"]["version"] if f["driver"] else "-", str(len(f["nvswitches"])),
+                              f["driver"]["version"] if f["driver"] else "-", _mig(f["mig_devices"]),
+                              str(len(f["nvswitches"])),
                               str(len(f["hcas"])), str(len(f["infiniband"])))
             out.print(table)
             for name, e in sorted(errors.items()):

@@ -45,7 +45,7 @@ def _structural(text: str) -> list[str]:
 def node_ready(name: str) -> str:
     """Shell test: the node is registered with slurmctld and responding."""
     return (f"s=$(scontrol show node -o {name} 2>/dev/null | grep -o 'State=[^ ]*'); [ -n \"$s\" ] && "
-            f"! echo \"$s\" | grep -Eq 'DOWN|UNKNOWN|NOT_RESPONDING|FUTURE'")
+            f"! echo \"$s\" | grep -Eq 'DOWN|UNKNOWN|NOT_RESPONDING|FUTURE|[*]'")
 
 
 @operation()

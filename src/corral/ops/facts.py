@@ -26,6 +26,8 @@ def summarize(raw: dict) -> dict:
         "driver": {"version": smi["driver_version"], "cuda": smi["cuda_version"]} if smi else None,
         "gpus": smi["gpus"] if smi else [],
         "kernel_module": raw.get("kernel_module"), "infiniband": raw.get("infiniband") or [],
+        "mig_devices": [{"gpu": d.gpu, "profile": d.profile, "gi": d.gi, "ci": d.ci, "files": d.files()}
+                        for d in (hw.mig if hw else ())],
     }
 
 

@@ -104,7 +104,11 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], follow: Call
                     r.drain(name, f"corral: MIG slurm failed: {why}"[:200])
                 result.nodes[name].ops.append(_op("resume", "failed", f"{why} (left drained)"))
                 result.nodes[name].error, result.nodes[name].error_kind = f"MIG rollout: {why}", "op-failed"
-            elif r.controller is not None and r.node_reason(name) == OURS:
+            elif r.controller is not None and (reason := r.node_reason(name)) not in (None, OURS):
+                why = f"Slurm holds the node for another reason: {reason}"  # e.g. its GRES do not match
+                result.nodes[name].ops.append(_op("resume", "failed", f"{why} (left as it is)"))
+                result.nodes[name].error, result.nodes[name].error_kind = f"MIG rollout: {why}", "op-failed"
+            elif r.controller is not None and reason == OURS:
                 r.resume(name)
                 result.nodes[name].ops.append(_op("resume", "changed", "resumed in Slurm"))
                 r.say(f"node {name}: MIG rollout: resume: resumed in Slurm")
