@@ -223,11 +223,11 @@ def check_containers(cluster: Cluster, where: Where) -> list[Problem]:
     if nv.pyxis is not None and cluster.spec.scheduler != "slurm":
         problems.append(Problem(where(("nvidia", "pyxis")), "pyxis is a Slurm plugin", cluster.spec.scheduler,
                                 "remove nvidia.pyxis or use scheduler: slurm"))
-    if nv.enroot is not None:
-        unknown = sorted(set(nv.enroot.sha256) - set(nv.enroot.packages))
+    for key, tool in (("enroot", nv.enroot), ("mig_parted", nv.mig_parted)):
+        unknown = sorted(set(tool.sha256) - set(tool.packages)) if tool is not None else []
         if unknown:
-            problems.append(Problem(where(("nvidia", "enroot", "sha256")), "checksum of a package not installed",
-                                    unknown[0], f"name one of: {', '.join(nv.enroot.packages)}"))
+            problems.append(Problem(where(("nvidia", key, "sha256")), "checksum of a package not installed",
+                                    unknown[0], f"name one of: {', '.join(tool.packages)}"))
     return problems
 
 

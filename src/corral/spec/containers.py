@@ -7,7 +7,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict
+from corral.spec.models_base import Strict, check_sums
 
 PLACEHOLDERS = ("$(id -u)", "$(id -g)")
 _PATH = r"^/[^\s'\"`\\]+$"
@@ -54,10 +54,7 @@ class EnrootSpec(Strict):
     @field_validator("sha256")
     @classmethod
     def _sums(cls, v: dict[str, str]) -> dict[str, str]:
-        for name, digest in v.items():
-            if not re.fullmatch(r"[0-9a-f]{64}", digest):
-                raise ValueError(f"sha256 of {name!r} must be 64 lowercase hex digits")
-        return v
+        return check_sums(v)
 
     @field_validator("settings")
     @classmethod

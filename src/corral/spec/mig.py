@@ -11,7 +11,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict
+from corral.spec.models_base import Strict, check_sums
 
 PROFILE = re.compile(r"^(\d)g\.(\d+)gb(\+me)?$")
 
@@ -118,7 +118,4 @@ class MigPartedSpec(Strict):
     @field_validator("sha256")
     @classmethod
     def _sums(cls, v: dict[str, str]) -> dict[str, str]:
-        for name, digest in v.items():
-            if not re.fullmatch(r"[0-9a-f]{64}", digest):
-                raise ValueError(f"sha256 of {name!r} must be 64 lowercase hex digits")
-        return v
+        return check_sums(v)
