@@ -54,7 +54,8 @@ def ctr(tmp_path_factory):
     deb, src = build_enroot_deb(files, "1.0.0"), build_pyxis_source(files, "1.0.0")
     build_pyxis_source(files, "1.0.1")  # served, but its checksum will not match the spec's
     path = make_spec(work, name="cctr", compute=1)
-    base = path.read_text().replace("users: [root]", "users: [root, alice]")
+    base = path.read_text().replace("users: [root]", "users: [root, alice]").replace(
+        "slurm:\n", f"  - {{names: login1, addresses: [{TEST_SUBNET.network_address + 30}], roles: [login]}}\nslurm:\n", 1)
     path.write_text(base + SECTION.format(enroot=ENROOT, gw=GATEWAY, port=PORT, deb_sha=sha(deb), pyxis="1.0.0",
                                           name=PYXIS, src_sha=sha(src)))
     vc = VirtualCluster(load(path))
@@ -62,7 +63,7 @@ def ctr(tmp_path_factory):
     try:
         vc.up()
         server = start_server(files, GATEWAY, PORT, work / "files.log")
-        for n in ("ctl", "gpu01"):
+        for n in ("ctl", "gpu01", "login1"):
             ssh(vc, n, f"id alice >/dev/null 2>&1 || useradd -m -u {UID} alice")
         vc.base_spec, vc.sums = base, (sha(deb), sha(src))  # noqa: B010
         result = converge(vc.cluster, "apply", command="test-containers")
@@ -76,18 +77,20 @@ def ctr(tmp_path_factory):
 
 
 def test_pyxis_is_built_against_the_installed_slurm_on_every_node(ctr):
-    for n in ("ctl", "gpu01"):
+    for n in ("ctl", "gpu01", "login1"):
         dev = ssh(ctr, n, "dpkg-query -W -f='${Version}' libslurm-dev").stdout
         slurm = ssh(ctr, n, "dpkg-query -W -f='${Version}' slurm-client").stdout
         assert dev == slurm and ssh(ctr, n, "cat /usr/local/share/corral/pyxis-build").stdout == f"pyxis 1.0.0 slurm {dev}\n"
-    assert "required /usr/local/lib/slurm/spank_pyxis.so container_scope=job runtime_path=/run/pyxis" in \
-        ssh(ctr, "ctl", "cat /etc/slurm/plugstack.conf").stdout
+    for n in ("ctl", "login1"):  # the controller's copy reaches slurmd (configless); login nodes get their own
+        assert "required /usr/local/lib/slurm/spank_pyxis.so container_scope=job runtime_path=/run/pyxis" in \
+            ssh(ctr, n, "cat /etc/slurm/plugstack.conf").stdout
 
 
-def test_srun_takes_the_container_options_and_slurmstepd_runs_the_plugin(ctr):
-    assert "--container-image=IMAGE" in ssh(ctr, "ctl", "srun --help").stdout
-    out = ssh(ctr, "ctl", "srun -A research -w gpu01 --container-image=nvcr.io#nvidia/pytorch:24.01-py3 "
-                          "printenv CORRAL_TEST_PYXIS_IMAGE CORRAL_TEST_PYXIS_RUNTIME").stdout.split()
+@pytest.mark.parametrize("where", ["login1", "ctl"])
+def test_srun_takes_the_container_options_and_slurmstepd_runs_the_plugin(ctr, where):
+    assert "--container-image=IMAGE" in ssh(ctr, where, "srun --help").stdout
+    out = ssh(ctr, where, "su alice -c 'srun -A research -w gpu01 --container-image=nvcr.io#nvidia/pytorch:24.01-py3 "
+                          "printenv CORRAL_TEST_PYXIS_IMAGE CORRAL_TEST_PYXIS_RUNTIME'").stdout.split()
     assert out == ["nvcr.io#nvidia/pytorch:24.01-py3", "/run/pyxis"]
 
 
