@@ -72,3 +72,24 @@ def test_requests_land_on_the_right_nodes(hetero, request_args, node):
 def test_a100_request_beyond_the_group_is_refused(hetero):
     proc = ssh(hetero, "ctl", "srun -N1 --gres=gpu:a100:3 hostname", check=False)
     assert proc.returncode != 0 and "Requested node configuration is not available" in proc.stderr
+
+
+def test_a_new_node_never_meets_a_prolog_it_does_not_have(hetero):
+    """Applied through the controller alone, a new compute node is in slurm.conf but lacks corral's
+    Prolog: slurm.conf names none until it has it (a missing Prolog drains a node at its first job)."""
+    from corral.virtual.cluster import VirtualCluster
+    spec = hetero.cluster.path
+    spec.write_text(spec.read_text().replace("slurm:\n", f"  - {{names: cpu1, addresses: [{NET}.13], roles: [compute]}}\n"
+                                                          "slurm:\n", 1))
+    vc = VirtualCluster(load(spec))
+    vc.up()
+    result = converge(vc.cluster, "apply", limit=["ctl"], command="test-ctl-only")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    conf = ssh(vc, "ctl", "cat /etc/slurm/slurm.conf").stdout
+    assert "Prolog=" not in conf and "missing on cpu1" in conf
+    assert ssh(vc, "ctl", "srun -N1 -w hopper1 hostname").stdout.strip() == "hopper1"  # the rest still runs jobs
+    result = converge(load(spec), "apply", command="test-all")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    assert "Prolog=/usr/local/sbin/corral-prolog" in ssh(vc, "ctl", "cat /etc/slurm/slurm.conf").stdout
+    assert ssh(vc, "ctl", "srun -N1 -w cpu1 hostname").stdout.strip() == "cpu1"
+    assert ssh(vc, "ctl", "sinfo -h -n cpu1 -o %T").stdout.strip() == "idle"

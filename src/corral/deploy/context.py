@@ -36,6 +36,7 @@ def gather(cluster):
         if merged != cached:
             save_hw_cache(cluster.state_dir, merged)
         state.corral_hw = {n.name: merged[n.name] for n in cluster.nodes if n.name in merged}
+        state.corral_in_run = set(found)  # reachable nodes of this run
         state.corral_slurm_version = versions[0] if versions else DEFAULT_VERSION
     return hook
 
@@ -65,3 +66,23 @@ def slurm_version(state) -> tuple[int, int]:
 
 def hw_of(state) -> dict:
     return getattr(state, "corral_hw", {})
+
+
+def in_run_of(state) -> set[str] | None:
+    """The reachable nodes of this run (None outside a run with the gather hook)."""
+    return getattr(state, "corral_in_run", None)
+
+
+JOB_HOOK_OP = "jobhooks | /usr/local/sbin/corral-prolog"
+
+
+def mark_job_hooks(cluster, result) -> None:
+    """After an apply: the nodes whose Prolog is now in place are recorded in the facts cache (their
+    facts were read before the run installed it), so a later run without them still names it."""
+    done = [name for name, n in result.nodes.items()
+            if any(o.name == JOB_HOOK_OP and o.status in ("changed", "unchanged") for o in n.ops)]
+    cached = load_hw_cache(cluster.state_dir)
+    stale = [name for name in done if name in cached and not cached[name].job_hooks]
+    if stale:
+        from dataclasses import replace
+        save_hw_cache(cluster.state_dir, {**cached, **{n: replace(cached[n], job_hooks=True) for n in stale}})

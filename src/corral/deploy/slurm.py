@@ -14,7 +14,7 @@ from pyinfra.api import StringCommand, deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import ops
-from corral.deploy.context import hw_of, slurm_version
+from corral.deploy.context import hw_of, in_run_of, slurm_version
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.conditions import AnyChanged
 from corral.render.cgroup import render_cgroup_conf
@@ -79,9 +79,19 @@ def controller_config(files: dict[str, str], want: Want):
         yield "scontrol reconfigure"
 
 
+def without_hooks(cluster, hw) -> list[str]:
+    """Compute nodes that neither are in this run (jobhooks installs the hooks before slurm.conf is
+    written) nor had them installed by an earlier run (their cached facts)."""
+    in_run = in_run_of(host.state)
+    if in_run is None:
+        return []
+    return [n.name for n in cluster.with_role("compute")
+            if n.name not in in_run and not (n.name in hw and hw[n.name].job_hooks)]
+
+
 def _configs(cluster) -> dict[str, str]:
     version, hw = slurm_version(host.state), hw_of(host.state)
-    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version),
+    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks(cluster, hw)),
             GRES_CONF: render_gres_conf(cluster, hw, version=version),
             CGROUP_CONF: render_cgroup_conf(cluster, version=version),
             PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis)}

@@ -30,7 +30,13 @@ def gpu_topology(lscpu: list[str], topo_text: str) -> tuple[tuple[str, ...], tup
     return tuple(cores.get(i, "") for i in order), tuple(links[i] for i in order)
 
 
+NO_HOOKS = "@@no-job-hooks"
+PROLOG = "/usr/local/sbin/corral-prolog"  # deploy/jobhooks.py
+
+
 def parse_hardware(lines: list[str]) -> NodeHW | None:
+    hooks = NO_HOOKS not in lines
+    lines = [line for line in lines if line != NO_HOOKS]
     mig: tuple = ()
     if MARK_CI in lines:
         at = lines.index(MARK_CI)
@@ -55,14 +61,14 @@ def parse_hardware(lines: list[str]) -> NodeHW | None:
     gpu_cores, gpu_links = gpu_topology(lines, topo_text)
     return NodeHW(cpus=cpus, sockets=len(sockets), cores_per_socket=max(1, len(cores) // len(sockets)),
                   threads_per_core=max(1, cpus // len(cores)), memory_mb=mem_kb // 1024,
-                  gpu_cores=gpu_cores, gpu_links=gpu_links, mig=mig)
+                  gpu_cores=gpu_cores, gpu_links=gpu_links, mig=mig, job_hooks=hooks)
 
 
 class NodeHardware(FactBase):
     """CPUs, sockets, cores per socket, threads per core and memory of a node (-> NodeHW)."""
 
     def command(self):
-        return ("lscpu -p=SOCKET,CORE,CPU 2>/dev/null; grep MemTotal /proc/meminfo; "
+        return (f"lscpu -p=SOCKET,CORE,CPU 2>/dev/null; grep MemTotal /proc/meminfo; test -x {PROLOG} || echo {NO_HOOKS}; "
                 f"echo {TOPO_MARK}; command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi topo -m 2>/dev/null; "
                 f"command -v nvidia-smi >/dev/null 2>&1 && {{ {MIG_COMMAND}; }}; true")
 

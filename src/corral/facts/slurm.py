@@ -94,8 +94,9 @@ class SlurmVersion(FactBase):
 
 def hw_to_json(hw: NodeHW) -> dict:
     out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(hw).items()}
-    if not out["mig"]:
-        del out["mig"]  # caches without MIG read the same by older corral
+    for key, plain in (("mig", []), ("job_hooks", True)):
+        if out[key] == plain:
+            del out[key]  # written only when it says something: the cache stays as older corral wrote it
     return out
 
 
@@ -115,18 +116,21 @@ def _mig_from_json(items: object) -> tuple[MigDevice, ...]:
 
 
 def hw_from_json(data: object) -> NodeHW:
-    if isinstance(data, dict) and "mig" in data:  # absent in caches written before it
+    mig, hooks = (), True
+    if isinstance(data, dict) and {"mig", "job_hooks"} & set(data):  # absent in caches written before them
         data = dict(data)
-        mig = _mig_from_json(data.pop("mig"))
-    else:
-        mig = ()
+        mig = _mig_from_json(data.pop("mig", []))
+        hooks = data.pop("job_hooks", True)
+        if type(hooks) is not bool:
+            raise ValueError("job_hooks: expected true or false")
     if not isinstance(data, dict) or not set(INT_FIELDS) <= set(data) or set(data) - set(INT_FIELDS + GPU_FIELDS) \
             or not all(type(data[k]) is int and data[k] >= 0 for k in INT_FIELDS) \
             or not all(isinstance(data.get(k, []), list) and all(isinstance(x, str) for x in data.get(k, []))
                        for k in GPU_FIELDS):
         raise ValueError(f"expected an object with integer fields {', '.join(INT_FIELDS)} "
                          f"(and string lists {', '.join(GPU_FIELDS)})")
-    return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in GPU_FIELDS}, mig=mig)
+    return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in GPU_FIELDS}, mig=mig,
+                  job_hooks=hooks)
 
 
 def load_hw_cache(state_dir: str | Path) -> dict[str, NodeHW]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from corral.deploy import components
-from corral.deploy.context import gather
+from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.errors import CorralError
 from corral.ops import mig_rollout, rollout
@@ -19,6 +19,8 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     (ops/rollout.py), then MIG layouts (ops/mig_rollout.py), and journal the run again with their steps."""
     result = run(cluster, components(cluster), mode=mode, limit=limit, on_event=on_event,
                  command=command or mode, prepare=gather(cluster))
+    if mode == "apply":
+        mark_job_hooks(cluster, result)
     nodes = rollout.pending(result) if mode == "apply" else []
     start = time.monotonic()
     if nodes:

@@ -38,6 +38,8 @@ class NodeHW:
     gpu_links: tuple[str, ...] = ()
     # MIG devices (compute instances) found with the driver: gres.conf/slurm.conf describe them
     mig: tuple[MigDevice, ...] = ()
+    # corral's Prolog/Epilog installed (slurm.conf names them only when every compute node has them)
+    job_hooks: bool = True
 
 
 def real_memory(cluster: Cluster, node: Node, hw: Mapping[str, NodeHW]) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from corral.errors import CorralError
 from corral.render.hw import NodeHW, hostlist, name_key, node_runs, real_memory
@@ -158,9 +158,10 @@ def preempt_mode(cluster: Cluster) -> str | None:
 
 
 def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
-                      version: Version = DEFAULT_VERSION) -> str:
+                      version: Version = DEFAULT_VERSION, without_hooks: Sequence[str] = ()) -> str:
     """slurm.conf for `version` (major, minor); `hw` holds the `slurmd -C` facts of the nodes probed
-    so far (a node without facts gets what the spec knows)."""
+    so far (a node without facts gets what the spec knows). `without_hooks`: compute nodes without
+    corral's Prolog/Epilog yet - then slurm.conf names none (a missing Prolog would drain the node)."""
     slurm = cluster.spec.slurm
     controllers = cluster.with_role("controller")
     acct = next(iter(cluster.with_role("accounting")), None)
@@ -207,8 +208,12 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
         out += ["", "# Node health: corral-health drains a failing node, resumes the nodes it drained",
                 f"HealthCheckProgram={HEALTH_PROGRAM}", f"HealthCheckInterval={cluster.spec.health.interval_s}",
                 "HealthCheckNodeState=ANY"]
-    out += ["", "# Job hooks on compute nodes (GPU job mapping for dcgm-exporter)", f"Prolog={PROLOG}",
-            f"Epilog={EPILOG}"]
+    if without_hooks:
+        out += ["", f"# Job hooks: not named until every compute node has them; missing on {hostlist(list(without_hooks))}",
+                "# (apply to those nodes, then to the controller)"]
+    else:
+        out += ["", "# Job hooks on compute nodes (GPU job mapping, per-user enroot directories)", f"Prolog={PROLOG}",
+                f"Epilog={EPILOG}"]
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]
     if unknown:
