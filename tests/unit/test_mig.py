@@ -194,3 +194,16 @@ def test_rollout_steps_and_what_a_failure_leaves():
     busy = FakeRollout(c, jobs_stuck=True)
     _, error = reconfigure(busy, "gpu01")
     assert "(resumed unchanged)" in error and busy.reason == "" and busy.log[-2] == "resume"
+
+
+def test_validate_expects_the_layouts_gres_and_asks_whole_gpus_or_one_mig_device():
+    from corral.checks.validate import gpu_request
+    from corral.render.mig import spec_gres
+    c = load_text(SPEC, "cluster.yaml")
+    n = c.node("gpu01")
+    assert spec_gres(n.gpus) == {"a100": 1, "4g.40gb": 1, "3g.40gb": 1, "1g.10gb": 14}
+    assert gpu_request(n) == ("gpu:a100:1", 1, False)
+    split = load_text(SPEC.replace('gpus: "0", profiles', 'gpus: "0,3", profiles'), "cluster.yaml").node("gpu01")
+    assert gpu_request(split) == ("gpu:1g.10gb:1", 1, True)
+    plain = load_text(SPEC.split("      mig:")[0], "cluster.yaml").node("gpu01")
+    assert spec_gres(plain.gpus) == {"a100": 4} and gpu_request(plain) == ("gpu:4", 4, False)

@@ -85,6 +85,12 @@ def test_health_counts_the_mig_devices(mig):
     assert check["status"] == "OK" and check["message"] == "MIG devices 1g.10gb x4, 2g.20gb x2, 3g.40gb x2"
 
 
+def test_validate_knows_the_mig_layout(mig, capsys):
+    assert main(["validate", "-f", str(mig.cluster.path), "--json"]) == 0
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["gres"]["status"] == "OK" and checks["gpu job"]["status"] == "OK"
+
+
 def test_second_apply_changes_nothing(mig):
     result = converge(load(mig.cluster.path), "apply", command="test-mig-noop")
     assert result.ok and result.changed == 0, [(n, o.name) for n, r in result.nodes.items() for o in r.ops

@@ -15,8 +15,10 @@ from corral.checks.slurm_parse import available, gres_counts, parse_show_node, p
 from corral.engine.remote import run_on
 from corral.errors import CorralError
 from corral.parallel import pmap
+from corral.render.mig import spec_gres
 from corral.spec.cluster import Cluster
 from corral.spec.hosts import compress_names
+from corral.spec.mig import layout
 
 
 def _controller(cluster: Cluster, ctl: str, report: Report) -> bool:
@@ -46,11 +48,11 @@ def _nodes(cluster: Cluster, ctl: str, report: Report) -> None:
         ok = available(f)
         reason = f" ({f['Reason']})" if f.get("Reason") else ""
         state[n.name] = ("OK", f["State"]) if ok else ("FAIL", f"{f['State']}{reason}")
-        want = {n.gpus.model: n.gpus.count} if n.gpus else {}
+        want = spec_gres(n.gpus)  # whole GPUs, and MIG devices where the spec has a layout
         have = gres_counts(f.get("Gres", ""))
         gres[n.name] = ("OK", f.get("Gres") or "none") if have == want else \
             ("FAIL", f"GRES {f.get('Gres') or 'none'}, spec says " +
-             (f"gpu:{n.gpus.model}:{n.gpus.count}" if n.gpus else "none"))
+             (",".join(f"gpu:{t}:{c}" for t, c in want.items()) or "none"))
     report.extra["nodes_total"] = len(compute)
     report.extra["nodes_available"] = sum(1 for s, _ in state.values() if s == "OK")
     report.extra["gpus_configured"] = sum(sum(gres_counts(shown[n.name].get("Gres", "")).values())
@@ -59,17 +61,28 @@ def _nodes(cluster: Cluster, ctl: str, report: Report) -> None:
     report.checks.append(summarize("gres", gres, "configured GRES equals the spec on every node"))
 
 
+def gpu_request(n) -> tuple[str, int, bool]:
+    """(--gres request, devices the job must see, a MIG device?) for a node's GPU job: all its GPUs;
+    with a MIG layout its whole GPUs by type, or one MIG device where every GPU is split."""
+    want = spec_gres(n.gpus)
+    if layout(n.gpus) is None:
+        return f"gpu:{n.gpu_count}", n.gpu_count, False
+    if want.get(n.gpus.model):
+        return f"gpu:{n.gpus.model}:{want[n.gpus.model]}", want[n.gpus.model], False
+    return f"gpu:{sorted(want)[0]}:1", 1, True
+
+
 def _gpu_jobs(cluster: Cluster, ctl: str) -> tuple[Check, list[str]]:
     """One job step per compute node (grouped by GPU count) that must see exactly its GPUs."""
-    groups: dict[int, list[str]] = defaultdict(list)
+    groups: dict[tuple[str, int, bool], list[str]] = defaultdict(list)
     for n in cluster.with_role("compute"):
         if n.gpu_count:
-            groups[n.gpu_count].append(n.name)
+            groups[gpu_request(n)].append(n.name)
     per_node, job_ids = {}, []
-    script = "echo \"$(hostname) $SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $(nvidia-smi -L | wc -l)\""
-    for count, names in sorted(groups.items()):
+    script = "echo \"$(hostname) $SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $(nvidia-smi -L | grep -c '^GPU ')\""
+    for (request, count, mig), names in sorted(groups.items()):
         cmd = (f"srun -N{len(names)} --ntasks-per-node=1 -w {shlex.quote(compress_names(names))} "
-               f"--gres=gpu:{count} -t 5 bash -c {shlex.quote(script)}")
+               f"--gres={request} -t 5 bash -c {shlex.quote(script)}")
         proc = run_on(cluster, ctl, cmd, timeout=300)
         seen = {p[0]: p[1:] for p in (line.split() for line in proc.stdout.splitlines()) if len(p) == 4}
         for name in names:
@@ -80,7 +93,7 @@ def _gpu_jobs(cluster: Cluster, ctl: str) -> tuple[Check, list[str]]:
             job, visible, smi = seen[name]
             job_ids.append(job)
             n_vis = len([v for v in visible.split(",") if v])
-            ok = n_vis == count and smi == str(count)
+            ok = n_vis == count and (mig or smi == str(count))  # a MIG device: nvidia-smi shows its GPU
             per_node[name] = ("OK" if ok else "FAIL",
                               f"asked {count} GPUs: CUDA_VISIBLE_DEVICES={visible}, nvidia-smi sees {smi}")
     if not per_node:
