@@ -60,7 +60,8 @@ def test_enroot_conf_and_plugstack_from_the_spec():
     assert plugstack_conf(p).splitlines()[-1] == f"required {PYXIS_SO} container_scope=job runtime_path=/run/pyxis"
     assert [d["path"].format(uid=7, gid=8) for d in user_dirs(e)] == [
         "/run/enroot/user-7", "/tmp/enroot-data/user-7", "/var/lib/enroot/cache/group-8"]
-    assert [d["clean"] for d in user_dirs(e)] == [True, True, False] and user_dirs(None) == []
+    assert [(d["clean"], d["shared"]) for d in user_dirs(e)] == [(True, False), (True, False), (False, True)]
+    assert user_dirs(None) == []
 
 
 def fake_tools(tmp_path, payload: bytes):
@@ -158,11 +159,13 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user
 @needs_root
 def test_prolog_makes_private_dirs_and_epilog_removes_them_when_the_users_last_job_ends(tmp_path, monkeypatch):
     dirs = [{"path": str(tmp_path / "run/user-{uid}"), "clean": True},
-            {"path": str(tmp_path / "cache/group-{gid}"), "clean": False}]
+            {"path": str(tmp_path / "cache/group-{gid}"), "clean": False, "shared": True}]
     tmp_path.chmod(0o755)
     assert jobdirs.prolog(dirs, 4242, 4343) == []
     run, cache = tmp_path / "run/user-4242", tmp_path / "cache/group-4343"
     assert (run.stat().st_uid, run.stat().st_gid, oct(run.stat().st_mode)[-3:]) == (4242, 4343, "700")
+    assert (cache.stat().st_uid, cache.stat().st_gid, oct(cache.stat().st_mode)[-4:]) == (0, 4343, "2770")
+    assert jobdirs.prolog(dirs, 4244, 4343) == []  # another member of the group: their own dir, the same cache
     assert (tmp_path / "run").stat().st_uid == 0 and oct((tmp_path / "run").stat().st_mode)[-3:] == "755"
     monkeypatch.setattr(jobdirs, "other_jobs", lambda node, uid, job: ["99"])
     assert jobdirs.epilog(dirs, 4242, 4343, "gpu01", "98") == [] and run.is_dir()  # another job still runs

@@ -1,8 +1,9 @@
 """Per-user job directories (stdlib only; imported by jobhooks.py on compute nodes, as root).
 
-enroot's runtime, data and cache paths are per user (`/run/enroot/user-$(id -u)`); the prolog makes
-each one for the job's user (mode 0700, owned by the user), the epilog removes the runtime and data
-directories once the user has no other job on the node (the image cache stays).
+enroot's runtime, data and cache paths are per user (`/run/enroot/user-$(id -u)`) or per group
+(`/var/lib/enroot/cache/group-$(id -g)`); the prolog makes each one for the job's user (0700, theirs)
+or group (2770, root:group), the epilog removes the user's runtime and data directories once the
+user has no other job on the node (the image cache stays).
 
 The parents are made by root (0755). Nothing is created or changed through a symbolic link or under
 a directory another user could write to without the sticky bit, and an existing directory owned by
@@ -37,8 +38,9 @@ def _check_parent(path: str, st: os.stat_result) -> None:
         raise UnsafePath(f"{path}: writable by everyone without the sticky bit")
 
 
-def make_user_dir(path: str, uid: int, gid: int) -> bool:
-    """Create `path` for the user (True), or accept it as theirs already (False); UnsafePath else."""
+def make_user_dir(path: str, uid: int, gid: int, shared: bool = False) -> bool:
+    """Create `path` for the user (True), or accept it as theirs already (False); UnsafePath else.
+    `shared`: the group's directory instead (root-owned, group `gid`, 2770: the group's members share it)."""
     parts = path.strip("/").split("/")
     current = ""
     for name in parts[:-1]:
@@ -54,10 +56,14 @@ def make_user_dir(path: str, uid: int, gid: int) -> bool:
         os.mkdir(path, 0o700)
     except FileExistsError:
         st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
-            raise UnsafePath(f"{path}: exists and is not a directory of uid {uid}") from None
+        owner_ok = (st.st_uid, st.st_gid) == (0, gid) if shared else st.st_uid == uid
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or not owner_ok:
+            who = f"root:{gid}" if shared else f"uid {uid}"
+            raise UnsafePath(f"{path}: exists and is not a directory of {who}") from None
         return False
-    os.chown(path, uid, gid, follow_symlinks=False)
+    os.chown(path, 0 if shared else uid, gid, follow_symlinks=False)
+    if shared:
+        os.chmod(path, 0o2770)
     return True
 
 
@@ -89,7 +95,7 @@ def prolog(dirs: list[dict], uid: int, gid: int) -> list[str]:
     errors = []
     for d in dirs:
         try:
-            make_user_dir(expand(d["path"], uid, gid), uid, gid)
+            make_user_dir(expand(d["path"], uid, gid), uid, gid, bool(d.get("shared")))
         except (OSError, UnsafePath) as e:
             errors.append(str(e))
     return errors

@@ -27,14 +27,17 @@ def enroot_conf(e: EnrootSpec) -> str:
 
 
 def user_dirs(e: EnrootSpec | None) -> list[dict]:
-    """What the prolog creates for the job's user (template with {uid} and {gid}) and whether the
-    epilog removes it once the user's last job on the node ends (the cache is kept)."""
+    """What the prolog creates for the job's user (template with {uid} and {gid}), whether the epilog
+    removes it once the user's last job on the node ends (the cache is kept), and whether the group
+    shares it (a path with $(id -g) but not $(id -u): root-owned, the group's, 2770)."""
     if e is None:
         return []
     def fmt(t: str) -> str:
         return t.replace("{", "{{").replace("}", "}}").replace("$(id -u)", "{uid}").replace("$(id -g)", "{gid}")
-    return [{"path": fmt(e.runtime_path), "clean": True}, {"path": fmt(e.data_path), "clean": True},
-            {"path": fmt(e.cache_path), "clean": False}]
+    def entry(t: str, clean: bool) -> dict:  # a path per group, not per user, is shared by the group
+        shared = "$(id -g)" in t and "$(id -u)" not in t
+        return {"path": fmt(t), "clean": clean and not shared, "shared": shared}
+    return [entry(e.runtime_path, True), entry(e.data_path, True), entry(e.cache_path, False)]
 
 
 def plugstack_conf(pyxis: PyxisSpec | None) -> str:
