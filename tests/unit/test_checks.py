@@ -106,3 +106,10 @@ def test_show_node_parser_states_reasons_and_gres():
 def test_ping_and_version():
     assert ping_up("Slurmctld(primary) at ctl is UP\n") and not ping_up("Slurmctld(primary) at ctl is DOWN")
     assert slurm_version("slurm-wlm 22.05.8\n") == "22.05.8" and slurm_version("slurm 23.11.4") == "23.11.4"
+
+
+def test_a_rhel_family_node_fails_with_what_is_supported_there():
+    from corral.checks.doctor import _os
+    status, message = _os({"os": "rocky 9.4"})
+    assert status == "FAIL" and "only the NVIDIA driver lifecycle knows the RHEL family" in message
+    assert _os({"os": "debian 12"})[0] == "OK"
