@@ -233,3 +233,22 @@ def test_container_toolkit_source_pin_and_runtime(monkeypatch):
     monkeypatch.setattr(T, "snapshot", lambda want: Snapshot(files={T.RUNTIME_MARK: marker}))
     assert commands(T.ctk_runtime._inner(engine="docker", want=T.WANT)) == []
     assert fake.noops == ["NVIDIA runtime configured for docker"]
+
+
+def test_an_installed_driver_not_yet_loaded_needs_a_reboot(node):
+    fake, notes = node("debian12", packages={"nvidia-open-550": "550.127.05-1"}, files=PINNED)
+    cmds = commands(D.driver_version._inner(packages=["nvidia-open-550"], version="550.127.05", overridden=False,
+                                            loaded="550.90.07"))
+    assert notes["disruption"] == "reboot + drain" and len(cmds) == 1
+    assert notes["diff"].startswith("nvidia kernel module: 550.90.07 running, 550.127.05 installed: reboot required")
+    fake, _ = node("debian12", packages={"nvidia-open-550": "550.127.05-1"}, files=PINNED)
+    assert commands(D.driver_version._inner(packages=["nvidia-open-550"], version="550.127.05", overridden=False,
+                                            loaded="550.127.05")) == []
+
+
+def test_the_running_module_is_read_from_sysfs_or_proc():
+    from corral.facts.hardware import LOADED, parse_hardware
+    base = ["0,0,0", "MemTotal: 1000000 kB"]
+    assert parse_hardware(base + [f"{LOADED}560.35.03"]).driver_loaded == "560.35.03"
+    assert parse_hardware(base + [LOADED.strip()]).driver_loaded == ""
+    assert parse_hardware(base + [f"{LOADED}garbage"]).driver_loaded == ""

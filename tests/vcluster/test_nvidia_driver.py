@@ -126,3 +126,17 @@ def test_a_driver_that_fails_verification_leaves_the_node_drained(drv):
     result = converge(set_version(drv, "1.1"), "apply", command="test-driver-back")
     assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
     assert driver_on(drv) == "1.1" and slurm_state(drv).startswith("idle")
+
+
+def test_a_driver_installed_but_not_running_is_rebooted_into(drv, capsys):
+    # as after an upgrade outside corral: the spec's version on disk, another module still running
+    ssh(drv, "gpu01", "sed -i 's/Module  [0-9.]*/Module  1.0/' /run/corral-emulated/proc-driver/nvidia/version")
+    assert main(["plan", "-f", str(drv.cluster.path)]) == 0
+    out = capsys.readouterr().out
+    assert "~ nvidia driver | NVIDIA driver 1.1  [reboot + drain]" in out
+    assert "nvidia kernel module: 1.0 running, 1.1 installed: reboot required" in out
+    result = converge(load(drv.cluster.path), "apply", command="test-driver-loaded")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    assert [s for s, _ in rollout_ops(result)] == ["drain", "wait for jobs", "install", "reboot", "verify", "resume"]
+    assert "Module  1.1 " in ssh(drv, "gpu01", "cat /proc/driver/nvidia/version").stdout
+    assert slurm_state(drv).startswith("idle")

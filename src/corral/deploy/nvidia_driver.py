@@ -17,6 +17,7 @@ from pyinfra.api import StringCommand, deploy, operation
 from pyinfra.facts.server import LinuxDistribution
 
 from corral.deploy import ops
+from corral.deploy.context import hw_of
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.notes import annotate
 from corral.facts.gpu import PciDevices, classify, parse_pci_sysfs
@@ -69,7 +70,8 @@ def lock_restore_script(version: str) -> str:
 
 
 @operation()
-def driver_version(packages: list[str], version: str, overridden: bool, os_family: str = "debian"):
+def driver_version(packages: list[str], version: str, overridden: bool, os_family: str = "debian",
+                   loaded: str = ""):
     """The driver (and Fabric Manager) at `version`: nothing to do, the pin, the nouveau blacklist or
     a daemon to restore, or a change for the rollout (DGX OS: nothing, NVIDIA's DGX stack owns it)."""
     snap = snapshot(Want(paths=WANT.paths, services=WANT.services, packages=tuple(packages)))
@@ -83,6 +85,12 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
              if (snap.files.get(path) or {}).get("sha256") != _sha(text)]
     lock_missing = rhel and snap.blocks.get(VERSIONLOCK) != _sha(versionlock_block(version))
     behind = [p for p in packages if not installed_matches(snap.packages.get(p), version)]
+    if not behind and loaded and loaded != version:  # installed, but the running module is another one
+        annotate(disruption=REBOOT, diff=f"nvidia kernel module: {loaded} running, {version} installed: reboot "
+                                         "required\n(drain, wait for jobs, reboot, verify, resume)\n")
+        yield StringCommand("echo", shlex.quote(f"NVIDIA driver {version} installed, {loaded} loaded: rebooted by "
+                                                "the rollout after the other components"))
+        return
     if not behind:
         daemons = [PERSISTENCED] + ([FABRICMANAGER] if len(packages) > 1 else [])
         stopped = [d for d in daemons if snap.services.get(d, ("", "not-found"))[1] != "not-found"
@@ -142,5 +150,7 @@ def nvidia_driver() -> None:
     for package in set(packages) - _PACKAGES:  # read with every node's one snapshot, not a second command
         _PACKAGES.add(package)
         register(Want(packages=(package,)))
+    facts = hw_of(host.state).get(node.name)
     driver_version(name=f"NVIDIA driver {driver.version}", packages=packages, version=driver.version,
-                   overridden=driver.package is not None, os_family=os_family)
+                   overridden=driver.package is not None, os_family=os_family,
+                   loaded=facts.driver_loaded if facts else "")

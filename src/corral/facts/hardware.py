@@ -4,6 +4,8 @@ devices (facts/mig.py) for gres.conf."""
 
 from __future__ import annotations
 
+import re
+
 from pyinfra.api import FactBase
 
 from corral.errors import CorralError
@@ -31,12 +33,17 @@ def gpu_topology(lscpu: list[str], topo_text: str) -> tuple[tuple[str, ...], tup
 
 
 NO_HOOKS = "@@no-job-hooks"
+LOADED = "@@nvidia-loaded "  # the nvidia kernel module running now (not the one installed on disk)
+LOADED_CMD = (f"echo \"{LOADED}$(cat /sys/module/nvidia/version 2>/dev/null || sed -n "
+              "'s/^NVRM version:.* \\([0-9][0-9]*\\.[0-9][0-9.]*\\) .*/\\1/p' /proc/driver/nvidia/version "
+              "2>/dev/null)\"")
 PROLOG = "/usr/local/sbin/corral-prolog"  # deploy/jobhooks.py
 
 
 def parse_hardware(lines: list[str]) -> NodeHW | None:
     hooks = NO_HOOKS not in lines
-    lines = [line for line in lines if line != NO_HOOKS]
+    loaded = next((line[len(LOADED):].strip() for line in lines if line.startswith(LOADED)), "")
+    lines = [line for line in lines if line != NO_HOOKS and not line.startswith(LOADED)]
     mig: tuple = ()
     if MARK_CI in lines:
         at = lines.index(MARK_CI)
@@ -61,14 +68,15 @@ def parse_hardware(lines: list[str]) -> NodeHW | None:
     gpu_cores, gpu_links = gpu_topology(lines, topo_text)
     return NodeHW(cpus=cpus, sockets=len(sockets), cores_per_socket=max(1, len(cores) // len(sockets)),
                   threads_per_core=max(1, cpus // len(cores)), memory_mb=mem_kb // 1024,
-                  gpu_cores=gpu_cores, gpu_links=gpu_links, mig=mig, job_hooks=hooks)
+                  gpu_cores=gpu_cores, gpu_links=gpu_links, mig=mig, job_hooks=hooks,
+                  driver_loaded=loaded if re.fullmatch(r"\d+(\.\d+)+", loaded) else "")
 
 
 class NodeHardware(FactBase):
     """CPUs, sockets, cores per socket, threads per core and memory of a node (-> NodeHW)."""
 
     def command(self):
-        return (f"lscpu -p=SOCKET,CORE,CPU 2>/dev/null; grep MemTotal /proc/meminfo; test -x {PROLOG} || echo {NO_HOOKS}; "
+        return (f"lscpu -p=SOCKET,CORE,CPU 2>/dev/null; grep MemTotal /proc/meminfo; test -x {PROLOG} || echo {NO_HOOKS}; {LOADED_CMD}; "
                 f"echo {TOPO_MARK}; command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi topo -m 2>/dev/null; "
                 f"command -v nvidia-smi >/dev/null 2>&1 && {{ {MIG_COMMAND}; }}; true")
 

@@ -94,7 +94,7 @@ class SlurmVersion(FactBase):
 
 def hw_to_json(hw: NodeHW) -> dict:
     out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(hw).items()}
-    for key, plain in (("mig", []), ("job_hooks", True)):
+    for key, plain in (("mig", []), ("job_hooks", True), ("driver_loaded", "")):
         if out[key] == plain:
             del out[key]  # written only when it says something: the cache stays as older corral wrote it
     return out
@@ -116,13 +116,13 @@ def _mig_from_json(items: object) -> tuple[MigDevice, ...]:
 
 
 def hw_from_json(data: object) -> NodeHW:
-    mig, hooks = (), True
-    if isinstance(data, dict) and {"mig", "job_hooks"} & set(data):  # absent in caches written before them
+    mig, hooks, loaded = (), True, ""
+    if isinstance(data, dict) and {"mig", "job_hooks", "driver_loaded"} & set(data):  # absent in older caches
         data = dict(data)
         mig = _mig_from_json(data.pop("mig", []))
-        hooks = data.pop("job_hooks", True)
-        if type(hooks) is not bool:
-            raise ValueError("job_hooks: expected true or false")
+        hooks, loaded = data.pop("job_hooks", True), data.pop("driver_loaded", "")
+        if type(hooks) is not bool or type(loaded) is not str:
+            raise ValueError("job_hooks: expected true or false; driver_loaded: expected a string")
     if not isinstance(data, dict) or not set(INT_FIELDS) <= set(data) or set(data) - set(INT_FIELDS + GPU_FIELDS) \
             or not all(type(data[k]) is int and data[k] >= 0 for k in INT_FIELDS) \
             or not all(isinstance(data.get(k, []), list) and all(isinstance(x, str) for x in data.get(k, []))
@@ -130,7 +130,7 @@ def hw_from_json(data: object) -> NodeHW:
         raise ValueError(f"expected an object with integer fields {', '.join(INT_FIELDS)} "
                          f"(and string lists {', '.join(GPU_FIELDS)})")
     return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in GPU_FIELDS}, mig=mig,
-                  job_hooks=hooks)
+                  job_hooks=hooks, driver_loaded=loaded)
 
 
 def load_hw_cache(state_dir: str | Path) -> dict[str, NodeHW]:

@@ -40,6 +40,8 @@ class NodeHW:
     mig: tuple[MigDevice, ...] = ()
     # corral's Prolog/Epilog installed (slurm.conf names them only when every compute node has them)
     job_hooks: bool = True
+    # the nvidia kernel module running now ("" when none): differs from the installed one -> reboot needed
+    driver_loaded: str = ""
 
 
 def real_memory(cluster: Cluster, node: Node, hw: Mapping[str, NodeHW]) -> int | None:

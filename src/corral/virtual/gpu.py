@@ -35,10 +35,26 @@ STANDIN_VERSION = "/usr/lib/corral-test-nvidia-driver/version"  # shipped by the
 PROC_DRIVER = "usr/lib/corral-emulated/proc-driver"
 PROCFS_UNIT = "etc/systemd/system/corral-emulated-procfs.service"
 PROCFS_WANTS = "etc/systemd/system/sysinit.target.wants/corral-emulated-procfs.service"
-PROCFS_TEXT = ("# corral virtual cluster: EMULATED driver files under /proc/driver (mig-minors)\n"
+RUN_PROC_DRIVER = f"{EMULATED_RUN}/proc-driver"
+PROCFS_SH = "usr/lib/corral-emulated/procfs.sh"
+PROCFS_SCRIPT = f"""#!/bin/sh
+# corral virtual cluster: EMULATED /proc/driver, made at boot; nvidia/version names the "loaded"
+# module (the stand-in driver package's version, copied to /run by tmpfiles), as a real driver's does
+set -e
+rm -rf {RUN_PROC_DRIVER}
+cp -a /{PROC_DRIVER} {RUN_PROC_DRIVER}
+v=$(cat {EMULATED_RUN}/nvidia-module-version 2>/dev/null || true)
+case "$v" in
+  [0-9]*) mkdir -p {RUN_PROC_DRIVER}/nvidia
+          printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  (corral emulation)\\n' "$v" > {RUN_PROC_DRIVER}/nvidia/version ;;
+esac
+mount --bind {RUN_PROC_DRIVER} /proc/driver
+"""
+PROCFS_TEXT = ("# corral virtual cluster: EMULATED driver files under /proc/driver (mig-minors, nvidia/version)\n"
                "[Unit]\nDescription=corral emulation: /proc/driver of an NVIDIA driver\nDefaultDependencies=no\n"
+               "After=systemd-tmpfiles-setup.service\n"
                "Before=sysinit.target corral-mig.service slurmd.service\n\n"
-               f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/mount --bind -o ro /{PROC_DRIVER} /proc/driver\n")
+               f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh /{PROCFS_SH}\n")
 
 
 def describe(node: Node) -> list[dict]:
@@ -58,9 +74,9 @@ def install(node: Node, root: Path) -> None:
     gpus = describe(node)
     tmpfiles, conf, smi = root / TMPFILES, root / CONF, root / "usr/bin/nvidia-smi"
     parted, minors = root / "usr/bin/nvidia-mig-parted", root / PROC_DRIVER / "nvidia-caps/mig-minors"
-    unit, wants = root / PROCFS_UNIT, root / PROCFS_WANTS
+    unit, wants, script = root / PROCFS_UNIT, root / PROCFS_WANTS, root / PROCFS_SH
     if not gpus:
-        for f in (tmpfiles, conf, smi, parted, minors, unit, wants):
+        for f in (tmpfiles, conf, smi, parted, minors, unit, wants, script):
             f.unlink(missing_ok=True)
         return
     tmpfiles.parent.mkdir(parents=True, exist_ok=True)
@@ -77,6 +93,7 @@ def install(node: Node, root: Path) -> None:
         tool.chmod(0o755)
     minors.parent.mkdir(parents=True, exist_ok=True)
     minors.write_text(minors_table(len(gpus)))
+    script.write_text(PROCFS_SCRIPT)
     unit.parent.mkdir(parents=True, exist_ok=True)
     unit.write_text(PROCFS_TEXT)
     wants.parent.mkdir(parents=True, exist_ok=True)
