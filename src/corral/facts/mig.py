@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 MINORS = "/proc/driver/nvidia-caps/mig-minors"
 MARK_CI, MARK_MINORS = "@@mig-lci", "@@mig-minors"
-COMMAND = f"echo {MARK_CI}; nvidia-smi mig -lci 2>/dev/null; echo {MARK_MINORS}; cat {MINORS} 2>/dev/null"
+# the minors table (over a thousand lines on an 8-GPU node) is read only when MIG devices exist
+COMMAND = (f"lci=$(nvidia-smi mig -lci 2>/dev/null); echo {MARK_CI}; echo \"$lci\"; echo {MARK_MINORS}; "
+           f"case \"$lci\" in *'MIG '*) cat {MINORS} 2>/dev/null;; esac")
 
 _CI = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)(\s+\d+:\d+)?\s+\|$")
 
