@@ -198,3 +198,12 @@ def test_planted_links_and_other_users_dirs_are_refused(tmp_path):
     with pytest.raises(jobdirs.UnsafePath):
         jobdirs.remove_user_dir(str(shared / "user-5001"), 5001)
     assert victim.is_dir()
+
+
+def test_url_templates_and_fixed_paths():
+    assert "the URL may use only {version}, {package}, {arch}" in \
+        problems("  enroot: {version: 3.5.0, url: 'https://mirror/{pkg}.deb'}\n")
+    assert "the URL may use only {version}" in \
+        problems("  enroot: {version: 3.5.0}\n  pyxis: {version: 0.20.0, url: 'https://mirror/{arch}.tgz'}\n")
+    fixed = EnrootSpec(version="3.5.0", cache_path="/scratch/enroot-cache")  # the admin's own shared path
+    assert [d["path"] for d in user_dirs(fixed)] == ["/run/enroot/user-{uid}", "/tmp/enroot-data/user-{uid}"]

@@ -37,7 +37,8 @@ def user_dirs(e: EnrootSpec | None) -> list[dict]:
     def entry(t: str, clean: bool) -> dict:  # a path per group, not per user, is shared by the group
         shared = "$(id -g)" in t and "$(id -u)" not in t
         return {"path": fmt(t), "clean": clean and not shared, "shared": shared}
-    return [entry(e.runtime_path, True), entry(e.data_path, True), entry(e.cache_path, False)]
+    paths = [(e.runtime_path, True), (e.data_path, True), (e.cache_path, False)]
+    return [entry(t, clean) for t, clean in paths if "$(id -" in t]  # a fixed path is the admin's to make
 
 
 def plugstack_conf(pyxis: PyxisSpec | None) -> str:
@@ -47,10 +48,6 @@ def plugstack_conf(pyxis: PyxisSpec | None) -> str:
         return head + "# none\n"
     args = " ".join(f"{k}={v}" for k, v in sorted(pyxis.args.items()))
     return head + f"required {PYXIS_SO} {args}".rstrip() + "\n"
-
-
-def deb_urls(e: EnrootSpec, arch: str) -> list[tuple[str, str]]:
-    return [(p, e.url.format(version=e.version, package=p, arch=arch)) for p in e.packages]
 
 
 def enroot_install_script(e: EnrootSpec) -> str:

@@ -7,7 +7,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict, check_sums
+from corral.spec.models_base import Strict, check_sums, check_url_template
 
 PLACEHOLDERS = ("$(id -u)", "$(id -g)")
 _PATH = r"^/[^\s'\"`\\]+$"
@@ -37,6 +37,11 @@ class EnrootSpec(Strict):
     cache_path: str = Field(default="/var/lib/enroot/cache/group-$(id -g)", pattern=_PATH)
     data_path: str = Field(default="/tmp/enroot-data/user-$(id -u)", pattern=_PATH)
     settings: dict[str, str] = {}  # more enroot.conf lines, e.g. ENROOT_SQUASH_OPTIONS: "-comp lz4"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_url_template(v, "version", "package", "arch")
 
     @field_validator("runtime_path", "cache_path", "data_path")
     @classmethod
@@ -77,6 +82,11 @@ class PyxisSpec(Strict):
                      pattern=r"^https?://[^\s]+$")
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")   # of the source tarball
     args: dict[str, str] = {"runtime_path": "/run/pyxis"}  # plugstack.conf arguments, e.g. container_scope: job
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_url_template(v, "version")
 
     @field_validator("args")
     @classmethod

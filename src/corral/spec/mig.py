@@ -11,7 +11,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict, check_sums
+from corral.spec.models_base import Strict, check_sums, check_url_template
 
 PROFILE = re.compile(r"^(\d)g\.(\d+)gb(\+me)?$")
 
@@ -114,6 +114,11 @@ class MigPartedSpec(Strict):
     url: str = Field(default="https://github.com/NVIDIA/mig-parted/releases/download/v{version}/"
                              "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$")
     sha256: dict[str, str] = {}   # package -> sha256 of its .deb
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_url_template(v, "version", "package", "arch")
 
     @field_validator("sha256")
     @classmethod
