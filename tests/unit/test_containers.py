@@ -15,9 +15,14 @@ import corral.deploy.containers as C
 from corral.deploy.nodestate import Snapshot
 from corral.errors import SpecError
 from corral.node import jobdirs
-from corral.render.containers import (PYXIS_MARK, PYXIS_SO, enroot_conf, enroot_install_script, plugstack_conf,
+from corral.render.containers import (PYXIS_MARK, PYXIS_SO, enroot_conf, plugstack_conf,
                                       pyxis_build_script, pyxis_mark, user_dirs)
+from corral.render.debs import release_debs_script
 from corral.spec.containers import EnrootSpec, PyxisSpec
+
+
+def enroot_install_script(e: EnrootSpec) -> str:
+    return release_debs_script("enroot", "nvidia.enroot.sha256", e.packages, e.version, e.url, e.sha256)
 from corral.spec.loader import load_text
 
 SPEC = """\
@@ -114,13 +119,13 @@ class FakeHost:
         self.noops.append(message)
 
 
-def run_op(monkeypatch, op, spec, snap: Snapshot):
+def run_op(monkeypatch, op, spec, snap: Snapshot, **extra):
     fake = FakeHost()
     monkeypatch.setattr(C, "host", fake)
     monkeypatch.setattr(C, "snapshot", lambda want: snap)
     notes: dict = {}
     monkeypatch.setattr(C, "annotate", lambda **kw: notes.update(kw))
-    cmds = [c.get_raw_value() if isinstance(c, StringCommand) else str(c) for c in op._inner(spec=spec, want=C.WANT)]
+    cmds = [c.get_raw_value() if isinstance(c, StringCommand) else str(c) for c in op._inner(spec=spec, want=C.WANT, **extra)]
     return cmds, fake.noops, notes
 
 
@@ -131,10 +136,11 @@ def file_with(text: str) -> dict:
 
 def test_enroot_op_noop_when_installed_else_the_script(monkeypatch):
     e = EnrootSpec(version="3.5.0")
-    cmds, noops, _ = run_op(monkeypatch, C.enroot_packages, e,
-                            Snapshot(packages={"enroot": "3.5.0-1", "enroot+caps": "3.5.0-1"}))
+    enroot = {"label": "enroot", "sums_key": "nvidia.enroot.sha256"}
+    cmds, noops, _ = run_op(monkeypatch, C.release_debs, e,
+                            Snapshot(packages={"enroot": "3.5.0-1", "enroot+caps": "3.5.0-1"}), **enroot)
     assert cmds == [] and noops == ["enroot 3.5.0 installed (enroot, enroot+caps)"]
-    cmds, _, notes = run_op(monkeypatch, C.enroot_packages, e, Snapshot(packages={"enroot": "3.4.1-1"}))
+    cmds, _, notes = run_op(monkeypatch, C.release_debs, e, Snapshot(packages={"enroot": "3.4.1-1"}), **enroot)
     assert notes["diff"] == "enroot: 3.4.1-1 -> 3.5.0\nenroot+caps: not installed -> 3.5.0\n"
     assert len(cmds) == 1 and cmds[0].startswith("bash -c ") and "apt-get install" in cmds[0]
 

@@ -17,7 +17,8 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.notes import annotate
 from corral.facts.slurm import upstream_version
 from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, enroot_conf,
-                                      enroot_install_script, pyxis_build_script, pyxis_mark)
+                                      pyxis_build_script, pyxis_mark)
+from corral.render.debs import release_debs_script
 
 SLURM_ROLES = ("controller", "compute", "login")
 WANT = register(Want(paths=(ENROOT_CONF, PYXIS_SO, PYXIS_MARK), packages=FETCH_PACKAGES + BUILD_PACKAGES))
@@ -29,16 +30,17 @@ def _bash(script: str) -> StringCommand:
 
 
 @operation()
-def enroot_packages(spec, want: Want):
-    """enroot's packages at the spec's version: nothing to do, or download, check, install."""
+def release_debs(label: str, sums_key: str, spec, want: Want):
+    """A vendor's release .debs (`spec`: packages, version, url, sha256) at the spec's version:
+    nothing to do, or download, check, install (render/debs.py). enroot here, nvidia-mig-parted in mig.py."""
     snap = snapshot(want)
     have = {p: snap.packages.get(p) for p in spec.packages}
     behind = [p for p, v in have.items() if v is None or upstream_version(v) != spec.version]
     if not behind:
-        host.noop(f"enroot {spec.version} installed ({', '.join(spec.packages)})")
+        host.noop(f"{label} {spec.version} installed ({', '.join(spec.packages)})")
         return
     annotate(disruption="none", diff="".join(f"{p}: {have[p] or 'not installed'} -> {spec.version}\n" for p in behind))
-    yield _bash(enroot_install_script(spec))
+    yield _bash(release_debs_script(label, sums_key, spec.packages, spec.version, spec.url, spec.sha256))
 
 
 @operation()
@@ -66,7 +68,8 @@ def containers() -> None:
             _PACKAGES.add(p)
             register(Want(packages=(p,)))
         ops.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
-        enroot_packages(name=f"enroot {nv.enroot.version}", spec=nv.enroot, want=WANT)
+        release_debs(name=f"enroot {nv.enroot.version}", label="enroot", sums_key="nvidia.enroot.sha256",
+                     spec=nv.enroot, want=WANT)
         ops.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
         ops.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT)

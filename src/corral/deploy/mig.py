@@ -13,16 +13,16 @@ from pyinfra.api import StringCommand, deploy, operation
 
 from corral.deploy import ops
 from corral.deploy.context import hw_of
-from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.nodestate import Want, register
 from corral.deploy.notes import annotate
-from corral.facts.slurm import upstream_version
-from corral.render.debs import release_debs_script
+from corral.deploy.containers import release_debs
+from corral.render.containers import FETCH_PACKAGES
 from corral.render.mig import CONFIG, SELECTED, differences, mig_parted_config
 
 MIG_CHANGE = "drain + MIG reconfigure"
 UNIT = "/etc/systemd/system/corral-mig.service"
 TOOL = "/usr/bin/nvidia-mig-parted"
-WANT = register(Want(paths=(CONFIG, UNIT, TOOL), services=("corral-mig",), packages=("curl", "ca-certificates")))
+WANT = register(Want(paths=(CONFIG, UNIT, TOOL), services=("corral-mig",), packages=FETCH_PACKAGES))
 _PACKAGES: set[str] = set()
 
 
@@ -36,18 +36,6 @@ def unit_text() -> str:
 
 def apply_command() -> str:
     return f"{TOOL} apply -f {shlex.quote(CONFIG)} -c {SELECTED}"
-
-
-@operation()
-def mig_tool(spec, want: Want):
-    snap = snapshot(want)
-    have = {p: snap.packages.get(p) for p in spec.packages}
-    if all(v and upstream_version(v) == spec.version for v in have.values()):
-        host.noop(f"nvidia-mig-parted {spec.version} installed")
-        return
-    annotate(disruption="none", diff="".join(f"{p}: {v or 'not installed'} -> {spec.version}\n" for p, v in have.items()))
-    yield StringCommand("bash", "-c", shlex.quote(release_debs_script(
-        "mig-parted", "nvidia.mig_parted.sha256", spec.packages, spec.version, spec.url, spec.sha256)))
 
 
 @operation()
@@ -74,8 +62,9 @@ def mig() -> None:
         for p in set(tool.packages) - _PACKAGES:
             _PACKAGES.add(p)
             register(Want(packages=(p,)))
-        ops.packages(name="download tools", names=["curl", "ca-certificates"], want=WANT)
-        mig_tool(name=f"nvidia-mig-parted {tool.version}", spec=tool, want=WANT)
+        ops.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
+        release_debs(name=f"nvidia-mig-parted {tool.version}", label="mig-parted", sums_key="nvidia.mig_parted.sha256",
+                     spec=tool, want=WANT)
     ops.managed_file(name=CONFIG, path=CONFIG, content=mig_parted_config(node.gpus), want=WANT)
     ops.managed_file(name="corral-mig.service (layout at boot)", path=UNIT, content=unit_text(), want=WANT)
     ops.service(name="corral-mig enabled", unit="corral-mig", running=False, want=WANT)

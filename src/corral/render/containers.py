@@ -1,12 +1,11 @@
-"""enroot and pyxis, rendered (pure): /etc/enroot/enroot.conf, Slurm's plugstack.conf, the scripts
-that install enroot's release packages and build pyxis against the installed Slurm, and the
+"""enroot and pyxis, rendered (pure): /etc/enroot/enroot.conf, Slurm's plugstack.conf, the script
+that builds pyxis against the installed Slurm, and the
 per-user directories corral's prolog creates. Used by deploy/containers.py and deploy/slurm.py."""
 
 from __future__ import annotations
 
 import shlex
 
-from corral.render.debs import release_debs_script
 from corral.spec.containers import EnrootSpec, PyxisSpec
 
 ENROOT_CONF = "/etc/enroot/enroot.conf"
@@ -48,11 +47,6 @@ def plugstack_conf(pyxis: PyxisSpec | None) -> str:
         return head + "# none\n"
     args = " ".join(f"{k}={v}" for k, v in sorted(pyxis.args.items()))
     return head + f"required {PYXIS_SO} {args}".rstrip() + "\n"
-
-
-def enroot_install_script(e: EnrootSpec) -> str:
-    """Download enroot's .debs, check, install them together (render/debs.py)."""
-    return release_debs_script("enroot", "nvidia.enroot.sha256", e.packages, e.version, e.url, e.sha256)
 
 
 def pyxis_build_script(p: PyxisSpec) -> str:
