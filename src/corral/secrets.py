@@ -1,7 +1,9 @@
 """Secrets generated once on the control host and kept in the state dir (dir 0700, files 0600).
 
 Never derived from a password, never printed, never journaled (deploys upload them as file
-content, which the engine does not record, or mark them secret).
+content, which the engine does not record, or mark them secret). A secret file that is there but
+empty, blank or too short (a truncated copy, an editor's leftover) is refused, never pushed to the
+nodes.
 """
 
 from __future__ import annotations
@@ -9,6 +11,10 @@ from __future__ import annotations
 import os
 import secrets as _random
 from pathlib import Path
+
+from corral.errors import CorralError
+
+MIN_KEY_BYTES = 32  # munge refuses a key under 32 bytes; no random key corral makes is shorter
 
 
 def _path(state_dir: Path, name: str) -> Path:
@@ -18,21 +24,38 @@ def _path(state_dir: Path, name: str) -> Path:
     return d / name
 
 
-def secret_bytes(state_dir: Path, name: str, nbytes: int) -> bytes:
-    """The secret `name`, created with `nbytes` random bytes the first time it is asked for."""
+def _refuse(p: Path, what: str) -> CorralError:
+    return CorralError(f"secret file is {what}; refusing to push it to the nodes", where=str(p),
+                       fix=f"put the real secret back into {p} (from a backup or a node), or remove {p} "
+                           "so corral generates a new one and pushes it to every node on the next apply")
+
+
+def secret_bytes(state_dir: Path, name: str, nbytes: int, min_bytes: int = MIN_KEY_BYTES) -> bytes:
+    """The secret `name`, created with `nbytes` random bytes the first time it is asked for; one
+    already there must hold at least `min_bytes` bytes (munge: 32)."""
+    if nbytes < min_bytes:
+        raise ValueError(f"{name}: {nbytes} bytes asked, under the minimum of {min_bytes}")
     p = _path(state_dir, name)
     if not p.exists():
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(_random.token_bytes(nbytes))
-    return p.read_bytes()
+    data = p.read_bytes()
+    if not data.strip():
+        raise _refuse(p, "empty" if not data else "blank (whitespace only)")
+    if len(data) < min_bytes:
+        raise _refuse(p, f"{len(data)} bytes long, under the {min_bytes} bytes it needs at least")
+    return data
 
 
 def secret_text(state_dir: Path, name: str, nchars: int = 32) -> str:
-    """A random password (URL-safe characters), created once."""
+    """A random password (URL-safe characters), created once; one already there must not be blank."""
     p = _path(state_dir, name)
     if not p.exists():
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(_random.token_urlsafe(nchars)[:nchars])
-    return p.read_text().strip()
+    text = p.read_text().strip()
+    if not text:
+        raise _refuse(p, "empty" if not p.stat().st_size else "blank (whitespace only)")
+    return text

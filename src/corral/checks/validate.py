@@ -6,6 +6,7 @@ nodes_total, nodes_available, gpus_configured, gpu_job_ok, failures) plus `check
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from collections import defaultdict
@@ -112,13 +113,25 @@ def _multi_node(cluster: Cluster, ctl: str) -> tuple[Check, str | None]:
                  f"{proc.stderr.strip()[-300:]}"), None
 
 
+JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?(?:\.[0-9]+)?")  # 123, an array task 123_4, a step 123.0
+
+
+def job_id(text: str) -> str | None:
+    """`text` (a job id read from a node's output) when it is a Slurm job id, else None."""
+    return text if JOB_ID.fullmatch(text) else None
+
+
 def _accounting(cluster: Cluster, ctl: str, job: str | None) -> Check:
     if not cluster.with_role("accounting"):
         return Check("job accounted", "SKIPPED", "no accounting node in the spec")
     if job is None:
         return Check("job accounted", "SKIPPED", "no job ran")
+    if job_id(job) is None:
+        return Check("job accounted", "FAIL", f"the job id the controller returned is not a Slurm job id "
+                     f"(digits): {job[:60]!r}; not passed to sacct")
     for _ in range(30):
-        out = run_on(cluster, ctl, f"sacct -n -X -P -j {job} -o JobID,State,Account", timeout=30).stdout.strip()
+        out = run_on(cluster, ctl, f"sacct -n -X -P -j {shlex.quote(job)} -o JobID,State,Account",
+                     timeout=30).stdout.strip()
         if "COMPLETED" in out:
             return Check("job accounted", "OK", f"job {job} recorded: {out}")
         time.sleep(0.5)

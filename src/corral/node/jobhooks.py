@@ -5,7 +5,10 @@
 
 GPU job mapping for dcgm-exporter (`--hpc-job-mapping-dir`): one file per GPU index in
 `gpu_job_map_dir`, holding the ids of the jobs using that GPU, one per line. The prolog adds the
-job to the files of its GPUs; the epilog removes it and deletes files left empty.
+job to the files of its GPUs; the epilog removes it and deletes files left empty. Files are written
+only inside that directory, through a descriptor, after checking it is root's alone (not a link), and
+`<dir>.lock` is never opened through a link: a user who can write beside them gets a logged refusal at
+worst, never a root write elsewhere.
 The job's GPU indices come from SLURM_JOB_GPUS (set by slurmd for Prolog/Epilog), or else from
 `scontrol show job -d` (the IDX list of this node).
 
@@ -17,10 +20,13 @@ logs to syslog and exits 0.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import syslog
@@ -69,34 +75,90 @@ def job_gpus(env: dict[str, str]) -> list[int]:
     return indices_from_scontrol(out.stdout, node)
 
 
-def _update(path: str, job: str, add: bool) -> None:
-    """Add or remove `job` in one mapping file (caller holds the directory lock); rename into place."""
+class Refused(Exception):
+    """A map directory or lock that is not root's alone (a user could have planted it): left alone."""
+
+
+def _open_dir(directory: str) -> int:
+    """The map directory, opened without following a link; it must be root's and writable by root only."""
+    with contextlib.suppress(FileExistsError):  # a dangling link: refused below
+        os.makedirs(directory, mode=0o755, exist_ok=True)
     try:
-        with open(path) as f:
-            jobs = [line.strip() for line in f if line.strip()]
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise Refused(f"refusing {directory}: not a plain directory ({e.strerror})") from None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        os.close(fd)
+        raise Refused(f"refusing {directory}: owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}")
+    return fd
+
+
+def _open_lock(directory: str) -> int:
+    """`<dir>.lock` beside the directory, never through a link; a plain file of root's, mode 0600."""
+    path = directory + ".lock"
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        raise Refused(f"refusing {path}: a symbolic link") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
+        os.close(fd)
+        raise Refused(f"refusing {path}: not a plain file of root's (uid {st.st_uid}, links {st.st_nlink})")
+    return fd
+
+
+def _read(dfd: int, name: str) -> list[str]:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
     except FileNotFoundError:
-        jobs = []
-    jobs = [j for j in jobs if j != job] + ([job] if add else [])
-    if jobs:
-        tmp = f"{os.path.dirname(path)}.{os.path.basename(path)}.{os.getpid()}.tmp"  # beside the directory:
-        with open(tmp, "w") as f:  # dcgm-exporter reads every file in it
+        return []
+    with os.fdopen(fd) as f:
+        return [line.strip() for line in f if line.strip()] if stat.S_ISREG(os.fstat(fd).st_mode) else []
+
+
+def _update(dfd: int, name: str, job: str, add: bool) -> None:
+    """Add or remove `job` in one mapping file of the directory `dfd` (caller holds the lock).
+
+    The temp file is made inside the checked directory (O_EXCL, O_NOFOLLOW, its final mode) and renamed
+    into place: nothing is created where a user can write. dcgm-exporter skips names that are no GPU index."""
+    jobs = [j for j in _read(dfd, name) if j != job] + ([job] if add else [])
+    if not jobs:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dfd)
+        return
+    tmp = f".{name}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp, dir_fd=dfd)  # a crashed hook's (only root writes here); a link is removed, not followed
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o644)  # whatever the umask
             f.write("\n".join(jobs) + "\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    elif os.path.exists(path):
-        os.unlink(path)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
 
 
 def map_gpus(directory: str, job: str, gpus: list[int], add: bool) -> None:
-    """Under one lock for the directory (jobs start and end concurrently on a node)."""
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd = os.open(directory.rstrip("/") + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    """Under one lock for the directory (jobs start and end concurrently on a node). Raises Refused when
+    the directory or its lock is a link or not root's (main logs it; the job goes on)."""
+    directory = directory.rstrip("/")  # "link/" would follow the link despite O_NOFOLLOW
+    dfd = _open_dir(directory)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        for index in gpus:
-            _update(os.path.join(directory, str(index)), job, add)
+        lock = _open_lock(directory)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            for index in gpus:
+                _update(dfd, str(index), job, add)
+        finally:
+            os.close(lock)
     finally:
-        os.close(fd)
+        os.close(dfd)
 
 
 def user_dirs(hook: str, dirs: list[dict], env: dict[str, str]) -> list[str]:
@@ -120,7 +182,10 @@ def main(argv: list[str], env: dict[str, str]) -> int:
             config = json.load(f)
         directory, job = config.get("gpu_job_map_dir"), env.get("SLURM_JOB_ID", "")
         if directory and job.isdigit():
-            map_gpus(directory, job, job_gpus(env), add=argv[0] == "prolog")
+            try:
+                map_gpus(directory, job, job_gpus(env), add=argv[0] == "prolog")
+            except Exception as e:  # noqa: BLE001 - e.g. Refused: logged, and the user dirs still follow
+                syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {job}: gpu job map: {e}")
         if config.get("user_dirs") and env.get("SLURM_JOB_UID", "").isdigit():
             for problem in user_dirs(argv[0], config["user_dirs"], env):
                 syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {job}: {problem}")

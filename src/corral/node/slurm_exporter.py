@@ -5,6 +5,7 @@
 
 Every scrape runs the five commands in parallel (each bounded by --timeout); a command that fails
 sets corral_slurm_command_error{command} to 1 and only its metrics are missing.
+Each connection gets its own thread (at most MAX_CONNECTIONS), and one silent for IDLE_TIMEOUT is dropped.
 Runs on the controller as a systemd service (deploy/slurm_exporter.py); needs python3-prometheus-client.
 """
 
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
@@ -130,19 +134,48 @@ class SlurmCollector:
         yield gauge("scrape_duration_seconds", "Time this scrape took", [], [((), time.monotonic() - start)])
 
 
+IDLE_TIMEOUT = 5.0  # s a connection may stay silent (each read, and each write of the answer)
+MAX_CONNECTIONS = 16  # served at once (Prometheus needs one or two); more are closed at once
+
+
 class QuietHandler(WSGIRequestHandler):
+    timeout = IDLE_TIMEOUT  # socketserver sets it on the connection: an idle client is dropped after it
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except OSError:  # an idle (socket.timeout) or vanished client: dropped quietly
+            pass
+
     def log_message(self, *args) -> None:  # no line per scrape
         pass
+
+
+class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    """A thread per connection (an idle client must not stall the scrapes), at most MAX_CONNECTIONS."""
+    daemon_threads = True
+
+    def server_activate(self) -> None:
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().server_activate()
+
+    def process_request(self, request, client_address) -> None:
+        if self.slots.acquire(blocking=False):
+            super().process_request(request, client_address)
+        else:
+            super().shutdown_request(request)  # over the bound: closed at once (it holds no slot)
+
+    def shutdown_request(self, request) -> None:  # each connection served ends here, once
+        super().shutdown_request(request)
+        self.slots.release()
 
 
 def make_server_for(listen: str, registry: CollectorRegistry) -> WSGIServer:
     host, _, port = listen.rpartition(":")
     host = host.strip("[]")
-    server_class = WSGIServer
+    server_class = ThreadingWSGIServer
     if ":" in host:
-        import socket
-
-        class V6(WSGIServer):
+        class V6(ThreadingWSGIServer):
             address_family = socket.AF_INET6
         server_class = V6
     return make_server(host, int(port), make_wsgi_app(registry), server_class=server_class, handler_class=QuietHandler)

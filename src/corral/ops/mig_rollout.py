@@ -7,6 +7,7 @@
 
 Jobs still running at the deadline: resumed unchanged. A failed apply or verification, or Slurm not
 following: the node stays drained with a `corral: MIG ...` reason (corral-health leaves it alone).
+Slurm not answering (scontrol, squeue, a refused drain; ops/slurm_node.py): no apply on that node.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from corral.deploy.mig import MIG_CHANGE, apply_command
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError
 from corral.facts.mig import COMMAND, by_gpu, split_output
-from corral.ops.rollout import Rollout, StepFailed
+from corral.ops.rollout import Rollout
+from corral.ops.slurm_node import StepFailed, settle
 from corral.parallel import pmap
 from corral.render.mig import wanted
 from corral.spec.cluster import Cluster
@@ -37,7 +39,7 @@ def _op(step: str, status: str, reason: str) -> OpResult:
 def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
     """Drain, wait, apply, verify; the node is left drained for Slurm to follow (see roll_out)."""
     done: list[OpResult] = []
-    known = False
+    known: bool | None = None  # None: Slurm not asked yet, or not answering (nothing changed)
 
     def ok(step: str, reason: str) -> None:
         done.append(_op(step, "changed", reason))
@@ -63,11 +65,8 @@ def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
         step = exc.step if isinstance(exc, StepFailed) else "remote command"
         keep = exc.keep_drained if isinstance(exc, StepFailed) else True
         message = str(exc).replace("\n", " ")
-        if known and keep:
-            r.drain(name, f"corral: MIG {step} failed: {message}"[:200])
-        elif known and r.node_reason(name) == OURS:
-            r.resume(name)
-        after = "left drained" if known and keep else "resumed unchanged" if known else "not in Slurm"
+        after, note = settle(r, name, known, keep, OURS, f"corral: MIG {step} failed: {message}")
+        message += note
         done.append(_op(step, "failed", f"{message} ({after})"))
         r.say(f"node {name}: MIG rollout: {step} FAILED: {message} ({after})")
         return done, f"MIG rollout: {step} failed: {message} ({after})"
@@ -98,17 +97,31 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], follow: Call
         for name in ready:
             fine = after.nodes.get(name) is not None and after.nodes[name].ok and all(
                 n.ok for n in after.nodes.values())
-            if not fine:
-                why = "Slurm did not follow the new MIG devices: see the apply after the MIG rollout"
-                if r.controller is not None and r.node_reason(name) is not None:
-                    r.drain(name, f"corral: MIG slurm failed: {why}"[:200])
-                result.nodes[name].ops.append(_op("resume", "failed", f"{why} (left drained)"))
-                result.nodes[name].error, result.nodes[name].error_kind = f"MIG rollout: {why}", "op-failed"
-            elif r.controller is not None and (reason := r.node_reason(name)) not in (None, OURS):
-                why = f"Slurm holds the node for another reason: {reason}"  # e.g. its GRES do not match
-                result.nodes[name].ops.append(_op("resume", "failed", f"{why} (left as it is)"))
-                result.nodes[name].error, result.nodes[name].error_kind = f"MIG rollout: {why}", "op-failed"
-            elif r.controller is not None and reason == OURS:
-                r.resume(name)
-                result.nodes[name].ops.append(_op("resume", "changed", "resumed in Slurm"))
-                r.say(f"node {name}: MIG rollout: resume: resumed in Slurm")
+            op, error = _resume(r, name, fine)
+            if op is not None:
+                result.nodes[name].ops.append(op)
+            if error:
+                result.nodes[name].error, result.nodes[name].error_kind = f"MIG rollout: {error}", "op-failed"
+
+
+def _resume(r: Rollout, name: str, fine: bool) -> tuple[OpResult | None, str | None]:
+    """After the follow-up apply: resume a node we drained, or say why it stays as it is. Slurm not
+    answering leaves the node as it is (drained by reconfigure) and fails it, never the whole rollout."""
+    try:
+        if not fine:
+            why = "Slurm did not follow the new MIG devices: see the apply after the MIG rollout"
+            if r.controller is not None and r.node_reason(name) is not None:
+                r.drain(name, f"corral: MIG slurm failed: {why}"[:200])
+            return _op("resume", "failed", f"{why} (left drained)"), why
+        reason = r.node_reason(name) if r.controller is not None else None
+        if reason not in (None, OURS):
+            why = f"Slurm holds the node for another reason: {reason}"  # e.g. its GRES do not match
+            return _op("resume", "failed", f"{why} (left as it is)"), why
+        if reason == OURS:
+            r.resume(name)
+            r.say(f"node {name}: MIG rollout: resume: resumed in Slurm")
+            return _op("resume", "changed", "resumed in Slurm"), None
+        return None, None
+    except (StepFailed, CorralError) as exc:
+        why = f"Slurm not updated: {' '.join(str(exc).split())}"
+        return _op("resume", "failed", f"{why} (left as it is)"), why

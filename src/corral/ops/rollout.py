@@ -8,7 +8,9 @@
 
 Nothing half-done: jobs still running at the deadline -> the node is resumed unchanged; an install
 that fails -> the old pin is put back and the node resumed; a node that fails verification stays
-drained with a `corral:` reason saying why. Each step is an OpResult on the node's result.
+drained with a `corral:` reason saying why. Slurm not answering (scontrol, squeue, a refused drain;
+ops/slurm_node.py) stops the node's rollout before the install: never a reboot without a drain.
+Each step is an OpResult on the node's result.
 """
 
 from __future__ import annotations
@@ -23,17 +25,11 @@ from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
 from corral.ops.driver_dnf import dnf_install_script
+from corral.ops.slurm_node import POLL_S, SlurmNode, StepFailed, settle
 from corral.render.nvidia import PIN, dnf_packages, dnf_stream, pin_text, versionlock_block
 from corral.spec.cluster import Cluster
 
 MARKER = "/run/corral-reboot-pending"
-POLL_S = 2.0
-
-
-class StepFailed(Exception):
-    def __init__(self, step: str, message: str, keep_drained: bool) -> None:
-        super().__init__(message)
-        self.step, self.keep_drained = step, keep_drained
 
 
 def pending(result: RunResult) -> list[str]:
@@ -60,7 +56,7 @@ rm -f "$old"
 """
 
 
-class Rollout:
+class Rollout(SlurmNode):
     def __init__(self, cluster: Cluster, say: Callable[[str], None] | None = None) -> None:
         self.cluster, self.say = cluster, say or (lambda line: None)
         ctl = cluster.with_role("controller")
@@ -72,28 +68,6 @@ class Rollout:
 
     def on(self, node: str, command: str, timeout: float = 60, **kw):
         return run_on(self.cluster, node, command, timeout=timeout, **kw)
-
-    def node_reason(self, node: str) -> str | None:
-        """Slurm's reason for `node`, "" without one, None when Slurm does not know the node."""
-        p = self.sc(f"scontrol show node -o {shlex.quote(node)}")
-        if p.returncode != 0 or "NodeName=" not in p.stdout:
-            return None
-        return p.stdout.split(" Reason=", 1)[1].split(" [", 1)[0].strip() if " Reason=" in p.stdout else ""
-
-    def drain(self, node: str, reason: str) -> None:
-        self.sc(f"scontrol update nodename={shlex.quote(node)} state=drain reason={shlex.quote(reason)}")
-
-    def wait_for_jobs(self, node: str) -> None:
-        deadline = time.monotonic() + self.r.drain_timeout_s
-        while True:
-            jobs = self.sc(f"squeue -h -w {shlex.quote(node)} -t RUNNING,COMPLETING,SUSPENDED -o %i").stdout.split()
-            if not jobs:
-                return
-            if time.monotonic() >= deadline:
-                raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout_s} s "
-                                 f"({', '.join(jobs[:5])}); the node was resumed unchanged: apply again later",
-                                 keep_drained=False)
-            time.sleep(POLL_S)
 
     def reboot(self, node: str) -> None:
         self.on(node, f"touch {MARKER} && systemd-run --on-active=1 systemctl reboot >/dev/null", check=True)
@@ -128,9 +102,6 @@ class Rollout:
             time.sleep(POLL_S)
         raise StepFailed("verify", last, keep_drained=True)
 
-    def resume(self, node: str) -> None:
-        self.sc(f"scontrol update nodename={shlex.quote(node)} state=resume")
-
     def one(self, node_name: str) -> tuple[list[OpResult], str | None]:
         node, driver = self.cluster.node(node_name), self.cluster.spec.nvidia.driver
         done: list[OpResult] = []
@@ -140,7 +111,8 @@ class Rollout:
             self.say(f"node {node_name}: driver rollout: {step}: {reason}")
 
         ours = f"corral: driver {driver.version} rollout"
-        known, touched = False, False  # touched: the install began, the node may differ from before
+        known: bool | None = None  # None: Slurm not asked yet, or not answering (nothing changed)
+        touched = False  # the install began, the node may differ from before
         try:
             packages, os_family = package_names(self.cluster, node)
             known = self.controller is not None and self.node_reason(node_name) is not None
@@ -173,14 +145,9 @@ class Rollout:
             step = exc.step if isinstance(exc, StepFailed) else "remote command"
             keep = exc.keep_drained if isinstance(exc, StepFailed) else touched
             message = str(exc).replace("\n", " ")
-            try:
-                if known and keep:
-                    self.drain(node_name, f"corral: driver {driver.version} {step} failed: {message}"[:200])
-                elif known and self.node_reason(node_name) == ours:
-                    self.resume(node_name)
-            except NodeError as again:  # the controller is not answering either: say so, change nothing more
-                message += f"; Slurm not updated: {again}"
-            after = "left drained" if known and keep else "resumed unchanged" if known else "not in Slurm"
+            after, note = settle(self, node_name, known, keep, ours,
+                                 f"corral: driver {driver.version} {step} failed: {message}")
+            message += note
             done.append(OpResult(name=f"driver rollout | {step}", status="failed", reason=f"{message} ({after})",
                                  disruption=REBOOT))
             self.say(f"node {node_name}: driver rollout: {step} FAILED: {message} ({after})")

@@ -7,6 +7,7 @@ node changes no other compute node (Slurm reaches nodes by NodeAddr, not by name
 
 from __future__ import annotations
 
+from corral.errors import CorralError
 from corral.spec.cluster import Cluster, Node
 
 BEGIN = "# BEGIN corral managed hosts"
@@ -27,7 +28,17 @@ def render_hosts_block(cluster: Cluster, node: Node) -> str:
 
 def merge_hosts(current: str, block: str) -> str:
     """Replace corral's block in /etc/hosts (or append it), drop other lines naming our nodes'
-    names with another address (e.g. Debian's `127.0.1.1 <hostname>`), keep everything else."""
+    names with another address (e.g. Debian's `127.0.1.1 <hostname>`), keep everything else.
+
+    Markers that are not one BEGIN followed by one END (a BEGIN without its END, an END alone, two
+    BEGINs, END before BEGIN) raise a CorralError and the node's file is left as it is: where
+    corral's block ends is then a guess, and a wrong guess deletes the admin's lines."""
+    marks = [line.strip() for line in current.splitlines() if line.strip() in (BEGIN, END)]
+    if marks not in ([], [BEGIN, END]):
+        raise CorralError(f"corral's markers in /etc/hosts are not one {BEGIN!r} line followed by one "
+                          f"{END!r} line; the file was left as it is", where="/etc/hosts", value=marks,
+                          fix="edit the node's /etc/hosts: delete the broken block's lines and markers "
+                              "(corral writes the block again) or add the missing marker, then apply again")
     names = {line.split("\t")[1] for line in block.splitlines()[1:-1]}
     out, skipping = [], False
     for line in current.splitlines():

@@ -1,0 +1,104 @@
+"""Slurm as the rollouts (ops/rollout.py, ops/mig_rollout.py) see one node, asked on the controller.
+
+"Slurm does not know the node" is only scontrol's own `Node X not found` (rc 1). Any other failure
+(slurmctld down: another rc, an empty or garbled answer, SSH timing out) is a StepFailed before
+anything is changed, never "not in Slurm" (a reboot without a drain); a failing squeue is never
+"no jobs"; a drain or resume that scontrol refuses fails its step.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from corral.errors import CorralError
+
+POLL_S = 2.0
+
+
+class StepFailed(Exception):
+    def __init__(self, step: str, message: str, keep_drained: bool) -> None:
+        super().__init__(message)
+        self.step, self.keep_drained = step, keep_drained
+
+
+def _why(p) -> str:
+    text = " ".join((p.stderr.strip() or p.stdout.strip()).split())
+    return f"rc={p.returncode}: {text[-200:] or 'no output'}"
+
+
+class SlurmNode:
+    """Mixed into Rollout, which gives `sc(command)` (run on the controller), `controller` and `r`
+    (the spec's nvidia.rollout)."""
+
+    def _ask(self, command: str):
+        """(the CompletedProcess, None) or (None, why it could not be run)."""
+        try:
+            return self.sc(command), None
+        except CorralError as exc:  # SSH to the controller failed or timed out
+            return None, " ".join(str(exc).split())
+
+    def node_reason(self, node: str) -> str | None:
+        """Slurm's reason for `node`, "" without one, None when Slurm says it does not know the node;
+        StepFailed when slurmctld could not be asked."""
+        p, failed = self._ask(f"scontrol show node -o {shlex.quote(node)}")
+        if p is not None:
+            said = [line.strip() for line in (p.stdout + "\n" + p.stderr).splitlines()]
+            if p.returncode == 1 and f"Node {node} not found" in said:
+                return None
+            if p.returncode == 0 and (p.stdout.split() or [""])[0] == f"NodeName={node}":
+                return p.stdout.split(" Reason=", 1)[1].split(" [", 1)[0].strip() if " Reason=" in p.stdout else ""
+            failed = _why(p) if p.returncode else f"unexpected answer: {p.stdout.strip()[:120]!r}"
+        raise StepFailed("ask Slurm", f"slurmctld on {self.controller} did not answer for {node} (scontrol show "
+                         f"node: {failed}): start slurmctld or fix the controller, then apply again", keep_drained=True)
+
+    def drain(self, node: str, reason: str) -> None:
+        p, failed = self._ask(f"scontrol update nodename={shlex.quote(node)} state=drain reason={shlex.quote(reason)}")
+        if p is None or p.returncode != 0:
+            raise StepFailed("drain", f"slurmctld on {self.controller} did not drain {node} (scontrol update: "
+                             f"{failed or _why(p)})", keep_drained=False)
+
+    def resume(self, node: str) -> None:
+        p, failed = self._ask(f"scontrol update nodename={shlex.quote(node)} state=resume")
+        if p is None or p.returncode != 0:
+            raise StepFailed("resume", f"slurmctld on {self.controller} did not resume {node} (scontrol update: "
+                             f"{failed or _why(p)})", keep_drained=True)
+
+    def wait_for_jobs(self, node: str) -> None:
+        """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline."""
+        deadline = time.monotonic() + self.r.drain_timeout_s
+        while True:
+            p, failed = self._ask(f"squeue -h -w {shlex.quote(node)} -t RUNNING,COMPLETING,SUSPENDED -o %i")
+            if p is not None and p.returncode != 0:
+                failed = _why(p)
+            jobs = p.stdout.split() if failed is None else None
+            if jobs == []:
+                return
+            if time.monotonic() >= deadline:
+                if failed is not None:
+                    raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout_s} s; "
+                                     f"{failed}): whether jobs run there is unknown, the node was not changed; check "
+                                     f"slurmctld on {self.controller}, then apply again", keep_drained=True)
+                raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout_s} s "
+                                 f"({', '.join(jobs[:5])}); the node was resumed unchanged: apply again later",
+                                 keep_drained=False)
+            time.sleep(POLL_S)
+
+
+def settle(r, node: str, known: bool | None, keep: bool, ours: str, failed_reason: str) -> tuple[str, str]:
+    """After a failed step: drain with `failed_reason` (keep) or lift our own drain. Returns what the
+    node was left as, and why Slurm was not updated ("" when it was)."""
+    resumed, note = False, ""
+    try:
+        if known and keep:
+            r.drain(node, failed_reason[:200])
+        elif known and r.node_reason(node) == ours:
+            r.resume(node)
+            resumed = True
+    except (StepFailed, CorralError) as again:  # the controller is not answering either: change nothing more
+        note = f"; Slurm not updated: {' '.join(str(again).split())}"
+    if known is None:
+        return "nothing changed", note
+    if not known:
+        return "not in Slurm", note
+    return "left drained" if keep else "resumed unchanged" if resumed else "Slurm state left as it was", note
