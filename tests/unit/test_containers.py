@@ -50,7 +50,7 @@ def test_spec_errors_say_what_and_where():
                                                              + "a" * 64 + "}}\n")
     assert "set ENROOT_DATA_PATH with runtime_path / cache_path / data_path" in \
         problems("  enroot: {version: 3.5.0, settings: {ENROOT_DATA_PATH: /x}}\n")
-    assert "pyxis arguments are name=value, no spaces" in \
+    assert "pyxis.args.runtime_path: not one word of letters" in \
         problems("  enroot: {version: 3.5.0}\n  pyxis: {version: 0.20.0, args: {runtime_path: a b}}\n")
 
 

@@ -36,7 +36,8 @@ nodes:
       mig:
         - {gpus: "0", profiles: [3g.40gb, 4g.40gb]}
         - {gpus: "1-2", profiles: [1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb]}
-"""
+nvidia: {mig_parted: {sha256: {nvidia-mig-manager: %s}}}
+""" % ("a" * 64)
 
 
 def test_captured_compute_instances_parse_with_and_without_placement():

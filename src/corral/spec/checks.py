@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
+from corral.spec.checks_download import check_checksums, check_urls
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec.models import K8S_ROLES, SLURM_ROLES
 
@@ -224,7 +225,8 @@ def check_containers(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where(("nvidia", "pyxis")), "pyxis is a Slurm plugin", cluster.spec.scheduler,
                                 "remove nvidia.pyxis or use scheduler: slurm"))
     for key, tool in (("enroot", nv.enroot), ("mig_parted", nv.mig_parted)):
-        unknown = sorted(set(tool.sha256) - set(tool.packages)) if tool is not None else []
+        sums = tool.sha256 if tool is not None and isinstance(tool.sha256, dict) else {}
+        unknown = sorted(set(sums) - set(tool.packages)) if sums else []
         if unknown:
             problems.append(Problem(where(("nvidia", key, "sha256")), "checksum of a package not installed",
                                     unknown[0], f"name one of: {', '.join(tool.packages)}"))
@@ -247,4 +249,5 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     if cluster.spec.scheduler == "slurm":
         problems += check_slurm(cluster, where)
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
-            + check_containers(cluster, where) + check_mig(cluster, where))
+            + check_containers(cluster, where) + check_mig(cluster, where)
+            + check_urls(cluster, where) + check_checksums(cluster, where))

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict, check_sums, check_url_template
+from corral.spec.models_base import Strict, Sums, check_sums, check_url_template
+from corral.spec.types import ConfigValue, ConfigWord, Sha256
 
 PLACEHOLDERS = ("$(id -u)", "$(id -g)")
 _PATH = r"^/[^\s'\"`\\]+$"
@@ -32,11 +34,11 @@ class EnrootSpec(Strict):
     packages: list[str] = Field(default=["enroot", "enroot+caps"], min_length=1)
     url: str = Field(default="https://github.com/NVIDIA/enroot/releases/download/v{version}/"
                              "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$")
-    sha256: dict[str, str] = {}   # package -> sha256 of its .deb (checked before installing)
+    sha256: Sums = {}   # package -> sha256 of its .deb (checked before installing), or "skip"
     runtime_path: str = Field(default="/run/enroot/user-$(id -u)", pattern=_PATH)
     cache_path: str = Field(default="/var/lib/enroot/cache/group-$(id -g)", pattern=_PATH)
     data_path: str = Field(default="/tmp/enroot-data/user-$(id -u)", pattern=_PATH)
-    settings: dict[str, str] = {}  # more enroot.conf lines, e.g. ENROOT_SQUASH_OPTIONS: "-comp lz4"
+    settings: dict[str, ConfigValue] = {}  # more enroot.conf lines, e.g. ENROOT_SQUASH_OPTIONS: "-comp lz4"
 
     @field_validator("url")
     @classmethod
@@ -80,8 +82,8 @@ class PyxisSpec(Strict):
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$")                       # e.g. 0.20.0
     url: str = Field(default="https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz",
                      pattern=r"^https?://[^\s]+$")
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")   # of the source tarball
-    args: dict[str, str] = {"runtime_path": "/run/pyxis"}  # plugstack.conf arguments, e.g. container_scope: job
+    sha256: Sha256 | Literal["skip"] | None = None   # of the source tarball (required, or "skip")
+    args: dict[str, ConfigWord] = {"runtime_path": "/run/pyxis"}  # plugstack.conf arguments, e.g. container_scope: job
 
     @field_validator("url")
     @classmethod

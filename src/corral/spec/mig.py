@@ -11,7 +11,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict, check_sums, check_url_template
+from corral.spec.models_base import Strict, Sums, check_sums, check_url_template
 
 PROFILE = re.compile(r"^(\d)g\.(\d+)gb(\+me)?$")
 
@@ -113,7 +113,7 @@ class MigPartedSpec(Strict):
     packages: list[str] = Field(default=["nvidia-mig-manager"], min_length=1)
     url: str = Field(default="https://github.com/NVIDIA/mig-parted/releases/download/v{version}/"
                              "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$")
-    sha256: dict[str, str] = {}   # package -> sha256 of its .deb
+    sha256: Sums = {}   # package -> sha256 of its .deb, or "skip"
 
     @field_validator("url")
     @classmethod

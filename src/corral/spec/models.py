@@ -13,6 +13,8 @@ from pydantic import Field, model_validator
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.mig import MigGroupSpec, MigPartedSpec
 from corral.spec.models_base import Strict
+from corral.spec.types import (AbsPath, Email, HostPort, SlurmDuration, SlurmName,
+                                UnitName, UnixUser, Url, UserName)
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
@@ -20,6 +22,7 @@ Role = Literal["controller", "compute", "login", "accounting", "monitoring", "nf
                "control-plane", "worker"]
 NAME = r"^[a-z0-9]([a-z0-9_-]{0,62})$"
 SLURM_TIME = r"^(INFINITE|UNLIMITED|\d+|\d+:\d{2}(:\d{2})?|\d+-\d{1,2}(:\d{2}(:\d{2})?)?)$"
+HOSTLIST = r"^[A-Za-z0-9._,\[\]-]+$"  # a Slurm hostlist expression: names, ranges, commas
 
 
 class GpuSpec(Strict):
@@ -41,10 +44,10 @@ class GpuOverride(Strict):
 
 
 class SSHSpec(Strict):
-    user: str = Field(default="root", pattern=r"^[a-z_][a-z0-9_-]*$")
-    key: str | None = None  # private key path; relative paths are relative to the spec file
+    user: UnixUser = "root"  # not root: every command runs through `sudo -n` (passwordless sudo)
+    key: str | None = Field(default=None, pattern=r"^[^\x00-\x1f\x7f\"']+$")  # private key path; relative paths are relative to the spec file
     port: int = Field(default=22, ge=1, le=65535)
-    jump_host: str | None = Field(default=None, pattern=r"^([a-z_][a-z0-9_-]*@)?[A-Za-z0-9.:-]+(:\d+)?$")
+    jump_host: str | None = Field(default=None, pattern=r"^([a-z_][a-z0-9_-]*@)?[A-Za-z0-9][A-Za-z0-9.:-]*(:\d+)?$")
 
 
 class NodeOverride(Strict):
@@ -57,7 +60,7 @@ class NodeOverride(Strict):
 class NodeGroup(Strict):
     """A set of alike nodes: `names: gpu[01-16]`, `addresses: 10.0.0.[11-26]`."""
 
-    names: str = Field(min_length=1)
+    names: str = Field(min_length=1, pattern=HOSTLIST)
     addresses: list[str] | str
     roles: list[Role] = Field(min_length=1)
     gpus: GpuSpec | None = None
@@ -67,10 +70,10 @@ class NodeGroup(Strict):
 
 class Partition(Strict):
     name: str = Field(pattern=NAME)
-    nodes: str = "ALL"  # hostlist of spec nodes, or ALL (every compute node)
+    nodes: str = Field(default="ALL", pattern=HOSTLIST)  # hostlist of spec nodes, or ALL (every compute node)
     default: bool = False
-    max_time: str = Field(default="INFINITE", pattern=SLURM_TIME)
-    qos: str | None = None
+    max_time: SlurmDuration = "INFINITE"
+    qos: SlurmName | None = None
     priority_tier: int = Field(default=1, ge=0, le=65533)
 
 
@@ -79,18 +82,18 @@ class QOS(Strict):
     priority: int = Field(default=0, ge=0)
     max_gpus_per_user: int | None = Field(default=None, ge=0)
     max_jobs_per_user: int | None = Field(default=None, ge=0)
-    max_wall: str | None = Field(default=None, pattern=SLURM_TIME)
-    preempt: list[str] = Field(default_factory=list)
+    max_wall: SlurmDuration | None = None
+    preempt: list[SlurmName] = Field(default_factory=list)
     preempt_mode: Literal["off", "cancel", "requeue", "suspend"] = "off"
 
 
 class Account(Strict):
     name: str = Field(pattern=NAME)
-    parent: str | None = None
+    parent: SlurmName | None = None
     fairshare: int = Field(default=1, ge=0)
-    users: list[str] = Field(default_factory=list)
-    qos: list[str] = Field(default_factory=list)
-    default_qos: str | None = None
+    users: list[UserName] = Field(default_factory=list)  # checked here, before any plan
+    qos: list[SlurmName] = Field(default_factory=list)
+    default_qos: SlurmName | None = None
 
 
 class FairShare(Strict):
@@ -100,7 +103,7 @@ class FairShare(Strict):
     weight_qos: int = Field(default=5000, ge=0)
     weight_jobsize: int = Field(default=0, ge=0)
     weight_partition: int = Field(default=0, ge=0)
-    decay_half_life: str = "7-0"
+    decay_half_life: SlurmDuration = "7-0"  # PriorityDecayHalfLife
 
 
 class SlurmSpec(Strict):
@@ -120,9 +123,9 @@ class HealthSpec(Strict):
     interval_s: int = Field(default=300, ge=5, le=86400)   # Slurm HealthCheckInterval
     timeout_s: int = Field(default=30, ge=2, le=600)       # hard bound of one run
     max_gpu_temp_c: int = Field(default=85, ge=30, le=120)
-    mounts: list[str] = Field(default_factory=lambda: ["/"])
-    services: list[str] = Field(default_factory=list)     # besides munge and slurmd
-    min_free_mb: dict[str, int] = Field(
+    mounts: list[AbsPath] = Field(default_factory=lambda: ["/"])
+    services: list[UnitName] = Field(default_factory=list)     # besides munge and slurmd
+    min_free_mb: dict[AbsPath, int] = Field(
         default_factory=lambda: {"/": 512, "/tmp": 256, "/var/lib/slurm": 256})
 
 
@@ -130,8 +133,8 @@ class AlertReceiver(Strict):
     """Where Alertmanager sends alerts: a webhook URL or an e-mail address (needs alerts.smtp)."""
 
     name: str = Field(pattern=NAME)
-    webhook: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
-    email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+$")
+    webhook: Url | None = None
+    email: Email | None = None
     severities: list[Literal["critical", "warning"]] = Field(default_factory=lambda: ["critical", "warning"],
                                                              min_length=1)
 
@@ -143,8 +146,8 @@ class AlertReceiver(Strict):
 
 
 class SmtpSpec(Strict):
-    smarthost: str = Field(pattern=r"^[^\s:]+:\d+$")  # host:port
-    sender: str = Field(pattern=r"^[^@\s]+@[^@\s]+$")
+    smarthost: HostPort  # host:port
+    sender: Email
     require_tls: bool = True
 
 
@@ -164,8 +167,8 @@ class GrafanaSpec(Strict):
 
     enabled: bool = True
     port: int = Field(default=3000, ge=1, le=65535)
-    repo_url: str = Field(default="https://apt.grafana.com", pattern=r"^https?://[^\s]+$")
-    key_url: str = Field(default="https://apt.grafana.com/gpg.key", pattern=r"^https?://[^\s]+$")
+    repo_url: Url = "https://apt.grafana.com"
+    key_url: Url = "https://apt.grafana.com/gpg.key"
     version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version; none: newest
 
 
@@ -177,9 +180,8 @@ class DcgmExporterSpec(Strict):
     port: int = Field(default=9400, ge=1, le=65535)
     package: str = Field(default="datacenter-gpu-manager-exporter", pattern=r"^[a-z0-9][a-z0-9.+-]+$")
     version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version, pinned
-    binary: str = Field(default="/usr/bin/dcgm-exporter", pattern=r"^/[^\s]+$")
-    repo_url: str = Field(default="https://developer.download.nvidia.com/compute/cuda/repos",
-                          pattern=r"^https?://[^\s]+$")
+    binary: AbsPath = "/usr/bin/dcgm-exporter"
+    repo_url: Url = "https://developer.download.nvidia.com/compute/cuda/repos"
 
 
 class MonitoringSpec(Strict):
@@ -194,7 +196,7 @@ class MonitoringSpec(Strict):
     scrape_interval_s: int = Field(default=15, ge=1, le=3600)
     retention_days: int = Field(default=15, ge=1, le=3650)
     listen: Literal["node", "all"] = "node"  # node: bind the node's cluster address, not 0.0.0.0
-    gpu_job_map_dir: str = Field(default="/run/corral/gpu-jobs", pattern=r"^/[^\s]+$")
+    gpu_job_map_dir: AbsPath = "/run/corral/gpu-jobs"
     alerts: AlertsSpec = AlertsSpec()
     grafana: GrafanaSpec = GrafanaSpec()
     dcgm_exporter: DcgmExporterSpec = DcgmExporterSpec()
@@ -207,8 +209,7 @@ class DriverSpec(Strict):
     kernel_modules: Literal["auto", "open", "proprietary"] = "auto"  # auto: open for Turing and newer
     source: Literal["distribution", "cuda"] = "cuda"   # Ubuntu's server packages or NVIDIA's CUDA repository
     package: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.+-]+$")  # override the package name
-    repo_url: str = Field(default="https://developer.download.nvidia.com/compute/cuda/repos",
-                          pattern=r"^https?://[^\s]+$")
+    repo_url: Url = "https://developer.download.nvidia.com/compute/cuda/repos"
 
 
 class RolloutSpec(Strict):
@@ -238,7 +239,7 @@ class ContainerToolkitSpec(Strict):
 
     engine: Literal["docker", "containerd", "crio", "none"] = "none"  # none: toolkit only (enroot uses its hook)
     version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.+~:-]+$")  # apt version, pinned
-    repo_url: str = Field(default="https://nvidia.github.io/libnvidia-container", pattern=r"^https?://[^\s]+$")
+    repo_url: Url = "https://nvidia.github.io/libnvidia-container"
 
 
 class NvidiaSpec(Strict):
@@ -270,5 +271,6 @@ class ClusterSpec(Strict):
     health: HealthSpec = HealthSpec()
     monitoring: MonitoringSpec = MonitoringSpec()
     nvidia: NvidiaSpec = NvidiaSpec()
-    state_dir: str = ".corral"  # relative to the spec file
+    state_dir: str = Field(default=".corral", pattern=r"^[^\x00-\x1f\x7f]+$")  # relative to the spec file
+    allow_http: bool = False  # permit http:// download URLs (only behind a trusted proxy or mirror)
     virtual: VirtualSpec | None = None

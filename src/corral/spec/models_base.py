@@ -1,16 +1,23 @@
 """The base of every spec model: unknown keys are errors, models are frozen."""
 
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from corral.spec.types import _url
+
+Sums = dict[str, str] | Literal["skip"]  # package -> sha256 of its download, or "skip" (warned about)
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def check_sums(sums: dict[str, str]) -> dict[str, str]:
-    """package -> sha256 of its download: 64 lowercase hex digits each."""
+def check_sums(sums: Sums) -> Sums:
+    """package -> sha256 of its download: 64 lowercase hex digits each (or the word "skip")."""
+    if sums == "skip":
+        return sums
     for name, digest in sums.items():
         if not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise ValueError(f"sha256 of {name!r} must be 64 lowercase hex digits")
@@ -18,9 +25,9 @@ def check_sums(sums: dict[str, str]) -> dict[str, str]:
 
 
 def check_url_template(url: str, *names: str) -> str:
-    """A download URL template may use only {name} placeholders of `names`."""
+    """A download URL template may use only {name} placeholders of `names` (spec/types.py checks the rest)."""
     try:
         url.format(**{n: "x" for n in names})
     except (KeyError, IndexError, ValueError) as exc:
         raise ValueError(f"the URL may use only {', '.join('{' + n + '}' for n in names)} ({exc})") from None
-    return url
+    return _url(url, names)

@@ -1,0 +1,144 @@
+"""Spec string types by meaning. A spec value reaches a root shell or a config file on every node, so
+each string field says what it is and is checked for exactly that (whole-string matches: a trailing
+newline never slips through a `$`):
+
+- `Url` / `url_template(...)`: parsed; http(s) with a host, no credentials, no whitespace, quotes or
+  shell characters. `http://` is refused later unless the spec sets `allow_http: true`
+  (spec/checks.py finds every `UrlStr` in the spec).
+- `AbsPath`: absolute, normalised (no `.`/`..`/`//`), a safe character set (no whitespace, quotes, `$`).
+- `SlurmDuration`: a Slurm time value (`7-0`, `12:00:00`, `INFINITE`).
+- `SlurmName`, `UnixUser` (an account corral logs in as), `UserName` (a cluster user, directory
+  names too), `UnitName`, `Hostname` (RFC 1123), `HostPort`, `Email`, `Sha256`.
+- `ConfigWord` / `ConfigValue`: a token (or a line) for a config file: no newline, quotes, `$`,
+  backticks or backslashes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import posixpath
+import re
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
+
+_URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?@%+,=&-]+")
+_PATH_CHARS = re.compile(r"/[A-Za-z0-9._+@%:,=/-]*")
+_HOST_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+HOSTNAME_RE = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*")
+SLURM_TIME_RE = re.compile(r"INFINITE|UNLIMITED|\d+|\d+:\d{2}(:\d{2})?|\d+-\d{1,2}(:\d{2}(:\d{2})?)?")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+UNIX_USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+USER_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")  # directory users too: jo.doe, jo@corp
+UNIT_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9:_.@\\-]{0,250}")
+SHA256_RE = re.compile(r"[0-9a-f]{64}")
+WORD_RE = re.compile(r"[A-Za-z0-9._/:=,+%@-]+")
+_BAD_IN_LINE = re.compile(r"[\x00-\x1f\x7f'\"`$\\]")
+
+
+def _bad(message: str) -> PydanticCustomError:
+    """A validation error that reads as corral's words (no "Value error," prefix)."""
+    return PydanticCustomError("corral_value", message.replace("{", "{{").replace("}", "}}"))
+
+
+class UrlStr(str):
+    """A checked URL (or URL template); spec/checks.py refuses `http://` ones without allow_http."""
+
+
+def _url(v: str, names: tuple[str, ...] = ()) -> UrlStr:
+    probe = v
+    for n in names:  # a template's placeholders are checked like the text around them
+        probe = probe.replace("{" + n + "}", "x")
+    if "{" in probe or "}" in probe:
+        allowed = ", ".join("{" + n + "}" for n in names) or "no placeholders"
+        raise _bad(f"the URL may use only {allowed}")
+    if not _URL_CHARS.fullmatch(probe):
+        bad = sorted({c for c in probe if not _URL_CHARS.fullmatch(c)})
+        raise _bad(f"the URL contains characters a URL here may not have: {''.join(bad)!r} "
+                         "(whitespace, quotes and shell characters are refused; percent-encode them)")
+    parts = urlsplit(probe)
+    if parts.scheme not in ("https", "http"):
+        raise _bad("the URL must start with https:// (or http:// with allow_http: true)")
+    if "@" in parts.netloc:
+        raise _bad("credentials in a URL would be written to nodes and logs: use a URL without user@")
+    if not parts.hostname or not (HOSTNAME_RE.fullmatch(parts.hostname) or _is_ip(parts.hostname)):
+        raise _bad("the URL has no valid host name")
+    try:
+        parts.port  # noqa: B018 - raises for a bad port
+    except ValueError:
+        raise _bad("the URL's port is not a number from 1 to 65535") from None
+    return UrlStr(v)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def url_template(*names: str) -> AfterValidator:
+    """A download URL template that may use only the `{name}` placeholders given."""
+    return AfterValidator(lambda v: _url(v, names))
+
+
+def _abs_path(v: str) -> str:
+    if not v.startswith("/"):
+        raise _bad("must be an absolute path (starting with /)")
+    if not _PATH_CHARS.fullmatch(v):
+        raise _bad("a path here may use letters, digits and . _ + @ % : , = - / only "
+                         "(no whitespace, quotes, $ or other shell characters)")
+    if posixpath.normpath(v) != v or v.startswith("//"):
+        raise _bad(f"must be a normalised path (no ., .., // or trailing /): {posixpath.normpath(v)!r}")
+    return v
+
+
+def _pattern(regex: re.Pattern, what: str):
+    def check(v: str) -> str:
+        if not regex.fullmatch(v):
+            raise _bad(f"not {what}")
+        return v
+    return AfterValidator(check)
+
+
+def _host_port(v: str) -> str:
+    host, sep, port = v.rpartition(":")
+    if not sep or not HOSTNAME_RE.fullmatch(host) or not port.isdigit() or not 0 < int(port) < 65536:
+        raise _bad("not host:port (a DNS name, then a port from 1 to 65535)")
+    return v
+
+
+def _email(v: str) -> str:
+    local, at, domain = v.partition("@")
+    if not at or not re.fullmatch(r"[A-Za-z0-9._%+-]{1,64}", local) or not HOSTNAME_RE.fullmatch(domain):
+        raise _bad("not an e-mail address (name@domain, no spaces or quotes)")
+    return v
+
+
+def _config_value(v: str) -> str:
+    if _BAD_IN_LINE.search(v):
+        raise _bad("one line without quotes, $, backticks, backslashes or control characters")
+    return v
+
+
+Url = Annotated[str, AfterValidator(_url)]
+AbsPath = Annotated[str, AfterValidator(_abs_path)]
+SlurmDuration = Annotated[str, _pattern(SLURM_TIME_RE, "a Slurm time (minutes, MM:SS, HH:MM:SS, "
+                                                      "D-HH[:MM[:SS]], INFINITE or UNLIMITED)")]
+SlurmName = Annotated[str, _pattern(NAME_RE, "a name of lowercase letters, digits, _ and - "
+                                             "(starting with a letter or digit, at most 63)")]
+UnixUser = Annotated[str, _pattern(UNIX_USER_RE, "a Unix user name (lowercase letters, digits, _ and -, "
+                                                 "starting with a letter or _)")]
+UserName = Annotated[str, _pattern(USER_NAME_RE, "a user name (letters, digits and _ . @ -, "
+                                                 "not starting with . @ or -; at most 64)")]
+UnitName = Annotated[str, _pattern(UNIT_RE, "a systemd unit name (letters, digits, : _ . @ -; "
+                                            "not starting with -)")]
+Hostname = Annotated[str, _pattern(HOSTNAME_RE, "a host name (RFC 1123: letters, digits, - and dots)")]
+HostPort = Annotated[str, AfterValidator(_host_port)]
+Email = Annotated[str, AfterValidator(_email)]
+Sha256 = Annotated[str, _pattern(SHA256_RE, "a sha256 (64 lowercase hex digits)")]
+ConfigWord = Annotated[str, _pattern(WORD_RE, "one word of letters, digits and . _ / : = , + % @ -")]
+ConfigValue = Annotated[str, AfterValidator(_config_value)]
