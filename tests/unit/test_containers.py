@@ -71,7 +71,7 @@ def test_enroot_conf_and_plugstack_from_the_spec():
 
 def fake_tools(tmp_path, payload: bytes):
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(parents=True)
     src = tmp_path / "payload"
     src.write_bytes(payload)
     (bin_dir / "curl").write_text(f"#!/bin/sh\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
@@ -86,21 +86,42 @@ def fake_tools(tmp_path, payload: bytes):
 def test_enroot_script_downloads_for_the_node_arch_checks_and_installs(tmp_path):
     payload = b"a deb"
     good = hashlib.sha256(payload).hexdigest()
-    e = EnrootSpec(version="3.5.0", sha256={"enroot": good})
+    e = EnrootSpec(version="3.5.0", sha256={"enroot": good, "enroot+caps": good})
     proc = subprocess.run(["bash", "-c", enroot_install_script(e)], env=fake_tools(tmp_path, payload),
                           capture_output=True, text=True)
     log = (tmp_path / "log").read_text()
     assert proc.returncode == 0, proc.stderr
     assert "curl https://github.com/NVIDIA/enroot/releases/download/v3.5.0/enroot+caps_3.5.0-1_arm64.deb" in log
-    assert "apt-get install -y -q --allow-downgrades" in log and "/enroot.deb" in log and "/enroot+caps.deb" in log
+    assert "apt-get install -y -q --allow-downgrades" in log and "/0.deb" in log and "/1.deb" in log
 
 
 def test_enroot_script_with_a_bad_checksum_installs_nothing(tmp_path):
-    e = EnrootSpec(version="3.5.0", sha256={"enroot+caps": "0" * 64})
+    e = EnrootSpec(version="3.5.0", sha256={"enroot": "0" * 64, "enroot+caps": "0" * 64})
     proc = subprocess.run(["bash", "-c", enroot_install_script(e)], env=fake_tools(tmp_path, b"tampered"),
                           capture_output=True, text=True)
-    assert proc.returncode == 1 and "enroot+caps does not match nvidia.enroot.sha256; nothing installed" in proc.stderr
+    assert proc.returncode == 1 and "enroot does not match nvidia.enroot.sha256; nothing installed" in proc.stderr
     assert "apt-get" not in (tmp_path / "log").read_text()
+
+
+def test_enroot_script_without_a_sum_installs_nothing_and_skip_says_so(tmp_path):
+    e = EnrootSpec(version="3.5.0", sha256={"enroot": hashlib.sha256(b"a deb").hexdigest()})
+    proc = subprocess.run(["bash", "-c", enroot_install_script(e)], env=fake_tools(tmp_path, b"a deb"),
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "no sha256 for enroot+caps in nvidia.enroot.sha256; nothing installed" in proc.stderr
+    assert "apt-get" not in (tmp_path / "log").read_text()
+    skip = subprocess.run(["bash", "-c", enroot_install_script(EnrootSpec(version="3.5.0", sha256="skip"))],
+                          env=fake_tools(tmp_path / "skip", b"anything"), capture_output=True, text=True)
+    assert skip.returncode == 0 and "enroot+caps installed unchecked (nvidia.enroot.sha256: skip)" in skip.stderr
+
+
+def test_a_hostile_url_stays_one_word_in_the_script(tmp_path):
+    e = EnrootSpec(version="3.5.0", sha256="skip",
+                   url="https://example.com/{package}_{version}_{arch}.deb?a=1&b=2")
+    script = enroot_install_script(e)
+    assert "https://example.com/enroot_3.5.0_\"$arch\"'.deb?a=1&b=2'" in script, script
+    proc = subprocess.run(["bash", "-c", script], env=fake_tools(tmp_path, b"x"), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "curl https://example.com/enroot_3.5.0_arm64.deb?a=1&b=2" in (tmp_path / "log").read_text()
 
 
 def test_pyxis_script_checks_the_source_before_building_and_records_the_slurm_it_used():

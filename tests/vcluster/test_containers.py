@@ -23,6 +23,7 @@ PORT = 18082
 UID = 2001
 GATEWAY = str(TEST_SUBNET.network_address + 1)
 SECTION = """\
+allow_http: true  # the stand-ins are served on the bridge (plain http, sha256-checked)
 nvidia:
   enroot:
     version: 1.0.0

@@ -104,7 +104,7 @@ def _gpu_jobs(cluster: Cluster, ctl: str) -> tuple[Check, list[str]]:
 
 def _multi_node(cluster: Cluster, ctl: str) -> tuple[Check, str | None]:
     n = min(2, len(cluster.with_role("compute")))
-    proc = run_on(cluster, ctl, f"srun -N{n} -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'", timeout=300)
+    proc = run_on(cluster, ctl, f"srun -N{int(n)} -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'", timeout=300)
     rows = [line.split() for line in proc.stdout.splitlines() if len(line.split()) == 2]
     hosts = {r[1] for r in rows}
     if proc.returncode == 0 and len(hosts) == n:

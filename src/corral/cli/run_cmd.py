@@ -40,7 +40,13 @@ def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command:
                     command=command, say=say)
 
 
+def show_warnings(result) -> None:
+    for w in result.warnings:
+        err.print(f"warning: {w}", style="yellow", markup=False, highlight=False)
+
+
 def show_plan(result, verbose: bool = False) -> None:
+    show_warnings(result)
     for name, node in result.nodes.items():
         if not node.reachable or node.error:
             out.print(f"[red]{name}: {node.error}[/red]")
@@ -65,6 +71,7 @@ def show_plan(result, verbose: bool = False) -> None:
 
 
 def show_summary(result) -> None:
+    show_warnings(result)
     table = Table(title=f"{result.mode} {result.run_id} ({result.duration_s:.1f} s)")
     for col in ("node", "changed", "unchanged", "failed", "result"):
         table.add_column(col)

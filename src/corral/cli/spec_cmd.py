@@ -10,6 +10,7 @@ from rich.table import Table
 
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json, spec_path
 from corral.errors import UsageError
+from corral.spec.checks_download import download_warnings
 
 spec_app = typer.Typer(no_args_is_help=True, help="Validate and show the cluster spec (offline).")
 import_app = typer.Typer(no_args_is_help=True, help="Convert another tool's inventory to a cluster.yaml.")
@@ -19,10 +20,13 @@ import_app = typer.Typer(no_args_is_help=True, help="Convert another tool's inve
 def check(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
     """Validate cluster.yaml without contacting any node."""
     cluster = load_cluster(spec)
+    warnings = download_warnings(cluster)
     if as_json:
         print_json({"ok": True, "spec": str(spec_path(spec)), "nodes": len(cluster.nodes),
-                    "spec_hash": cluster.spec_hash()})
+                    "spec_hash": cluster.spec_hash(), "warnings": warnings})
         return
+    for w in warnings:
+        err.print(f"warning: {w}", style="yellow", markup=False, highlight=False)
     gpus = sum(n.gpu_count for n in cluster.nodes)
     out.print(f"{spec_path(spec)}: ok - cluster {cluster.name!r} ({cluster.spec.scheduler}), "
               f"{len(cluster.nodes)} nodes, {gpus} GPUs", markup=False)

@@ -7,8 +7,7 @@ import hashlib
 import shlex
 
 from pyinfra import host
-from pyinfra.api import FactBase, QuoteString, StringCommand, deploy, operation
-from pyinfra.api.command import HiddenValue
+from pyinfra.api import FactBase, deploy, operation
 
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register
@@ -18,6 +17,7 @@ from corral.secrets import secret_text
 
 DB, DB_USER = "slurm_acct_db", "slurm"
 CONF = "/etc/slurm/slurmdbd.conf"
+SQL_FILE = "/run/corral-slurmdbd.sql"
 WANT = register(Want(paths=(CONF, "/var/log/slurm"), services=("mariadb", "slurmdbd"),
             packages=("mariadb-server", "slurmdbd")))
 READY = "ss -ltn | grep -q ':6819 '"
@@ -58,7 +58,9 @@ def database(password: str):
     sql = (f"CREATE DATABASE IF NOT EXISTS {DB}; CREATE USER IF NOT EXISTS '{DB_USER}'@'localhost'; "
            f"ALTER USER '{DB_USER}'@'localhost' IDENTIFIED BY PASSWORD '{want_hash}'; "
            f"GRANT ALL ON {DB}.* TO '{DB_USER}'@'localhost'; FLUSH PRIVILEGES;")
-    yield StringCommand("mysql", "-e", QuoteString(HiddenValue(sql)))
+    # the SQL carries the password hash: as a file (0600, removed at once), never on a command line (ps)
+    yield from ops.install_commands(SQL_FILE, sql.encode(), "600", "root", "root")
+    yield f"mysql < {SQL_FILE}; rc=$?; rm -f {SQL_FILE}; exit $rc"
 
 
 @deploy("accounting")
@@ -74,7 +76,7 @@ def accounting() -> None:
     conf = ops.managed_file(
         name="slurmdbd.conf", path=CONF, mode="600", user="slurm", group="slurm", want=WANT,
         content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version(host.state)),
-        mask=(password,), disruption="restart slurmdbd")
+        mask=(password,), mask_keys=("StoragePass",), disruption="restart slurmdbd")
     ops.service(name="slurmdbd running", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS)
     ops.restart(name="slurmdbd restarted (slurmdbd.conf changed)", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS,
                 _if=conf.did_change)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.api import deploy, operation
+
+from corral.engine.shell import cmd
 
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register, snapshot
@@ -21,7 +23,7 @@ def time_sync(want: Want):
                   "(chrony needs CAP_SYS_TIME); nothing to do")
         return
     if "chrony" not in snap.packages:
-        yield StringCommand(ops.APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", "chrony")
+        yield cmd(ops.APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", "chrony")
     if snap.services.get("chrony") != ("active", "enabled"):
         yield "systemctl enable --now chrony"
     else:

@@ -7,10 +7,11 @@ the per-user enroot directories are made and cleaned by corral's prolog/epilog (
 from __future__ import annotations
 
 import hashlib
-import shlex
 
 from pyinfra import host
-from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.api import deploy, operation
+
+from corral.engine.shell import sh
 
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register, snapshot
@@ -25,8 +26,8 @@ WANT = register(Want(paths=(ENROOT_CONF, PYXIS_SO, PYXIS_MARK), packages=FETCH_P
 _PACKAGES: set[str] = set()
 
 
-def _bash(script: str) -> StringCommand:
-    return StringCommand("bash", "-c", shlex.quote(script))
+def _bash(script: str):
+    return sh(script)
 
 
 @operation()

@@ -5,7 +5,9 @@ access off. The offline virtual cluster cannot reach Grafana's repository: skipp
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.api import deploy, operation
+
+from corral.engine.shell import cmd
 
 from corral.deploy import ops
 from corral.deploy.monitoring import http_ready
@@ -39,9 +41,9 @@ def signing_key(url: str, want: Want):
         host.noop(f"{KEY} present")
         return
     annotate(disruption="none", diff=f"{KEY}: Grafana's apt signing key from {url}\n")
-    yield StringCommand("install", "-d", "-m", "755", "/etc/apt/keyrings")
-    yield StringCommand("curl", "-fsSL", "--retry", "3", "-o", f"{KEY}.corral-new", url)
-    yield StringCommand("mv", "-f", f"{KEY}.corral-new", KEY)
+    yield cmd("install", "-d", "-m", "755", "/etc/apt/keyrings")
+    yield cmd("curl", "-fsSL", "--retry", "3", "--max-time", "120", "-o", f"{KEY}.corral-new", url)
+    yield cmd("mv", "-f", f"{KEY}.corral-new", KEY)
 
 
 @deploy("grafana")

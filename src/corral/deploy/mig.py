@@ -9,7 +9,9 @@ from __future__ import annotations
 import shlex
 
 from pyinfra import host
-from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.api import deploy, operation
+
+from corral.engine.shell import cmd
 
 from corral.deploy import ops
 from corral.deploy.context import hw_of
@@ -47,7 +49,7 @@ def mig_layout(gpus, facts):
         return
     annotate(disruption=MIG_CHANGE, diff="".join(line + "\n" for line in diff)
              + "(drain, wait for jobs, nvidia-mig-parted apply, verify, Slurm follows, resume)\n")
-    yield StringCommand("echo", shlex.quote("MIG layout: applied by the rollout after the other components"))
+    yield cmd("echo", "MIG layout: applied by the rollout after the other components")
 
 
 @deploy("mig")

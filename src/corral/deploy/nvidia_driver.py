@@ -13,7 +13,9 @@ import hashlib
 import shlex
 
 from pyinfra import host
-from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.api import deploy, operation
+
+from corral.engine.shell import cmd, sh
 from pyinfra.facts.server import LinuxDistribution
 
 from corral.deploy import ops
@@ -88,8 +90,8 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
     if not behind and loaded and loaded != version:  # installed, but the running module is another one
         annotate(disruption=REBOOT, diff=f"nvidia kernel module: {loaded} running, {version} installed: reboot "
                                          "required\n(drain, wait for jobs, reboot, verify, resume)\n")
-        yield StringCommand("echo", shlex.quote(f"NVIDIA driver {version} installed, {loaded} loaded: rebooted by "
-                                                "the rollout after the other components"))
+        yield cmd("echo", f"NVIDIA driver {version} installed, {loaded} loaded: rebooted by "
+                          "the rollout after the other components")
         return
     if not behind:
         daemons = [PERSISTENCED] + ([FABRICMANAGER] if len(packages) > 1 else [])
@@ -104,9 +106,9 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
         for path, text in files:
             yield from ops.install_commands(path, text.encode(), "644", "root", "root")
         if lock_missing:
-            yield StringCommand("sh", "-c", shlex.quote(lock_restore_script(version)))
+            yield sh(lock_restore_script(version))
         for d in stopped:
-            yield StringCommand("systemctl", "enable", "--now", d)
+            yield cmd("systemctl", "enable", "--now", d)
         return
     annotate(disruption=REBOOT, diff="".join(
         f"{p}: {snap.packages.get(p) or 'not installed'} -> {version}\n" for p in behind)
@@ -114,8 +116,8 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
     for path, text in files:
         if path == BLACKLIST:  # read at the reboot to come; the pin comes with the install
             yield from ops.install_commands(path, text.encode(), "644", "root", "root")
-    yield StringCommand("echo", shlex.quote(f"NVIDIA driver {installed or 'none'} -> {version}: rolled out after "
-                                            "the other components, one node at a time"))
+    yield cmd("echo", f"NVIDIA driver {installed or 'none'} -> {version}: rolled out after "
+                      "the other components, one node at a time")
 
 
 def _sha(text: str) -> str:

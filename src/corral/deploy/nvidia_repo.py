@@ -6,14 +6,17 @@ node and run, however many components ask for it."""
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import StringCommand, operation
+from pyinfra.api import operation
 from pyinfra.facts.server import Arch, LinuxDistribution
 
 from corral.deploy.notes import annotate
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine.shell import cmd, q, sh
 from corral.render.nvidia import family
 
 KEYRING_DEB = "cuda-keyring_1.1-1_all.deb"
+CUDA_KEY_FINGERPRINT = "EB693B3035CD5710E231E123A4B469963BF863CC"  # NVIDIA's CUDA repository key (3bf863cc)
+KEY_REFUSED = f"cuda-keyring: the package does not carry exactly NVIDIA's CUDA key {CUDA_KEY_FINGERPRINT}; nothing installed"
 SUPPORTED = {("debian", "12"): "debian12", ("ubuntu", "22.04"): "ubuntu2204", ("ubuntu", "24.04"): "ubuntu2404"}
 ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
 
@@ -54,8 +57,8 @@ def cuda_repository(repo_url: str, want: Want):
         arch = ARCHES.get(host.get_fact(Arch), "x86_64")
         url = f"{repo_url.rstrip('/')}/rhel9/{arch}/cuda-rhel9.repo"
         annotate(disruption="none", diff=f"dnf repository: {url}\n")
-        yield StringCommand("dnf", "-y", "-q", "install", "dnf-plugins-core")
-        yield StringCommand("dnf", "config-manager", "--add-repo", url)
+        yield cmd("dnf", "-y", "-q", "install", "dnf-plugins-core")
+        yield cmd("dnf", "config-manager", "--add-repo", url)
         return
     if "cuda-keyring" in snap.packages or not _first_in_run():
         host.noop("NVIDIA CUDA repository configured (cuda-keyring installed)")
@@ -63,9 +66,21 @@ def cuda_repository(repo_url: str, want: Want):
     path = repo_path(meta.get("ID", dist.get("name") or "?"), meta.get("VERSION_ID", str(dist.get("major"))),
                      host.get_fact(Arch))
     url = f"{repo_url.rstrip('/')}/{path}/{KEYRING_DEB}"
-    annotate(disruption="none", diff=f"apt source: {repo_url.rstrip('/')}/{path}/ (signed by cuda-keyring)\n")
-    tmp = f"/tmp/corral-{KEYRING_DEB}"
-    yield StringCommand("curl", "-fsSL", "--retry", "3", "-o", tmp, url)
-    yield StringCommand("dpkg", "-i", tmp)
-    yield StringCommand("rm", "-f", tmp)
-    yield StringCommand("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update", "-q")
+    annotate(disruption="none", diff=f"apt source: {repo_url.rstrip('/')}/{path}/ (signed by cuda-keyring, "
+                                     f"key {CUDA_KEY_FINGERPRINT})\n")
+    yield sh(keyring_script(url))
+    yield cmd("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update", "-q")
+
+
+def keyring_script(url: str) -> str:
+    """Download cuda-keyring into a private temp dir (never a fixed /tmp name), install it only if the
+    keyring it carries holds exactly NVIDIA's CUDA signing key (pinned fingerprint), remove the download."""
+    return "\n".join([
+        "set -eu", "tmp=$(mktemp -d /var/tmp/corral-cuda-keyring.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT",
+        "command -v gpg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gpg",
+        f"curl -fsSL --proto '=https,http' --retry 3 --max-time 120 -o \"$tmp/k.deb\" {q(url)}",
+        "dpkg-deb -x \"$tmp/k.deb\" \"$tmp/x\"",
+        "fprs=$(for f in \"$tmp\"/x/usr/share/keyrings/*.gpg; do gpg --show-keys --with-colons \"$f\"; done "
+        "2>/dev/null | awk -F: '$1 == \"fpr\" {print $10}' | sort -u)",
+        f"if [ \"$fprs\" != {q(CUDA_KEY_FINGERPRINT)} ]; then echo {q(KEY_REFUSED)} >&2; exit 1; fi",
+        "dpkg -i \"$tmp/k.deb\"", ""])

@@ -5,7 +5,9 @@ on real clusters only: the offline virtual cluster cannot reach NVIDIA's reposit
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.api import deploy, operation
+
+from corral.engine.shell import AND, Raw, cmd
 
 from corral.deploy import ops
 from corral.deploy.nodestate import Want, register, snapshot
@@ -55,8 +57,8 @@ def ctk_key(repo_url: str, want: Want):
         host.noop(f"{CTK_KEY} present")
         return
     annotate(disruption="none", diff=f"{CTK_KEY}: NVIDIA's signing key from {repo_url}/gpgkey\n")
-    yield (f"curl -fsSL --retry 3 {repo_url.rstrip('/')}/gpgkey | gpg --dearmor -o {CTK_KEY}.corral-new "
-           f"&& mv -f {CTK_KEY}.corral-new {CTK_KEY}")
+    yield cmd("curl", "-fsSL", "--retry", "3", "--max-time", "120", f"{repo_url.rstrip('/')}/gpgkey", Raw("|"),
+              "gpg", "--dearmor", "--yes", "-o", f"{CTK_KEY}.corral-new", AND, "mv", "-f", f"{CTK_KEY}.corral-new", CTK_KEY)
 
 
 @operation()
@@ -68,8 +70,8 @@ def ctk_runtime(engine: str, want: Want):
         host.noop(f"NVIDIA runtime configured for {engine}")
         return
     annotate(disruption=f"restart {engine}")
-    yield StringCommand("nvidia-ctk", "runtime", "configure", f"--runtime={engine}")
-    yield StringCommand("systemctl", "restart", engine)
+    yield cmd("nvidia-ctk", "runtime", "configure", f"--runtime={engine}")
+    yield cmd("systemctl", "restart", engine)
     yield from ops.install_commands(RUNTIME_MARK, marker.encode(), "644", "root", "root")
 
 

@@ -7,16 +7,21 @@ from __future__ import annotations
 import difflib
 import hashlib
 import io
+import re
 
 from pyinfra import host
-from pyinfra.api import FileUploadCommand, StringCommand, operation
+from pyinfra.api import FileUploadCommand, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy.nodestate import Want, snapshot
 from corral.deploy.notes import annotate
+from corral.engine.shell import AND, OR, Raw, cmd, q
 
 APT_MAX_AGE_S = 3600
-APT_ENV = "DEBIAN_FRONTEND=noninteractive"
+APT_ENV = Raw("DEBIAN_FRONTEND=noninteractive")
+# uploads through sudo (a non-root SSH user) are staged here: root-made, 0700 and owned by that user,
+# so no other user can read a secret between the upload and its `sudo cp` (pyinfra's default is /tmp)
+STAGE_DIR = "/run/corral-stage"
 
 
 def _missing(names: list[str], installed: dict[str, str]) -> list[str]:
@@ -40,13 +45,13 @@ def packages(names: list[str], want: Want, disruption: str = "none"):
         return
     annotate(disruption=disruption)
     if snap.apt_lists_age_s is None or snap.apt_lists_age_s > APT_MAX_AGE_S:
-        yield StringCommand(APT_ENV, "apt-get", "update", "-q")
+        yield cmd(APT_ENV, "apt-get", "update", "-q")
         yield "touch /var/lib/apt/periodic/update-success-stamp 2>/dev/null || true"
     pinned = ["--allow-downgrades"] if any("=" in n for n in missing) else []
-    install = StringCommand(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", *pinned,
-                            "-o", "Dpkg::Options::=--force-confold", *missing)
+    install = cmd(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", *pinned,
+                  "-o", "Dpkg::Options::=--force-confold", *missing)
     # lists younger than an hour can still miss a package the repository gained since: refresh, retry
-    yield StringCommand(install, "||", "{", APT_ENV, "apt-get", "update", "-q", "&&", install, ";", "}")
+    yield cmd(install, OR, Raw("{"), APT_ENV, "apt-get", "update", "-q", AND, install, Raw(";"), Raw("}"))
 
 
 @operation()
@@ -56,7 +61,7 @@ def directory(path: str, want: Want, mode: str = "755", user: str = "root", grou
         host.noop(f"directory {path} in place")
         return
     annotate(disruption="none")
-    yield StringCommand("install", "-d", "-m", mode, "-o", user, "-g", group, path)
+    yield cmd("install", "-d", "-m", mode, "-o", user, "-g", group, path)
 
 
 def _diff(path: str, old: list[str] | None, new: str) -> str:
@@ -65,24 +70,46 @@ def _diff(path: str, old: list[str] | None, new: str) -> str:
                                         fromfile=f"{path} (node)", tofile=f"{path} (spec)"))
 
 
+def mask_diff(diff: str, values: tuple[str, ...] = (), keys: tuple[str, ...] = ()) -> str:
+    """Hide secrets in a diff: each value in `values` (e.g. the password corral writes), and the value
+    of every `Key=value` line whose key is in `keys`, old (the node's) and new alike."""
+    for value in values:
+        if value:
+            diff = diff.replace(value, "********")
+    for key in keys:
+        diff = re.sub(rf"(?m)^([-+ ]?\s*{re.escape(key)}\s*=).*$", r"\1********", diff)
+    return diff
+
+
+def _staging(path: str, user: str | None = None) -> tuple[list, str | None]:
+    """Through sudo, pyinfra uploads as the SSH user to a temp file, then `sudo cp`s it: give it a
+    name in corral's private staging directory (made by root, owned by that user, 0700)."""
+    user = user or host.data.get("ssh_user") or "root"
+    if user == "root":
+        return [], None
+    name = hashlib.sha1(path.encode()).hexdigest()
+    return [cmd("install", "-d", "-m", "700", "-o", user, STAGE_DIR)], f"{STAGE_DIR}/{name}"
+
+
 def install_commands(path: str, data: bytes, mode: str, user: str, group: str,
                      validate: str | None = None) -> list:
     """Create a temp file with its final mode and owner, upload into it, (validate it: `validate`
-    is a shell command with {} for the file; a failure removes it and leaves `path` as it was),
-    rename over `path`."""
+    is a shell command corral wrote, with {} for the file; a failure removes it and leaves `path` as it
+    was), rename over `path`. Through sudo the upload is staged in STAGE_DIR (0700), never in /tmp."""
     tmp = f"{path}.corral-new"
-    check = ([f"{validate.replace('{}', tmp)} || {{ rc=$?; rm -f {tmp}; echo 'rejected: {path} left as it was' >&2; "
-              "exit $rc; }"] if validate else [])
-    return [StringCommand("mkdir", "-p", path.rsplit("/", 1)[0] or "/"),
-            StringCommand("install", "-m", mode, "-o", user, "-g", group, "/dev/null", tmp),
-            FileUploadCommand(io.BytesIO(data), tmp), *check,
-            StringCommand("mv", "-f", tmp, path)]
+    check = ([f"{validate.replace('{}', q(tmp))} || {{ rc=$?; rm -f {q(tmp)}; "  # shell-ok: validate is corral's
+              f"echo {q(f'rejected: {path} left as it was')} >&2; exit $rc; }}"] if validate else [])
+    stage, staged = _staging(path)
+    return [cmd("mkdir", "-p", path.rsplit("/", 1)[0] or "/"), *stage,
+            cmd("install", "-m", mode, "-o", user, "-g", group, "/dev/null", tmp),
+            FileUploadCommand(io.BytesIO(data), tmp, remote_temp_filename=staged), *check,
+            cmd("mv", "-f", tmp, path)]
 
 
 @operation()
 def managed_file(path: str, content: str | bytes, want: Want, mode: str = "644", user: str = "root",
                  group: str = "root", disruption: str = "none", secret: bool = False,
-                 mask: tuple[str, ...] = (), validate: str | None = None):
+                 mask: tuple[str, ...] = (), mask_keys: tuple[str, ...] = (), validate: str | None = None):
     """Install `content` at `path` atomically (created with its final mode and owner, checked with
     `validate` if given, then renamed)."""
     data = content.encode() if isinstance(content, str) else content
@@ -99,15 +126,14 @@ def managed_file(path: str, content: str | bytes, want: Want, mode: str = "644",
             diff = _diff(path, None, data.decode(errors="replace"))
         else:
             diff = _diff(path, host.get_fact(FileContents, path=path), data.decode(errors="replace"))
-        for value in mask:  # e.g. a password inside a config file: never shown in a plan
-            diff = diff.replace(value, "********")
+        diff = mask_diff(diff, mask, mask_keys)
         annotate(disruption=disruption, diff=diff)
         yield from install_commands(path, data, mode, user, group, validate)
     else:
         annotate(disruption="none", diff=f"{path}: mode/owner {cur['mode']} {cur['user']}:{cur['group']}"
                  f" -> {mode} {user}:{group}\n")
-        yield StringCommand("chown", f"{user}:{group}", path)
-        yield StringCommand("chmod", mode, path)
+        yield cmd("chown", f"{user}:{group}", path)
+        yield cmd("chmod", mode, path)
 
 
 @operation()
@@ -125,9 +151,11 @@ def managed_block(path: str, block: str, want: Want, merge, disruption: str = "n
         return
     annotate(disruption=disruption, diff=_diff(path, lines, new))
     tmp = f"{path}.corral-new"
-    yield StringCommand("cp", "-p", path, tmp)
-    yield FileUploadCommand(io.BytesIO(new.encode()), tmp)
-    yield StringCommand("mv", "-f", tmp, path)
+    yield cmd("cp", "-p", path, tmp)
+    stage, staged = _staging(path)
+    yield from stage
+    yield FileUploadCommand(io.BytesIO(new.encode()), tmp, remote_temp_filename=staged)
+    yield cmd("mv", "-f", tmp, path)
 
 
 @operation()
@@ -138,14 +166,14 @@ def service(unit: str, want: Want, running: bool = True, enabled: bool = True, w
     active, is_enabled = snapshot(want).services.get(name, ("unknown", "unknown"))
     cmds = []
     if enabled and is_enabled not in ("enabled", "static", "alias"):
-        cmds.append(StringCommand("systemctl", "enable", name))
+        cmds.append(cmd("systemctl", "enable", name))
     if running and active != "active":  # restart: a package's postinst may have started it with
-        cmds.append(StringCommand("systemctl", "restart", name))  # its default config meanwhile
+        cmds.append(cmd("systemctl", "restart", name))  # its default config meanwhile
     if not cmds:
         host.noop(f"service {name} {'running' if running else 'present'} and {is_enabled}")
         return
     annotate(disruption=f"start {name}")
-    yield StringCommand("systemctl", "daemon-reload")
+    yield cmd("systemctl", "daemon-reload")
     yield from cmds
     if wait and running and active != "active":
         yield readiness(name, wait, logs)
@@ -160,8 +188,8 @@ def restart(unit: str, want: Want, wait: str | None = None, logs: str | None = N
         host.noop(f"{name} was not running before this run; its start picked up the change")
         return
     annotate(disruption=f"restart {name}")
-    yield StringCommand("systemctl", "daemon-reload")
-    yield StringCommand("systemctl", "restart", name)
+    yield cmd("systemctl", "daemon-reload")
+    yield cmd("systemctl", "restart", name)
     if wait:
         yield readiness(name, wait, logs)
 
@@ -184,6 +212,6 @@ def run_when_changed(description: str, commands: list[str], disruption: str = "n
 def readiness(name: str, test: str, logs: str | None, timeout_s: int = 60) -> str:
     """A shell loop: succeed as soon as `test` does; else print the daemon's last log lines, fail."""
     tries = timeout_s * 4
-    show = logs or f"journalctl -u {name} -n 20 --no-pager"
-    return (f"for i in $(seq {tries}); do ( {test} ) >/dev/null 2>&1 && exit 0; sleep 0.25; done; "
-            f"echo '{name} not ready after {timeout_s} s; last log lines:' >&2; ( {show} ) >&2; exit 1")
+    show = logs or f"journalctl -u {q(name)} -n 20 --no-pager"
+    return (f"for i in $(seq {int(tries)}); do ( {test} ) >/dev/null 2>&1 && exit 0; sleep 0.25; done; "  # shell-ok: test is corral's
+            f"echo {q(f'{name} not ready after {timeout_s} s; last log lines:')} >&2; ( {show} ) >&2; exit 1")  # shell-ok: logs is corral's

@@ -10,7 +10,9 @@ without restarting); slurmd restarts only when its own unit drop-in changed.
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import StringCommand, deploy, operation
+from pyinfra.api import deploy, operation
+
+from corral.engine.shell import cmd
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import ops
@@ -73,7 +75,7 @@ def controller_config(files: dict[str, str], want: Want):
     for path, content in changed.items():
         yield from ops.install_commands(path, content.encode(), "644", "root", "root")
     if restart:
-        yield StringCommand("systemctl", "restart", "slurmctld")
+        yield cmd("systemctl", "restart", "slurmctld")
         yield ops.readiness("slurmctld", CTL_READY, CTL_LOGS)
     if running:
         yield "scontrol reconfigure"

@@ -3,6 +3,7 @@ settings as the engine (for checks that read output, e.g. srun/sinfo on the cont
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 
 from corral.engine.inventory import _write_private, ssh_config_text
@@ -10,12 +11,20 @@ from corral.errors import NodeError
 from corral.spec.cluster import Cluster
 
 
+def as_root(cluster: Cluster, command: str) -> str:
+    """`command` as root: as it is for root, through passwordless sudo for another SSH user (as the
+    engine's pyinfra runs do; corral doctor checks that sudo needs no password)."""
+    if cluster.spec.ssh.user == "root":
+        return command
+    return f"sudo -n -H -- sh -c {shlex.quote(command)}"
+
+
 def ssh_argv(cluster: Cluster, node: str, command: str, *, timeout: int = 10) -> list[str]:
     cfg = cluster.state_dir / "ssh_config-remote"
     _write_private(cfg, ssh_config_text(cluster, list(cluster.nodes)))  # atomic: ssh runs concurrently
     n = cluster.node(node)
     return ["ssh", "-F", str(cfg), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}",
-            "-o", "LogLevel=ERROR", "-p", str(cluster.spec.ssh.port), n.address, command]
+            "-o", "LogLevel=ERROR", "-p", str(cluster.spec.ssh.port), n.address, as_root(cluster, command)]
 
 
 def run_on(cluster: Cluster, node: str, command: str, *, timeout: float = 120,

@@ -17,9 +17,9 @@ def dnf_install_script(stream: str, packages: list[str], version: str, lock: str
 lock={q(lock_path)}; old="$lock.corral-old"; rm -f "$old"; [ -e "$lock" ] && cp -p "$lock" "$old"
 restore() {{ if [ -e "$old" ]; then mv -f "$old" "$lock"; else rm -f "$lock"; fi; }}
 dnf -y -q install python3-dnf-plugin-versionlock >/dev/null || {{ restore; echo 'cannot install the dnf versionlock plugin' >&2; exit 1; }}
-dnf -y -q module reset {q(module)} >/dev/null && dnf -y -q module enable {q(stream)} >/dev/null || {{ restore; echo 'cannot enable the module stream {stream}' >&2; exit 1; }}
+dnf -y -q module reset {q(module)} >/dev/null && dnf -y -q module enable {q(stream)} >/dev/null || {{ restore; echo {q(f'cannot enable the module stream {stream}')} >&2; exit 1; }}
 mkdir -p "$(dirname "$lock")" && touch "$lock" && sed -i '/^{LOCK_BEGIN}/,/^{LOCK_END}/d' "$lock" && printf '%s' {q(lock)} >> "$lock" || {{ restore; exit 1; }}
-dnf -q list --available --showduplicates nvidia-driver 2>/dev/null | grep -Eq '[ :]'{q(version)}'-' || {{ restore; echo "nvidia-driver {version} is not available from this node's repositories (stream {stream})" >&2; exit 3; }}
+dnf -q list --available --showduplicates nvidia-driver 2>/dev/null | grep -Eq '[ :]'{q(version)}'-' || {{ restore; echo {q(f"nvidia-driver {version} is not available from this node's repositories (stream {stream})")} >&2; exit 3; }}
 dnf -y -q install {" ".join(q(p) for p in packages)} || {{ restore; exit 1; }}
 rm -f "$old"
 """

@@ -42,18 +42,23 @@ def install_script(packages: list[str], version: str, pin: str, pin_path: str = 
     """Pin, refresh, check every package's candidate is `version`, install them together; on
     failure the old pin comes back."""
     q, PIN = shlex.quote, pin_path  # noqa: N806
-    checks = "".join(f"""cand=$(apt-cache policy {q(p)} | awk '/Candidate:/ {{print $2}}'); cand=${{cand#*:}}
-case "$cand" in {q(version)}-*) ;; *) restore; echo "{p} {version} is not available from this node's repositories (candidate: $cand)" >&2; exit 3;; esac
-""" for p in packages)
     return f"""set -u
 old={PIN}.corral-old; rm -f "$old"; [ -e {PIN} ] && cp -p {PIN} "$old"
 restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
 printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
-{checks}apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold {" ".join(q(p) for p in packages)} || {{ restore; exit 1; }}
+{candidates_script(packages, version)}apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold {" ".join(q(p) for p in packages)} || {{ restore; exit 1; }}
 rm -f "$old"
 """
+
+
+def candidates_script(packages: list[str], version: str) -> str:
+    """Each package's apt candidate must be `version`, else the old pin comes back (exit 3)."""
+    q = shlex.quote
+    return "".join(f"""cand=$(apt-cache policy {q(p)} | awk '/Candidate:/ {{print $2}}'); cand=${{cand#*:}}
+case "$cand" in {q(version)}-*) ;; *) restore; echo {q(f"{p} {version} is not available from this node's repositories")}" (candidate: $cand)" >&2; exit 3;; esac
+""" for p in packages)
 
 
 class Rollout(SlurmNode):

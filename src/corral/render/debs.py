@@ -5,24 +5,34 @@ from __future__ import annotations
 import shlex
 
 
+def url_script(url: str, version: str, package: str) -> str:
+    """The download URL as one shell word, its {arch} the node's (read when the script runs):
+    each literal piece quoted, `$arch` between them in double quotes."""
+    pieces = url.format(version=version, package=package, arch="\0").split("\0")
+    return '"$arch"'.join(shlex.quote(piece) for piece in pieces)
+
+
 def release_debs_script(label: str, sums_key: str, packages: list[str], version: str, url: str,
-                        sums: dict[str, str]) -> str:
+                        sums: dict[str, str] | str) -> str:
     """Download each package's .deb for the node's architecture (`url` with {package}, {version},
-    {arch}), check its sha256 where `sums` has one, install them together (apt brings their
-    dependencies). On any failure nothing is installed, and no download is left behind."""
+    {arch}), check its sha256 (`sums` "skip": unchecked, said on stderr; a package without a sum:
+    refused), install them together (apt brings their dependencies). On any failure nothing is
+    installed, and no download is left behind."""
     q = shlex.quote
     lines = ["set -eu", "arch=$(dpkg --print-architecture)",
-             f"tmp=$(mktemp -d /var/tmp/corral-{label}.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT"]
+             f"tmp=$(mktemp -d /var/tmp/corral-{q(label)}.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT"]
     debs = []
-    for p in packages:
-        link = url.format(version=version, package=p, arch="\0")  # the node's arch, read when it runs
-        link = "'" + link.replace("'", "'\\''").replace("\0", "'\"$arch\"'") + "'"
-        deb = f"\"$tmp\"/{q(p)}.deb"
-        lines.append(f"curl -fsSL --retry 3 -o {deb} {link} || {{ echo {q(f'{label}: cannot download {p}')} >&2; exit 1; }}")
-        if p in sums:
-            lines.append(f"echo {q(sums[p])} {deb} | sha256sum -c --quiet - || "
+    for i, p in enumerate(packages):
+        lines.append(f"curl -fsSL --retry 3 --max-time 300 -o \"$tmp/{int(i)}.deb\" {url_script(url, version, p)} || "
+                     f"{{ echo {q(f'{label}: cannot download {p}')} >&2; exit 1; }}")
+        if sums == "skip":
+            lines.append(f"echo {q(f'{label}: {p} installed unchecked ({sums_key}: skip)')} >&2")
+        elif p in sums:
+            lines.append(f"echo {q(sums[p])} \"$tmp/{int(i)}.deb\" | sha256sum -c --quiet - || "
                          f"{{ echo {q(f'{label}: {p} does not match {sums_key}; nothing installed')} >&2; exit 1; }}")
-        debs.append(deb)
+        else:
+            lines.append(f"echo {q(f'{label}: no sha256 for {p} in {sums_key}; nothing installed')} >&2; exit 1")
+        debs.append(f"\"$tmp/{int(i)}.deb\"")
     lines.append("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "
                  "-o Dpkg::Options::=--force-confold " + " ".join(debs))
     return "\n".join(lines) + "\n"
