@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corral import limits
 from corral.errors import Problem, SpecError
 from corral.spec.checks import check_cluster
-from corral.spec.hosts import RangeError, expand_addresses, expand_names
+from corral.spec.hosts import RangeError, count_addresses, count_names, expand_addresses, expand_names
 from corral.spec.models import ClusterSpec, GpuSpec
 
 Where = Callable[..., str]
@@ -90,16 +91,17 @@ def _expand_group(spec: ClusterSpec, gi: int, where: Where, problems: list[Probl
         problems.append(Problem(where(("nodes", gi, "names")), str(exc), None,
                                 "write names like 'gpu[01-16]' or 'ctl1,login1'"))
         return []
-    try:
-        addresses = expand_addresses(group.addresses)
+    try:  # counted first: a mismatch is reported without expanding the addresses
+        n_addresses = count_addresses(group.addresses)
+        addresses = expand_addresses(group.addresses) if n_addresses == len(names) else []
     except RangeError as exc:
         problems.append(Problem(where(("nodes", gi, "addresses")), str(exc), None,
                                 "give a list, a range '10.0.0.11-26' or '10.0.0.[11-26]'"))
         return []
-    if len(addresses) != len(names):
+    if n_addresses != len(names):
         problems.append(Problem(
             where(("nodes", gi, "addresses")),
-            f"{len(names)} names ({group.names}) but {len(addresses)} addresses", group.addresses,
+            f"{len(names)} names ({group.names}) but {n_addresses} addresses", group.addresses,
             "give exactly one address per name, in the same order"))
         return []
     for oname in group.overrides:
@@ -130,7 +132,24 @@ def _expand_group(spec: ClusterSpec, gi: int, where: Where, problems: list[Probl
     return nodes
 
 
+def check_node_count(spec: ClusterSpec, where: Where) -> None:
+    """Refuse a spec naming more than limits' max_nodes nodes in all, counted before expanding."""
+    limit, total = limits.current().max_nodes, 0
+    for gi, group in enumerate(spec.nodes):
+        try:
+            total += count_names(group.names)
+        except RangeError:  # malformed: _expand_group reports it, without expanding it
+            continue
+        if total > limit:
+            names = group.names if len(group.names) <= 80 else group.names[:77] + "..."
+            raise SpecError([Problem(where(("nodes", gi, "names")),
+                                     f"more than {limit} nodes in the spec: the groups up to this one "
+                                     f"name {total}", names,
+                                     f"split the cluster or {limits.raise_hint('max_nodes')}")])
+
+
 def build_cluster(spec: ClusterSpec, path: Path, where: Where) -> Cluster:
+    check_node_count(spec, where)
     problems: list[Problem] = []
     nodes: list[Node] = []
     for gi in range(len(spec.nodes)):

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corral import limits
 from corral.errors import Problem, SpecError, UsageError
 from corral.spec.deepops_inventory import (GROUP_NOTES, OTHER_GROUPS, ROLE_GROUPS, Inventory, Var,
                                            canon, jump_host, read_config, reason_for)
@@ -24,6 +25,7 @@ ROLE_ORDER = ("controller", "accounting", "login", "compute", "monitoring", "nfs
 SSH_VARS = {k: k.replace("ssh_user", "user").replace("ssh_port", "port") for k in (
     "ansible_user", "ansible_ssh_user", "ansible_port", "ansible_ssh_port", "ansible_ssh_private_key_file",
     "ansible_ssh_common_args")}  # Ansible's old names map to the new ones
+SSH_KEYS = frozenset(SSH_VARS)
 USED_SLURM = {"slurm_cluster_name", "slurm_max_job_timelimit", "slurm_enable_ha", "nfs_server_group",
               "slurm_enable_nfs_server", "slurm_enable_monitoring", "slurm_monitoring_group"}
 
@@ -142,6 +144,10 @@ class _Importer:
                 self.problem(self.inv.group_where(canon(group)), f"no host in [{group}]", None,
                              f"list the {role} host(s) in [{group}]")
         nodes, ssh, name = self.nodes(), self.ssh(), self.cluster_name(sched)
+        if len(nodes) > limits.current().max_nodes:  # only when CORRAL_MAX_IMPORT_HOSTS is the larger
+            self.problem(f"{self.inv.path.name}:1", f"more than {limits.current().max_nodes} nodes to import",
+                         len(nodes), f"import a smaller inventory or {limits.raise_hint('max_nodes')}")
+            raise SpecError(self.problems)
         max_time = self.var("slurm_max_job_timelimit") if sched == "slurm" else None
         if max_time is not None and not re.match(SLURM_TIME, str(max_time.value)):
             self.problem(max_time.where, "slurm_max_job_timelimit is not a Slurm time", max_time.value,
@@ -159,7 +165,7 @@ class _Importer:
         by_ip: dict[str, str] = {}
         for host, hdef in self.inv.hosts.items():
             if host not in self.roles:
-                known = [g for g in sum(OTHER_GROUPS.values(), ()) if host in self.inv.role_members(g)]
+                known = [g for g in sum(OTHER_GROUPS.values(), ()) if self.inv.in_role(host, g)]
                 if known:
                     self.notes.append(f"{hdef.where}: {host} — only in [{', '.join(known)}]: no role, "
                                       "skipped")
@@ -176,8 +182,8 @@ class _Importer:
                 continue
             if name != host:
                 self.notes.append(f"{hdef.where}: {host} — imported as {name} (short lowercase name)")
-            addr = self.inv.host_vars_merged(host).get("ansible_host")
-            ip = str(addr.value).strip() if addr else ""
+            addr = self.inv.host_var(host, "ansible_host")
+            ip = self.inv.text(addr).strip() if addr else ""
             if addr is None:
                 self.problem(hdef.where, f"host {host!r} has no ansible_host", host,
                              f"write '{host} ansible_host=<its IP>' under [all]; corral needs each node's IP")
@@ -196,10 +202,9 @@ class _Importer:
         found: dict[str, Counter] = {}
         first: dict[str, Var] = {}
         for host in self.origin.values():
-            for key, var in self.inv.host_vars_merged(host).items():
-                if key in SSH_VARS:
-                    found.setdefault(SSH_VARS[key], Counter())[str(var.value)] += 1
-                    first.setdefault(SSH_VARS[key], var)
+            for key, var in self.inv.host_vars_merged(host, SSH_KEYS).items():
+                found.setdefault(SSH_VARS[key], Counter())[self.inv.text(var)] += 1
+                first.setdefault(SSH_VARS[key], var)
         out: dict[str, object] = {"user": "root"}
         for key, counts in found.items():
             value, where = counts.most_common(1)[0][0], first[key].where
@@ -247,9 +252,9 @@ class _Importer:
     def note_rest(self, other: tuple[str, ...]) -> None:
         for gname, g in self.inv.groups.items():
             c = canon(gname)
-            if c in GROUP_NOTES and c not in other and self.inv.members(gname):
+            if c in GROUP_NOTES and c not in other and self.inv.has_members(gname):
                 self.notes.append(f"{g.where}: [{gname}] — {GROUP_NOTES[c]}")
-            elif c not in sum(OTHER_GROUPS.values(), ("all", "ungrouped")) and self.inv.members(gname):
+            elif c not in sum(OTHER_GROUPS.values(), ("all", "ungrouped")) and self.inv.has_members(gname):
                 self.notes.append(f"{g.where}: [{gname}] — not a DeepOps role group; no cluster.yaml role")
         for gname in dict.fromkeys(list(self.inv.groups) + list(self.inv.group_vars)):
             for layer in filter(None, (self.inv.groups[gname].vars if gname in self.inv.groups else {},

@@ -20,9 +20,11 @@ from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
+from corral import limits
 from corral.errors import Problem, SpecError
 from corral.spec.cluster import Cluster, build_cluster
 from corral.spec.models import ClusterSpec
+from corral.spec.yaml_guard import FileTooLarge, GuardedComposer, YamlLimitError, read_bounded
 
 Loc = tuple[str | int, ...]
 
@@ -82,16 +84,16 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-MAX_VALUES = 100_000  # scalars after alias expansion; guards against "billion laughs"
+MAX_VALUES = limits.DEFAULTS.max_yaml_values  # the default; limits.current() is what is enforced
 
 
 class _TooLarge(Exception):
     pass
 
 
-def _plain(node: Any) -> Any:
+def _plain(node: Any, max_values: int) -> Any:
     """The YAML tree as plain dicts/lists with string keys (what the models validate)."""
-    budget = [MAX_VALUES]
+    budget = [max_values]
 
     def walk(n: Any, seen: tuple[int, ...]) -> Any:
         budget[0] -= 1
@@ -280,11 +282,14 @@ def parse_yaml(text: str, path: str) -> Any:
     yaml.allow_duplicate_keys = False
     yaml.max_depth = MAX_DEPTH
     yaml.Constructor = _Constructor
+    yaml.Composer = GuardedComposer  # counts alias expansion while composing (limits.py)
     fix = "correct the YAML syntax at that position"
     try:
         with warnings.catch_warnings():  # a re-defined anchor is legal YAML; don't print a warning
             warnings.simplefilter("ignore", ReusedAnchorWarning)
             return yaml.load(text)
+    except YamlLimitError as exc:
+        raise SpecError([Problem(f"{path}:{exc.line}:{exc.col}", exc.message, None, exc.fix)]) from None
     except MaxDepthExceededError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
@@ -326,7 +331,15 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
+def _too_large(path: str, size: int, max_bytes: int) -> SpecError:
+    return SpecError([Problem(f"{path}:1:1", f"the spec file is larger than {max_bytes} bytes", size,
+                              f"split the cluster or {limits.raise_hint('max_spec_bytes')}")])
+
+
 def load_text(text: str, path: str = "cluster.yaml") -> Cluster:
+    lim = limits.current()
+    if len(text) > lim.max_spec_bytes:  # each character is at least one byte
+        raise _too_large(path, len(text), lim.max_spec_bytes)
     tree = parse_yaml(text, path)
     where = Locator(path, tree)
     start = "start with 'name: mycluster' and 'nodes:'"
@@ -336,9 +349,9 @@ def load_text(text: str, path: str = "cluster.yaml") -> Cluster:
         raise SpecError([Problem(f"{path}:1:1", "the spec must be a mapping of keys to values",
                                  _type_name(tree), start)])
     try:
-        data = _plain(tree)
-    except (_TooLarge, RecursionError):
-        raise SpecError([Problem(f"{path}:1:1", f"the spec expands to more than {MAX_VALUES} values",
+        data = _plain(tree, lim.max_yaml_values)
+    except (_TooLarge, RecursionError):  # GuardedComposer stops this sooner, with a position
+        raise SpecError([Problem(f"{path}:1:1", f"the spec expands to more than {lim.max_yaml_values} values",
                                  None, "write the values out instead of nesting aliases")]) from None
     try:
         spec = ClusterSpec.model_validate(data)
@@ -350,7 +363,10 @@ def load_text(text: str, path: str = "cluster.yaml") -> Cluster:
 def load(path: str | Path) -> Cluster:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        max_bytes = limits.current().max_spec_bytes
+        text = read_bounded(p, max_bytes)  # refused before parsing, and before reading if it can be
+    except FileTooLarge as exc:
+        raise _too_large(str(p), exc.size, max_bytes) from None
     except FileNotFoundError:
         raise SpecError([Problem(str(p), "spec file not found", None,
                                  "pass --spec PATH, set CORRAL_SPEC, or run 'corral virtual up'")]) from None
