@@ -17,6 +17,7 @@ import pytest
 from corral.errors import CorralError
 from corral.render import (NodeHW, render_cgroup_conf, render_gres_conf, render_slurm_conf,
                            render_slurmdbd_conf)
+from corral.render.slurm_lint import lint_configs
 from corral.spec.cluster import Cluster
 from corral.spec.loader import load, load_text
 from corral.virtual.defaults import default_spec
@@ -66,7 +67,10 @@ CASES = [("virtual", (22, 5)), ("hetero", (22, 5)), ("hetero", (23, 11)), ("nvml
 @pytest.mark.parametrize(("case", "version"), CASES, ids=[f"{c}-{v[0]}.{v[1]:02d}" for c, v in CASES])
 def test_golden(case, version):
     cluster, hw = _case(case)
-    _check(GOLDEN / case / f"slurm-{version[0]}.{version[1]:02d}", _render_all(cluster, hw, version))
+    out_dir = GOLDEN / case / f"slurm-{version[0]}.{version[1]:02d}"
+    _check(out_dir, _render_all(cluster, hw, version))
+    # what controller_config checks before installing: every golden slurm.conf, gres.conf, cgroup.conf lints clean
+    assert lint_configs({p.name: p.read_text() for p in sorted(out_dir.glob("*.conf"))}) == []
 
 
 def test_versions_differ_only_where_slurm_changed():

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from pyinfra import host
 from pyinfra.api import deploy, operation
-
-from corral.engine.shell import cmd
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import ops
 from corral.deploy.context import hw_of, in_run_of, slurm_version
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
 from corral.engine.conditions import AnyChanged
+from corral.engine.shell import sh
+from corral.errors import CorralError
 from corral.render.cgroup import render_cgroup_conf
 from corral.render.containers import PLUGSTACK, plugstack_conf
 from corral.render.mig import gres_text
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
+from corral.render.slurm_lint import lint_configs
 
 ETC = "/etc/slurm"
 SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
@@ -53,8 +55,15 @@ def node_ready(name: str) -> str:
 @operation()
 def controller_config(files: dict[str, str], want: Want):
     """slurm.conf, gres.conf, cgroup.conf, plugstack.conf; a running slurmctld takes the change by reconfigure, or by
-    a restart when the node set changed (Slurm 22.05 cannot add nodes by reconfigure)."""
+    a restart when the node set changed (Slurm 22.05 cannot add nodes by reconfigure). Refused, nothing
+    uploaded, when the rendering does not lint clean (render/slurm_lint.py); a failed restart or reconfigure
+    puts the previous files back and restarts slurmctld with them (deploy/slurm_guard.py)."""
     import hashlib
+    problems = lint_configs(files)
+    if problems:
+        raise CorralError("refusing to install the Slurm configuration: " + "; ".join(problems[:5])
+                          + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
+                          fix="a spec value holds a line break, '#', a quote or a setting of its own: correct it")
     snap = snapshot(want)
     changed = {p: c for p, c in files.items()
                if (snap.files.get(p) or {}).get("sha256") != hashlib.sha256(c.encode()).hexdigest()
@@ -72,13 +81,13 @@ def controller_config(files: dict[str, str], want: Want):
     label = ("restart slurmctld, then reconfigure (node set changed)" if restart
              else "reconfigure" if running else "none (slurmctld not running yet)")
     ops.annotate(disruption=label, diff=diffs)
+    if running:  # the files as they are go to <path>.corral-prev: a failed restart/reconfigure restores them
+        yield sh(backup_script(list(changed)))
     for path, content in changed.items():
         yield from ops.install_commands(path, content.encode(), "644", "root", "root")
-    if restart:
-        yield cmd("systemctl", "restart", "slurmctld")
-        yield ops.readiness("slurmctld", CTL_READY, CTL_LOGS)
     if running:
-        yield "scontrol reconfigure"
+        yield sh(apply_or_rollback_script(list(changed), restart, ops.readiness("slurmctld", CTL_READY, CTL_LOGS),
+                                          CTL_LOGS))
 
 
 def without_hooks(cluster, hw) -> list[str]:

@@ -1,0 +1,161 @@
+"""A parse check of corral's own slurm.conf, gres.conf and cgroup.conf before they are installed.
+
+slurmctld cannot check a slurm.conf offline, and a spec value carrying a line break (or a `#`, a
+backslash, a quote) can smuggle in a setting of its own: "gpu\\nPrologSlurmctld=/tmp/x.sh" would make
+slurmctld run that program as root. Every line corral writes is a comment, blank, one `Key=Value`, or
+(NodeName=, PartitionName=, NodeSet=, DownNodes=; gres.conf NodeName=/Name=) several `Key=Value`
+words; keys are known Slurm parameters, a single-valued key appears once, and a key that names a
+program Slurm runs may only name corral's own. Pure: text in, problems out.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Mapping
+
+from corral.render.slurm import EPILOG, HEALTH_PROGRAM, PROLOG
+
+
+def _keys(words: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in words.split())
+
+
+SLURM_KEYS = _keys("""
+AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost AccountingStorageHost
+AccountingStorageParameters AccountingStoragePass AccountingStoragePort AccountingStorageTRES
+AccountingStorageType AccountingStorageUser AccountingStoreFlags AcctGatherEnergyType AcctGatherFilesystemType
+AcctGatherInterconnectType AcctGatherNodeFreq AcctGatherProfileType AllowSpecResourcesUsage AuthAltParameters
+AuthAltTypes AuthInfo AuthType BackupAddr BackupController BatchStartTimeout BcastExclude BcastParameters
+BurstBufferType CliFilterPlugins ClusterName CommunicationParameters CompleteWait ControlAddr ControlMachine
+CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType CryptoType DebugFlags DefCpuPerGPU DefMemPerCPU DefMemPerGPU
+DefMemPerNode DependencyParameters DisableRootJobs EioTimeout EnforcePartLimits Epilog EpilogMsgTime
+EpilogSlurmctld ExtSensorsFreq ExtSensorsType FairShareDampeningFactor FederationParameters FirstJobId
+GetEnvTimeout GpuFreqDef GresTypes GroupUpdateForce GroupUpdateTime HashPlugin HealthCheckInterval
+HealthCheckNodeState HealthCheckProgram InactiveLimit InteractiveStepOptions JobAcctGatherFrequency
+JobAcctGatherParams JobAcctGatherType JobCompHost JobCompLoc JobCompParams JobCompPass JobCompPort JobCompType
+JobCompUser JobContainerType JobFileAppend JobRequeue JobSubmitPlugins KillOnBadExit KillWait LaunchParameters
+LaunchType Licenses LogTimeFormat MailDomain MailProg MaxArraySize MaxBatchRequeue MaxDBDMsgs MaxJobCount
+MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount MaxTasksPerNode MCSParameters MCSPlugin
+MessageTimeout MinJobAge MpiDefault MpiParams NodeFeaturesPlugins OverTimeLimit PluginDir PlugStackConfig
+PowerParameters PowerPlugin PreemptExemptTime PreemptMode PreemptParameters PreemptType PrEpParameters
+PrEpPlugins PriorityCalcPeriod PriorityDecayHalfLife PriorityFavorSmall PriorityFlags PriorityMaxAge
+PriorityParameters PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType PriorityUsageResetPeriod
+PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare PriorityWeightJobSize PriorityWeightPartition
+PriorityWeightQOS PriorityWeightTRES PrivateData ProctrackType Prolog PrologEpilogTimeout PrologFlags
+PrologSlurmctld PropagatePrioProcess PropagateResourceLimits PropagateResourceLimitsExcept RebootProgram
+ReconfigFlags RequeueExit RequeueExitHold ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog
+ResvOverRun ResvProlog ReturnToService RoutePlugin SchedulerParameters SchedulerTimeSlice SchedulerType
+ScronParameters SelectType SelectTypeParameters SlurmctldAddr SlurmctldDebug SlurmctldHost SlurmctldLogFile
+SlurmctldParameters SlurmctldPidFile SlurmctldPort SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg
+SlurmctldSyslogDebug SlurmctldTimeout SlurmdDebug SlurmdLogFile SlurmdParameters SlurmdPidFile SlurmdPort
+SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser SlurmSchedLogFile SlurmSchedLogLevel SlurmUser
+SrunEpilog SrunPortRange SrunProlog StateSaveLocation SuspendExcNodes SuspendExcParts SuspendExcStates
+SuspendProgram SuspendRate SuspendTime SuspendTimeout SwitchParameters SwitchType TaskEpilog TaskPlugin
+TaskPluginParam TaskProlog TCPTimeout TmpFS TopologyParam TopologyPlugin TrackWCKey TreeWidth
+UnkillableStepProgram UnkillableStepTimeout UsePAM VSizeFactor WaitTime X11Parameters
+""")
+SLURM_REPEATABLE = _keys("SlurmctldHost")  # one line per controller, in failover order
+SLURM_LINES = {  # a line starting with the key: the keys that line may carry
+    "nodename": _keys("""NodeName NodeHostname NodeAddr BcastAddr Boards CoreSpecCount CoresPerSocket CpuBind
+        CPUs CpuSpecList Feature Features Gres MemSpecLimit Parameters Port Procs RealMemory Reason
+        RestrictedCoresPerGPU Sockets SocketsPerBoard State ThreadsPerCore TmpDisk TRESWeights Weight"""),
+    "partitionname": _keys("""PartitionName AllocNodes AllowAccounts AllowGroups AllowQos Alternate CpuBind
+        Default DefaultTime DefCpuPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode DenyAccounts DenyQos
+        DisableRootJobs ExclusiveTopo ExclusiveUser GraceTime Hidden LLN MaxCPUsPerNode MaxCPUsPerSocket
+        MaxMemPerCPU MaxMemPerNode MaxNodes MaxTime MinNodes Nodes OverSubscribe OverTimeLimit
+        PowerDownOnIdle PreemptMode PriorityJobFactor PriorityTier QOS ReqResv ResumeTimeout RootOnly
+        SelectTypeParameters Shared State SuspendTime SuspendTimeout TRESBillingWeights"""),
+    "nodeset": _keys("NodeSet Feature Nodes"),
+    "downnodes": _keys("DownNodes Reason State"),
+}
+# keys whose value is a program (or plugin config) Slurm runs, as root or SlurmUser
+PROGRAM_KEYS = _keys("""Prolog Epilog PrologSlurmctld EpilogSlurmctld TaskProlog TaskEpilog SrunProlog SrunEpilog
+    HealthCheckProgram RebootProgram ResumeProgram ResumeFailProgram SuspendProgram MailProg ResvProlog ResvEpilog
+    SlurmctldPrimaryOnProg SlurmctldPrimaryOffProg UnkillableStepProgram PlugStackConfig PluginDir JobCompLoc""")
+CORRAL_PROGRAMS = frozenset({PROLOG, EPILOG, HEALTH_PROGRAM})
+
+GRES_KEYS = _keys("AutoDetect")
+GRES_LINES = {k: _keys("NodeName Name Type File Cores Links Count MultipleFiles Flags AutoDetect")
+              for k in ("nodename", "name")}
+CGROUP_KEYS = _keys("""AllowedKmemSpace AllowedRAMSpace AllowedSwapSpace CgroupAutomount CgroupMountpoint CgroupPlugin
+    CgroupReleaseAgentDir ConstrainCores ConstrainDevices ConstrainKmemSpace ConstrainRAMSpace ConstrainSwapSpace
+    EnableControllers IgnoreSystemd IgnoreSystemdOnFailure MaxKmemPercent MaxRAMPercent MaxSwapPercent
+    MemoryLimitEnforcement MemoryLimitThreshold MemorySwappiness MinKmemSpace MinRAMSpace SignalChildrenProcesses
+    SystemdTimeout TaskAffinity""")
+
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
+_ODD = set("#\\\"'`")  # a comment start, a line continuation or escape, quoting: corral writes none in a value
+
+
+def _lint(text: str, name: str, single: frozenset[str], lines: Mapping[str, frozenset[str]],
+          repeatable: frozenset[str] = frozenset(), programs: Collection[str] = ()) -> list[str]:
+    out: list[str] = []
+    seen: dict[str, int] = {}  # single-valued key (or "partitionname=x") -> first line
+    for no, line in enumerate(text.split("\n"), 1):  # Slurm splits on \n only: a \r stays in the line
+        where = f"{name} line {no}"
+        ctl = sorted({f"{ord(c):#04x}" for c in line if unicodedata.category(c) == "Cc"})
+        if ctl:
+            out.append(f"{where}: control character {', '.join(ctl)}")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        words = line.split()
+        first = words[0].partition("=")[0].lower()
+        allowed = lines.get(first)
+        if allowed is None and len(words) > 1 and "=" in words[0]:
+            out.append(f"{where}: {words[0].partition('=')[0]}= takes one value, got {len(words)} words: {line[:80]!r}")
+        in_line: set[str] = set()
+        for word in words:
+            key, eq, value = word.partition("=")
+            lkey = key.lower()
+            if not eq or not _KEY.match(key):
+                out.append(f"{where}: {word[:60]!r} is not Key=Value")
+                continue
+            if not value:
+                out.append(f"{where}: {key}= has no value")
+            odd = sorted(set(value) & _ODD)
+            if odd:
+                out.append(f"{where}: {key}= value {value[:60]!r} holds {' '.join(odd)}")
+            if allowed is not None:
+                if lkey not in allowed:
+                    out.append(f"{where}: {key}= is not a {words[0].partition('=')[0]}= line's key")
+                elif lkey in in_line:
+                    out.append(f"{where}: {key}= twice on one line")
+                in_line.add(lkey)
+                continue
+            if lkey not in single:
+                out.append(f"{where}: unknown key {key}=")
+            elif lkey in seen and lkey not in repeatable:
+                out.append(f"{where}: {key}= again (first on line {seen[lkey]}): a single-valued key")
+            seen.setdefault(lkey, no)
+            if lkey in PROGRAM_KEYS and value not in programs:
+                out.append(f"{where}: {key}= names {value[:60]!r}, not one of corral's programs")
+        if allowed is not None and first == "partitionname" and words[0].lower() != "partitionname=default":
+            entity = words[0].lower()
+            if entity in seen:
+                out.append(f"{where}: {words[0]} again (first on line {seen[entity]})")
+            seen.setdefault(entity, no)
+    return out
+
+
+def lint_slurm_conf(text: str, programs: Collection[str] = CORRAL_PROGRAMS) -> list[str]:
+    """Problems in a slurm.conf as corral writes it ([] when clean); `programs`: what Prolog=,
+    HealthCheckProgram= and the other program keys may name."""
+    return _lint(text, "slurm.conf", SLURM_KEYS, SLURM_LINES, SLURM_REPEATABLE, programs)
+
+
+def lint_gres_conf(text: str) -> list[str]:
+    return _lint(text, "gres.conf", GRES_KEYS, GRES_LINES)
+
+
+def lint_cgroup_conf(text: str) -> list[str]:
+    return _lint(text, "cgroup.conf", CGROUP_KEYS, {})
+
+
+LINTERS = {"slurm.conf": lint_slurm_conf, "gres.conf": lint_gres_conf, "cgroup.conf": lint_cgroup_conf}
+
+
+def lint_configs(files: Mapping[str, str]) -> list[str]:
+    """Problems in the files (path -> text) whose names this module knows; others are not checked."""
+    return [p for path, text in files.items() if (lint := LINTERS.get(path.rsplit("/", 1)[-1]))
+            for p in lint(text)]
