@@ -3,7 +3,10 @@ count that does not match the spec, and an emulated GPU that disappears."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shlex
+import subprocess
 import time
 
 import pytest
@@ -149,3 +152,57 @@ def test_facts_show_the_emulated_gpus_and_no_pci_devices(deployed, capsys):
     assert [g["model"] for g in gpu01["gpus"]] == ["h100"] * 4 and gpu01["driver"]["version"] == "emulated"
     assert gpu01["pci_gpus"] == [] and gpu01["cpus"] >= 1  # emulation has no PCI devices
     assert ctl["gpus"] == [] and ctl["driver"] is None
+
+
+WATCH = ("cd /tmp; end=$(( $(date +%s) + {s} )); while [ $(date +%s) -lt $end ]; do "
+         "for f in /tmp/pyinfra-* /run/corral-stage/*; do [ -f \"$f\" ] && cat \"$f\" >> /tmp/leak 2>/dev/null; done; "
+         "done")
+
+
+def test_a_non_root_ssh_user_converges_checks_and_never_exposes_a_secret(deployed, capsys):
+    """ssh.user: deploy (passwordless sudo): apply pushes the munge key and slurmdbd.conf through sudo,
+    staged where no other user can read them (an unprivileged user reads /tmp and the staging area
+    in a loop meanwhile); plan hides the node's old DB password; validate and health run through sudo."""
+    vc = deployed
+    names = [n.name for n in vc.cluster.nodes]
+    for name in names:
+        ssh(vc, name, "id deploy >/dev/null 2>&1 || useradd -m -s /bin/bash deploy; "
+            "install -d -m 700 -o deploy -g deploy ~deploy/.ssh; "
+            "install -m 600 -o deploy -g deploy /root/.ssh/authorized_keys ~deploy/.ssh/authorized_keys; "
+            "echo 'deploy ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/deploy; chmod 440 /etc/sudoers.d/deploy; "
+            "rm -f /tmp/leak")
+    spec = vc.cluster.path.with_name("cluster-deploy.yaml")  # same directory: same state dir and pinned keys
+    text = vc.cluster.path.read_text()
+    assert "ssh:\n  user: root\n" in text
+    spec.write_text(text.replace("ssh:\n  user: root\n", "ssh:\n  user: deploy\n", 1))
+    cluster = load(spec)
+    # drift that needs secrets pushed: gpu01's munge key gone, a stale DB password in slurmdbd.conf
+    ssh(vc, "gpu01", "rm -f /etc/munge/munge.key")
+    ssh(vc, "ctl", "sed -i 's/^StoragePass=.*/StoragePass=OldSecret-4711/' /etc/slurm/slurmdbd.conf")
+    plan = converge(cluster, "plan")
+    diffs = "".join(o.diff or "" for r in plan.nodes.values() for o in r.ops)
+    assert "StoragePass=********" in diffs and "OldSecret-4711" not in diffs, diffs
+    watchers = [subprocess.Popen(vc.ssh_cmd(vc.node(n).node.address, f"su -s /bin/sh nobody -c {shlex.quote(WATCH.format(s=90))}"),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for n in ("ctl", "gpu01")]
+    try:
+        result = converge(cluster, "apply")
+    finally:
+        for w in watchers:
+            w.terminate()
+            w.wait(timeout=10)
+    assert result.ok, {n: r.error for n, r in result.nodes.items() if not r.ok}
+    changed = {(n, o.name) for n, r in result.nodes.items() for o in r.ops if o.status == "changed"}
+    assert any(n == "gpu01" and o.endswith("munge key") for n, o in changed), changed
+    key = (vc.cluster.state_dir / "secrets" / "munge.key").read_bytes()
+    for n in ("ctl", "gpu01"):
+        assert ssh(vc, n, "cat /tmp/leak 2>/dev/null | wc -c").stdout.strip() == "0"
+        assert ssh(vc, n, "ls /tmp | grep -c '^pyinfra-' || true").stdout.strip() == "0"
+    assert ssh(vc, "gpu01", "stat -c '%a %U' /run/corral-stage").stdout.split() == ["700", "deploy"]
+    assert ssh(vc, "gpu01", "sha256sum < /etc/munge/munge.key").stdout.split()[0] == hashlib.sha256(key).hexdigest()
+    assert "OldSecret-4711" not in ssh(vc, "ctl", "cat /etc/slurm/slurmdbd.conf").stdout
+    assert converge(cluster, "apply").changed == 0
+    report = validate(cluster, jobs=False)
+    assert report.ok, report.failures
+    assert main(["health", "-f", str(spec), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"]
