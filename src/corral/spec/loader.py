@@ -210,7 +210,7 @@ def _pydantic_problems(exc: ValidationError, where: Locator, data: Any = None) -
     missing = {loc for err, loc in keep if err["type"] == "missing"}
     for err, loc in keep:
         kind = err["type"]
-        dotted = ".".join(str(p) for p in loc) or "(top level)"
+        dotted = ".".join(_part(p) for p in loc) or "(top level)"
         if kind == "extra_forbidden":
             owner = _model_at(loc)
             valid = sorted(owner.model_fields) if owner else []
@@ -228,9 +228,17 @@ def _pydantic_problems(exc: ValidationError, where: Locator, data: Any = None) -
             problems.append(Problem(where(loc[:-1]), f"missing required key {dotted!r}", None,
                                     f"add '{loc[-1]}:'"))
         else:
-            problems.append(Problem(where(loc), f"{dotted}: {err['msg']}", _short(err.get("input")),
+            problems.append(Problem(where(loc), f"{dotted}: {err['msg'].removeprefix('Value error, ')}",
+                                    _short(err.get("input")),
                                     _fix_for(kind, err)))
     return sorted(problems, key=_position)
+
+
+def _part(p: str | int) -> str:
+    """One step of a problem's key path, on one line: an odd key (a newline, spaces, dots) is quoted."""
+    text = str(p)
+    return text if text.replace("_", "").replace("-", "").replace("/", "").isalnum() or isinstance(p, int) \
+        else repr(text)
 
 
 def _position(problem: Problem) -> tuple[int, int]:

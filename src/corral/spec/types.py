@@ -25,7 +25,7 @@ from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
 _URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?@%+,=&-]+")
-_PATH_CHARS = re.compile(r"/[A-Za-z0-9._+@%:,=/-]*")
+_PATH_CHARS = re.compile(r"/[A-Za-z0-9._+@:,=/-]*")  # no %: systemd expands %n in unit files
 _HOST_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
 HOSTNAME_RE = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*")
 SLURM_TIME_RE = re.compile(r"INFINITE|UNLIMITED|\d+|\d+:\d{2}(:\d{2})?|\d+-\d{1,2}(:\d{2}(:\d{2})?)?")
@@ -89,7 +89,7 @@ def _abs_path(v: str) -> str:
     if not v.startswith("/"):
         raise _bad("must be an absolute path (starting with /)")
     if not _PATH_CHARS.fullmatch(v):
-        raise _bad("a path here may use letters, digits and . _ + @ % : , = - / only "
+        raise _bad("a path here may use letters, digits and . _ + @ : , = - / only "
                          "(no whitespace, quotes, $ or other shell characters)")
     if posixpath.normpath(v) != v or v.startswith("//"):
         raise _bad(f"must be a normalised path (no ., .., // or trailing /): {posixpath.normpath(v)!r}")
