@@ -167,3 +167,13 @@ def test_cuda_keyring_is_installed_only_with_nvidias_key(tmp_path, monkeypatch):
     assert installed.startswith("dpkg -i /var/tmp/corral-cuda-keyring.") and installed.endswith("/k.deb")
     assert not Path(shlex.split(installed)[2]).exists()  # the download is gone
     assert not list(Path("/tmp").glob("corral-cuda-keyring*"))
+
+
+def test_enroot_paths_written_out_with_their_placeholders_are_accepted():
+    c = loads('nvidia: {enroot: {version: 3.5.0, sha256: skip, runtime_path: "/run/enroot/user-$(id -u)", '
+              'cache_path: "/var/lib/enroot/cache/group-$(id -g)", data_path: "/tmp/enroot-data/user-$(id -u)"}}\n')
+    assert c.spec.nvidia.enroot.runtime_path == "/run/enroot/user-$(id -u)"
+    assert any("one line" in f or "absolute path" in f or "only $(id -u)" in f
+               for f in problems('nvidia: {enroot: {version: 3.5.0, sha256: skip, data_path: "/tmp/x y/$(id -u)"}}\n'))
+    assert any("only $(id -u) and $(id -g)" in f
+               for f in problems('nvidia: {enroot: {version: 3.5.0, sha256: skip, data_path: "/tmp/$(id)"}}\n'))

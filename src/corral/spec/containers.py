@@ -22,6 +22,8 @@ def _check_template(path: str) -> str:
     if "$" in rest:
         raise ValueError(f"only {' and '.join(PLACEHOLDERS)} may stand in a path (corral's prolog "
                          "creates each user's directory from it)")
+    if not re.fullmatch(_PATH, rest):  # the placeholders hold a space; the rest may not
+        raise ValueError("an absolute path without whitespace, quotes or backslashes")
     if "/../" in path + "/" or path.rstrip("/") in ("", "/tmp", "/run", "/var"):
         raise ValueError("must be a directory of its own, not / /tmp /run /var or a path with ..")
     return path
@@ -35,9 +37,9 @@ class EnrootSpec(Strict):
     url: str = Field(default="https://github.com/NVIDIA/enroot/releases/download/v{version}/"
                              "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$")
     sha256: Sums = {}   # package -> sha256 of its .deb (checked before installing), or "skip"
-    runtime_path: str = Field(default="/run/enroot/user-$(id -u)", pattern=_PATH)
-    cache_path: str = Field(default="/var/lib/enroot/cache/group-$(id -g)", pattern=_PATH)
-    data_path: str = Field(default="/tmp/enroot-data/user-$(id -u)", pattern=_PATH)
+    runtime_path: str = "/run/enroot/user-$(id -u)"
+    cache_path: str = "/var/lib/enroot/cache/group-$(id -g)"
+    data_path: str = "/tmp/enroot-data/user-$(id -u)"
     settings: dict[str, ConfigValue] = {}  # more enroot.conf lines, e.g. ENROOT_SQUASH_OPTIONS: "-comp lz4"
 
     @field_validator("url")
