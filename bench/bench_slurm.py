@@ -16,7 +16,7 @@ patch_gevent()
 
 from bench.common import bench_cluster, median, table, timed  # noqa: E402
 from corral.checks.validate import validate  # noqa: E402
-from corral.ops.converge import converge  # noqa: E402
+from corral.workflows.converge import converge  # noqa: E402
 from corral.spec.loader import load  # noqa: E402
 from corral.virtual.cluster import VirtualCluster  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""`corral import deepops`: DeepOps config/ directory -> cluster.yaml (corral.spec.deepops)."""
+"""`corral import deepops`: DeepOps config/ directory -> cluster.yaml (corral.importers.deepops)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from corral.errors import CorralError, SpecError, UsageError
-from corral.spec.deepops import import_deepops
-from corral.spec.deepops_inventory import Inventory, expand_pattern, jump_host, parse_inventory
+from corral.importers.deepops import import_deepops
+from corral.importers.deepops_inventory import Inventory, expand_pattern, jump_host, parse_inventory
 from corral.spec.loader import load_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "deepops"

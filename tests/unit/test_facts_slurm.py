@@ -14,7 +14,7 @@ from corral.facts.slurm import (
     HW_CACHE, SlurmdHardware, SlurmVersion, hw_from_json, hw_to_json, load_hw_cache,
     parse_slurm_version, parse_slurmd_c, save_hw_cache, upstream_version,
 )
-from corral.render.hw import NodeHW
+from corral.facts.records import NodeHW
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm"
 

@@ -8,7 +8,7 @@ from corral.deploy.context import mark_job_hooks
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.facts.hardware import NO_HOOKS, parse_hardware
 from corral.facts.slurm import load_hw_cache, save_hw_cache
-from corral.render.hw import NodeHW
+from corral.facts.records import NodeHW
 from corral.render.slurm import render_slurm_conf
 from corral.spec.loader import load_text
 

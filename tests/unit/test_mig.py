@@ -17,7 +17,7 @@ from corral.facts.slurm import hw_from_json, hw_to_json
 from corral.node import health_checks as C
 from corral.node import health_parse as P
 from corral.render.gres import render_gres_conf
-from corral.render.hw import NodeHW
+from corral.facts.records import NodeHW
 from corral.render.mig import differences, mig_parted_config, node_gres
 from corral.render.slurm import render_slurm_conf
 from corral.spec.loader import load_text
@@ -167,7 +167,7 @@ class FakeRollout:
         self.log.append("resume")
 
     def wait_for_jobs(self, node):
-        from corral.ops.rollout import StepFailed
+        from corral.workflows.rollout import StepFailed
         if self.jobs_stuck:
             raise StepFailed("wait for jobs", "1 job(s) still running", keep_drained=False)
 
@@ -179,7 +179,7 @@ class FakeRollout:
 
 
 def test_rollout_steps_and_what_a_failure_leaves():
-    from corral.ops.mig_rollout import OURS, reconfigure
+    from corral.workflows.mig_rollout import OURS, reconfigure
     c = load_text(SPEC, "cluster.yaml")
     ok = FakeRollout(c)
     ops, error = reconfigure(ok, "gpu01")

@@ -1,5 +1,5 @@
 """NVIDIA driver choices (render/nvidia.py) and the rollout's install script and bookkeeping
-(ops/rollout.py), without a node: the script runs against stand-in apt commands."""
+(workflows/rollout.py), without a node: the script runs against stand-in apt commands."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.errors import UsageError
-from corral.ops.rollout import install_script, pending
+from corral.workflows.rollout import install_script, pending
 from corral.render.nvidia import driver_package, installed_matches, kernel_modules, pin_text
 from corral.spec.loader import load_text
 
@@ -140,7 +140,7 @@ def fake_dnf(tmp_path, available: str, install_rc: int = 0):
 
 
 def run_dnf(tmp_path, env, version="550.127.05"):
-    from corral.ops.driver_dnf import dnf_install_script
+    from corral.workflows.driver_dnf import dnf_install_script
     from corral.render.nvidia import dnf_packages, dnf_stream, versionlock_block
     c = cluster()
     lock = tmp_path / "versionlock.list"

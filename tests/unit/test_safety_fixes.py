@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-import corral.ops.mig_rollout as M
-import corral.ops.rollout as R
-import corral.ops.slurm_node as S
+import corral.workflows.mig_rollout as M
+import corral.workflows.rollout as R
+import corral.workflows.slurm_node as S
 from corral.engine.results import NodeResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.spec.loader import load_text

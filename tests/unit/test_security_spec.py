@@ -15,9 +15,9 @@ import pytest
 from pyinfra.api import FileUploadCommand
 
 from corral.deploy import nvidia_repo
-from corral.deploy.ops import STAGE_DIR, _staging, mask_diff
+from corral.deploy.operations import STAGE_DIR, _staging, mask_diff
 from corral.errors import SpecError
-from corral.spec.checks_download import download_warnings
+from corral.spec.rules_download import download_warnings
 from corral.spec.loader import load_text
 
 BASE = textwrap.dedent("""\

@@ -1,7 +1,7 @@
 """Every value interpolated into a command is quoted: a scan of the code that builds commands.
 
 Rules (engine/shell.py says why):
-- deploy/ and ops/ never call pyinfra's StringCommand themselves: `cmd()` quotes each part.
+- deploy/, workflows/ and checks/ never call pyinfra's StringCommand themselves: `cmd()` quotes each part.
 - An f-string that becomes a command (yielded by an operation, passed to cmd()/sh()/StringCommand/
   run_on/install_commands/readiness, or returned by a function named *_script/*_command(s)/*_cmd)
   interpolates only q()/shlex.quote() calls, UPPER_CASE constants, or numbers (int()/len()/
@@ -18,7 +18,7 @@ import pytest
 from corral.engine.shell import cmd, q, sh
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "corral"
-SCANNED = sorted([*SRC.glob("deploy/*.py"), *SRC.glob("ops/*.py"), *SRC.glob("checks/*.py"),
+SCANNED = sorted([*SRC.glob("deploy/*.py"), *SRC.glob("workflows/*.py"), *SRC.glob("checks/*.py"),
                   SRC / "render" / "debs.py", SRC / "render" / "containers.py", SRC / "render" / "nvidia.py"])
 SINKS = {"Raw", "sh", "StringCommand", "run_on", "install_commands", "readiness", "run_when_changed", "sc"}
 SAFE_CALLS = {"q", "quote", "int", "len", "str_int"}

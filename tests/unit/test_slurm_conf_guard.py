@@ -15,7 +15,7 @@ import pytest
 from pyinfra.api import FileUploadCommand, StringCommand
 
 import corral.deploy.slurm as S
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Snapshot
 from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
 from corral.errors import CorralError
@@ -128,8 +128,8 @@ def op(monkeypatch):
     def setup(snap: Snapshot | None, old_conf=None):
         fake = FakeHost(old_conf)
         monkeypatch.setattr(S, "host", fake)
-        monkeypatch.setattr(ops, "host", fake)
-        monkeypatch.setattr(ops, "annotate", lambda **kw: None)
+        monkeypatch.setattr(operations, "host", fake)
+        monkeypatch.setattr(operations, "annotate", lambda **kw: None)
 
         def snapshot(want):
             assert snap is not None, "a refused rendering must not get as far as comparing with the node"
@@ -202,7 +202,7 @@ def _apply(tmp_path: Path, old: str | None, new: str, restart: bool, gres_before
     assert backup.returncode == 0, backup.stderr
     conf.write_text(new)
     gres.write_text("AutoDetect=nvml\n")
-    ready = ops.readiness("slurmctld", S.CTL_READY, LOGS, timeout_s=1)
+    ready = operations.readiness("slurmctld", S.CTL_READY, LOGS, timeout_s=1)
     proc = subprocess.run(["bash", "-c", apply_or_rollback_script(paths, restart, ready, LOGS)], env=env,
                           capture_output=True, text=True)
     return proc, (tmp_path / "log").read_text().splitlines(), sorted(p.name for p in tmp_path.glob("*.corral-prev"))

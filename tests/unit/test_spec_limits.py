@@ -15,9 +15,9 @@ import pytest
 from corral import limits
 from corral.errors import SpecError, UsageError
 from corral.spec import loader
-from corral.spec.deepops import import_deepops
-from corral.spec.deepops_inventory import Inventory, parse_inventory
-from corral.spec.deepops_limits import count_pattern, expand_pattern
+from corral.importers.deepops import import_deepops
+from corral.importers.deepops_inventory import Inventory, parse_inventory
+from corral.importers.deepops_limits import count_pattern, expand_pattern
 from corral.spec.hosts import RangeError, count_addresses, count_names, expand_names
 from corral.spec.loader import load, load_text
 

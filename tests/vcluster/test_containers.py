@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from corral.ops.converge import converge
+from corral.workflows.converge import converge
 from corral.spec.loader import load
 from corral.virtual.repo import start_server, stop_server
 from tests.vcluster.conftest import TEST_SUBNET, make_spec, ssh, vcluster_unavailable

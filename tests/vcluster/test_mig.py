@@ -12,7 +12,7 @@ import time
 import pytest
 
 from corral.cli.main import main
-from corral.ops.converge import converge
+from corral.workflows.converge import converge
 from corral.spec.loader import load
 from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable
 

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ruamel.yaml import YAML
 
 from corral.cli.main import main
-from corral.ops.converge import converge
+from corral.workflows.converge import converge
 from corral.render.alerts import render_rules
 from corral.render.grafana import dashboards
 from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable

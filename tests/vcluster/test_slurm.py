@@ -13,7 +13,7 @@ import pytest
 from corral.checks.validate import validate
 from corral.cli.main import main
 from corral.engine import journal
-from corral.ops.converge import converge
+from corral.workflows.converge import converge
 from corral.spec.loader import load
 from tests.vcluster.conftest import ssh
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from corral.ops.converge import converge
+from corral.workflows.converge import converge
 from corral.spec.loader import load
 from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vcluster_unavailable
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from corral.checks.result import Check, Report
-from corral.deploy.health import LIB
+from corral.paths import LIB
 from corral.engine.remote import run_on
 from corral.errors import CorralError
 from corral.parallel import pmap

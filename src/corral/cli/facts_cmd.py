@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
               None, "--node", "-n", help="only these nodes (hostlist)"), as_json: bool = JsonOpt) -> None:
         """Read hardware and GPU facts from the nodes (changes nothing)."""
         from corral.cli.run_cmd import _limit
-        from corral.ops.facts import gather_facts
+        from corral.workflows.facts_report import gather_facts
         cluster = load_cluster(spec)
         found, errors = gather_facts(cluster, _limit(cluster, node))
         if as_json:

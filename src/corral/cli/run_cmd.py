@@ -34,7 +34,7 @@ def _limit(cluster: Cluster, limit: Optional[str]) -> Optional[list[str]]:
 
 def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool):
     from corral.engine.progress import make_reporter
-    from corral.ops.converge import converge
+    from corral.workflows.converge import converge
     say = None if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return converge(cluster, mode, limit=limit, on_event=None if quiet else make_reporter(sys.stderr),
                     command=command, say=say)

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json, spec_path
 from corral.errors import UsageError
-from corral.spec.checks_download import download_warnings
+from corral.spec.rules_download import download_warnings
 
 spec_app = typer.Typer(no_args_is_help=True, help="Validate and show the cluster spec (offline).")
 import_app = typer.Typer(no_args_is_help=True, help="Convert another tool's inventory to a cluster.yaml.")
@@ -55,7 +55,7 @@ def deepops(config_dir: Path = typer.Argument(..., help="DeepOps config/ directo
             scheduler: Optional[str] = typer.Option(None, help="slurm | kubernetes, when the inventory has both"),
             as_json: bool = JsonOpt) -> None:
     """Convert a DeepOps config/ directory (inventory + group_vars) into a cluster.yaml."""
-    from corral.spec.deepops import import_deepops
+    from corral.importers.deepops import import_deepops
     if output.exists() and not force:
         raise UsageError(f"{output} exists; not overwriting it", value=str(output),
                          fix="pass --force or choose another --output")

@@ -9,15 +9,16 @@ import shlex
 from pyinfra import host
 from pyinfra.api import FactBase, deploy, operation
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.deploy.context import slurm_version
 from corral.render.slurmdbd import render_slurmdbd_conf
 from corral.secrets import secret_text
+from corral import paths
 
 DB, DB_USER = "slurm_acct_db", "slurm"
 CONF = "/etc/slurm/slurmdbd.conf"
-SQL_FILE = "/run/corral-slurmdbd.sql"
+SQL_FILE = paths.DB_SQL
 WANT = register(Want(paths=(CONF, "/var/log/slurm"), services=("mariadb", "slurmdbd"),
             packages=("mariadb-server", "slurmdbd")))
 READY = "ss -ltn | grep -q ':6819 '"
@@ -54,12 +55,12 @@ def database(password: str):
     if current == (want_hash, True, True):
         host.noop(f"database {DB} and user {DB_USER}@localhost in place")
         return
-    ops.annotate(disruption="none")
+    operations.annotate(disruption="none")
     sql = (f"CREATE DATABASE IF NOT EXISTS {DB}; CREATE USER IF NOT EXISTS '{DB_USER}'@'localhost'; "
            f"ALTER USER '{DB_USER}'@'localhost' IDENTIFIED BY PASSWORD '{want_hash}'; "
            f"GRANT ALL ON {DB}.* TO '{DB_USER}'@'localhost'; FLUSH PRIVILEGES;")
     # the SQL carries the password hash: as a file (0600, removed at once), never on a command line (ps)
-    yield from ops.install_commands(SQL_FILE, sql.encode(), "600", "root", "root")
+    yield from operations.install_commands(SQL_FILE, sql.encode(), "600", "root", "root")
     yield f"mysql < {SQL_FILE}; rc=$?; rm -f {SQL_FILE}; exit $rc"
 
 
@@ -69,14 +70,14 @@ def accounting() -> None:
     if "accounting" not in node.roles:
         return
     password = secret_text(cluster.state_dir, "slurmdbd-db-password", 32)
-    ops.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT)
-    ops.service(name="mariadb running", unit="mariadb", want=WANT)
+    operations.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT)
+    operations.service(name="mariadb running", unit="mariadb", want=WANT)
     database(name="accounting database and user", password=password)
-    ops.directory(name="/var/log/slurm", path="/var/log/slurm", user="slurm", group="slurm", want=WANT)
-    conf = ops.managed_file(
+    operations.directory(name="/var/log/slurm", path="/var/log/slurm", user="slurm", group="slurm", want=WANT)
+    conf = operations.managed_file(
         name="slurmdbd.conf", path=CONF, mode="600", user="slurm", group="slurm", want=WANT,
         content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version(host.state)),
         mask=(password,), mask_keys=("StoragePass",), disruption="restart slurmdbd")
-    ops.service(name="slurmdbd running", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS)
-    ops.restart(name="slurmdbd restarted (slurmdbd.conf changed)", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS,
+    operations.service(name="slurmdbd running", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS)
+    operations.restart(name="slurmdbd restarted (slurmdbd.conf changed)", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS,
                 _if=conf.did_change)

@@ -7,7 +7,7 @@ from pyinfra.api import deploy, operation
 
 from corral.engine.shell import cmd
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.render.hosts import merge_hosts, render_hosts_block
 
@@ -23,7 +23,7 @@ def time_sync(want: Want):
                   "(chrony needs CAP_SYS_TIME); nothing to do")
         return
     if "chrony" not in snap.packages:
-        yield cmd(ops.APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", "chrony")
+        yield cmd(operations.APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", "chrony")
     if snap.services.get("chrony") != ("active", "enabled"):
         yield "systemctl enable --now chrony"
     else:
@@ -33,6 +33,6 @@ def time_sync(want: Want):
 @deploy("base")
 def base() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    ops.managed_block(name="/etc/hosts entries from the spec", path="/etc/hosts",
+    operations.managed_block(name="/etc/hosts entries from the spec", path="/etc/hosts",
                       block=render_hosts_block(cluster, node), merge=merge_hosts, want=WANT)
     time_sync(name="time sync", want=WANT)

@@ -13,9 +13,9 @@ from pyinfra.api import deploy, operation
 
 from corral.engine.shell import sh
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
-from corral.deploy.notes import annotate
+from corral.engine.notes import annotate
 from corral.facts.slurm import upstream_version
 from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, enroot_conf,
                                       pyxis_build_script, pyxis_mark)
@@ -68,10 +68,10 @@ def containers() -> None:
         for p in set(nv.enroot.packages) - _PACKAGES:  # read with the node's one snapshot
             _PACKAGES.add(p)
             register(Want(packages=(p,)))
-        ops.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
+        operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
         release_debs(name=f"enroot {nv.enroot.version}", label="enroot", sums_key="nvidia.enroot.sha256",
                      spec=nv.enroot, want=WANT)
-        ops.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
+        operations.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
-        ops.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT)
+        operations.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT)
         pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=nv.pyxis, want=WANT)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.render.nvidia import dcgm_skip_reason
@@ -36,7 +36,7 @@ def dcgm() -> None:
     if reason == "no GPUs on this node":
         return
     if reason:
-        ops.skip(name="DCGM", reason=reason)
+        operations.skip(name="DCGM", reason=reason)
         return
     d = cluster.spec.nvidia.dcgm
     if d.package not in _PACKAGES:
@@ -44,6 +44,6 @@ def dcgm() -> None:
         register(Want(packages=(d.package,)))
     cuda_repository(name="NVIDIA CUDA repository", repo_url=cluster.spec.nvidia.driver.repo_url
                     if cluster.spec.nvidia.driver else cluster.spec.monitoring.dcgm_exporter.repo_url, want=WANT)
-    ops.managed_file(name="DCGM version pin", path=PIN, want=WANT, content=pin(d.package, d.version))
-    ops.packages(name="DCGM installed", names=[f"{d.package}={d.version}" if d.version else d.package], want=WANT)
-    ops.service(name="DCGM host engine running", unit=SERVICE, want=WANT, wait=f"systemctl is-active {SERVICE}")
+    operations.managed_file(name="DCGM version pin", path=PIN, want=WANT, content=pin(d.package, d.version))
+    operations.packages(name="DCGM installed", names=[f"{d.package}={d.version}" if d.version else d.package], want=WANT)
+    operations.service(name="DCGM host engine running", unit=SERVICE, want=WANT, wait=f"systemctl is-active {SERVICE}")

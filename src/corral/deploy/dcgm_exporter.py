@@ -12,16 +12,17 @@ from importlib import resources
 from pyinfra import host
 from pyinfra.api import deploy
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.engine.conditions import AnyChanged
 from corral.render.prometheus import dcgm_skip_reason, listen_address
+from corral import paths
 
 UNIT = "corral-dcgm-exporter"
 UNIT_FILE = f"/etc/systemd/system/{UNIT}.service"
-FIELDS = "/etc/corral/dcgm-exporter/fields.csv"
+FIELDS = paths.DCGM_FIELDS
 PIN = "/etc/apt/preferences.d/corral-dcgm-exporter"
 WANT = register(Want(paths=(UNIT_FILE, FIELDS, PIN), services=(UNIT,),
                      packages=("cuda-keyring", "datacenter-gpu-manager-exporter")))
@@ -59,19 +60,19 @@ def dcgm_exporter() -> None:
         return
     reason = dcgm_skip_reason(cluster, node)
     if reason:
-        ops.skip(name="dcgm-exporter (GPU metrics)", reason=reason)
+        operations.skip(name="dcgm-exporter (GPU metrics)", reason=reason)
         return
     d = m.dcgm_exporter
     cuda_repository(name="NVIDIA CUDA repository", repo_url=d.repo_url, want=WANT)
-    ops.managed_file(name="dcgm-exporter version pin", path=PIN, want=WANT, content=pin(d.package, d.version))
-    ops.packages(name="dcgm-exporter installed", names=[f"{d.package}={d.version}" if d.version else d.package],
+    operations.managed_file(name="dcgm-exporter version pin", path=PIN, want=WANT, content=pin(d.package, d.version))
+    operations.packages(name="dcgm-exporter installed", names=[f"{d.package}={d.version}" if d.version else d.package],
                  want=WANT)
-    fields = ops.managed_file(name="dcgm-exporter fields", path=FIELDS, want=WANT, disruption=f"restart {UNIT}",
+    fields = operations.managed_file(name="dcgm-exporter fields", path=FIELDS, want=WANT, disruption=f"restart {UNIT}",
                               content=resources.files("corral.render").joinpath("files/dcgm-fields.csv").read_text())
-    unit_file = ops.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",
+    unit_file = operations.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",
                                  content=unit(d.binary, listen_address(cluster, node.address, d.port),
                                               m.gpu_job_map_dir))
     ready = http_ready(node.address, d.port, "/metrics")
-    ops.service(name="dcgm-exporter running", unit=UNIT, want=WANT, wait=ready)
-    ops.restart(name="dcgm-exporter restarted (fields or unit changed)", unit=UNIT, want=WANT, wait=ready,
+    operations.service(name="dcgm-exporter running", unit=UNIT, want=WANT, wait=ready)
+    operations.restart(name="dcgm-exporter restarted (fields or unit changed)", unit=UNIT, want=WANT, wait=ready,
                 _if=AnyChanged(fields, unit_file))

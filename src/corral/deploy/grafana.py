@@ -9,10 +9,10 @@ from pyinfra.api import deploy, operation
 
 from corral.engine.shell import cmd
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register, snapshot
-from corral.deploy.notes import annotate
+from corral.engine.notes import annotate
 from corral.engine.conditions import AnyChanged
 from corral.render.grafana import DASHBOARD_DIR, dashboards, render_datasource, render_ini, render_provider
 from corral.secrets import secret_text
@@ -54,30 +54,30 @@ def grafana() -> None:
         return
     reason = skip_reason(cluster)
     if reason:
-        ops.skip(name="Grafana", reason=reason)
+        operations.skip(name="Grafana", reason=reason)
         return
     g = m.grafana
     signing_key(name="Grafana signing key", url=g.key_url, want=WANT)
-    source = ops.managed_file(name="Grafana apt source", path=SOURCE, want=WANT,
+    source = operations.managed_file(name="Grafana apt source", path=SOURCE, want=WANT,
                               content=f"# Managed by corral\ndeb [signed-by={KEY}] {g.repo_url} stable main\n")
-    ops.run_when_changed(name="apt lists refreshed (Grafana source)", description="apt-get update",
+    operations.run_when_changed(name="apt lists refreshed (Grafana source)", description="apt-get update",
                          commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
     if g.version:
-        ops.managed_file(name="Grafana version pin", path=PIN, want=WANT,
+        operations.managed_file(name="Grafana version pin", path=PIN, want=WANT,
                          content=f"# Managed by corral\nPackage: grafana\nPin: version {g.version}\nPin-Priority: 1001\n")
-    ops.packages(name="Grafana installed", names=[f"grafana={g.version}" if g.version else "grafana"], want=WANT)
+    operations.packages(name="Grafana installed", names=[f"grafana={g.version}" if g.version else "grafana"], want=WANT)
     password = secret_text(cluster.state_dir, "grafana-admin-password", 24)
-    changed = [ops.managed_file(name=INI, path=INI, want=WANT, mode="640", group="grafana", secret=True,
+    changed = [operations.managed_file(name=INI, path=INI, want=WANT, mode="640", group="grafana", secret=True,
                                 content=render_ini(cluster, node.address, password),
                                 disruption="restart grafana-server"),
-               ops.managed_file(name="Grafana datasource", path=DATASOURCE, want=WANT, mode="640", group="grafana",
+               operations.managed_file(name="Grafana datasource", path=DATASOURCE, want=WANT, mode="640", group="grafana",
                                 content=render_datasource(cluster), disruption="restart grafana-server"),
-               ops.managed_file(name="Grafana dashboard provider", path=PROVIDER, want=WANT, mode="640",
+               operations.managed_file(name="Grafana dashboard provider", path=PROVIDER, want=WANT, mode="640",
                                 group="grafana", content=render_provider(), disruption="restart grafana-server")]
-    ops.directory(name=DASHBOARD_DIR, path=DASHBOARD_DIR, want=WANT)
+    operations.directory(name=DASHBOARD_DIR, path=DASHBOARD_DIR, want=WANT)
     for name, text in dashboards().items():  # re-read by Grafana every 10 s: no restart
-        ops.managed_file(name=f"dashboard {name}", path=f"{DASHBOARD_DIR}/{name}", want=WANT, content=text)
+        operations.managed_file(name=f"dashboard {name}", path=f"{DASHBOARD_DIR}/{name}", want=WANT, content=text)
     ready = http_ready(node.address, g.port, "/api/health")
-    ops.service(name="Grafana running", unit="grafana-server", want=WANT, wait=ready)
-    ops.restart(name="Grafana restarted (configuration changed)", unit="grafana-server", want=WANT, wait=ready,
+    operations.service(name="Grafana running", unit="grafana-server", want=WANT, wait=ready)
+    operations.restart(name="Grafana restarted (configuration changed)", unit="grafana-server", want=WANT, wait=ready,
                 _if=AnyChanged(*changed))

@@ -9,13 +9,14 @@ from importlib import resources
 from pyinfra import host
 from pyinfra.api import deploy
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
+from corral import paths
 
-LIB = "/usr/local/lib/corral"
+LIB = paths.LIB
 MODULES = ("health.py", "health_checks.py", "health_parse.py", "health_slurm.py")
-WRAPPER = "/usr/local/sbin/corral-health"
-CONFIG = "/etc/corral/health.json"
+WRAPPER = paths.HEALTH
+CONFIG = paths.HEALTH_CONFIG
 METRICS_FILE = "/var/lib/prometheus/node-exporter/corral-health.prom"  # node-exporter's textfile directory
 WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), WRAPPER, CONFIG)))
 WRAPPER_TEXT = f"#!/bin/sh\n# Managed by corral: Slurm HealthCheckProgram\nexec /usr/bin/python3 {LIB}/health.py --slurm \"$@\"\n"
@@ -50,10 +51,10 @@ def health() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if "compute" not in node.roles or not cluster.spec.health.enabled:
         return
-    ops.directory(name=LIB, path=LIB, want=WANT)
+    operations.directory(name=LIB, path=LIB, want=WANT)
     source = resources.files("corral.node")
     for module in MODULES:
-        ops.managed_file(name=f"{LIB}/{module}", path=f"{LIB}/{module}", content=source.joinpath(module).read_text(),
+        operations.managed_file(name=f"{LIB}/{module}", path=f"{LIB}/{module}", content=source.joinpath(module).read_text(),
                          want=WANT)
-    ops.managed_file(name=WRAPPER, path=WRAPPER, content=WRAPPER_TEXT, mode="755", want=WANT)
-    ops.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node), want=WANT)
+    operations.managed_file(name=WRAPPER, path=WRAPPER, content=WRAPPER_TEXT, mode="755", want=WANT)
+    operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node), want=WANT)

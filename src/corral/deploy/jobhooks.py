@@ -11,14 +11,15 @@ from importlib import resources
 from pyinfra import host
 from pyinfra.api import deploy
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.render.containers import user_dirs
+from corral import paths
 
-LIB = "/usr/local/lib/corral"
+LIB = paths.LIB
 MODULE, DIRS = f"{LIB}/jobhooks.py", f"{LIB}/jobdirs.py"
-PROLOG, EPILOG = "/usr/local/sbin/corral-prolog", "/usr/local/sbin/corral-epilog"
-CONFIG = "/etc/corral/jobhooks.json"
+PROLOG, EPILOG = paths.PROLOG, paths.EPILOG
+CONFIG = paths.JOBHOOKS_CONFIG
 WANT = register(Want(paths=(LIB, MODULE, DIRS, PROLOG, EPILOG, CONFIG)))
 
 
@@ -39,11 +40,11 @@ def jobhooks() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if "compute" not in node.roles:
         return
-    ops.directory(name=LIB, path=LIB, want=WANT)
-    ops.managed_file(name=MODULE, path=MODULE, want=WANT,
+    operations.directory(name=LIB, path=LIB, want=WANT)
+    operations.managed_file(name=MODULE, path=MODULE, want=WANT,
                      content=resources.files("corral.node").joinpath("jobhooks.py").read_text())
-    ops.managed_file(name=DIRS, path=DIRS, want=WANT,
+    operations.managed_file(name=DIRS, path=DIRS, want=WANT,
                      content=resources.files("corral.node").joinpath("jobdirs.py").read_text())
-    ops.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
-    ops.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
-    ops.managed_file(name=CONFIG, path=CONFIG, content=config(cluster), want=WANT)
+    operations.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
+    operations.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
+    operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster), want=WANT)

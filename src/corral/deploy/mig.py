@@ -1,7 +1,7 @@
 """mig: the MIG layout of `gpus.mig` on GPU compute nodes. nvidia-mig-parted (NVIDIA's
 nvidia-mig-manager package) applies /etc/corral/mig-parted.json; corral-mig.service applies it again
 at every boot, before slurmd (GPU instances do not survive a reboot). A layout that differs from the
-node's MIG devices (its facts) is a change for the rollout (ops/mig_rollout.py): drain, wait for
+node's MIG devices (its facts) is a change for the rollout (workflows/mig_rollout.py): drain, wait for
 jobs, apply, verify, then Slurm's gres.conf/slurm.conf follow the node's new devices, resume."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pyinfra.api import deploy, operation
 
 from corral.engine.shell import cmd
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.context import hw_of
 from corral.deploy.nodestate import Want, register
-from corral.deploy.notes import annotate
+from corral.engine.notes import annotate
 from corral.deploy.containers import release_debs
 from corral.render.containers import FETCH_PACKAGES
 from corral.render.mig import CONFIG, SELECTED, differences, mig_parted_config
@@ -59,15 +59,15 @@ def mig() -> None:
         return
     tool = cluster.spec.nvidia.mig_parted
     if cluster.spec.virtual is not None:
-        ops.skip(name="nvidia-mig-parted", reason="virtual cluster: the GPU emulation brings its stand-in")
+        operations.skip(name="nvidia-mig-parted", reason="virtual cluster: the GPU emulation brings its stand-in")
     else:
         for p in set(tool.packages) - _PACKAGES:
             _PACKAGES.add(p)
             register(Want(packages=(p,)))
-        ops.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
+        operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
         release_debs(name=f"nvidia-mig-parted {tool.version}", label="mig-parted", sums_key="nvidia.mig_parted.sha256",
                      spec=tool, want=WANT)
-    ops.managed_file(name=CONFIG, path=CONFIG, content=mig_parted_config(node.gpus), want=WANT)
-    ops.managed_file(name="corral-mig.service (layout at boot)", path=UNIT, content=unit_text(), want=WANT)
-    ops.service(name="corral-mig enabled", unit="corral-mig", running=False, want=WANT)
+    operations.managed_file(name=CONFIG, path=CONFIG, content=mig_parted_config(node.gpus), want=WANT)
+    operations.managed_file(name="corral-mig.service (layout at boot)", path=UNIT, content=unit_text(), want=WANT)
+    operations.service(name="corral-mig enabled", unit="corral-mig", running=False, want=WANT)
     mig_layout(name="MIG layout", gpus=node.gpus, facts=hw_of(host.state).get(node.name))

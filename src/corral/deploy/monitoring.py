@@ -8,7 +8,7 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.engine.conditions import AnyChanged
 from corral.render.alertmanager import render_alertmanager_yml
@@ -54,12 +54,12 @@ def node_exporter_args(cluster, node) -> str:
 def _node_exporter(cluster, node) -> None:
     m = cluster.spec.monitoring
     ready = http_ready(node.address, m.node_exporter_port, "/metrics")
-    ops.packages(name="node-exporter installed", names=["prometheus-node-exporter"], want=NE_WANT)
-    flags = ops.managed_file(name="node-exporter flags", path=NE_DEFAULT, want=NE_WANT,
+    operations.packages(name="node-exporter installed", names=["prometheus-node-exporter"], want=NE_WANT)
+    flags = operations.managed_file(name="node-exporter flags", path=NE_DEFAULT, want=NE_WANT,
                              content=node_exporter_args(cluster, node), disruption="restart prometheus-node-exporter")
-    ops.managed_file(name="spec metrics for node-exporter", path=SPEC_PROM, want=NE_WANT, content=spec_metrics(node))
-    ops.service(name="node-exporter running", unit="prometheus-node-exporter", want=NE_WANT, wait=ready)
-    ops.restart(name="node-exporter restarted (flags changed)", unit="prometheus-node-exporter",
+    operations.managed_file(name="spec metrics for node-exporter", path=SPEC_PROM, want=NE_WANT, content=spec_metrics(node))
+    operations.service(name="node-exporter running", unit="prometheus-node-exporter", want=NE_WANT, wait=ready)
+    operations.restart(name="node-exporter restarted (flags changed)", unit="prometheus-node-exporter",
                 want=NE_WANT, wait=ready, _if=flags.did_change)
 
 
@@ -68,20 +68,20 @@ def _prometheus(cluster, node) -> None:
     ready = http_ready(node.address, m.prometheus_port, "/-/ready")
     args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.prometheus_port)} '
             f'--storage.tsdb.retention.time={m.retention_days}d"\n')
-    ops.packages(name="Prometheus installed", names=["prometheus"], want=PROM_WANT)
-    ops.directory(name=RULES_DIR, path=RULES_DIR, want=PROM_WANT)
-    rules = ops.managed_file(name="alert rules", path=RULES, want=PROM_WANT, content=render_rules(cluster),
+    operations.packages(name="Prometheus installed", names=["prometheus"], want=PROM_WANT)
+    operations.directory(name=RULES_DIR, path=RULES_DIR, want=PROM_WANT)
+    rules = operations.managed_file(name="alert rules", path=RULES, want=PROM_WANT, content=render_rules(cluster),
                              disruption="reload prometheus", validate="promtool check rules {}")
-    conf = ops.managed_file(name="prometheus.yml (scrape config)", path=PROM_YML, want=PROM_WANT,
+    conf = operations.managed_file(name="prometheus.yml (scrape config)", path=PROM_YML, want=PROM_WANT,
                             content=render_prometheus_yml(cluster), disruption="reload prometheus",
                             validate="promtool check config --syntax-only {}")
-    flags = ops.managed_file(name="Prometheus flags", path=PROM_DEFAULT, want=PROM_WANT,
+    flags = operations.managed_file(name="Prometheus flags", path=PROM_DEFAULT, want=PROM_WANT,
                              content="# Managed by corral\n" + args, disruption="restart prometheus")
-    ops.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
-    ops.run_when_changed(name="Prometheus reloaded (scrape config or rules changed)", description="reload",
-                         commands=["systemctl reload prometheus", ops.readiness("prometheus", ready, None)],
+    operations.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
+    operations.run_when_changed(name="Prometheus reloaded (scrape config or rules changed)", description="reload",
+                         commands=["systemctl reload prometheus", operations.readiness("prometheus", ready, None)],
                          disruption="reload prometheus", _if=AnyChanged(conf, rules))
-    ops.restart(name="Prometheus restarted (flags changed)", unit="prometheus", want=PROM_WANT,
+    operations.restart(name="Prometheus restarted (flags changed)", unit="prometheus", want=PROM_WANT,
                 wait=ready, _if=flags.did_change)
 
 
@@ -91,17 +91,17 @@ def _alertmanager(cluster, node) -> None:
     # --cluster.listen-address= : no gossip port (it would listen on 0.0.0.0:9094)
     args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.alertmanager_port)} '
             '--cluster.listen-address= --storage.path=/var/lib/prometheus/alertmanager"\n')
-    ops.packages(name="Alertmanager installed", names=["prometheus-alertmanager"], want=AM_WANT)
-    conf = ops.managed_file(name="alertmanager.yml (receivers)", path=AM_YML, want=AM_WANT,
+    operations.packages(name="Alertmanager installed", names=["prometheus-alertmanager"], want=AM_WANT)
+    conf = operations.managed_file(name="alertmanager.yml (receivers)", path=AM_YML, want=AM_WANT,
                             content=render_alertmanager_yml(cluster), disruption="reload alertmanager",
                             validate="amtool check-config {}")
-    flags = ops.managed_file(name="Alertmanager flags", path=AM_DEFAULT, want=AM_WANT,
+    flags = operations.managed_file(name="Alertmanager flags", path=AM_DEFAULT, want=AM_WANT,
                              content="# Managed by corral\n" + args, disruption="restart prometheus-alertmanager")
-    ops.service(name="Alertmanager running", unit="prometheus-alertmanager", want=AM_WANT, wait=ready)
-    ops.run_when_changed(name="Alertmanager reloaded (receivers changed)", description="reload",
+    operations.service(name="Alertmanager running", unit="prometheus-alertmanager", want=AM_WANT, wait=ready)
+    operations.run_when_changed(name="Alertmanager reloaded (receivers changed)", description="reload",
                          commands=["systemctl reload prometheus-alertmanager"], disruption="reload alertmanager",
                          _if=conf.did_change)
-    ops.restart(name="Alertmanager restarted (flags changed)", unit="prometheus-alertmanager", want=AM_WANT,
+    operations.restart(name="Alertmanager restarted (flags changed)", unit="prometheus-alertmanager", want=AM_WANT,
                 wait=ready, _if=flags.did_change)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.secrets import secret_bytes
 
@@ -17,9 +17,9 @@ WANT = register(Want(paths=(KEY,), services=("munge",), packages=("munge",)))
 def munge() -> None:
     cluster = host.data.corral_cluster
     key = secret_bytes(cluster.state_dir, "munge.key", 1024)
-    ops.packages(name="munge installed", names=["munge"], want=WANT)
-    changed = ops.managed_file(name="munge key", path=KEY, content=key, mode="400", user="munge",
+    operations.packages(name="munge installed", names=["munge"], want=WANT)
+    changed = operations.managed_file(name="munge key", path=KEY, content=key, mode="400", user="munge",
                                group="munge", secret=True, disruption="restart munge", want=WANT)
-    ops.service(name="munge running", unit="munge", want=WANT)
-    ops.restart(name="munge restarted (key changed)", unit="munge", want=WANT,
+    operations.service(name="munge running", unit="munge", want=WANT)
+    operations.restart(name="munge restarted (key changed)", unit="munge", want=WANT,
                 wait="munge -n | unmunge", _if=changed.did_change)

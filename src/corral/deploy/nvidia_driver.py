@@ -1,7 +1,7 @@
 """nvidia driver: the NVIDIA driver version the spec names on GPU compute nodes, pinned (apt
 preferences; on RHEL/Rocky 9 a dnf versionlock block), nouveau blacklisted. A version change needs a reboot: the plan labels it
 "reboot + drain" and the change itself is carried out after every other component by
-ops/rollout.py, one node at a time (drain, wait for jobs, install, reboot, verify, resume).
+workflows/rollout.py, one node at a time (drain, wait for jobs, install, reboot, verify, resume).
 Where NVSwitches are (PCI scan), NVIDIA Fabric Manager comes with the driver, at its version.
 nvidia-persistenced and Fabric Manager are kept enabled and running once the driver is in place.
 Skipped, with the reason in the plan, where corral does not own the driver (no GPUs, DGX OS,
@@ -18,11 +18,11 @@ from pyinfra.api import deploy, operation
 from corral.engine.shell import cmd, sh
 from pyinfra.facts.server import LinuxDistribution
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.context import hw_of
 from corral.deploy.nodestate import Want, register, snapshot
-from corral.deploy.notes import annotate
-from corral.facts.gpu import PciDevices, classify, parse_pci_sysfs
+from corral.engine.notes import annotate
+from corral.facts.gpu import PciDevices, classify
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, LOCK_BEGIN, LOCK_END, PIN, VERSIONLOCK, driver_package,
                                   fabricmanager_package, family, installed_matches, pin_text, versionlock_block)
@@ -50,19 +50,6 @@ def package_for(driver, node) -> str:
 
 def has_nvswitch(devices: list[dict]) -> bool:
     return bool(classify(devices)["nvswitches"])
-
-
-def package_names(cluster, node) -> tuple[list[str], str]:
-    """The driver package (+ Fabric Manager where NVSwitches are) and the OS family, outside a
-    pyinfra run (the rollout): the OS from /etc/os-release and the PCI scan over SSH."""
-    from corral.engine.remote import run_on
-    driver = cluster.spec.nvidia.driver
-    os_id, _, version = run_on(cluster, node.name, ". /etc/os-release; echo \"$ID $VERSION_ID\"",
-                               check=True).stdout.strip().partition(" ")
-    package = driver.package or driver_package(driver, node, os_id, version)
-    pci = run_on(cluster, node.name, PciDevices().command().get_raw_value(), check=True).stdout.splitlines()
-    fm = [fabricmanager_package(driver, family(os_id))] if has_nvswitch(parse_pci_sysfs(pci)) else []
-    return [package] + fm, family(os_id)
 
 
 def lock_restore_script(version: str) -> str:
@@ -104,7 +91,7 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
                  diff="".join(f"{path}: restored\n" for path, _ in files)
                  + (f"{VERSIONLOCK}: corral's lock restored\n" if lock_missing else ""))
         for path, text in files:
-            yield from ops.install_commands(path, text.encode(), "644", "root", "root")
+            yield from operations.install_commands(path, text.encode(), "644", "root", "root")
         if lock_missing:
             yield sh(lock_restore_script(version))
         for d in stopped:
@@ -115,7 +102,7 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
         + "(drain, wait for jobs, install, reboot, verify, resume; one node at a time)\n")
     for path, text in files:
         if path == BLACKLIST:  # read at the reboot to come; the pin comes with the install
-            yield from ops.install_commands(path, text.encode(), "644", "root", "root")
+            yield from operations.install_commands(path, text.encode(), "644", "root", "root")
     yield cmd("echo", f"NVIDIA driver {installed or 'none'} -> {version}: rolled out after "
                       "the other components, one node at a time")
 
@@ -140,7 +127,7 @@ def nvidia_driver() -> None:
     if reason == "no GPUs on this node":
         return
     if reason:
-        ops.skip(name="NVIDIA driver", reason=reason)
+        operations.skip(name="NVIDIA driver", reason=reason)
         return
     driver = cluster.spec.nvidia.driver
     os_family = family(os_of()[0])

@@ -9,7 +9,7 @@ from pyinfra import host
 from pyinfra.api import operation
 from pyinfra.facts.server import Arch, LinuxDistribution
 
-from corral.deploy.notes import annotate
+from corral.engine.notes import annotate
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.shell import cmd, q, sh
 from corral.render.nvidia import family

@@ -9,17 +9,18 @@ from pyinfra.api import deploy, operation
 
 from corral.engine.shell import AND, Raw, cmd
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
-from corral.deploy.notes import annotate
+from corral.engine.notes import annotate
 from corral.deploy.nvidia_repo import cuda_repository
+from corral import paths
 
 CTK_KEY = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 CTK_SOURCE = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
 CTK_PIN = "/etc/apt/preferences.d/corral-nvidia-container-toolkit"
 CTK_PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
                 "libnvidia-container1")
-RUNTIME_MARK = "/etc/corral/nvidia-ctk-runtime"
+RUNTIME_MARK = paths.CTK_RUNTIME_MARK
 WANT = register(Want(paths=(CTK_KEY, CTK_SOURCE, CTK_PIN, RUNTIME_MARK),
                      packages=("cuda-keyring", *CTK_PACKAGES)))
 _PACKAGES: set[str] = set()
@@ -72,7 +73,7 @@ def ctk_runtime(engine: str, want: Want):
     annotate(disruption=f"restart {engine}")
     yield cmd("nvidia-ctk", "runtime", "configure", f"--runtime={engine}")
     yield cmd("systemctl", "restart", engine)
-    yield from ops.install_commands(RUNTIME_MARK, marker.encode(), "644", "root", "root")
+    yield from operations.install_commands(RUNTIME_MARK, marker.encode(), "644", "root", "root")
 
 
 @deploy("nvidia tools")
@@ -82,7 +83,7 @@ def nvidia_tools() -> None:
     for what, label in (("cuda", "CUDA toolkit"), ("container", "NVIDIA Container Toolkit")):
         reason = skip_reason(cluster, node, what)
         if reason and reason != "not wanted here":
-            ops.skip(name=label, reason=reason)
+            operations.skip(name=label, reason=reason)
     if skip_reason(cluster, node, "cuda") is None:
         package = cuda_package(n.cuda_toolkit.version)
         if package not in _PACKAGES:
@@ -90,16 +91,16 @@ def nvidia_tools() -> None:
             register(Want(packages=(package,)))
         cuda_repository(name="NVIDIA CUDA repository", want=WANT,
                         repo_url=n.driver.repo_url if n.driver else "https://developer.download.nvidia.com/compute/cuda/repos")
-        ops.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}", names=[package], want=WANT)
+        operations.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}", names=[package], want=WANT)
     if skip_reason(cluster, node, "container") is None:
         c = n.container_toolkit
         ctk_key(name="NVIDIA Container Toolkit signing key", repo_url=c.repo_url, want=WANT)
-        source = ops.managed_file(name="NVIDIA Container Toolkit apt source", path=CTK_SOURCE, want=WANT,
+        source = operations.managed_file(name="NVIDIA Container Toolkit apt source", path=CTK_SOURCE, want=WANT,
                                   content=ctk_source(c.repo_url))
-        ops.run_when_changed(name="apt lists refreshed (container toolkit source)", description="apt-get update",
+        operations.run_when_changed(name="apt lists refreshed (container toolkit source)", description="apt-get update",
                              commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
-        ops.managed_file(name="NVIDIA Container Toolkit version pin", path=CTK_PIN, want=WANT, content=ctk_pin(c.version))
-        ops.packages(name="NVIDIA Container Toolkit installed", want=WANT,
+        operations.managed_file(name="NVIDIA Container Toolkit version pin", path=CTK_PIN, want=WANT, content=ctk_pin(c.version))
+        operations.packages(name="NVIDIA Container Toolkit installed", want=WANT,
                      names=[f"nvidia-container-toolkit={c.version}" if c.version else "nvidia-container-toolkit"])
         if c.engine != "none":
             ctk_runtime(name=f"NVIDIA runtime for {c.engine}", engine=c.engine, want=WANT)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import FactBase, deploy, operation
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.sacct_sync import QUERY_COMMANDS, AcctState, parse_state, plan_sync
 from corral.errors import CorralError
 
@@ -49,7 +49,7 @@ def sync(cluster):
     if not plan.commands:
         host.noop(f"accounting matches the spec{extra}")
         return
-    ops.annotate(disruption="none", diff="".join(f"+ {c}\n" for c in plan.commands) + (extra and f"{extra}\n"))
+    operations.annotate(disruption="none", diff="".join(f"+ {c}\n" for c in plan.commands) + (extra and f"{extra}\n"))
     yield from plan.commands
 
 

@@ -13,7 +13,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.context import hw_of, in_run_of, slurm_version
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
@@ -26,12 +26,13 @@ from corral.render.mig import gres_text
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
 from corral.render.slurm_lint import lint_configs
+from corral import paths
 
 ETC = "/etc/slurm"
 SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
 LOGDIR, STATE = "/var/log/slurm", "/var/lib/slurm/slurmctld"
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
-SLURMD_STATE = "/etc/corral/slurmd-state"  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
+SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
 CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE), services=("slurmctld",),
                 packages=("slurmctld", "slurm-client")))
 NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
@@ -76,17 +77,17 @@ def controller_config(files: dict[str, str], want: Want):
     restart = running and (
         CGROUP_CONF in changed or
         (SLURM_CONF in changed and _structural("\n".join(old or [])) != _structural(files[SLURM_CONF])))
-    diffs = "".join(ops._diff(p, host.get_fact(FileContents, path=p) if p != SLURM_CONF else old, c)
+    diffs = "".join(operations._diff(p, host.get_fact(FileContents, path=p) if p != SLURM_CONF else old, c)
                     for p, c in changed.items())
     label = ("restart slurmctld, then reconfigure (node set changed)" if restart
              else "reconfigure" if running else "none (slurmctld not running yet)")
-    ops.annotate(disruption=label, diff=diffs)
+    operations.annotate(disruption=label, diff=diffs)
     if running:  # the files as they are go to <path>.corral-prev: a failed restart/reconfigure restores them
         yield sh(backup_script(list(changed)))
     for path, content in changed.items():
-        yield from ops.install_commands(path, content.encode(), "644", "root", "root")
+        yield from operations.install_commands(path, content.encode(), "644", "root", "root")
     if running:
-        yield sh(apply_or_rollback_script(list(changed), restart, ops.readiness("slurmctld", CTL_READY, CTL_LOGS),
+        yield sh(apply_or_rollback_script(list(changed), restart, operations.readiness("slurmctld", CTL_READY, CTL_LOGS),
                                           CTL_LOGS))
 
 
@@ -123,12 +124,12 @@ def slurm_controller() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if "controller" not in node.roles:
         return
-    ops.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT)
+    operations.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT)
     for path in (LOGDIR, STATE):
-        ops.directory(name=path, path=path, user="slurm", group="slurm", want=CTL_WANT)
+        operations.directory(name=path, path=path, user="slurm", group="slurm", want=CTL_WANT)
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
                       want=CTL_WANT)
-    ops.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
+    operations.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
 
 
 def dropin(cluster, node) -> str:
@@ -149,15 +150,15 @@ def slurm_compute() -> None:
     if "compute" not in node.roles:
         return
     logs = "tail -n 20 /var/log/slurm/slurmd.log; journalctl -u slurmd -n 10 --no-pager"
-    ops.packages(name="slurmd installed", names=list(NODE_WANT.packages), want=NODE_WANT)
-    ops.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=NODE_WANT)
-    ops.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
-    unit = ops.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
+    operations.packages(name="slurmd installed", names=list(NODE_WANT.packages), want=NODE_WANT)
+    operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=NODE_WANT)
+    operations.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
+    unit = operations.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
                             disruption="restart slurmd", want=NODE_WANT)
-    spank = ops.managed_file(name="what slurmd loads at start (SPANK plugins, GRES)", path=SLURMD_STATE,
+    spank = operations.managed_file(name="what slurmd loads at start (SPANK plugins, GRES)", path=SLURMD_STATE,
                              content=slurmd_state(cluster, node), disruption="restart slurmd", want=NODE_WANT)
-    ops.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)
-    ops.restart(name="slurmd restarted (drop-in, SPANK plugins or GRES changed)", unit="slurmd", want=NODE_WANT,
+    operations.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)
+    operations.restart(name="slurmd restarted (drop-in, SPANK plugins or GRES changed)", unit="slurmd", want=NODE_WANT,
                 wait=node_ready(node.name), logs=logs, _if=AnyChanged(unit, spank))
 
 
@@ -166,7 +167,7 @@ def slurm_login() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if "login" not in node.roles or "controller" in node.roles:
         return
-    ops.packages(name="slurm client installed", names=list(LOGIN_WANT.packages), want=LOGIN_WANT)
+    operations.packages(name="slurm client installed", names=list(LOGIN_WANT.packages), want=LOGIN_WANT)
     configs = _configs(cluster)
-    ops.managed_file(name="slurm.conf", path=SLURM_CONF, content=configs[SLURM_CONF], want=LOGIN_WANT)
-    ops.managed_file(name="plugstack.conf", path=PLUGSTACK, content=configs[PLUGSTACK], want=LOGIN_WANT)
+    operations.managed_file(name="slurm.conf", path=SLURM_CONF, content=configs[SLURM_CONF], want=LOGIN_WANT)
+    operations.managed_file(name="plugstack.conf", path=PLUGSTACK, content=configs[PLUGSTACK], want=LOGIN_WANT)

@@ -9,13 +9,14 @@ from importlib import resources
 from pyinfra import host
 from pyinfra.api import deploy
 
-from corral.deploy import ops
+from corral.deploy import operations
 from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register
 from corral.engine.conditions import AnyChanged
 from corral.render.prometheus import listen_address
+from corral import paths
 
-LIB = "/usr/local/lib/corral"
+LIB = paths.LIB
 MODULES = ("slurm_exporter.py", "slurm_exporter_parse.py")
 UNIT = "corral-slurm-exporter"
 UNIT_FILE = f"/etc/systemd/system/{UNIT}.service"
@@ -52,14 +53,14 @@ def slurm_exporter() -> None:
     if not m.enabled or not cluster.with_role("monitoring") or not controllers or node.name != controllers[0].name:
         return
     ready = http_ready(node.address, m.slurm_exporter_port, "/metrics")
-    ops.packages(name="prometheus-client installed", names=["python3-prometheus-client"], want=WANT)
-    ops.directory(name=LIB, path=LIB, want=WANT)
+    operations.packages(name="prometheus-client installed", names=["python3-prometheus-client"], want=WANT)
+    operations.directory(name=LIB, path=LIB, want=WANT)
     source = resources.files("corral.node")
-    changed = [ops.managed_file(name=f"{LIB}/{name}", path=f"{LIB}/{name}", want=WANT,
+    changed = [operations.managed_file(name=f"{LIB}/{name}", path=f"{LIB}/{name}", want=WANT,
                                 content=source.joinpath(name).read_text(), disruption=f"restart {UNIT}")
                for name in MODULES]
-    changed.append(ops.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",
+    changed.append(operations.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",
                                     content=unit(listen_address(cluster, node.address, m.slurm_exporter_port))))
-    ops.service(name="Slurm exporter running", unit=UNIT, want=WANT, wait=ready)
-    ops.restart(name="Slurm exporter restarted (program or unit changed)", unit=UNIT, want=WANT, wait=ready,
+    operations.service(name="Slurm exporter running", unit=UNIT, want=WANT, wait=ready)
+    operations.restart(name="Slurm exporter restarted (program or unit changed)", unit=UNIT, want=WANT, wait=ready,
                 _if=AnyChanged(*changed))

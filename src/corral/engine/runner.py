@@ -16,7 +16,7 @@ from pyinfra.api import Config, State
 from pyinfra.api.connect import disconnect_all
 from pyinfra.api.deploy import add_deploy
 
-from corral.deploy import notes
+from corral.engine import notes
 from corral.engine import execute, journal
 from corral.engine.capture import Capture, capturing
 from corral.engine.connect import connect

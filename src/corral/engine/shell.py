@@ -3,7 +3,7 @@
 pyinfra's `StringCommand("curl", url)` joins its parts *unquoted*: a value with `;` or `$(...)` becomes
 shell. corral builds commands with `cmd(...)` instead, which quotes every part except the shell
 syntax corral writes itself, marked `Raw` (operators, redirections, `$var` references), and scripts
-with `q()` around every interpolated value. tests/unit/test_shell_quoting.py scans deploy/, ops/ and
+with `q()` around every interpolated value. tests/unit/test_shell_quoting.py scans deploy/, workflows/, checks/ and
 the script renderers and fails on an unquoted interpolation.
 """
 

@@ -12,7 +12,8 @@ from corral.errors import CorralError
 from corral.facts.mig import COMMAND as MIG_COMMAND
 from corral.facts.mig import MARK_CI, split_output
 from corral.facts.gpu_topology import cpu_to_core, gres_cores, gres_links, parse_topology
-from corral.render.hw import NodeHW
+from corral.facts.records import NodeHW
+from corral import paths
 
 
 TOPO_MARK = "@@topo"
@@ -37,7 +38,7 @@ LOADED = "@@nvidia-loaded "  # the nvidia kernel module running now (not the one
 LOADED_CMD = (f"echo \"{LOADED}$(cat /sys/module/nvidia/version 2>/dev/null || sed -n "
               "'s/^NVRM version:.* \\([0-9][0-9]*\\.[0-9][0-9.]*\\) .*/\\1/p' /proc/driver/nvidia/version "
               "2>/dev/null)\"")
-PROLOG = "/usr/local/sbin/corral-prolog"  # deploy/jobhooks.py
+PROLOG = paths.PROLOG
 
 
 def parse_hardware(lines: list[str]) -> NodeHW | None:

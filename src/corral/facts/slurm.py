@@ -21,7 +21,7 @@ from pyinfra.api import FactBase
 
 from corral.errors import CorralError
 from corral.facts.mig import MigDevice
-from corral.render.hw import NodeHW
+from corral.facts.records import NodeHW
 
 HW_CACHE = "hw-facts.json"
 _HW_KEYS = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore", "RealMemory")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 PREFIX = "corral:"
-# drains of corral's rollouts (ops/rollout.py, ops/mig_rollout.py): the rollout, not the health check, lifts them
+# drains of corral's rollouts (workflows/rollout.py, workflows/mig_rollout.py): the rollout, not the health check, lifts them
 ROLLOUT_PREFIX = ("corral: driver ", "corral: MIG ")
 MAX_REASON = 200
 

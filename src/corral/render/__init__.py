@@ -2,7 +2,7 @@
 
 from corral.render.cgroup import render_cgroup_conf
 from corral.render.gres import render_gres_conf
-from corral.render.hw import NodeHW
+from corral.facts.records import NodeHW
 from corral.render.slurm import render_slurm_conf, slurm_version_tuple
 from corral.render.slurmdbd import render_slurmdbd_conf
 

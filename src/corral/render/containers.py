@@ -7,12 +7,13 @@ from __future__ import annotations
 import shlex
 
 from corral.spec.containers import EnrootSpec, PyxisSpec
+from corral import paths
 
 ENROOT_CONF = "/etc/enroot/enroot.conf"
 PLUGSTACK = "/etc/slurm/plugstack.conf"
 PYXIS_PREFIX = "/usr/local"
 PYXIS_SO = f"{PYXIS_PREFIX}/lib/slurm/spank_pyxis.so"
-PYXIS_MARK = "/usr/local/share/corral/pyxis-build"
+PYXIS_MARK = paths.PYXIS_MARK
 FETCH_PACKAGES = ("curl", "ca-certificates")  # enroot's .debs and pyxis' source are downloaded
 BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "libslurm-dev")
 
@@ -36,8 +37,8 @@ def user_dirs(e: EnrootSpec | None) -> list[dict]:
     def entry(t: str, clean: bool) -> dict:  # a path per group, not per user, is shared by the group
         shared = "$(id -g)" in t and "$(id -u)" not in t
         return {"path": fmt(t), "clean": clean and not shared, "shared": shared}
-    paths = [(e.runtime_path, True), (e.data_path, True), (e.cache_path, False)]
-    return [entry(t, clean) for t, clean in paths if "$(id -" in t]  # a fixed path is the admin's to make
+    dirs = [(e.runtime_path, True), (e.data_path, True), (e.cache_path, False)]
+    return [entry(t, clean) for t, clean in dirs if "$(id -" in t]  # a fixed path is the admin's to make
 
 
 def plugstack_conf(pyxis: PyxisSpec | None) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from corral.render.hw import NodeHW, hostlist, name_key
+from corral.facts.records import NodeHW
+from corral.render.hw import hostlist, name_key
 from corral.render.mig import gres_lines
 from corral.render.slurm import DEFAULT_VERSION, Version, compute_nodes, header
 from corral.spec.cluster import Cluster

@@ -1,7 +1,7 @@
 """Node hardware as Slurm sees it, and the compact node lists the Slurm config files are made of.
 
-NodeHW comes from `slurmd -C` (or lscpu) on the node, cached by corral. Everything here is pure and
-shared by the slurm.conf and gres.conf renderers.
+NodeHW (facts/records.py) comes from `slurmd -C` (or lscpu) on the node, cached by corral. Everything
+here is pure and shared by the slurm.conf and gres.conf renderers.
 
 Hostlists are written only in the one form Slurm and python-hostlist both read the same way: a name
 prefix followed by a bracketed range of its trailing number (`gpu[01-16]`, `10.0.0.[11-26]`); each
@@ -15,33 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from corral.facts.mig import MigDevice
+from corral.facts.records import NodeHW
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster, Node
 
 T = TypeVar("T")
 _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
-
-
-@dataclass(frozen=True)
-class NodeHW:
-    """From `slurmd -C` on the node: what slurm.conf's NodeName line declares."""
-
-    cpus: int
-    sockets: int
-    cores_per_socket: int
-    threads_per_core: int
-    memory_mb: int
-    # per GPU, in index order, from `nvidia-smi topo -m` (empty without a driver): gres.conf Cores=, Links=
-    gpu_cores: tuple[str, ...] = ()
-    gpu_links: tuple[str, ...] = ()
-    # MIG devices (compute instances) found with the driver: gres.conf/slurm.conf describe them
-    mig: tuple[MigDevice, ...] = ()
-    # corral's Prolog/Epilog installed (slurm.conf names them only when every compute node has them)
-    job_hooks: bool = True
-    # the nvidia kernel module running now ("" when none): differs from the installed one -> reboot needed
-    driver_loaded: str = ""
 
 
 def real_memory(cluster: Cluster, node: Node, hw: Mapping[str, NodeHW]) -> int | None:

@@ -1,6 +1,6 @@
 """MIG, rendered (pure): nvidia-mig-parted's config for a node's layout, the GRES Slurm gets for a
 node as its facts found it (whole GPUs + MIG devices), and the difference between the spec's layout
-and the node's. Used by render/slurm.py, render/gres.py, deploy/mig.py and ops/mig_rollout.py."""
+and the node's. Used by render/slurm.py, render/gres.py, deploy/mig.py and workflows/mig_rollout.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from collections import Counter
 
 from corral.facts.mig import by_gpu
 from corral.spec.mig import layout, profile_key
+from corral import paths
 
-CONFIG = "/etc/corral/mig-parted.json"   # JSON is YAML: nvidia-mig-parted reads it as its config
+CONFIG = paths.MIG_CONFIG
 SELECTED = "corral"
 
 

@@ -12,11 +12,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from corral.errors import CorralError
-from corral.render.hw import NodeHW, hostlist, name_key, node_runs, real_memory
+from corral.facts.records import NodeHW
+from corral.render.hw import hostlist, name_key, node_runs, real_memory
 from corral.render.mig import gres_text, spec_types
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import generation
 from corral.spec.hosts import expand_names
+from corral import paths
 
 Version = tuple[int, int]
 DEFAULT_VERSION: Version = (22, 5)
@@ -24,8 +26,8 @@ FALLBACK_MEM_PER_CPU_MB = 1024  # DefMemPerCPU where no node of a partition has 
 _VERSION = re.compile(r"(?<![\d.])(\d{2})\.(\d{1,2})(?![\d])")
 
 
-HEALTH_PROGRAM = "/usr/local/sbin/corral-health"
-PROLOG, EPILOG = "/usr/local/sbin/corral-prolog", "/usr/local/sbin/corral-epilog"  # deploy/jobhooks.py
+HEALTH_PROGRAM = paths.HEALTH
+PROLOG, EPILOG = paths.PROLOG, paths.EPILOG
 
 
 def slurm_version_tuple(text: str) -> Version:

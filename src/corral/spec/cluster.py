@@ -10,7 +10,7 @@ from pathlib import Path
 
 from corral import limits
 from corral.errors import Problem, SpecError
-from corral.spec.checks import check_cluster
+from corral.spec.rules import check_cluster
 from corral.spec.hosts import RangeError, count_addresses, count_names, expand_addresses, expand_names
 from corral.spec.models import ClusterSpec, GpuSpec
 

@@ -4,7 +4,7 @@ newline never slips through a `$`):
 
 - `Url` / `url_template(...)`: parsed; http(s) with a host, no credentials, no whitespace, quotes or
   shell characters. `http://` is refused later unless the spec sets `allow_http: true`
-  (spec/checks.py finds every `UrlStr` in the spec).
+  (spec/rules_download.py finds every `UrlStr` in the spec).
 - `AbsPath`: absolute, normalised (no `.`/`..`/`//`), a safe character set (no whitespace, quotes, `$`).
 - `SlurmDuration`: a Slurm time value (`7-0`, `12:00:00`, `INFINITE`).
 - `SlurmName`, `UnixUser` (an account corral logs in as), `UserName` (a cluster user, directory
@@ -44,7 +44,7 @@ def _bad(message: str) -> PydanticCustomError:
 
 
 class UrlStr(str):
-    """A checked URL (or URL template); spec/checks.py refuses `http://` ones without allow_http."""
+    """A checked URL (or URL template); spec/rules_download.py refuses `http://` ones without allow_http."""
 
 
 def _url(v: str, names: tuple[str, ...] = ()) -> UrlStr:

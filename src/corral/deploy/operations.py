@@ -14,14 +14,15 @@ from pyinfra.api import FileUploadCommand, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy.nodestate import Want, snapshot
-from corral.deploy.notes import annotate
+from corral.engine.notes import annotate
 from corral.engine.shell import AND, OR, Raw, cmd, q
+from corral import paths
 
 APT_MAX_AGE_S = 3600
 APT_ENV = Raw("DEBIAN_FRONTEND=noninteractive")
 # uploads through sudo (a non-root SSH user) are staged here: root-made, 0700 and owned by that user,
 # so no other user can read a secret between the upload and its `sudo cp` (pyinfra's default is /tmp)
-STAGE_DIR = "/run/corral-stage"
+STAGE_DIR = paths.STAGE_DIR
 
 
 def _missing(names: list[str], installed: dict[str, str]) -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
-from corral.spec.checks_download import check_checksums, check_urls
+from corral.spec.rules_download import check_checksums, check_urls
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec.models import K8S_ROLES, SLURM_ROLES
 

@@ -8,16 +8,16 @@ from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.errors import CorralError
-from corral.ops import mig_rollout, rollout
+from corral.workflows import mig_rollout, rollout
 from corral.engine.results import RunResult
-from corral.spec.checks_download import download_warnings
+from corral.spec.rules_download import download_warnings
 from corral.spec.cluster import Cluster
 
 
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
              command: str | None = None, say=None) -> RunResult:
     """Plan or apply every component; in apply, then roll out the changes that need a reboot
-    (ops/rollout.py), then MIG layouts (ops/mig_rollout.py), and journal the run again with their steps."""
+    (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), and journal the run again with their steps."""
     result = run(cluster, components(cluster), mode=mode, limit=limit, on_event=on_event,
                  command=command or mode, prepare=gather(cluster))
     result.warnings[:0] = download_warnings(cluster)  # sha256: skip, allow_http: said on every run

@@ -2,14 +2,14 @@
 `nvidia.rollout.parallel` nodes at a time:
 
   drain (Slurm: no new jobs) -> wait for running jobs (bounded) -> install the pinned version (apt
-  preferences; RHEL family: module stream + dnf versionlock, ops/driver_dnf.py) ->
+  preferences; RHEL family: module stream + dnf versionlock, workflows/driver_dnf.py) ->
   reboot -> wait for the node (a marker in /run, a tmpfs, is gone) -> verify (GPU count and driver
   version from nvidia-smi, slurmd active) -> resume.
 
 Nothing half-done: jobs still running at the deadline -> the node is resumed unchanged; an install
 that fails -> the old pin is put back and the node resumed; a node that fails verification stays
 drained with a `corral:` reason saying why. Slurm not answering (scontrol, squeue, a refused drain;
-ops/slurm_node.py) stops the node's rollout before the install: never a reboot without a drain.
+workflows/slurm_node.py) stops the node's rollout before the install: never a reboot without a drain.
 Each step is an OpResult on the node's result.
 """
 
@@ -19,17 +19,20 @@ import shlex
 import time
 from collections.abc import Callable
 
-from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, package_names
+from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, has_nvswitch
+from corral.facts.gpu import PciDevices, parse_pci_sysfs
+from corral.render.nvidia import driver_package, fabricmanager_package, family
 from corral.engine.remote import run_on
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
-from corral.ops.driver_dnf import dnf_install_script
-from corral.ops.slurm_node import POLL_S, SlurmNode, StepFailed, settle
+from corral.workflows.driver_dnf import dnf_install_script
+from corral.workflows.slurm_node import POLL_S, SlurmNode, StepFailed, settle
 from corral.render.nvidia import PIN, dnf_packages, dnf_stream, pin_text, versionlock_block
 from corral.spec.cluster import Cluster
+from corral import paths
 
-MARKER = "/run/corral-reboot-pending"
+MARKER = paths.REBOOT_MARKER
 
 
 def pending(result: RunResult) -> list[str]:
@@ -59,6 +62,18 @@ def candidates_script(packages: list[str], version: str) -> str:
     return "".join(f"""cand=$(apt-cache policy {q(p)} | awk '/Candidate:/ {{print $2}}'); cand=${{cand#*:}}
 case "$cand" in {q(version)}-*) ;; *) restore; echo {q(f"{p} {version} is not available from this node's repositories")}" (candidate: $cand)" >&2; exit 3;; esac
 """ for p in packages)
+
+
+def package_names(cluster, node) -> tuple[list[str], str]:
+    """The driver package (+ Fabric Manager where NVSwitches are) and the OS family, outside a
+    pyinfra run (the rollout): the OS from /etc/os-release and the PCI scan over SSH."""
+    driver = cluster.spec.nvidia.driver
+    os_id, _, version = run_on(cluster, node.name, ". /etc/os-release; echo \"$ID $VERSION_ID\"",
+                               check=True).stdout.strip().partition(" ")
+    package = driver.package or driver_package(driver, node, os_id, version)
+    pci = run_on(cluster, node.name, PciDevices().command().get_raw_value(), check=True).stdout.splitlines()
+    fm = [fabricmanager_package(driver, family(os_id))] if has_nvswitch(parse_pci_sysfs(pci)) else []
+    return [package] + fm, family(os_id)
 
 
 class Rollout(SlurmNode):

@@ -7,7 +7,7 @@
 
 Jobs still running at the deadline: resumed unchanged. A failed apply or verification, or Slurm not
 following: the node stays drained with a `corral: MIG ...` reason (corral-health leaves it alone).
-Slurm not answering (scontrol, squeue, a refused drain; ops/slurm_node.py): no apply on that node.
+Slurm not answering (scontrol, squeue, a refused drain; workflows/slurm_node.py): no apply on that node.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from corral.deploy.mig import MIG_CHANGE, apply_command
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError
 from corral.facts.mig import COMMAND, by_gpu, split_output
-from corral.ops.rollout import Rollout
-from corral.ops.slurm_node import StepFailed, settle
+from corral.workflows.rollout import Rollout
+from corral.workflows.slurm_node import StepFailed, settle
 from corral.parallel import pmap
 from corral.render.mig import wanted
 from corral.spec.cluster import Cluster

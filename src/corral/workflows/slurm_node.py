@@ -1,4 +1,4 @@
-"""Slurm as the rollouts (ops/rollout.py, ops/mig_rollout.py) see one node, asked on the controller.
+"""Slurm as the rollouts (workflows/rollout.py, workflows/mig_rollout.py) see one node, asked on the controller.
 
 "Slurm does not know the node" is only scontrol's own `Node X not found` (rc 1). Any other failure
 (slurmctld down: another rc, an empty or garbled answer, SSH timing out) is a StepFailed before

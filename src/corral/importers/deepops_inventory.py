@@ -15,8 +15,8 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from corral.errors import Problem, SpecError
-from corral.spec.deepops_graph import GroupGraph, canon
-from corral.spec.deepops_limits import ImportBudget, count_pattern, expand_pattern  # noqa: F401 (re-export)
+from corral.importers.deepops_graph import GroupGraph, canon
+from corral.importers.deepops_limits import ImportBudget, count_pattern, expand_pattern  # noqa: F401 (re-export)
 from corral.spec.yaml_guard import YamlLimitError, guarded_yaml
 
 PLAIN_LINE_RE, PLAIN_RE = re.compile(r"^[^'\"\\#\s]+(?:[ \t]+[^'\"\\#\s]+)*$"), re.compile(r"[ \t]+")

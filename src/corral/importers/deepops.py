@@ -14,7 +14,7 @@ from pathlib import Path
 
 from corral import limits
 from corral.errors import Problem, SpecError, UsageError
-from corral.spec.deepops_inventory import (GROUP_NOTES, OTHER_GROUPS, ROLE_GROUPS, Inventory, Var,
+from corral.importers.deepops_inventory import (GROUP_NOTES, OTHER_GROUPS, ROLE_GROUPS, Inventory, Var,
                                            canon, jump_host, read_config, reason_for)
 from corral.spec.hosts import NAME_RE, compress_names, expand_names
 from corral.spec.loader import load_text

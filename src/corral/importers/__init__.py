@@ -1,0 +1,1 @@
+"""Importers of other tools' inventories into a cluster.yaml (DeepOps)."""

@@ -1,0 +1,19 @@
+"""The paths corral owns on a node, in one place (node/ programs are stdlib-only and keep their own
+copies of the two config paths they read; tests/unit/test_layers.py checks they agree)."""
+
+LIB = "/usr/local/lib/corral"           # corral's on-node Python programs (node/*.py)
+SBIN = "/usr/local/sbin"
+HEALTH = f"{SBIN}/corral-health"        # Slurm's HealthCheckProgram
+PROLOG, EPILOG = f"{SBIN}/corral-prolog", f"{SBIN}/corral-epilog"  # Slurm's Prolog/Epilog
+ETC = "/etc/corral"                     # corral's state and configs on a node
+HEALTH_CONFIG = f"{ETC}/health.json"
+JOBHOOKS_CONFIG = f"{ETC}/jobhooks.json"
+SLURMD_STATE = f"{ETC}/slurmd-state"    # what slurmd loaded when it started (SPANK plugins, GRES)
+CTK_RUNTIME_MARK = f"{ETC}/nvidia-ctk-runtime"
+DCGM_FIELDS = f"{ETC}/dcgm-exporter/fields.csv"
+MIG_CONFIG = f"{ETC}/mig-parted.json"   # JSON is YAML: nvidia-mig-parted reads it as its config
+SHARE = "/usr/local/share/corral"
+PYXIS_MARK = f"{SHARE}/pyxis-build"     # what pyxis was built from and against
+STAGE_DIR = "/run/corral-stage"         # uploads through sudo (0700, the SSH user's)
+REBOOT_MARKER = "/run/corral-reboot-pending"
+DB_SQL = "/run/corral-slurmdbd.sql"     # the DB user's SQL, 0600, removed at once
