@@ -62,6 +62,19 @@ def test_virtual_up_ssh_gpus_idempotent_down(tmp_path, capsys):
         assert rows2["ctl"].pid == rows[0].pid and rows2["gpu01"].pid == rows[1].pid
         assert rows2["gpu02"].running and rows2["gpu02"].pid != rows[2].pid
         pids.append(rows2["gpu02"].pid)
+        # the supervisor shell of gpu01 dies, its node does not: status follows the node itself
+        n1 = vc.node("gpu01")
+        nspawn = n1.nspawn_pid()
+        assert nspawn is not None and nspawn != rows[1].pid
+        os.kill(rows[1].pid, 9)
+        assert vnode._wait_gone(rows[1].pid, 5)
+        assert n1.pid() is None and n1.running()
+        assert main(["virtual", "status", "--dir", str(tmp_path), "--json"]) == 0
+        again = {r["name"]: r for r in json.loads(capsys.readouterr().out)["nodes"]}
+        assert again["gpu01"]["running"] and again["gpu01"]["pid"] == nspawn
+        assert ssh(vc, "gpu01", "hostname").stdout.strip() == "gpu01"
+        assert {r.name: r for r in vc.up()}["gpu01"].pid == nspawn  # up starts no second nspawn on its disk
+        pids.append(nspawn)
     finally:
         vc.down()
     assert leftovers(vc, pids) == []

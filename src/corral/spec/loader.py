@@ -204,8 +204,12 @@ def _pydantic_problems(exc: ValidationError, where: Locator, data: Any = None) -
                 keep.append((err, loc))
         elif union not in merged_done:
             merged_done.add(union)
-            msgs = list(dict.fromkeys(g[0]["msg"] for g in group))
-            keep.append(({**err, "msg": " or ".join(msgs)}, union))
+            kinds = {g[0]["type"] for g in group}
+            if all(k.startswith("ip_v") and k.endswith("_address") for k in kinds):
+                keep.append(({**err, "type": "ip_any_address"}, union))
+            else:
+                msgs = list(dict.fromkeys(_words(g[0]["type"], g[0]) for g in group))
+                keep.append(({**err, "msg": " or ".join(msgs), "type": "union_merged"}, union))
     problems = []
     missing = {loc for err, loc in keep if err["type"] == "missing"}
     for err, loc in keep:
@@ -228,10 +232,37 @@ def _pydantic_problems(exc: ValidationError, where: Locator, data: Any = None) -
             problems.append(Problem(where(loc[:-1]), f"missing required key {dotted!r}", None,
                                     f"add '{loc[-1]}:'"))
         else:
-            problems.append(Problem(where(loc), f"{dotted}: {err['msg'].removeprefix('Value error, ')}",
+            problems.append(Problem(where(loc), f"{dotted}: {_words(kind, err)}",
                                     _short(err.get("input")),
                                     _fix_for(kind, err)))
     return sorted(problems, key=_position)
+
+
+_WORDS = {  # pydantic's error types in corral's words
+    "string_type": "must be text", "int_type": "must be a whole number", "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number", "float_type": "must be a number", "float_parsing": "must be a number",
+    "bool_type": "must be true or false", "bool_parsing": "must be true or false",
+    "list_type": "must be a list, e.g. [a, b]", "dict_type": "must be a mapping (key: value)",
+    "model_type": "must be a mapping of keys", "model_attributes_type": "must be a mapping of keys",
+    "greater_than_equal": "must be at least {ge}", "less_than_equal": "must be at most {le}",
+    "greater_than": "must be more than {gt}", "less_than": "must be less than {lt}",
+    "too_short": "needs at least {min_length} item(s)", "too_long": "may have at most {max_length} item(s)",
+    "string_too_short": "may not be empty", "string_too_long": "may be at most {max_length} characters",
+    "string_pattern_mismatch": "does not have the expected form", "literal_error": "must be one of {expected}",
+    "ip_v4_address": "must be an IPv4 address", "ip_v6_address": "must be an IPv6 address",
+    "ip_any_address": "must be an IP address", "ip_v4_network": "must be an IPv4 network (address/prefix)",
+}
+
+
+def _words(kind: str, err: dict) -> str:
+    """The problem in corral's words (pydantic's own wording never reaches the user)."""
+    template = _WORDS.get(kind)
+    if template is None:
+        return str(err["msg"]).removeprefix("Value error, ")
+    try:
+        return template.format(**(err.get("ctx") or {}))
+    except (KeyError, IndexError):
+        return template.split(" {")[0]
 
 
 def _part(p: str | int) -> str:
@@ -258,14 +289,14 @@ def _fix_for(kind: str, err: dict) -> str | None:
         return f"the value must match {ctx.get('pattern')}"
     if kind.startswith(("greater_than", "less_than")):
         return "use a value in the allowed range"
-    if kind.startswith("ip_v") and kind.endswith("_address"):
+    if kind.startswith("ip_") and kind.endswith("_address"):
         return "give an IP address, e.g. 10.0.0.11"
     if kind.startswith("ip_v") and kind.endswith(("_network", "_interface")):
         return "give a network address with its prefix length, e.g. 10.213.0.0/24"
     if kind == "too_short":
         return f"give at least {ctx.get('min_length', 1)} item(s)"
     if kind in ("int_parsing", "int_type", "bool_parsing", "bool_type", "string_type", "list_type",
-                "dict_type", "model_type"):
+                "dict_type", "model_type", "union_merged"):
         return "give a value of the expected type"
     return None
 

@@ -182,8 +182,8 @@ class VirtualCluster:
 
     # -- status --------------------------------------------------------------------------------------
     def status(self) -> list[NodeStatus]:
-        def one(n: vnode.VNode) -> NodeStatus:
-            pid = n.pid()
+        def one(n: vnode.VNode) -> NodeStatus:  # the node itself, not only its supervisor shell
+            pid = n.pid() or n.nspawn_pid()
             return NodeStatus(n.node.name, n.node.address, list(n.node.roles), n.node.gpu_count,
                               pid is not None, pid, pid is not None and _banner(n.node.address))
         return pmap(one, self.nodes, 64)

@@ -65,8 +65,23 @@ class VNode:
             return None
         return pid if pid_alive(pid) else None
 
+    def nspawn_pid(self) -> int | None:
+        """The node itself: its systemd-nspawn process (found by its --machine= argument), whether or
+        not the supervisor shell that started it is still there."""
+        want = f"--machine={self.machine}".encode()
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                args = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if args and args[0].endswith(b"systemd-nspawn") and want in args:
+                pid = int(cmdline.parent.name)
+                if pid_alive(pid):
+                    return pid
+        return None
+
     def running(self) -> bool:
-        return self.pid() is not None
+        return self.pid() is not None or self.nspawn_pid() is not None
 
     # -- prepare ------------------------------------------------------------------------------------
     def prepare(self, image: Path, subnet: ipaddress.IPv4Network, repo_url: str, authorized_key: str) -> str:
@@ -117,7 +132,7 @@ class VNode:
         return dirs
 
     def start(self, bridge: str) -> int:
-        if (pid := self.pid()) is not None:
+        if (pid := self.pid() or self.nspawn_pid()) is not None:  # never a second nspawn on one overlay
             return pid
         cgroups = self._cgroups()
 
@@ -154,8 +169,11 @@ class VNode:
         """Orderly poweroff (SIGTERM to nspawn, the supervisor then exits); SIGRTMIN+14 to the
         node's init; SIGKILL last."""
         pid = self.pid()
+        orphan = self.nspawn_pid() if pid is None else None  # the supervisor is gone, the node is not
+        if pid is None and orphan is not None:
+            pid = orphan
         if pid is not None:
-            nspawn = self._child(pid)
+            nspawn = self._child(pid) if orphan is None else orphan
             init = self._child(nspawn) if nspawn else None
             os.kill(nspawn or pid, signal.SIGTERM)
             if not _wait_gone(pid, timeout) and init and pid_alive(init):
