@@ -82,3 +82,24 @@ def test_virtual_on_non_virtual_spec_is_usage_error(tmp_path, capsys):
     write(tmp_path, GOOD)
     assert main(["virtual", "status", "--dir", str(tmp_path)]) == 2
     assert "not a virtual cluster spec" in capsys.readouterr().err
+
+
+def test_trust_shows_the_fingerprint_asks_and_pins(tmp_path, capsys, monkeypatch):
+    from corral.engine import hostkeys
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + "A" * 43
+    monkeypatch.setattr(hostkeys, "scan", lambda address, port: key)
+    spec = write(tmp_path, GOOD)
+    monkeypatch.setattr("typer.confirm", lambda *a, **kw: False)
+    assert main(["trust", "gpu01", "-f", str(spec)]) == 1  # declined: nothing pinned
+    assert capsys.readouterr().out == f"gpu01 (10.0.0.11): {hostkeys.fingerprint(key)}\n"
+    assert main(["trust", "gpu[01-02]", "-f", str(spec), "--yes"]) == 0
+    assert capsys.readouterr().out.splitlines()[1::2] == ["pinned gpu01", "pinned gpu02"]
+    kh = next(tmp_path.rglob("known_hosts"))
+    assert [k.host for k in hostkeys.read(kh)] == ["10.0.0.11", "10.0.0.12"]
+    other = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + "B" * 43
+    monkeypatch.setattr(hostkeys, "scan", lambda address, port: other)
+    assert main(["trust", "gpu01", "-f", str(spec), "--yes"]) == 1
+    assert "different host key is already pinned" in capsys.readouterr().err
+    assert main(["trust", "gpu01", "-f", str(spec), "--yes", "--replace"]) == 0
+    assert [k.key for k in hostkeys.lookup(kh, "10.0.0.11")] == [other.split()[1]]
+    assert main(["trust", "nope", "-f", str(spec), "--yes"]) == 2  # not in the spec: usage error

@@ -65,3 +65,36 @@ def test_scan_reads_the_private_sshd_key(sshd):
     assert hostkeys.scan(ADDRESSES[0], sshd.port) == sshd.host_pubkey
     with pytest.raises(CorralError, match="could not read"):
         hostkeys.scan("127.0.0.4", sshd.port, timeout=2)
+
+
+KEY_A = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + "A" * 43
+KEY_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + "B" * 43
+
+
+def test_trust_inspect_says_new_same_changed_and_pins(tmp_path):
+    from corral.engine import trust
+    kh = tmp_path / "state" / "known_hosts"
+    scanned: list[tuple[str, int]] = []
+
+    def scan(address, port):
+        scanned.append((address, port))
+        return KEY_A
+
+    found = trust.inspect(kh, "gpu01", "10.0.0.11", 2222, scan=scan)
+    assert scanned == [("10.0.0.11", 2222)] and not kh.exists()  # inspecting writes nothing
+    assert found.state == "new" and found.fingerprint == hostkeys.fingerprint(KEY_A)
+    assert found.line == f"gpu01 (10.0.0.11): {hostkeys.fingerprint(KEY_A)}"
+    trust.pin(kh, found)
+    assert kh.read_text() == "[10.0.0.11]:2222 " + KEY_A + "\n"
+    assert kh.parent.stat().st_mode & 0o777 == 0o700
+    again = trust.inspect(kh, "gpu01", "10.0.0.11", 2222, scan=scan)
+    assert again.state == "same"
+    trust.pin(kh, again)  # the same key again: nothing changes
+    assert kh.read_text() == "[10.0.0.11]:2222 " + KEY_A + "\n"
+    changed = trust.inspect(kh, "gpu01", "10.0.0.11", 2222, scan=lambda a, p: KEY_B)
+    assert changed.state == "changed" and changed.pinned[0].fingerprint == hostkeys.fingerprint(KEY_A)
+    with pytest.raises(CorralError, match="different host key is already pinned"):
+        trust.pin(kh, changed)
+    trust.pin(kh, changed, replace=True)
+    assert kh.read_text() == "[10.0.0.11]:2222 " + KEY_B + "\n"
+    assert trust.inspect(kh, "gpu01", "10.0.0.11", 22, scan=lambda a, p: KEY_B).state == "new"  # other port

@@ -10,6 +10,7 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
+from corral.errors import UsageError
 from corral.spec.cluster import Cluster
 from corral.spec.loader import load
 
@@ -19,6 +20,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 SpecOpt = typer.Option(None, "--spec", "-f", envvar="CORRAL_SPEC",
                        help="cluster.yaml to use (default: ./cluster.yaml, or $CORRAL_SPEC)")
 JsonOpt = typer.Option(False, "--json", help="print one JSON object instead of text")
+LimitOpt = typer.Option(None, "--limit", "-l", help="only these nodes (hostlist, e.g. 'gpu[01-04],ctl')")
 
 
 def spec_path(spec: Optional[Path]) -> Path:
@@ -27,6 +29,23 @@ def spec_path(spec: Optional[Path]) -> Path:
 
 def load_cluster(spec: Optional[Path]) -> Cluster:
     return load(spec_path(spec))
+
+
+def limit_names(cluster: Cluster, limit: Optional[str]) -> Optional[list[str]]:
+    """The nodes a hostlist option names (None: all); a usage error for a bad or unknown name."""
+    if not limit:
+        return None
+    from corral.spec.hosts import RangeError, expand_names
+    try:
+        names = expand_names(limit)
+    except RangeError as exc:
+        raise UsageError(f"--limit: {exc}", value=limit, fix="give a hostlist like 'gpu[01-04]'") from None
+    known = {n.name for n in cluster.nodes}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError("--limit names nodes that are not in the spec", value=",".join(unknown),
+                         fix="choose from: " + ",".join(sorted(known)))
+    return names
 
 
 def print_json(data: Any) -> None:

@@ -30,10 +30,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=N
 app.add_typer(spec_cmd.spec_app, name="spec")
 app.add_typer(spec_cmd.import_app, name="import")
 app.add_typer(virtual_cmd.app, name="virtual")
-run_cmd.register(app)
-check_cmd.register(app)
-check_cmd.register_health(app)
-facts_cmd.register(app)
+for _name, _command in {**run_cmd.COMMANDS, **check_cmd.COMMANDS, **facts_cmd.COMMANDS}.items():
+    app.command(_name)(_command)
 
 
 def _version(value: bool) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from dataclasses import asdict
 from pathlib import Path
@@ -13,25 +12,12 @@ from rich.table import Table
 
 from corral.cli.common import JsonOpt, err, out, print_json
 from corral.spec.loader import load
-from corral.virtual.defaults import DEFAULT_SUBNET, default_spec
+from corral.virtual.defaults import DEFAULT_SUBNET
 
 DEFAULT_DIR = Path(os.environ.get("CORRAL_VIRTUAL_DIR", "/var/lib/corral/virtual"))
 app = typer.Typer(no_args_is_help=True,
                   help="A local virtual cluster of real systemd Debian nodes (GPUs emulated).")
 DirOpt = typer.Option(DEFAULT_DIR, "--dir", help="virtual cluster directory (cluster.yaml + .corral/)")
-
-
-def virtual_up(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
-               subnet: str = str(DEFAULT_SUBNET), name: str = "vcluster"):
-    """Write the default spec if the directory has none, then bring every node up."""
-    from corral.virtual.cluster import VirtualCluster
-    spec_file = directory / "cluster.yaml"
-    if not spec_file.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        spec_file.write_text(default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet)))
-        err.print(f"wrote {spec_file}", markup=False)
-    vc = VirtualCluster(load(spec_file))
-    return vc, vc.up()
 
 
 def _table(rows) -> Table:
@@ -52,7 +38,9 @@ def up(directory: Path = DirOpt,
        subnet: str = typer.Option(str(DEFAULT_SUBNET), help="private subnet for the bridge (new cluster only)"),
        as_json: bool = JsonOpt) -> None:
     """Start the virtual cluster (idempotent: starts what is missing)."""
-    vc, rows = virtual_up(directory, compute=compute, gpus=gpus, gpu_model=gpu_model, subnet=subnet)
+    from corral.workflows.up import start_virtual
+    vc, rows = start_virtual(directory, compute=compute, gpus=gpus, gpu_model=gpu_model, subnet=subnet,
+                             say=lambda line: err.print(line, markup=False))
     if as_json:
         print_json({"ok": True, "spec": str(vc.cluster.path), "nodes": [asdict(r) for r in rows]})
         return

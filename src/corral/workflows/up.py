@@ -1,0 +1,84 @@
+"""`corral up`, the main job: virtual cluster up -> apply -> validate -> what to try next.
+
+Nothing here prints: the workflow's own lines go to `say`, the apply's progress to `apply_say` and
+`on_event` (converge's), and the CLI renders the UpResult.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from corral.checks.result import Report
+from corral.checks.validate import validate
+from corral.engine.results import RunResult
+from corral.spec.loader import load
+from corral.virtual.cluster import NodeStatus, VirtualCluster
+from corral.virtual.defaults import DEFAULT_SUBNET, default_spec
+from corral.workflows.converge import converge
+
+Say = Callable[[str], None]
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+@dataclass
+class UpResult:
+    spec: Path
+    nodes: list[NodeStatus]             # the virtual nodes as `virtual up` left them
+    apply: RunResult
+    validate: Report | None = None      # None when apply failed (nothing validated)
+    try_node: str = "gpu01"             # the node the next steps ssh into
+
+    @property
+    def ok(self) -> bool:
+        return self.apply.ok and self.validate is not None and self.validate.ok
+
+    @property
+    def checks(self) -> list:
+        return self.validate.checks if self.validate else []
+
+    def next_steps(self) -> list[tuple[str, str]]:
+        """(command, comment) pairs to try on the ready cluster; empty unless ok."""
+        if not self.ok:
+            return []
+        return [(f"export CORRAL_SPEC={self.spec}", ""),
+                ("corral plan", "0 changes on a converged cluster"),
+                (f"corral virtual ssh {self.try_node} nvidia-smi", ""),
+                ("corral virtual down", "")]
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "spec": str(self.spec), "apply": self.apply.to_json(),
+                "validate": self.validate.to_json() if self.validate else None}
+
+
+def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
+                  subnet: str = str(DEFAULT_SUBNET), name: str = "vcluster",
+                  say: Say | None = None) -> tuple[VirtualCluster, list[NodeStatus]]:
+    """Write the default spec if the directory has none, then bring every node up (idempotent)."""
+    say = say or _quiet
+    spec_file = Path(directory) / "cluster.yaml"
+    if not spec_file.exists():
+        spec_file.parent.mkdir(parents=True, exist_ok=True)
+        spec_file.write_text(default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet)))
+        say(f"wrote {spec_file}")
+    vc = VirtualCluster(load(spec_file))
+    return vc, vc.up()
+
+
+def up(directory: Path, *, say: Say | None = None, apply_say: Say | None = None,
+       on_event=None) -> UpResult:
+    """Virtual cluster up (default spec if none), apply it all, validate when apply succeeded."""
+    say = say or _quiet
+    vc, rows = start_virtual(directory, say=say)
+    cluster = vc.cluster
+    say(f"virtual cluster up: {len(rows)} nodes; applying")
+    result = converge(cluster, "apply", limit=None, on_event=on_event, command="up", say=apply_say)
+    report = validate(cluster) if result.ok else None
+    compute = [n.name for n in cluster.with_role("compute")] or ["gpu01"]
+    return UpResult(spec=cluster.path, nodes=rows, apply=result, validate=report, try_node=compute[0])
+

@@ -1,0 +1,109 @@
+"""`corral up` as a workflow (virtual cluster -> apply -> validate -> next steps), with the virtual
+cluster, converge and validate faked; and how the CLI renders its result (text, JSON, exit code)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from corral.checks.result import Check, Report
+from corral.cli import run_cmd
+from corral.cli.main import main
+from corral.engine.results import NodeResult, RunResult
+from corral.virtual.cluster import NodeStatus
+from corral.workflows import up as up_flow
+
+
+def run_result(ok: bool = True) -> RunResult:
+    r = RunResult("r1", "up", "apply", "abc", "2024-01-01T00:00:00Z", duration_s=1.5)
+    r.nodes["ctl"] = NodeResult("ctl", "10.213.0.10")
+    r.nodes["gpu01"] = NodeResult("gpu01", "10.213.0.11", error=None if ok else "boom")
+    return r
+
+
+def report(ok: bool = True) -> Report:
+    return Report(checks=[Check("nodes", "OK", "2/2 available"),
+                          Check("gpu-job", "OK" if ok else "FAIL", "sees 4 GPUs" if ok else "no GPUs")])
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    calls: dict = {"converge": [], "validate": 0}
+
+    class FakeVC:
+        def __init__(self, cluster):
+            self.cluster = cluster
+
+        def up(self):
+            return [NodeStatus(n.name, n.address, list(n.roles), 0, True, 1, True)
+                    for n in self.cluster.nodes]
+
+    def converge(cluster, mode, **kw):
+        calls["converge"].append((mode, kw))
+        return calls.get("apply") or run_result()
+
+    def validate(cluster):
+        calls["validate"] += 1
+        return report()
+
+    monkeypatch.setattr(up_flow, "VirtualCluster", FakeVC)
+    monkeypatch.setattr(up_flow, "converge", converge)
+    monkeypatch.setattr(up_flow, "validate", validate)
+    return calls
+
+
+def test_up_writes_the_default_spec_applies_and_validates(tmp_path, fakes):
+    said: list[str] = []
+    result = up_flow.up(tmp_path / "vc", say=said.append)
+    spec = tmp_path / "vc" / "cluster.yaml"
+    assert spec.exists() and result.spec == spec
+    assert said == [f"wrote {spec}", "virtual cluster up: 3 nodes; applying"]
+    assert [(mode, kw["command"], kw["limit"]) for mode, kw in fakes["converge"]] == [("apply", "up", None)]
+    assert fakes["validate"] == 1 and result.ok and result.try_node == "gpu01"
+    assert result.to_json()["validate"]["ok"] is True
+    said.clear()
+    up_flow.up(tmp_path / "vc", say=said.append)  # the spec is there now: not rewritten
+    assert said == ["virtual cluster up: 3 nodes; applying"]
+
+
+def test_up_does_not_validate_after_a_failed_apply(tmp_path, fakes):
+    fakes["apply"] = run_result(ok=False)
+    result = up_flow.up(tmp_path)
+    assert fakes["validate"] == 0 and not result.ok and result.validate is None
+    assert result.next_steps() == [] and result.checks == []
+    assert result.to_json() == {"ok": False, "spec": str(tmp_path / "cluster.yaml"),
+                                "apply": fakes["apply"].to_json(), "validate": None}
+
+
+def test_show_up_prints_the_checks_and_next_steps(tmp_path, capsys):
+    result = up_flow.UpResult(spec=tmp_path / "cluster.yaml", nodes=[], apply=run_result(), validate=report())
+    run_cmd.show_up(result)
+    text = capsys.readouterr().out
+    assert "OK      gpu-job: sees 4 GPUs" in text
+    assert text.endswith(f"\ncluster ready. Next:\n  export CORRAL_SPEC={tmp_path / 'cluster.yaml'}\n"
+                         "  corral plan            # 0 changes on a converged cluster\n"
+                         "  corral virtual ssh gpu01 nvidia-smi\n  corral virtual down\n")
+    failed = up_flow.UpResult(spec=tmp_path / "c.yaml", nodes=[], apply=run_result(),
+                              validate=report(ok=False))
+    run_cmd.show_up(failed)
+    text = capsys.readouterr().out
+    assert "FAIL    gpu-job: no GPUs" in text and "cluster ready" not in text
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_cli_up_json_and_exit_code(tmp_path, monkeypatch, capsys, ok):
+    result = up_flow.UpResult(spec=tmp_path / "cluster.yaml", nodes=[], apply=run_result(),
+                              validate=report(ok=ok))
+    seen: dict = {}
+
+    def fake_up(directory, **kw):
+        seen.update(kw)
+        return result
+
+    monkeypatch.setattr(up_flow, "up", fake_up)
+    assert main(["up", "--json"]) == (0 if ok else 1)
+    data = json.loads(capsys.readouterr().out)
+    assert list(data) == ["ok", "spec", "apply", "validate"] and data["ok"] is ok
+    assert data["validate"]["checks"][1]["status"] == ("OK" if ok else "FAIL")
+    assert seen["apply_say"] is None and seen["on_event"] is None  # --json: the apply runs quietly
