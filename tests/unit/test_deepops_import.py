@@ -14,6 +14,8 @@ from corral.spec.loader import load_text
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "deepops"
 SLURM = FIXTURES / "slurm" / "config"
 K8S = FIXTURES / "k8s" / "config"
+SPARE = FIXTURES / "spare" / "config"
+GPU_STACK = FIXTURES / "gpu-stack" / "config"
 
 SMALL = """\
 [all]
@@ -72,6 +74,11 @@ def test_slurm_fixture_converts_and_loads():
     assert ssh.jump_host == "ubuntu@10.0.0.254"  # from ansible_ssh_common_args' ProxyCommand
     [part] = cluster.spec.slurm.partitions
     assert (part.name, part.default, part.max_time, part.nodes) == ("batch", True, "7-00:00:00", "ALL")
+    nv = cluster.spec.nvidia
+    assert nv.driver is None  # a branch ("580") is not the exact version corral pins: listed instead
+    assert (nv.enroot.version, nv.enroot.sha256) == ("3.2.0", "skip")  # DeepOps' defaults, unchecked
+    assert (nv.pyxis.version, nv.pyxis.sha256) == ("0.11.1", "skip")
+    assert nv.dcgm.enabled and cluster.spec.slurm.gres_autodetect == "nvml"
 
 
 def test_slurm_fixture_header_and_no_secrets():
@@ -96,8 +103,12 @@ def test_slurm_fixture_not_carried_lists_specific_vars():
     assert carried_not(result, "slurm_password — secrets are not copied")
     assert carried_not(result, "slurm_db_password — secrets are not copied")
     assert carried_not(result, "slurm_default_job_timelimit — corral partitions have max_time only")
-    assert carried_not(result, "nvidia_driver_branch — cluster.yaml has no NVIDIA driver")
-    assert carried_not(result, "host_vars/gpu01:3: slurm_cluster_install_cuda (gpu01)")
+    [branch] = carried_not(result, "group_vars/all.yml:32: nvidia_driver_branch — '580' is a driver branch")
+    assert "set nvidia.driver.version to the 580.x.y you run" in branch and "source: distribution" in branch
+    assert carried_not(result, "nvidia_driver_ubuntu_use_open_kernel_modules — carried with the driver once "
+                               "nvidia.driver.version is set: add nvidia.driver.kernel_modules: open")
+    assert carried_not(result, "users — not yet supported (storage and users land later)")
+    assert carried_not(result, "host_vars/gpu01:3: slurm_cluster_install_cuda (gpu01) — a per-host value")
     assert carried_not(result, "[slurm-cache] — cluster.yaml has no container-registry-cache role")
     assert carried_not(result, "[slurm-nfs-client] — cluster.yaml has no NFS-client role")
     assert carried_not(result, "group_vars/k8s_cluster.yml — settings of [k8s_cluster]")
@@ -351,13 +362,57 @@ def _problem(cfg: Path, **kwargs) -> SpecError:
     return err.value
 
 
-def test_host_in_no_role_group(tmp_path):
-    cfg = write(tmp_path, SMALL.replace("n2   ansible_host=10.9.0.12", "n2 ansible_host=10.9.0.12\n"
-                                        "spare ansible_host=10.9.0.99").replace("n1\nn2\n", "n1\n"))
-    err = _problem(cfg)
-    [p] = [p for p in err.problems if p.value == "spare"]
-    assert p.where == f"{cfg}/inventory:5" and "no DeepOps role group" in p.message
-    assert "[slurm-node]" in p.fix and f"{cfg}/inventory:5: host 'spare'" in str(err)
+def test_spare_host_in_all_only_is_listed_not_refused():
+    result = import_deepops(SPARE)  # mgmt01: in [all], in no role group
+    cluster = load_text(result.yaml_text)
+    assert set(by_name(cluster)) == {"head01", "gpu01", "gpu02"}
+    assert result.not_carried.count(
+        "inventory:4: mgmt01 — in [all] but in no DeepOps role group: not part of the cluster") == 1
+    assert "10.7.0.1\"" not in result.yaml_text.split("nodes:", 1)[1]
+
+
+def test_host_in_no_role_group_is_skipped_with_its_groups(tmp_path):
+    inv = SMALL.replace("n2   ansible_host=10.9.0.12", "n2 ansible_host=10.9.0.12\nspare\nold") \
+        .replace("n1\nn2\n", "n1\n") + "[storage]\nold\n"
+    result = import_deepops(write(tmp_path, inv))  # neither has an ansible_host: not needed, not checked
+    assert set(by_name(load_text(result.yaml_text))) == {"head", "n1"}
+    assert carried_not(result, "inventory:5: spare — in [all] but in no DeepOps role group: not part of the cluster")
+    assert carried_not(result, "inventory:6: old — in [storage] but in no DeepOps role group: not part of the")
+    assert carried_not(result, "inventory:4: n2 — in [all] but in no DeepOps role group")
+
+
+def test_gpu_stack_fixture_maps_driver_cuda_dcgm_enroot_pyxis_and_ha():
+    result = import_deepops(GPU_STACK)
+    cluster = load_text(result.yaml_text)
+    nodes = by_name(cluster)
+    assert nodes["ctl01"].roles == ("controller", "accounting", "login")
+    assert nodes["ctl02"].roles == ("controller", "login")  # slurm_enable_ha: the backup controller
+    nv = cluster.spec.nvidia
+    d = nv.driver
+    assert (d.version, d.source, d.kernel_modules) == ("550.127.05", "cuda", "open")
+    assert d.repo_url == "https://mirror.example.org/nvidia/cuda/repos"
+    assert nv.cuda_toolkit.version == "12.4" and nv.dcgm.enabled is False
+    e, p = nv.enroot, nv.pyxis
+    assert (e.version, e.cache_path, e.sha256) == ("3.5.0", "/var/lib/enroot-cache/user-$(id -u)", "skip")
+    assert e.settings == {"ENROOT_SQUASH_OPTIONS": "-noI -noD -noF -noX -no-duplicates", "ENROOT_MOUNT_HOME": "y"}
+    assert (p.version, p.url, p.sha256) == ("0.20.0", "https://mirror.example.org/pyxis/v{version}.tar.gz", "skip")
+    assert cluster.spec.slurm.gres_autodetect == "off"
+    [warn] = carried_not(result, "WARNING: imported as `skip`")
+    assert "nvidia.enroot.sha256: {enroot: <sha256>, enroot+caps: <sha256>}" in warn
+    assert "nvidia.pyxis.sha256: <sha256>" in warn
+    assert carried_not(result, "enroot_config — lines not carried (ENROOT_CONFIG_PATH ${HOME}/.config/enroot)")
+    assert carried_not(result, "slurm_ha_state_save_location — corral keeps slurmctld's state")
+    assert carried_not(result, "nvidia_driver_skip_reboot — corral's driver rollout always drains")
+    for mapped in ("nvidia_driver_branch", "nvidia_driver_package_version", "cuda_version", "install_dcgm",
+                   "enroot_version", "slurm_pyxis_tarball_url", "slurm_enable_ha"):
+        assert not carried_not(result, f" {mapped} "), mapped
+
+
+def test_ha_on_with_one_master_is_listed(tmp_path):
+    result = import_deepops(write(tmp_path, SMALL, **{"group_vars__slurm-cluster.yml": "slurm_enable_ha: true\n"}))
+    assert by_name(load_text(result.yaml_text))["head"].roles[0] == "controller"
+    assert carried_not(result, "group_vars/slurm-cluster.yml:1: slurm_enable_ha — on, but [slurm-master] has one "
+                               "host: no backup controller to import")
 
 
 def test_duplicate_host_with_different_ips(tmp_path):

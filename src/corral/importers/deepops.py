@@ -14,8 +14,9 @@ from pathlib import Path
 
 from corral import limits
 from corral.errors import Problem, SpecError, UsageError
-from corral.importers.deepops_inventory import (GROUP_NOTES, OTHER_GROUPS, ROLE_GROUPS, Inventory, Var,
-                                           canon, jump_host, read_config, reason_for)
+from corral.importers.deepops_inventory import OTHER_GROUPS, ROLE_GROUPS, Inventory, Var, canon, jump_host, read_config
+from corral.importers.deepops_nvidia import NvidiaImport
+from corral.importers.deepops_vars import note_rest, truthy
 from corral.spec.hosts import NAME_RE, compress_names, expand_names
 from corral.spec.loader import load_text
 from corral.spec.models import NAME, SLURM_TIME
@@ -27,7 +28,7 @@ SSH_VARS = {k: k.replace("ssh_user", "user").replace("ssh_port", "port") for k i
     "ansible_ssh_common_args")}  # Ansible's old names map to the new ones
 SSH_KEYS = frozenset(SSH_VARS)
 USED_SLURM = {"slurm_cluster_name", "slurm_max_job_timelimit", "slurm_enable_ha", "nfs_server_group",
-              "slurm_enable_nfs_server", "slurm_enable_monitoring", "slurm_monitoring_group"}
+              "slurm_enable_nfs_server", "slurm_enable_monitoring", "slurm_monitoring_group", "slurm_autodetect_nvml"}
 
 
 @dataclass
@@ -50,10 +51,6 @@ def import_deepops(config_dir: Path | str, scheduler: str | None = None) -> Impo
                          fix=f"add one named {' or '.join(INVENTORY_NAMES)} (copy DeepOps' config.example/"
                          "inventory and list your hosts; YAML inventories are not supported)")
     return _Importer(read_config(base, label)).run(scheduler)
-
-
-def _truthy(var: Var | None, default: bool = True) -> bool:
-    return default if var is None else str(var.value).strip().lower() in ("true", "yes", "on", "1", "y")
 
 
 def _is_ip(text: str) -> bool:
@@ -101,17 +98,21 @@ class _Importer:
                          "has one primary and one backup controller)", ",".join(masters), "keep 2 at most")
         self.add(masters, "controller")
         self.add(masters[:1], "accounting")
-        if len(masters) == 2 and not _truthy(self.var("slurm_enable_ha"), False):
+        ha = self.var("slurm_enable_ha")
+        if len(masters) == 2 and not truthy(ha, False):
             self.notes.append("slurm_enable_ha — off, but [slurm-master] has 2 hosts: both are controllers")
+        elif len(masters) == 1 and ha is not None and truthy(ha):
+            self.notes.append(f"{ha.where}: slurm_enable_ha — on, but [slurm-master] has one host: no backup "
+                              "controller to import; give a second node the controller role in cluster.yaml")
         self.add(self.inv.role_members("slurm-node"), "compute")
         if any(canon(g) == "slurm-login" for g in self.inv.groups):
             self.add(self.inv.role_members("slurm-login"), "login")
         else:
             self.add(masters, "login")
             self.notes.append("[slurm-login] — not defined; users log in on the slurm-master (now 'login')")
-        if _truthy(self.var("slurm_enable_nfs_server")):
+        if truthy(self.var("slurm_enable_nfs_server")):
             self.add(self.group_hosts("nfs_server_group", "slurm-nfs[0]")[:1], "nfs")
-        if _truthy(self.var("slurm_enable_monitoring")):
+        if truthy(self.var("slurm_enable_monitoring")):
             metric = self.group_hosts("slurm_monitoring_group", "slurm-metric")
             self.add(metric[:1], "monitoring")
             if len(metric) > 1:
@@ -154,8 +155,11 @@ class _Importer:
                          "use e.g. INFINITE, 2-00:00:00 or 720 (minutes)")
         if self.problems:
             raise SpecError(self.problems)
-        self.note_rest(other)
-        text = self.emit(name, sched, ssh, nodes, max_time)
+        nvidia = NvidiaImport(self.var, sched).run()
+        self.used |= nvidia.used
+        self.notes += nvidia.notes
+        self.notes += note_rest(self.inv, self.used, other, self.umbrella, self.origin, sched)
+        text = self.emit(name, sched, ssh, nodes, max_time, nvidia.lines)
         load_text(text, f"cluster.yaml imported from {self.inv.base}")  # a SpecError here: importer bug
         return ImportResult(text, self.notes)
 
@@ -166,13 +170,11 @@ class _Importer:
         for host, hdef in self.inv.hosts.items():
             if host not in self.roles:
                 known = [g for g in sum(OTHER_GROUPS.values(), ()) if self.inv.in_role(host, g)]
-                if known:
-                    self.notes.append(f"{hdef.where}: {host} — only in [{', '.join(known)}]: no role, "
-                                      "skipped")
-                else:
-                    self.problem(hdef.where, f"host {host!r} is in no DeepOps role group", host,
-                                 "add it to [slurm-master], [slurm-node], [kube_control_plane] or "
-                                 "[kube_node], or delete it")
+                groups = [g for g in self.inv.host_groups(host) if g != "ungrouped"]
+                self.notes.append(f"{hdef.where}: {host} — " + (
+                    f"only in [{', '.join(known)}]: no role, skipped" if known else
+                    f"in [{', '.join(groups)}] but in no DeepOps role group: not part of the cluster" if groups
+                    else "in [all] but in no DeepOps role group: not part of the cluster"))
                 continue
             name = (host if _is_ip(host) else host.split(".")[0]).lower()
             if not NAME_RE.match(name) or name in out:
@@ -249,31 +251,8 @@ class _Importer:
                               f"(DeepOps' default ClusterName is 'deepops'); cluster.yaml name is {name!r}")
         return name
 
-    def note_rest(self, other: tuple[str, ...]) -> None:
-        for gname, g in self.inv.groups.items():
-            c = canon(gname)
-            if c in GROUP_NOTES and c not in other and self.inv.has_members(gname):
-                self.notes.append(f"{g.where}: [{gname}] — {GROUP_NOTES[c]}")
-            elif c not in sum(OTHER_GROUPS.values(), ("all", "ungrouped")) and self.inv.has_members(gname):
-                self.notes.append(f"{g.where}: [{gname}] — not a DeepOps role group; no cluster.yaml role")
-        for gname in dict.fromkeys(list(self.inv.groups) + list(self.inv.group_vars)):
-            for layer in filter(None, (self.inv.groups[gname].vars if gname in self.inv.groups else {},
-                                       self.inv.group_vars.get(gname, {}))):
-                why = "a group of the other scheduler" if canon(gname) in other else \
-                    None if gname in self.inv.groups else "a group not in the inventory"
-                if why:
-                    files = ", ".join(sorted({v.where.rsplit(":", 1)[0] for v in layer.values()}))
-                    self.notes.append(f"{files} — settings of [{gname}], {why}")
-                else:
-                    self.notes += [f"{v.where}: {k} — {reason_for(k)}" for k, v in layer.items()
-                                   if k not in self.used]
-        for name, host in self.origin.items():
-            for layer in (self.inv.hosts[host].vars, self.inv.host_vars.get(host, {})):
-                self.notes += [f"{v.where}: {k} ({name}) — {reason_for(k)}" for k, v in layer.items()
-                               if k not in self.used]
-
     def emit(self, name: str, sched: str, ssh: dict[str, object], nodes: dict[str, str],
-             max_time: Var | None) -> str:
+             max_time: Var | None, nvidia: list[str]) -> str:
         groups: dict[tuple[str, ...], list[str]] = {}
         for node in nodes:
             groups.setdefault(tuple(r for r in ROLE_ORDER if r in self.roles[node]), []).append(node)
@@ -297,6 +276,9 @@ class _Importer:
             limit = str(max_time.value) if max_time else "INFINITE"
             body += ["slurm:", "  partitions:  # DeepOps' one partition", '    - name: "batch"',
                      "      default: true", f"      max_time: {json.dumps(limit)}"]
+            if truthy(self.var("slurm_autodetect_nvml"), False):
+                body.append("  gres_autodetect: nvml  # slurm_autodetect_nvml")
+        body += ["nvidia:"] + nvidia if nvidia else []
         head = [f"# Imported by `corral import deepops` from {self.inv.base.resolve()}",
                 f"# ({self.inv.path.name}, group_vars/, host_vars/). Review it, then declare GPUs.",
                 "# Not carried over from DeepOps:"] + ["#   - " + n.replace("\n", " ") for n in self.notes]

@@ -48,39 +48,6 @@ GROUP_NOTES = {"etcd": "corral runs etcd co-located with the control plane; no s
                "slurm-cache": "cluster.yaml has no container-registry-cache role",
                "slurm-nfs-client": "cluster.yaml has no NFS-client role",
                "calico-rr": "cluster.yaml has no Calico route-reflector role"}
-NO_SETTING = [  # DeepOps variable (regex) -> the cluster.yaml setting it lacks ("!" = say this); first wins
-    (r"^\(the whole file\)$", "!Ansible Vault-encrypted; the importer cannot read it"),
-    (r"password$|_secret|_token", "!secrets are not copied into cluster.yaml"),
-    (r"^(chrony_config_server|ntp_servers)$", "!corral's time-sync component takes no server list yet"),
-    (r"^slurm_default_job_timelimit$", "!corral partitions have max_time only, no default time"),
-    (r"^(chrony|ntp)_", "time-sync setting"),
-    (r"^(https?_proxy|no_proxy|proxy_env)$", "proxy setting (set it on the nodes yourself)"),
-    (r"^(nfs_|slurm_enable_nfs|k8s_(deploy_)?nfs|autofs_)", "NFS export or mount list"),
-    (r"^(grafana|prometheus|alertmanager|collectd)_|_exporter", "monitoring setting besides the role"),
-    (r"^(slurm_version|slurm_install_prefix|slurm_build|slurm_configure(_nvml)?$|slurm_src|pmix_|hwloc_)",
-     "Slurm version or build setting"),
-    (r"^(nvidia_|cuda_|install_dcgm|gpu_clock|allow_user_set_gpu_clocks|slurm_cluster_install_(cuda|nvidia))",
-     "NVIDIA driver, CUDA, DCGM or GPU-clock setting"),
-    (r"^(mig_|k8s_gpu_mig)", "MIG setting"),
-    (r"^(docker_|crio_|containerd_|container_manager|nerdctl_|standalone_container_registry|"
-     r"slurm_enable_container_registry)", "container-runtime or registry setting"),
-    (r"^(enroot_|pyxis_|slurm_install_(enroot|pyxis)|slurm_pyxis)", "enroot/pyxis setting"),
-    (r"^(sm_|spack_|hpcsdk_|openmpi_|slurm_install_(lmod|hpcsdk)|slurm_cluster_install_openmpi)",
-     "software-module setting (Lmod, Spack, EasyBuild, HPC SDK, OpenMPI)"),
-    (r"^(users$|ssh_|sftp_|nis_|kerberos_)", "user-account, SSH-hardening or authentication setting"),
-    (r"^(rsyslog_|slurm_enable_rsyslog|kube_enable_rsyslog)", "central-logging setting"),
-    (r"^(nhc_|slurm_install_nhc|slurm_health_check)", "health-check-program setting"),
-    (r"^maas_", "machine-provisioning setting (MAAS)"),
-    (r"^slurm_", "such Slurm setting"),
-    (r"^(kube|k8s|helm|dashboard|kubeflow|metallb)|gpu_operator", "such Kubernetes setting"),
-]
-
-
-def reason_for(var: str) -> str:
-    what = next((w for pattern, w in NO_SETTING if re.search(pattern, var)), "!no cluster.yaml equivalent")
-    return what[1:] if what.startswith("!") else f"cluster.yaml has no {what}"
-
-
 @dataclass
 class Inventory(GroupGraph):
     base: Path  # the config directory
