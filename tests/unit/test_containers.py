@@ -1,6 +1,7 @@
 """enroot + pyxis without a node: spec checks, rendered files, the enroot install script against
-stand-in curl/apt-get, the operations pyinfra-style (snapshot in -> commands or a no-op out), and
-the prolog/epilog's per-user directories (node/jobdirs.py) including a user's planted links."""
+stand-in curl/apt-get, and the prolog/epilog's per-user directories (node/jobdirs.py) including a
+user's planted links. The operations (snapshot in -> commands or a no-op out) are tested by their
+cases in tests/operations/release_debs/ and pyxis_build/."""
 
 from __future__ import annotations
 
@@ -9,14 +10,10 @@ import os
 import subprocess
 
 import pytest
-from pyinfra.api import StringCommand
 
-import corral.deploy.containers as C
-from corral.deploy.nodestate import Snapshot
 from corral.errors import SpecError
 from corral.node import jobdirs
-from corral.render.containers import (PYXIS_MARK, PYXIS_SO, enroot_conf, plugstack_conf,
-                                      pyxis_build_script, pyxis_mark, user_dirs)
+from corral.render.containers import PYXIS_SO, enroot_conf, plugstack_conf, pyxis_build_script, pyxis_mark, user_dirs
 from corral.render.debs import release_debs_script
 from corral.spec.containers import EnrootSpec, PyxisSpec
 
@@ -130,54 +127,6 @@ def test_pyxis_script_checks_the_source_before_building_and_records_the_slurm_it
     assert "https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.20.0.tar.gz" in script
     assert "printf 'pyxis %s slurm %s\\n' 0.20.0 \"$(dpkg-query -W -f='${Version}' libslurm-dev)\"" in script
     assert pyxis_mark(PyxisSpec(version="0.20.0"), "22.05.8-4") == "pyxis 0.20.0 slurm 22.05.8-4\n"
-
-
-class FakeHost:
-    def __init__(self) -> None:
-        self.noops: list[str] = []
-
-    def noop(self, message: str) -> None:
-        self.noops.append(message)
-
-
-def run_op(monkeypatch, op, spec, snap: Snapshot, **extra):
-    fake = FakeHost()
-    monkeypatch.setattr(C, "host", fake)
-    monkeypatch.setattr(C, "snapshot", lambda want: snap)
-    notes: dict = {}
-    monkeypatch.setattr(C, "annotate", lambda **kw: notes.update(kw))
-    cmds = [c.get_raw_value() if isinstance(c, StringCommand) else str(c) for c in op._inner(spec=spec, want=C.WANT, **extra)]
-    return cmds, fake.noops, notes
-
-
-def file_with(text: str) -> dict:
-    return {"kind": "file", "mode": "644", "user": "root", "group": "root",
-            "sha256": hashlib.sha256(text.encode()).hexdigest()}
-
-
-def test_enroot_op_noop_when_installed_else_the_script(monkeypatch):
-    e = EnrootSpec(version="3.5.0")
-    enroot = {"label": "enroot", "sums_key": "nvidia.enroot.sha256"}
-    cmds, noops, _ = run_op(monkeypatch, C.release_debs, e,
-                            Snapshot(packages={"enroot": "3.5.0-1", "enroot+caps": "3.5.0-1"}), **enroot)
-    assert cmds == [] and noops == ["enroot 3.5.0 installed (enroot, enroot+caps)"]
-    cmds, _, notes = run_op(monkeypatch, C.release_debs, e, Snapshot(packages={"enroot": "3.4.1-1"}), **enroot)
-    assert notes["diff"] == "enroot: 3.4.1-1 -> 3.5.0\nenroot+caps: not installed -> 3.5.0\n"
-    assert len(cmds) == 1 and cmds[0].startswith("bash -c ") and "apt-get install" in cmds[0]
-
-
-def test_pyxis_op_rebuilds_when_slurm_or_pyxis_changed(monkeypatch):
-    p = PyxisSpec(version="0.20.0")
-    built = {PYXIS_SO: {"kind": "file"}, PYXIS_MARK: file_with(pyxis_mark(p, "22.05.8-4"))}
-    cmds, noops, _ = run_op(monkeypatch, C.pyxis_build, p, Snapshot(files=built, packages={"libslurm-dev": "22.05.8-4"}))
-    assert cmds == [] and noops == ["pyxis 0.20.0 built against Slurm 22.05.8"]
-    cmds, _, notes = run_op(monkeypatch, C.pyxis_build, p, Snapshot(files=built, packages={"libslurm-dev": "23.02.1-1"}))
-    assert len(cmds) == 1 and "rebuilt" in notes["diff"]  # Slurm moved: the plugin must follow
-    cmds, _, notes = run_op(monkeypatch, C.pyxis_build, PyxisSpec(version="0.21.0"),
-                            Snapshot(files=built, packages={"libslurm-dev": "22.05.8-4"}))
-    assert len(cmds) == 1
-    cmds, _, notes = run_op(monkeypatch, C.pyxis_build, p, Snapshot())
-    assert "built: pyxis 0.20.0 against the installed Slurm (libslurm-dev to install)" in notes["diff"]
 
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")

@@ -1,7 +1,7 @@
 """MIG without a node: spec layouts and their checks, the `nvidia-smi mig -lci` and mig-minors
 parsers on captured outputs, what Slurm gets (gres.conf MultipleFiles=, slurm.conf Gres=), the
-mig-parted config, the operation (facts in -> no-op or a rollout change), the rollout's steps
-against a stand-in node, and corral-health's MIG count."""
+mig-parted config, the rollout's steps against a stand-in node, and corral-health's MIG count. The
+operation (facts in -> no-op or a rollout change) is tested by its cases in tests/operations/mig_layout/."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import corral.deploy.mig as D
 from corral.errors import SpecError
 from corral.facts.mig import by_gpu, minors_table, mig_devices, parse_compute_instances, parse_minors
 from corral.facts.slurm import hw_from_json, hw_to_json
@@ -119,18 +118,6 @@ def test_hardware_cache_keeps_mig_devices_and_reads_old_caches():
     assert "mig" not in old and hw_from_json(old).mig == ()
     with pytest.raises(ValueError, match="mig: expected a list"):
         hw_from_json({**old, "mig": [{"gpu": 0}]})
-
-
-def test_the_operation_is_a_noop_or_a_rollout_change(monkeypatch):
-    c = load_text(SPEC, "cluster.yaml")
-    notes, noops = {}, []
-    monkeypatch.setattr(D, "annotate", lambda **kw: notes.update(kw))
-    monkeypatch.setattr(D, "host", type("H", (), {"noop": staticmethod(noops.append)})())
-    assert list(D.mig_layout._inner(gpus=c.node("gpu01").gpus, facts=facts(LCI_SPEC))) == []
-    assert noops == ["MIG layout as the spec says"]
-    cmds = list(D.mig_layout._inner(gpus=c.node("gpu01").gpus, facts=None))
-    assert notes["disruption"] == "drain + MIG reconfigure" and notes["diff"].startswith("GPU 0: whole -> 4g.40gb+3g.40gb")
-    assert len(cmds) == 1
 
 
 def test_health_counts_mig_devices():

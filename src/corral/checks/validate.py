@@ -2,14 +2,19 @@
 
 JSON: a superset of DeepOps' validate_slurm.py contract (ok, slurm_version, controller_reachable,
 nodes_total, nodes_available, gpus_configured, gpu_job_ok, failures) plus `checks`.
+
+Every command goes through one seam, `run(node, command, *, timeout, input=None)` -> CompletedProcess:
+by default engine.remote.run_on over SSH; tests pass a runner answering with captured Slurm output.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 from corral.checks.result import Check, Report, summarize
 from corral.checks.slurm_parse import available, gres_counts, parse_show_node, ping_up, slurm_version
@@ -21,10 +26,19 @@ from corral.spec.cluster import Cluster
 from corral.spec.hosts import compress_names
 from corral.spec.mig import layout
 
+Run = Callable[..., subprocess.CompletedProcess]  # run(node, command, *, timeout, input=None)
 
-def _controller(cluster: Cluster, ctl: str, report: Report) -> bool:
+
+def remote(cluster: Cluster) -> Run:
+    """The real runner: the command over SSH on the node (engine.remote.run_on)."""
+    def run(node: str, command: str, **kw) -> subprocess.CompletedProcess:
+        return run_on(cluster, node, command, **kw)
+    return run
+
+
+def _controller(run: Run, ctl: str, report: Report) -> bool:
     try:
-        proc = run_on(cluster, ctl, "scontrol ping; scontrol version", timeout=30)
+        proc = run(ctl, "scontrol ping; scontrol version", timeout=30)
     except CorralError as exc:
         proc, err = None, str(exc)
     up = proc is not None and ping_up(proc.stdout)
@@ -36,8 +50,8 @@ def _controller(cluster: Cluster, ctl: str, report: Report) -> bool:
     return up
 
 
-def _nodes(cluster: Cluster, ctl: str, report: Report) -> None:
-    shown = parse_show_node(run_on(cluster, ctl, "scontrol show node -o", timeout=30).stdout)
+def _nodes(cluster: Cluster, run: Run, ctl: str, report: Report) -> None:
+    shown = parse_show_node(run(ctl, "scontrol show node -o", timeout=30).stdout)
     compute = cluster.with_role("compute")
     state, gres = {}, {}
     for n in compute:
@@ -73,7 +87,7 @@ def gpu_request(n) -> tuple[str, int, bool]:
     return f"gpu:{sorted(want)[0]}:1", 1, True
 
 
-def _gpu_jobs(cluster: Cluster, ctl: str) -> tuple[Check, list[str]]:
+def _gpu_jobs(cluster: Cluster, run: Run, ctl: str) -> tuple[Check, list[str]]:
     """One job step per compute node (grouped by GPU count) that must see exactly its GPUs."""
     groups: dict[tuple[str, int, bool], list[str]] = defaultdict(list)
     for n in cluster.with_role("compute"):
@@ -84,7 +98,7 @@ def _gpu_jobs(cluster: Cluster, ctl: str) -> tuple[Check, list[str]]:
     for (request, count, mig), names in sorted(groups.items()):
         cmd = (f"srun -N{len(names)} --ntasks-per-node=1 -w {shlex.quote(compress_names(names))} "
                f"--gres={request} -t 5 bash -c {shlex.quote(script)}")
-        proc = run_on(cluster, ctl, cmd, timeout=300)
+        proc = run(ctl, cmd, timeout=300)
         seen = {p[0]: p[1:] for p in (line.split() for line in proc.stdout.splitlines()) if len(p) == 4}
         for name in names:
             if name not in seen:
@@ -102,9 +116,9 @@ def _gpu_jobs(cluster: Cluster, ctl: str) -> tuple[Check, list[str]]:
     return summarize("gpu job", per_node, "every compute node ran a GPU job seeing exactly its GPUs"), job_ids
 
 
-def _multi_node(cluster: Cluster, ctl: str) -> tuple[Check, str | None]:
+def _multi_node(cluster: Cluster, run: Run, ctl: str) -> tuple[Check, str | None]:
     n = min(2, len(cluster.with_role("compute")))
-    proc = run_on(cluster, ctl, f"srun -N{int(n)} -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'", timeout=300)
+    proc = run(ctl, f"srun -N{int(n)} -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'", timeout=300)
     rows = [line.split() for line in proc.stdout.splitlines() if len(line.split()) == 2]
     hosts = {r[1] for r in rows}
     if proc.returncode == 0 and len(hosts) == n:
@@ -121,7 +135,8 @@ def job_id(text: str) -> str | None:
     return text if JOB_ID.fullmatch(text) else None
 
 
-def _accounting(cluster: Cluster, ctl: str, job: str | None) -> Check:
+def _accounting(cluster: Cluster, ctl: str, job: str | None, run: Run | None = None) -> Check:
+    run = run or remote(cluster)
     if not cluster.with_role("accounting"):
         return Check("job accounted", "SKIPPED", "no accounting node in the spec")
     if job is None:
@@ -130,7 +145,7 @@ def _accounting(cluster: Cluster, ctl: str, job: str | None) -> Check:
         return Check("job accounted", "FAIL", f"the job id the controller returned is not a Slurm job id "
                      f"(digits): {job[:60]!r}; not passed to sacct")
     for _ in range(30):
-        out = run_on(cluster, ctl, f"sacct -n -X -P -j {shlex.quote(job)} -o JobID,State,Account",
+        out = run(ctl, f"sacct -n -X -P -j {shlex.quote(job)} -o JobID,State,Account",
                      timeout=30).stdout.strip()
         if "COMPLETED" in out:
             return Check("job accounted", "OK", f"job {job} recorded: {out}")
@@ -138,11 +153,11 @@ def _accounting(cluster: Cluster, ctl: str, job: str | None) -> Check:
     return Check("job accounted", "FAIL", f"job {job} not recorded as COMPLETED by slurmdbd (sacct: {out or 'nothing'})")
 
 
-def _munge(cluster: Cluster, ctl: str) -> Check:
-    cred = run_on(cluster, ctl, "munge -n", timeout=30).stdout
+def _munge(cluster: Cluster, run: Run, ctl: str) -> Check:
+    cred = run(ctl, "munge -n", timeout=30).stdout
 
     def one(name: str) -> tuple[str, tuple[str, str]]:
-        proc = run_on(cluster, name, "unmunge", input=cred, timeout=30)
+        proc = run(name, "unmunge", input=cred, timeout=30)
         ok = proc.returncode == 0 and "STATUS:" in proc.stdout and "Success" in proc.stdout
         return name, ("OK", "decodes the controller's credential") if ok else \
             ("FAIL", f"unmunge failed: {(proc.stdout + proc.stderr).strip().splitlines()[:1]}")
@@ -158,21 +173,23 @@ def _real_gpu_checks(cluster: Cluster) -> list[Check]:
             Check("nccl all-reduce", "SKIPPED", "nccl-tests not installed")]
 
 
-def validate(cluster: Cluster, *, jobs: bool = True) -> Report:
+def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None) -> Report:
+    """`run`: how a command reaches a node (default: SSH, see remote())."""
+    run = run or remote(cluster)
     ctl = cluster.with_role("controller")[0].name
     report = Report(extra={"slurm_version": None, "controller_reachable": False,
                            "nodes_total": len(cluster.with_role("compute")), "nodes_available": 0,
                            "gpus_configured": 0, "gpu_job_ok": None})
-    if not _controller(cluster, ctl, report):
+    if not _controller(run, ctl, report):
         return report
-    _nodes(cluster, ctl, report)
+    _nodes(cluster, run, ctl, report)
     if jobs:
-        gpu, _ = _gpu_jobs(cluster, ctl)
+        gpu, _ = _gpu_jobs(cluster, run, ctl)
         report.extra["gpu_job_ok"] = gpu.status == "OK"
-        multi, job = _multi_node(cluster, ctl)
-        report.checks += [gpu, multi, _accounting(cluster, ctl, job)]
+        multi, job = _multi_node(cluster, run, ctl)
+        report.checks += [gpu, multi, _accounting(cluster, ctl, job, run)]
     else:
         report.checks.append(Check("jobs", "SKIPPED", "--skip-jobs: read-only run"))
-    report.checks.append(_munge(cluster, ctl))
+    report.checks.append(_munge(cluster, run, ctl))
     report.checks += _real_gpu_checks(cluster)
     return report

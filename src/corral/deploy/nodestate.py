@@ -49,8 +49,8 @@ class NodeState(FactBase):
                          f"2>/dev/null | sha256sum | cut -d' ' -f1)|\"{q(p)}")
         if paths:
             names = " ".join(q(p) for p in paths)
-            lines.append(f"stat -c 'T|%F|%a|%U|%G|%n' {names} 2>/dev/null")
-            lines.append(f"sha256sum {names} 2>/dev/null | sed 's/^\\([0-9a-f]*\\)  /H|\\1|/'")
+            lines.append(f"stat -c 'T|%F|%a|%U|%G|%n' -- {names} 2>/dev/null")
+            lines.append(f"sha256sum -- {names} 2>/dev/null | sed 's/^\\([0-9a-f]*\\)  /H|\\1|/'")
         if services:
             units = " ".join(q(f"{s}.service") for s in services)
             lines.append(f"systemctl show -p Id -p ActiveState -p UnitFileState {units} 2>/dev/null "
@@ -58,9 +58,9 @@ class NodeState(FactBase):
         if packages:
             names = " ".join(q(p) for p in packages)
             lines.append("if command -v dpkg-query >/dev/null; then dpkg-query -W "
-                         f"-f='P|${{Package}}|${{Version}}|${{db:Status-Status}}\\n' {names} 2>/dev/null; "
+                         f"-f='P|${{Package}}|${{Version}}|${{db:Status-Status}}\\n' -- {names} 2>/dev/null; "
                          "else rpm -q --qf 'P|%{NAME}|%{VERSION}-%{RELEASE}|installed\\n' "
-                         f"{names} 2>/dev/null | grep '^P|'; fi")
+                         f"-- {names} 2>/dev/null | grep '^P|'; fi")
         lines.append("echo \"A|$(( now - $(stat -c %Y /var/lib/apt/periodic/update-success-stamp "
                      "2>/dev/null || echo 0) ))\"")
         return "; ".join(lines) + "; true"

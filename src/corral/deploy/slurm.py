@@ -79,7 +79,8 @@ def controller_config(files: dict[str, str], want: Want):
         (SLURM_CONF in changed and _structural("\n".join(old or [])) != _structural(files[SLURM_CONF])))
     diffs = "".join(operations._diff(p, host.get_fact(FileContents, path=p) if p != SLURM_CONF else old, c)
                     for p, c in changed.items())
-    label = ("restart slurmctld, then reconfigure (node set changed)" if restart
+    why = "cgroup.conf changed" if CGROUP_CONF in changed else "node set changed"
+    label = (f"restart slurmctld, then reconfigure ({why})" if restart
              else "reconfigure" if running else "none (slurmctld not running yet)")
     operations.annotate(disruption=label, diff=diffs)
     if running:  # the files as they are go to <path>.corral-prev: a failed restart/reconfigure restores them

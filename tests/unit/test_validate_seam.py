@@ -1,0 +1,196 @@
+"""`corral validate`'s verdicts without a cluster: its one seam, `run(node, command, ...)`, answered with
+captured Slurm output (tests/fixtures/slurm*, and srun/sacct/munge lines in the shapes those print)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import corral.checks.validate as V
+from corral.errors import NodeError
+from corral.spec.loader import load_text
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+SPEC = """\
+name: lab
+nodes:
+  - {names: ctl, addresses: [10.0.0.10], roles: [controller, accounting]}
+  - names: gpu[01-02]
+    addresses: 10.0.0.[11-12]
+    roles: [compute]
+    gpus: {model: h100, count: 4}
+"""
+PING_UP = (FIX / "slurm_exporter" / "scontrol_ping_up.txt").read_text() + "slurm 22.05.8\n"
+# `scontrol ping` with slurmctld stopped: its lines of the capture (up to the next `rc=` line)
+_DOWN = (FIX / "slurm_exporter" / "controller_down.txt").read_text()
+PING_DOWN = _DOWN[_DOWN.index("Slurmctld(primary)"):_DOWN.index("rc=1", _DOWN.index("Slurmctld(primary)"))]
+SHOWN = (FIX / "slurm_cmd" / "show_node_o.txt").read_text().splitlines()  # gpu01 idle, gpu02 drained, gpu03 down
+GPU01 = SHOWN[0]
+GPU02_DRAINED = SHOWN[1]
+GPU02_IDLE = GPU01.replace("gpu01", "gpu02").replace("10.213.0.11", "10.213.0.12")
+GPU_JOB = "gpu01 4241 0,1,2,3 4\ngpu02 4241 0,1,2,3 4\n"   # hostname, job, CUDA_VISIBLE_DEVICES, nvidia-smi -L count
+MULTI = "4242 gpu01\n4242 gpu02\n"
+SACCT = "4242|COMPLETED|root\n"
+CRED = "MUNGE:AwQFAAC9cXzJ0Fv0pLxW:\n"
+UNMUNGE = "STATUS:          Success (0)\nENCODE_HOST:     ctl (10.0.0.10)\n"
+
+
+class Captured:
+    """The runner: a command (or the start of one) -> (rc, stdout, stderr); records every call."""
+
+    def __init__(self, **over) -> None:
+        self.answers = {"scontrol ping; scontrol version": (0, PING_UP, ""),
+                        "scontrol show node -o": (0, "\n".join([GPU01, GPU02_IDLE, SHOWN[2]]) + "\n", ""),
+                        "srun -N2 --ntasks-per-node=1 ": (0, GPU_JOB, ""),
+                        "srun -N2 -t 5 ": (0, MULTI, ""),
+                        "sacct ": (0, SACCT, ""),
+                        "munge -n": (0, CRED, ""),
+                        "unmunge": (0, UNMUNGE, "")}
+        self.answers.update({k.replace("_", " "): v for k, v in over.items()})
+        self.calls: list[tuple[str, str, str | None]] = []
+
+    def __call__(self, node: str, command: str, *, timeout: float = 120, input: str | None = None):
+        self.calls.append((node, command, input))
+        for start, answer in self.answers.items():
+            if command == start or (start.endswith(" ") and command.startswith(start)):
+                if isinstance(answer, Exception):
+                    raise answer
+                rc, out, err = answer
+                return subprocess.CompletedProcess(command, rc, out, err)
+        raise AssertionError(f"validate ran a command this test has no capture for, on {node}: {command}")
+
+
+@pytest.fixture
+def cluster():
+    return load_text(SPEC, "cluster.yaml")
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    monkeypatch.setattr(V, "time", SimpleNamespace(sleep=lambda s: None))  # sacct is polled
+
+
+def checks(report) -> dict[str, tuple[str, str]]:
+    return {c.name: (c.status, c.message) for c in report.checks}
+
+
+def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
+    run = Captured()
+    report = V.validate(cluster, run=run)
+    data = report.to_json()
+    assert report.ok and data["failures"] == []
+    assert list(data) == ["ok", "failures", "slurm_version", "controller_reachable", "nodes_total", "nodes_available",
+                          "gpus_configured", "gpu_job_ok", "checks"]
+    assert {k: data[k] for k in list(data)[2:8]} == {
+        "slurm_version": "22.05.8", "controller_reachable": True, "nodes_total": 2, "nodes_available": 2,
+        "gpus_configured": 8, "gpu_job_ok": True}
+    assert checks(report) == {
+        "controller reachable": ("OK", "slurmctld on ctl is up (Slurm 22.05.8)"),
+        "nodes available": ("OK", "2/2 compute nodes available"),
+        "gres": ("OK", "configured GRES equals the spec on every node"),
+        "gpu job": ("OK", "every compute node ran a GPU job seeing exactly its GPUs"),
+        "multi-node job": ("OK", "2 nodes: gpu01, gpu02"),
+        "job accounted": ("OK", "job 4242 recorded: 4242|COMPLETED|root"),
+        "munge": ("OK", "every node decodes the controller's munge credential"),
+        "gpu burn": ("SKIPPED", "no burn tool deployed yet (NVIDIA stack component)"),
+        "nccl all-reduce": ("SKIPPED", "nccl-tests not installed")}
+    sent = [(node, command) for node, command, _ in run.calls]
+    assert sent[:4] == [("ctl", "scontrol ping; scontrol version"), ("ctl", "scontrol show node -o"),
+                        ("ctl", "srun -N2 --ntasks-per-node=1 -w 'gpu[01-02]' --gres=gpu:4 -t 5 bash -c "
+                                "'echo \"$(hostname) $SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $(nvidia-smi -L | grep -c '\"'\"'^GPU '\"'\"')\"'"),
+                        ("ctl", "srun -N2 -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'")]
+    assert sent[4] == ("ctl", "sacct -n -X -P -j 4242 -o JobID,State,Account")
+    # the controller's credential goes to every node's unmunge on stdin
+    assert sorted((n, i) for n, c, i in run.calls if c == "unmunge") == [("ctl", CRED), ("gpu01", CRED), ("gpu02", CRED)]
+
+
+def test_a_drained_node_fails_naming_the_node_and_its_reason(cluster):
+    run = Captured(**{"scontrol show node -o": (0, "\n".join([GPU01, GPU02_DRAINED, SHOWN[2]]) + "\n", "")})
+    report = V.validate(cluster, jobs=False, run=run)
+    assert not report.ok and report.extra["nodes_available"] == 1
+    status, message = checks(report)["nodes available"]
+    assert status == "FAIL" and message == "gpu02: IDLE+DRAIN (corral: gpu count 3 < 4 [root@2026-12-02T16:50:01])"
+    assert report.failures == [f"nodes available: {message}"]
+    assert checks(report)["jobs"] == ("SKIPPED", "--skip-jobs: read-only run")
+    assert not any(c.startswith(("srun", "sacct")) for _, c, _ in run.calls)  # --skip-jobs runs no job
+
+
+def test_a_node_missing_from_slurm_fails_both_node_checks(cluster):
+    report = V.validate(cluster, jobs=False, run=Captured(**{"scontrol show node -o": (0, GPU01 + "\n", "")}))
+    assert checks(report)["nodes available"] == ("FAIL", "gpu02: not known to Slurm")
+    assert checks(report)["gres"] == ("FAIL", "gpu02: not known to Slurm")
+
+
+def test_a_gres_mismatch_fails(cluster):
+    fewer = GPU02_IDLE.replace("Gres=gpu:h100:4", "Gres=gpu:h100:2")
+    report = V.validate(cluster, jobs=False, run=Captured(**{"scontrol show node -o": (0, f"{GPU01}\n{fewer}\n", "")}))
+    assert checks(report)["gres"] == ("FAIL", "gpu02: GRES gpu:h100:2, spec says gpu:h100:4")
+    assert checks(report)["nodes available"][0] == "OK" and report.extra["gpus_configured"] == 6
+    assert not report.ok and report.to_json()["failures"] == ["gres: gpu02: GRES gpu:h100:2, spec says gpu:h100:4"]
+
+
+def test_a_gpu_job_seeing_the_wrong_gpus_fails(cluster):
+    wrong = "gpu01 4241 0,1,2,3 4\ngpu02 4241 0,1 2\n"
+    report = V.validate(cluster, run=Captured(**{"srun -N2 --ntasks-per-node=1 ": (0, wrong, "")}))
+    assert checks(report)["gpu job"] == ("FAIL", "gpu02: asked 4 GPUs: CUDA_VISIBLE_DEVICES=0,1, nvidia-smi sees 2")
+    assert report.extra["gpu_job_ok"] is False and not report.ok
+
+
+def test_a_gpu_job_that_did_not_run_on_a_node_fails_with_srun_s_error(cluster):
+    err = "srun: error: Unable to allocate resources: Requested node configuration is not available\n"
+    report = V.validate(cluster, run=Captured(**{"srun -N2 --ntasks-per-node=1 ": (1, "", err)}))
+    status, message = checks(report)["gpu job"]
+    assert status == "FAIL" and message.startswith("gpu01: GPU job failed (rc=1): srun: error: Unable to allocate")
+
+
+def test_a_job_not_completed_in_sacct_fails(cluster):
+    run = Captured(sacct_=(0, "4242|RUNNING|root\n", ""))
+    report = V.validate(cluster, run=run)
+    assert checks(report)["job accounted"] == (
+        "FAIL", "job 4242 not recorded as COMPLETED by slurmdbd (sacct: 4242|RUNNING|root)")
+    assert sum(c.startswith("sacct ") for _, c, _ in run.calls) == 30  # polled, then given up
+    assert report.to_json()["ok"] is False
+
+
+def test_no_accounting_record_at_all_fails_saying_nothing(cluster):
+    report = V.validate(cluster, run=Captured(sacct_=(0, "", "")))
+    assert checks(report)["job accounted"] == (
+        "FAIL", "job 4242 not recorded as COMPLETED by slurmdbd (sacct: nothing)")
+
+
+def test_a_controller_that_is_down_fails_with_controller_reachable_false(cluster):
+    run = Captured(**{"scontrol ping; scontrol version": (1, PING_DOWN, "")})
+    data = V.validate(cluster, run=run).to_json()
+    assert data["ok"] is False and data["controller_reachable"] is False and data["slurm_version"] is None
+    assert data["failures"][0].startswith("controller reachable: slurmctld on ctl not reachable: "
+                                          "Slurmctld(primary) at ctl is DOWN")
+    assert [c["name"] for c in data["checks"]] == ["controller reachable"]  # nothing else asked of a dead controller
+    assert [c for _, c, _ in run.calls] == ["scontrol ping; scontrol version"]
+
+
+def test_a_controller_that_cannot_be_reached_at_all_fails_the_same_way(cluster):
+    gone = NodeError("command timed out after 30 s", node="ctl", command="scontrol ping; scontrol version")
+    data = V.validate(cluster, run=Captured(**{"scontrol ping; scontrol version": gone})).to_json()
+    assert data["controller_reachable"] is False and data["ok"] is False
+    assert "slurmctld on ctl not reachable: " in data["failures"][0] and "timed out" in data["failures"][0]
+
+
+def test_munge_failing_on_a_node_fails(cluster):
+    class Bad(Captured):
+        def __call__(self, node, command, **kw):
+            if command == "unmunge" and node == "gpu02":
+                return subprocess.CompletedProcess(command, 1, "", "unmunge: Error: Invalid credential\n")
+            return super().__call__(node, command, **kw)
+    report = V.validate(cluster, jobs=False, run=Bad())
+    assert checks(report)["munge"] == ("FAIL", "gpu02: unmunge failed: ['unmunge: Error: Invalid credential']")
+
+
+def test_the_default_runner_is_ssh_through_run_on(cluster, monkeypatch):
+    sent = []
+    monkeypatch.setattr(V, "run_on", lambda c, node, command, **kw: sent.append((c, node, command, kw))
+                        or subprocess.CompletedProcess(command, 0, PING_DOWN, ""))
+    assert V.validate(cluster).extra["controller_reachable"] is False
+    assert sent == [(cluster, "ctl", "scontrol ping; scontrol version", {"timeout": 30})]
