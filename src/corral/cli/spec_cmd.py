@@ -1,7 +1,8 @@
-"""`corral spec check|show` and `corral import deepops`."""
+"""`corral spec check|show|schema|reference` and `corral import deepops`."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +13,7 @@ from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_js
 from corral.errors import UsageError
 from corral.spec.rules_download import download_warnings
 
-spec_app = typer.Typer(no_args_is_help=True, help="Validate and show the cluster spec (offline).")
+spec_app = typer.Typer(no_args_is_help=True, help="Validate, show and document the cluster spec (offline).")
 import_app = typer.Typer(no_args_is_help=True, help="Convert another tool's inventory to a cluster.yaml.")
 
 
@@ -46,6 +47,20 @@ def show(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
         g = f"{n.gpus.count} x {n.gpus.model}" if n.gpus else "-"
         table.add_row(n.name, n.address, ",".join(n.roles), g, str(n.memory_mb or "facts"))
     out.print(table)
+
+
+@spec_app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of cluster.yaml (for editors: yaml-language-server, IDEs)."""
+    from corral.spec.models import ClusterSpec
+    print_json(ClusterSpec.model_json_schema())
+
+
+@spec_app.command("reference")
+def reference() -> None:
+    """Print the spec reference as Markdown (docs/spec.md is this output)."""
+    from corral.spec.reference import markdown
+    sys.stdout.write(markdown())
 
 
 @import_app.command("deepops")

@@ -2,7 +2,9 @@
 
 Configless Slurm: this file lives on the controller(s) and login nodes only; every slurmd fetches it
 (and gres.conf, cgroup.conf) from slurmctld. Nodes are reached by NodeAddr, so no DNS is needed.
-Only nodes with the `compute` role run slurmd and get a NodeName line.
+Only nodes with the `compute` role run slurmd and get a NodeName line. The spec's pass-through keys
+(slurm.extra, slurm.partitions[].extra) come last, sorted: global ones after everything, a partition's
+at the end of its line; the keys corral writes itself are spec/slurm_keys.py's RENDERED_KEYS.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from corral.render.mig import gres_text, spec_types
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import generation
 from corral.spec.hosts import expand_names
+from corral.spec.slurm_keys import RENDERED_KEYS, RENDERED_PARTITION_KEYS
 from corral import paths
 
 Version = tuple[int, int]
@@ -116,6 +119,17 @@ def def_mem_per_cpu(cluster: Cluster, nodes: list[Node], hw: Mapping[str, NodeHW
     return max(1, min([FALLBACK_MEM_PER_CPU_MB, *known]))
 
 
+def extra_words(extra: Mapping[str, str], rendered: Mapping[str, str], where: str) -> list[str]:
+    """`Key=Value` of pass-through keys, sorted; a key corral renders itself is refused (spec check
+    refuses it first, located: spec/rules.py)."""
+    ours = {k.lower() for k in rendered}
+    clash = sorted(k for k in extra if k.lower() in ours)
+    if clash:
+        raise CorralError(f"{where}.{clash[0]}: corral renders this key", value=clash[0],
+                          fix="remove it from the spec (`corral spec check` names the spec key)")
+    return [f"{k}={v}" for k, v in sorted(extra.items(), key=lambda kv: kv[0].lower())]
+
+
 def _partitions(cluster: Cluster, hw: Mapping[str, NodeHW], compute: list[Node],
                 accounting: bool) -> list[str]:
     """The spec's partitions (ALL: every compute node; the first is the default unless one says so),
@@ -125,16 +139,16 @@ def _partitions(cluster: Cluster, hw: Mapping[str, NodeHW], compute: list[Node],
     parts = list(cluster.spec.slurm.partitions)
     if not parts:
         name = "gpu" if any(n.gpus for n in compute) else "batch"
-        specs = [(name, [n.name for n in compute], True, "INFINITE", 1, None)]
+        specs = [(name, [n.name for n in compute], True, "INFINITE", 1, None, {})]
     else:
         default = next((p.name for p in parts if p.default), parts[0].name)
         specs = []
         for p in parts:
             names = list(by_name) if p.nodes == "ALL" else expand_names(p.nodes)
             specs.append((p.name, [x for x in names if x in by_name], p.name == default, p.max_time,
-                          p.priority_tier, p.qos))
+                          p.priority_tier, p.qos, p.extra))
     lines = []
-    for name, names, is_default, max_time, tier, qos in specs:
+    for name, names, is_default, max_time, tier, qos, extra in specs:
         words = [f"PartitionName={name}"] + ([f"Nodes={hostlist(names)}"] if names else [])
         if is_default:
             words.append("Default=YES")
@@ -143,6 +157,7 @@ def _partitions(cluster: Cluster, hw: Mapping[str, NodeHW], compute: list[Node],
             words.append(f"QOS={qos}")
         words.append(f"DefMemPerCPU={def_mem_per_cpu(cluster, [by_name[x] for x in names], hw)}")
         words += ["OverSubscribe=NO", "State=UP"]
+        words += extra_words(extra, RENDERED_PARTITION_KEYS, f"slurm.partitions[{name}].extra")
         lines.append(" ".join(words))
     return lines
 
@@ -222,4 +237,7 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
         out.append(f"# not yet probed (no CPUs; RealMemory only from the spec): {hostlist(unknown)}")
     out += node_lines(cluster, hw, compute)
     out += ["", "# Partitions", *_partitions(cluster, hw, compute, acct is not None)]
+    if slurm.extra:
+        out += ["", "# More slurm.conf parameters (slurm.extra)",
+                *extra_words(slurm.extra, RENDERED_KEYS, "slurm.extra")]
     return "\n".join(out) + "\n"

@@ -4,8 +4,8 @@ slurmctld cannot check a slurm.conf offline, and a spec value carrying a line br
 backslash, a quote) can smuggle in a setting of its own: "gpu\\nPrologSlurmctld=/tmp/x.sh" would make
 slurmctld run that program as root. Every line corral writes is a comment, blank, one `Key=Value`, or
 (NodeName=, PartitionName=, NodeSet=, DownNodes=; gres.conf NodeName=/Name=) several `Key=Value`
-words; keys are known Slurm parameters, a single-valued key appears once, and a key that names a
-program Slurm runs may only name corral's own. Pure: text in, problems out.
+words; keys are known Slurm parameters (spec/slurm_keys.py), a single-valued key appears once, and a
+key that names a program Slurm runs may only name corral's own. Pure: text in, problems out.
 """
 
 from __future__ import annotations
@@ -15,64 +15,13 @@ import unicodedata
 from collections.abc import Collection, Mapping
 
 from corral.render.slurm import EPILOG, HEALTH_PROGRAM, PROLOG
+from corral.spec.slurm_keys import PROGRAM_KEYS, SLURM_KEYS, SLURM_LINES, SLURM_REPEATABLE
 
 
 def _keys(words: str) -> frozenset[str]:
     return frozenset(w.lower() for w in words.split())
 
 
-SLURM_KEYS = _keys("""
-AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost AccountingStorageHost
-AccountingStorageParameters AccountingStoragePass AccountingStoragePort AccountingStorageTRES
-AccountingStorageType AccountingStorageUser AccountingStoreFlags AcctGatherEnergyType AcctGatherFilesystemType
-AcctGatherInterconnectType AcctGatherNodeFreq AcctGatherProfileType AllowSpecResourcesUsage AuthAltParameters
-AuthAltTypes AuthInfo AuthType BackupAddr BackupController BatchStartTimeout BcastExclude BcastParameters
-BurstBufferType CliFilterPlugins ClusterName CommunicationParameters CompleteWait ControlAddr ControlMachine
-CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType CryptoType DebugFlags DefCpuPerGPU DefMemPerCPU DefMemPerGPU
-DefMemPerNode DependencyParameters DisableRootJobs EioTimeout EnforcePartLimits Epilog EpilogMsgTime
-EpilogSlurmctld ExtSensorsFreq ExtSensorsType FairShareDampeningFactor FederationParameters FirstJobId
-GetEnvTimeout GpuFreqDef GresTypes GroupUpdateForce GroupUpdateTime HashPlugin HealthCheckInterval
-HealthCheckNodeState HealthCheckProgram InactiveLimit InteractiveStepOptions JobAcctGatherFrequency
-JobAcctGatherParams JobAcctGatherType JobCompHost JobCompLoc JobCompParams JobCompPass JobCompPort JobCompType
-JobCompUser JobContainerType JobFileAppend JobRequeue JobSubmitPlugins KillOnBadExit KillWait LaunchParameters
-LaunchType Licenses LogTimeFormat MailDomain MailProg MaxArraySize MaxBatchRequeue MaxDBDMsgs MaxJobCount
-MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount MaxTasksPerNode MCSParameters MCSPlugin
-MessageTimeout MinJobAge MpiDefault MpiParams NodeFeaturesPlugins OverTimeLimit PluginDir PlugStackConfig
-PowerParameters PowerPlugin PreemptExemptTime PreemptMode PreemptParameters PreemptType PrEpParameters
-PrEpPlugins PriorityCalcPeriod PriorityDecayHalfLife PriorityFavorSmall PriorityFlags PriorityMaxAge
-PriorityParameters PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType PriorityUsageResetPeriod
-PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare PriorityWeightJobSize PriorityWeightPartition
-PriorityWeightQOS PriorityWeightTRES PrivateData ProctrackType Prolog PrologEpilogTimeout PrologFlags
-PrologSlurmctld PropagatePrioProcess PropagateResourceLimits PropagateResourceLimitsExcept RebootProgram
-ReconfigFlags RequeueExit RequeueExitHold ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog
-ResvOverRun ResvProlog ReturnToService RoutePlugin SchedulerParameters SchedulerTimeSlice SchedulerType
-ScronParameters SelectType SelectTypeParameters SlurmctldAddr SlurmctldDebug SlurmctldHost SlurmctldLogFile
-SlurmctldParameters SlurmctldPidFile SlurmctldPort SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg
-SlurmctldSyslogDebug SlurmctldTimeout SlurmdDebug SlurmdLogFile SlurmdParameters SlurmdPidFile SlurmdPort
-SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser SlurmSchedLogFile SlurmSchedLogLevel SlurmUser
-SrunEpilog SrunPortRange SrunProlog StateSaveLocation SuspendExcNodes SuspendExcParts SuspendExcStates
-SuspendProgram SuspendRate SuspendTime SuspendTimeout SwitchParameters SwitchType TaskEpilog TaskPlugin
-TaskPluginParam TaskProlog TCPTimeout TmpFS TopologyParam TopologyPlugin TrackWCKey TreeWidth
-UnkillableStepProgram UnkillableStepTimeout UsePAM VSizeFactor WaitTime X11Parameters
-""")
-SLURM_REPEATABLE = _keys("SlurmctldHost")  # one line per controller, in failover order
-SLURM_LINES = {  # a line starting with the key: the keys that line may carry
-    "nodename": _keys("""NodeName NodeHostname NodeAddr BcastAddr Boards CoreSpecCount CoresPerSocket CpuBind
-        CPUs CpuSpecList Feature Features Gres MemSpecLimit Parameters Port Procs RealMemory Reason
-        RestrictedCoresPerGPU Sockets SocketsPerBoard State ThreadsPerCore TmpDisk TRESWeights Weight"""),
-    "partitionname": _keys("""PartitionName AllocNodes AllowAccounts AllowGroups AllowQos Alternate CpuBind
-        Default DefaultTime DefCpuPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode DenyAccounts DenyQos
-        DisableRootJobs ExclusiveTopo ExclusiveUser GraceTime Hidden LLN MaxCPUsPerNode MaxCPUsPerSocket
-        MaxMemPerCPU MaxMemPerNode MaxNodes MaxTime MinNodes Nodes OverSubscribe OverTimeLimit
-        PowerDownOnIdle PreemptMode PriorityJobFactor PriorityTier QOS ReqResv ResumeTimeout RootOnly
-        SelectTypeParameters Shared State SuspendTime SuspendTimeout TRESBillingWeights"""),
-    "nodeset": _keys("NodeSet Feature Nodes"),
-    "downnodes": _keys("DownNodes Reason State"),
-}
-# keys whose value is a program (or plugin config) Slurm runs, as root or SlurmUser
-PROGRAM_KEYS = _keys("""Prolog Epilog PrologSlurmctld EpilogSlurmctld TaskProlog TaskEpilog SrunProlog SrunEpilog
-    HealthCheckProgram RebootProgram ResumeProgram ResumeFailProgram SuspendProgram MailProg ResvProlog ResvEpilog
-    SlurmctldPrimaryOnProg SlurmctldPrimaryOffProg UnkillableStepProgram PlugStackConfig PluginDir JobCompLoc""")
 CORRAL_PROGRAMS = frozenset({PROLOG, EPILOG, HEALTH_PROGRAM})
 
 GRES_KEYS = _keys("AutoDetect")

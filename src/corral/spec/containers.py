@@ -32,15 +32,23 @@ def _check_template(path: str) -> str:
 class EnrootSpec(Strict):
     """enroot from NVIDIA's release packages on compute nodes; /etc/enroot/enroot.conf from here."""
 
-    version: str = Field(pattern=r"^\d+\.\d+\.\d+$")                       # e.g. 3.5.0
-    packages: list[str] = Field(default=["enroot", "enroot+caps"], min_length=1)
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+$", description="enroot release, e.g. 3.5.0")
+    packages: list[str] = Field(default=["enroot", "enroot+caps"], min_length=1,
+                                description="the release's .deb packages to install")
     url: str = Field(default="https://github.com/NVIDIA/enroot/releases/download/v{version}/"
-                             "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$")
-    sha256: Sums = {}   # package -> sha256 of its .deb (checked before installing), or "skip"
-    runtime_path: str = "/run/enroot/user-$(id -u)"
-    cache_path: str = "/var/lib/enroot/cache/group-$(id -g)"
-    data_path: str = "/tmp/enroot-data/user-$(id -u)"
-    settings: dict[str, ConfigValue] = {}  # more enroot.conf lines, e.g. ENROOT_SQUASH_OPTIONS: "-comp lz4"
+                             "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$",
+                     description="download URL template of each package ({version}, {package}, {arch})")
+    sha256: Sums = Field(default={}, description="package -> sha256 of its .deb (checked before installing), "
+                                                 "or skip")
+    runtime_path: str = Field(default="/run/enroot/user-$(id -u)",
+                              description="ENROOT_RUNTIME_PATH in enroot.conf; $(id -u) / $(id -g) stand for "
+                                          "the job user's ids (corral's prolog creates the directory)")
+    cache_path: str = Field(default="/var/lib/enroot/cache/group-$(id -g)",
+                            description="ENROOT_CACHE_PATH in enroot.conf (placeholders as runtime_path)")
+    data_path: str = Field(default="/tmp/enroot-data/user-$(id -u)",
+                           description="ENROOT_DATA_PATH in enroot.conf (placeholders as runtime_path)")
+    settings: dict[str, ConfigValue] = Field(default={}, description="more enroot.conf lines, e.g. "
+                                                                     "ENROOT_SQUASH_OPTIONS: -comp lz4")
 
     @field_validator("url")
     @classmethod
@@ -81,11 +89,14 @@ class EnrootSpec(Strict):
 class PyxisSpec(Strict):
     """pyxis, built on each Slurm node against the installed Slurm, enabled in plugstack.conf."""
 
-    version: str = Field(pattern=r"^\d+\.\d+\.\d+$")                       # e.g. 0.20.0
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+$", description="pyxis release, e.g. 0.20.0")
     url: str = Field(default="https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz",
-                     pattern=r"^https?://[^\s]+$")
-    sha256: Sha256 | Literal["skip"] | None = None   # of the source tarball (required, or "skip")
-    args: dict[str, ConfigWord] = {"runtime_path": "/run/pyxis"}  # plugstack.conf arguments, e.g. container_scope: job
+                     pattern=r"^https?://[^\s]+$", description="source tarball URL template ({version})")
+    sha256: Sha256 | Literal["skip"] | None = Field(default=None, description="sha256 of the source tarball "
+                                                                              "(required), or skip")
+    args: dict[str, ConfigWord] = Field(default={"runtime_path": "/run/pyxis"},
+                                        description="arguments of its plugstack.conf line, e.g. "
+                                                    "container_scope: job")
 
     @field_validator("url")
     @classmethod

@@ -29,8 +29,10 @@ NO_MIG = ("v100", "t4", "a10", "l4", "l40s")  # known models without MIG
 class MigGroupSpec(Strict):
     """`profiles` on each GPU of `gpus` ("all", "0-3", "0,2,4-5"); an empty list: MIG disabled."""
 
-    gpus: str = Field(default="all", pattern=r"^(all|\d+(-\d+)?(,\d+(-\d+)?)*)$")
-    profiles: list[str] = Field(max_length=7)
+    gpus: str = Field(default="all", pattern=r"^(all|\d+(-\d+)?(,\d+(-\d+)?)*)$",
+                      description="which GPUs of the node, by index: all, 0-3 or 0,2,4-5")
+    profiles: list[str] = Field(max_length=7, description="the MIG devices each of those GPUs is split into "
+                                                          "(1g.10gb, 3g.40gb, ...); empty: MIG disabled")
 
     @field_validator("profiles")
     @classmethod
@@ -109,11 +111,13 @@ def problems(gpus) -> list[tuple[str, str, str]]:
 class MigPartedSpec(Strict):
     """nvidia-mig-parted (NVIDIA's nvidia-mig-manager package) on nodes with a MIG layout."""
 
-    version: str = Field(default="0.12.2", pattern=r"^\d+\.\d+\.\d+$")
-    packages: list[str] = Field(default=["nvidia-mig-manager"], min_length=1)
+    version: str = Field(default="0.12.2", pattern=r"^\d+\.\d+\.\d+$", description="mig-parted release")
+    packages: list[str] = Field(default=["nvidia-mig-manager"], min_length=1,
+                                description="the release's .deb packages to install")
     url: str = Field(default="https://github.com/NVIDIA/mig-parted/releases/download/v{version}/"
-                             "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$")
-    sha256: Sums = {}   # package -> sha256 of its .deb, or "skip"
+                             "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$",
+                     description="download URL template of each package ({version}, {package}, {arch})")
+    sha256: Sums = Field(default={}, description="package -> sha256 of its .deb, or skip")
 
     @field_validator("url")
     @classmethod

@@ -12,6 +12,8 @@ from corral.errors import Problem
 from corral.spec.rules_download import check_checksums, check_urls
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec.models import K8S_ROLES, SLURM_ROLES
+from corral.spec.slurm_keys import (GLOBAL_KEYS, PARTITION_KEYS, PROGRAM_KEYS, RENDERED_KEYS,
+                                    RENDERED_PARTITION_KEYS, RESERVED_KEYS, RESERVED_PARTITION_KEYS)
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
@@ -160,7 +162,46 @@ def check_slurm(cluster: Cluster, where: Where) -> list[Problem]:
         if acct.default_qos and acct.qos and acct.default_qos not in acct.qos:
             problems.append(Problem(where(loc + ("default_qos",)), "default_qos is not in the account's qos list",
                                     acct.default_qos, "add it to 'qos'"))
+    return problems + check_slurm_extra(cluster, where)
+
+
+def check_slurm_extra(cluster: Cluster, where: Where) -> list[Problem]:
+    """slurm.extra and slurm.partitions[].extra: slurm.conf keys (spelt as slurm.conf(5) does) that corral
+    neither renders nor relies on, and that name no program Slurm would run."""
+    slurm, problems = cluster.spec.slurm, []
+    sections = [(("slurm", "extra"), slurm.extra, GLOBAL_KEYS, RENDERED_KEYS, RESERVED_KEYS, "slurm.conf")]
+    sections += [(("slurm", "partitions", pi, "extra"), p.extra, PARTITION_KEYS, RENDERED_PARTITION_KEYS,
+                  RESERVED_PARTITION_KEYS, "PartitionName=") for pi, p in enumerate(slurm.partitions)]
+    for loc, extra, known, rendered, reserved, kind in sections:
+        ours = {k.lower(): v for k, v in rendered.items()}
+        relied = {k.lower(): v for k, v in reserved.items()}
+        for key in extra:
+            lkey, at = key.lower(), where(loc + (key,), key=True)
+            dotted = ".".join(str(p) for p in loc) + "." + (key if key.isalnum() else repr(key))
+            if lkey in ours:
+                fix = f"use the spec key {ours[lkey]}" if ours[lkey] else "remove it: corral sets it itself"
+                problems.append(Problem(at, f"{dotted}: corral renders this key", key, fix))
+            elif lkey in relied:
+                problems.append(Problem(at, f"{dotted}: {relied[lkey]}", key, "remove it"))
+            elif lkey not in known:
+                free = [k for lk, k in known.items() if lk not in ours and lk not in relied]
+                problems.append(Problem(at, f"{dotted}: not a {kind} parameter", key, _key_hint(key, free, kind)))
+            elif lkey in PROGRAM_KEYS:
+                problems.append(Problem(at, f"{dotted}: names a program Slurm runs (as root or SlurmUser); "
+                                        "corral runs only its own", key, "remove it"))
+            elif key != known[lkey]:
+                problems.append(Problem(at, f"{dotted}: spell it as slurm.conf(5) does", key,
+                                        f"write {known[lkey]}"))
     return problems
+
+
+def _key_hint(key: str, choices: list[str], kind: str) -> str:
+    if kind == "slurm.conf" and key.lower() in PARTITION_KEYS:
+        return f"{PARTITION_KEYS[key.lower()]} is a partition parameter: set it in slurm.partitions[].extra"
+    if kind != "slurm.conf" and key.lower() in GLOBAL_KEYS:
+        return f"{GLOBAL_KEYS[key.lower()]} is a global parameter: set it in slurm.extra"
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.7)
+    return f"did you mean {close[0]!r}?" if close else "see slurm.conf(5) for the parameters Slurm knows"
 
 
 def check_virtual(cluster: Cluster, where: Where) -> list[Problem]:

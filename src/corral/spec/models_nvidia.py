@@ -1,0 +1,81 @@
+"""The `nvidia:` section of the spec: driver and its rollout, DCGM, CUDA, the container stack, MIG
+(docs/components/nvidia.md, containers.md; render/nvidia.py, deploy/nvidia_*.py)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from corral.spec.containers import EnrootSpec, PyxisSpec
+from corral.spec.mig import MigPartedSpec
+from corral.spec.models_base import Strict
+from corral.spec.models_monitoring import APT_VERSION, PACKAGE
+from corral.spec.types import Url
+
+CUDA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
+
+
+class DriverSpec(Strict):
+    """The NVIDIA driver corral installs, pins and rolls out (docs/components/nvidia.md)."""
+
+    version: str = Field(pattern=r"^\d+(\.\d+){1,3}$", description="upstream driver version, e.g. 550.127.05")
+    kernel_modules: Literal["auto", "open", "proprietary"] = Field(
+        default="auto", description="which kernel modules; auto: open for Turing and newer GPUs")
+    source: Literal["distribution", "cuda"] = Field(
+        default="cuda", description="Ubuntu's server packages (distribution) or NVIDIA's CUDA repository")
+    package: str | None = Field(default=None, pattern=PACKAGE,
+                                description="the driver package's name, instead of the one corral picks")
+    repo_url: Url = Field(default=CUDA_REPO, description="NVIDIA's CUDA repository")
+
+
+class RolloutSpec(Strict):
+    """How a change that needs a reboot goes through the nodes: drain, wait, install, reboot, verify, resume."""
+
+    parallel: int = Field(default=1, ge=1, le=64, description="nodes at a time")
+    drain_timeout_s: int = Field(default=3600, ge=0, le=7 * 86400,
+                                 description="how long to wait for a drained node's running jobs, seconds")
+    reboot_timeout_s: int = Field(default=900, ge=30, le=7200,
+                                  description="how long until SSH answers with a new boot id, seconds")
+
+
+class DcgmSpec(Strict):
+    """NVIDIA DCGM (host engine `nvidia-dcgm`) on GPU compute nodes, from NVIDIA's CUDA repository."""
+
+    enabled: bool = Field(default=True, description="install DCGM and run nvidia-dcgm on GPU compute nodes")
+    package: str = Field(default="datacenter-gpu-manager-4-cuda12", pattern=PACKAGE, description="the apt package")
+    version: str | None = Field(default=None, pattern=APT_VERSION,
+                                description="apt version, pinned; unset: the newest")
+
+
+class CudaToolkitSpec(Strict):
+    """The CUDA toolkit (compilers, libraries) on compute and login nodes, once, from NVIDIA's repository."""
+
+    version: str = Field(pattern=r"^\d+\.\d+$", description="e.g. 12.4: package cuda-toolkit-12-4")
+
+
+class ContainerToolkitSpec(Strict):
+    """NVIDIA Container Toolkit on GPU compute nodes, its runtime configured for `engine`."""
+
+    engine: Literal["docker", "containerd", "crio", "none"] = Field(
+        default="none", description="the container engine to configure (nvidia-ctk runtime configure); "
+                                    "none: toolkit only (enroot uses its hook)")
+    version: str | None = Field(default=None, pattern=APT_VERSION,
+                                description="apt version, pinned; unset: the newest")
+    repo_url: Url = Field(default="https://nvidia.github.io/libnvidia-container",
+                          description="NVIDIA's libnvidia-container repository")
+
+
+class NvidiaSpec(Strict):
+    """NVIDIA software on the nodes; every part unset is left alone (or not installed)."""
+
+    driver: DriverSpec | None = Field(default=None, description="unset: corral leaves the driver alone")
+    rollout: RolloutSpec = Field(default=RolloutSpec(), description="how reboots go through the nodes")
+    dcgm: DcgmSpec = Field(default=DcgmSpec(), description="DCGM host engine")
+    cuda_toolkit: CudaToolkitSpec | None = Field(default=None, description="unset: not installed")
+    container_toolkit: ContainerToolkitSpec | None = Field(default=None, description="unset: not installed")
+    enroot: EnrootSpec | None = Field(default=None, description="unset: not installed (compute nodes)")
+    pyxis: PyxisSpec | None = Field(default=None,
+                                    description="unset: not installed (every Slurm node; needs enroot)")
+    mig_parted: MigPartedSpec = Field(default=MigPartedSpec(),
+                                      description="installed where a node group has gpus.mig")
