@@ -79,7 +79,7 @@ def test_http_needs_allow_http_and_is_then_warned_about():
     ('ssh: {jump_host: "-oProxyCommand=x"}\n', ":5:", "ssh.jump_host"),
     ('ssh: {user: "root\\n"}\n', ":5:", "not a Unix user name"),
     ('monitoring: {alerts: {smtp: {smarthost: "mail;id:25", sender: a@b.c}}}\n', ":5:", "host:port"),
-    ('nvidia: {enroot: {version: 3.5.0, sha256: skip, settings: {ENROOT_X: "$(id)"}}}\n', ":5:", "one line"),
+    ('nvidia: {enroot: {version: 3.5.0, sha256: skip, settings: {ENROOT_X: "$(id)"}}}\n', ":5:", "through a shell"),
     ('nvidia: {enroot: {version: 3.5.0, sha256: skip}, pyxis: {version: 0.20.0, sha256: skip, '
      'args: {runtime_path: "/run/p;id"}}}\n', ":5:", "one word"),
 ])

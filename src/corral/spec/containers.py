@@ -9,10 +9,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from corral.spec.models_base import Strict, Sums, check_sums, check_url_template
-from corral.spec.types import ConfigValue, ConfigWord, Sha256
+from corral.spec.types import ConfigWord, PackageName, Sha256, ShellSafeValue
 
 PLACEHOLDERS = ("$(id -u)", "$(id -g)")
-_PATH = r"^/[^\s'\"`\\]+$"
+_PATH = r"/[A-Za-z0-9._+@:,=/-]*"  # enroot evaluates its paths in a shell: no shell characters
 
 
 def _check_template(path: str) -> str:
@@ -22,8 +22,9 @@ def _check_template(path: str) -> str:
     if "$" in rest:
         raise ValueError(f"only {' and '.join(PLACEHOLDERS)} may stand in a path (corral's prolog "
                          "creates each user's directory from it)")
-    if not re.fullmatch(_PATH, rest):  # the placeholders hold a space; the rest may not
-        raise ValueError("an absolute path without whitespace, quotes or backslashes")
+    if not re.fullmatch(_PATH, rest):  # the placeholders hold a space and $(); the rest may not
+        raise ValueError("an absolute path of letters, digits and . _ + @ : , = - / (enroot reads it through "
+                         "a shell; only $(id -u) and $(id -g) may stand in it)")
     if "/../" in path + "/" or path.rstrip("/") in ("", "/tmp", "/run", "/var"):
         raise ValueError("must be a directory of its own, not / /tmp /run /var or a path with ..")
     return path
@@ -33,7 +34,7 @@ class EnrootSpec(Strict):
     """enroot from NVIDIA's release packages on compute nodes; /etc/enroot/enroot.conf from here."""
 
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$", description="enroot release, e.g. 3.5.0")
-    packages: list[str] = Field(default=["enroot", "enroot+caps"], min_length=1,
+    packages: list[PackageName] = Field(default=["enroot", "enroot+caps"], min_length=1,
                                 description="the release's .deb packages to install")
     url: str = Field(default="https://github.com/NVIDIA/enroot/releases/download/v{version}/"
                              "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$",
@@ -47,7 +48,7 @@ class EnrootSpec(Strict):
                             description="ENROOT_CACHE_PATH in enroot.conf (placeholders as runtime_path)")
     data_path: str = Field(default="/tmp/enroot-data/user-$(id -u)",
                            description="ENROOT_DATA_PATH in enroot.conf (placeholders as runtime_path)")
-    settings: dict[str, ConfigValue] = Field(default={}, description="more enroot.conf lines, e.g. "
+    settings: dict[str, ShellSafeValue] = Field(default={}, description="more enroot.conf lines, e.g. "
                                                                      "ENROOT_SQUASH_OPTIONS: -comp lz4")
 
     @field_validator("url")
@@ -77,7 +78,7 @@ class EnrootSpec(Strict):
     @classmethod
     def _settings(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
-            if not re.fullmatch(r"ENROOT_[A-Z0-9_]+", key):
+            if not re.fullmatch(r"ENROOT_[A-Z0-9_]{1,64}", key):
                 raise ValueError(f"{key!r} is not an enroot setting (ENROOT_...)")
             if key in ("ENROOT_RUNTIME_PATH", "ENROOT_CACHE_PATH", "ENROOT_DATA_PATH"):
                 raise ValueError(f"set {key} with runtime_path / cache_path / data_path")
@@ -107,6 +108,6 @@ class PyxisSpec(Strict):
     @classmethod
     def _args(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
-            if not re.fullmatch(r"[a-z_]+", key) or not re.fullmatch(r"[^\s]+", value or ""):
-                raise ValueError(f"{key}={value!r}: pyxis arguments are name=value, no spaces")
+            if not re.fullmatch(r"[a-z_]{1,64}", key) or not re.fullmatch(r"[^\s]+", value or ""):
+                raise ValueError(f"{key!r}={value!r}: pyxis arguments are name=value (name: a-z and _), no spaces")
         return v

@@ -12,8 +12,9 @@ import re
 from pydantic import Field, field_validator
 
 from corral.spec.models_base import Strict, Sums, check_sums, check_url_template
+from corral.spec.types import PackageName
 
-PROFILE = re.compile(r"^(\d)g\.(\d+)gb(\+me)?$")
+PROFILE = re.compile(r"(\d)g\.(\d+)gb(\+me)?")  # whole-string matches only (fullmatch)
 
 # model -> (compute slices per GPU, profiles), for the model's memory size in spec/gpus.py
 MIG_PROFILES: dict[str, tuple[int, frozenset[str]]] = {
@@ -38,7 +39,7 @@ class MigGroupSpec(Strict):
     @classmethod
     def _profiles(cls, v: list[str]) -> list[str]:
         for p in v:
-            if not PROFILE.match(p):
+            if not PROFILE.fullmatch(p):
                 raise ValueError(f"{p!r} is not a MIG profile name (like 1g.10gb, 3g.40gb, 1g.10gb+me)")
         return v
 
@@ -69,12 +70,12 @@ def layout(gpus) -> dict[int, list[str]] | None:
 
 
 def profile_key(profile: str) -> tuple[int, str]:
-    m = PROFILE.match(profile)
+    m = PROFILE.fullmatch(profile)
     return (-int(m.group(1)) if m else 0, profile)
 
 
 def slices(profile: str) -> int:
-    m = PROFILE.match(profile)
+    m = PROFILE.fullmatch(profile)
     return int(m.group(1)) if m else 0
 
 
@@ -112,7 +113,7 @@ class MigPartedSpec(Strict):
     """nvidia-mig-parted (NVIDIA's nvidia-mig-manager package) on nodes with a MIG layout."""
 
     version: str = Field(default="0.12.2", pattern=r"^\d+\.\d+\.\d+$", description="mig-parted release")
-    packages: list[str] = Field(default=["nvidia-mig-manager"], min_length=1,
+    packages: list[PackageName] = Field(default=["nvidia-mig-manager"], min_length=1,
                                 description="the release's .deb packages to install")
     url: str = Field(default="https://github.com/NVIDIA/mig-parted/releases/download/v{version}/"
                              "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$",

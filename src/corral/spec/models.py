@@ -37,6 +37,9 @@ Role = Literal["controller", "compute", "login", "accounting", "monitoring", "nf
 GPU_MODEL = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
+# a path on the control host written into ssh_config: no whitespace, quotes or controls; ~ only as ~/
+LOCAL_PATH = r"^(~/|[^~\s\x00-\x1f\x7f-\x9f\"'\\])[^\s\x00-\x1f\x7f-\x9f\"'\\]*$"
+
 class GpuSpec(Strict):
     """GPUs of one node: `model` is the Slurm GRES type (lowercase), e.g. h100."""
 
@@ -66,7 +69,7 @@ class SSHSpec(Strict):
 
     user: UnixUser = Field(default="root", description="the user corral logs in as; not root: every command "
                                                        "runs through `sudo -n` (passwordless sudo)")
-    key: str | None = Field(default=None, pattern=r"^[^\x00-\x1f\x7f\"']+$",
+    key: str | None = Field(default=None, pattern=LOCAL_PATH,
                             description="private key file (relative paths: relative to the spec file); "
                                         "unset: ssh-agent")
     port: int = Field(default=22, ge=1, le=65535, description="SSH port of every node")
@@ -138,7 +141,7 @@ class ClusterSpec(Strict):
     health: HealthSpec = Field(default=HealthSpec(), description="node health checks")
     monitoring: MonitoringSpec = Field(default=MonitoringSpec(), description="monitoring and alerts")
     nvidia: NvidiaSpec = Field(default=NvidiaSpec(), description="NVIDIA software")
-    state_dir: str = Field(default=".corral", pattern=r"^[^\x00-\x1f\x7f]+$",
+    state_dir: str = Field(default=".corral", pattern=LOCAL_PATH,
                            description="secrets, pinned host keys, journal (relative to the spec file)")
     allow_http: bool = Field(default=False, description="permit http:// download URLs (only behind a trusted "
                                                         "proxy or mirror); warned about on every run")

@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from corral.spec import types as T
-from corral.spec.models import HOSTLIST, NAME, ClusterSpec
+from corral.spec.models import HOSTLIST, LOCAL_PATH, NAME, ClusterSpec
 
 _NAMED = [(T.Url, "https URL"), (T.AbsPath, "absolute path"), (T.SlurmDuration, "Slurm duration"),
           (T.SlurmName, "name"), (T.UnixUser, "Unix user name"), (T.UserName, "user name"),
@@ -31,7 +31,7 @@ PATTERNS = {NAME: "name", HOSTLIST: "Slurm hostlist", r"^[0-9A-Za-z.+~:-]+$": "a
             r"^[a-z0-9][a-z0-9.+-]+$": "package name", r"^https?://[^\s]+$": "https URL template",
             r"^\d+\.\d+\.\d+$": "version X.Y.Z", r"^\d+\.\d+$": "version X.Y",
             r"^\d+(\.\d+){1,3}$": "version", r"^[a-z0-9][a-z0-9_.-]*$": "GPU model name",
-            r"^[^\x00-\x1f\x7f]+$": "path", r"^[^\x00-\x1f\x7f\"']+$": "path",
+            LOCAL_PATH: "local path (no blanks or quotes; ~/ allowed)",
             r"^([a-z_][a-z0-9_-]*@)?[A-Za-z0-9][A-Za-z0-9.:-]*(:\d+)?$": "[user@]host[:port]",
             r"^(all|\d+(-\d+)?(,\d+(-\d+)?)*)$": "GPU indices", r"^[a-z][a-z0-9]{0,14}$": "interface name"}
 PLAIN = {str: "str", int: "int", float: "number", bool: "bool", ipaddress.IPv4Address: "IPv4 address",

@@ -10,7 +10,7 @@ newline never slips through a `$`):
 - `SlurmName`, `UnixUser` (an account corral logs in as), `UserName` (a cluster user, directory
   names too), `UnitName`, `Hostname` (RFC 1123), `HostPort`, `Email`, `Sha256`.
 - `ConfigWord` / `ConfigValue`: a token (or a line) for a config file: no newline, quotes, `$`,
-  backticks or backslashes.
+  backticks or backslashes. `ShellSafeValue`: for a config a tool evaluates in a shell (enroot.conf).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ USER_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")  # directory use
 UNIT_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9:_.@\\-]{0,250}")
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 WORD_RE = re.compile(r"[A-Za-z0-9._/:=,+%@-]+")
-_BAD_IN_LINE = re.compile(r"[\x00-\x1f\x7f'\"`$\\]")
+_BAD_IN_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029'\"`$\\]")  # C0/C1 controls, line separators
+SHELL_SAFE_RE = re.compile(r"[A-Za-z0-9 ._/:=,+%@-]*")  # for values a tool evaluates in a shell (enroot.conf)
 
 
 def _bad(message: str) -> PydanticCustomError:
@@ -124,6 +125,12 @@ def _config_value(v: str) -> str:
     return v
 
 
+def _shell_safe(v: str) -> str:
+    if not SHELL_SAFE_RE.fullmatch(v):
+        raise _bad("letters, digits, spaces and . _ / : = , + % @ - only (the tool reads it through a shell)")
+    return v
+
+
 Url = Annotated[str, AfterValidator(_url)]
 AbsPath = Annotated[str, AfterValidator(_abs_path)]
 SlurmDuration = Annotated[str, _pattern(SLURM_TIME_RE, "a Slurm time (minutes, MM:SS, HH:MM:SS, "
@@ -139,6 +146,9 @@ UnitName = Annotated[str, _pattern(UNIT_RE, "a systemd unit name (letters, digit
 Hostname = Annotated[str, _pattern(HOSTNAME_RE, "a host name (RFC 1123: letters, digits, - and dots)")]
 HostPort = Annotated[str, AfterValidator(_host_port)]
 Email = Annotated[str, AfterValidator(_email)]
+PackageName = Annotated[str, _pattern(re.compile(r"[a-z0-9][a-z0-9.+-]{0,127}"),
+                                      "a Debian package name (lowercase letters, digits, . + -)")]
 Sha256 = Annotated[str, _pattern(SHA256_RE, "a sha256 (64 lowercase hex digits)")]
 ConfigWord = Annotated[str, _pattern(WORD_RE, "one word of letters, digits and . _ / : = , + % @ -")]
 ConfigValue = Annotated[str, AfterValidator(_config_value)]
+ShellSafeValue = Annotated[str, AfterValidator(_shell_safe)]
