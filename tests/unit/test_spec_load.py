@@ -34,7 +34,7 @@ def test_slurm_spec_expands_to_nodes():
     assert c.spec.scheduler == "slurm"
     h100 = GpuSpec(model="h100", count=4, memory_gib=80, nvlink=True)
     assert c.nodes == [
-        Node("ctl1", "10.0.0.10", ("controller", "accounting", "monitoring", "nfs"), None, 16384, 0),
+        Node("ctl1", "10.0.0.10", ("controller", "accounting", "monitoring"), None, 16384, 0),
         Node("gpu01", "10.0.0.11", ("compute",), h100, 515000, 1),
         Node("gpu02", "10.0.0.12", ("compute",), h100, 515000, 1),
     ]
@@ -48,7 +48,7 @@ def test_slurm_spec_node_helpers():
     assert c.node("gpu02").address == "10.0.0.12"
     assert c.node("gpu02").gpu_count == 4
     assert c.node("ctl1").gpu_count == 0
-    assert c.node("ctl1").has("nfs") and not c.node("ctl1").has("compute")
+    assert c.node("ctl1").has("monitoring") and not c.node("ctl1").has("compute")
     with pytest.raises(KeyError):
         c.node("gpu03")
 

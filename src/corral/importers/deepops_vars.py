@@ -17,7 +17,6 @@ MAPPED = {  # DeepOps variable -> the cluster.yaml key it sets
     "ansible_ssh_common_args": "ssh.jump_host",
     "slurm_cluster_name": "name", "slurm_max_job_timelimit": "slurm.partitions[batch].max_time",
     "slurm_enable_ha": "nodes[].roles (controller: the 2nd host of [slurm-master])",
-    "slurm_enable_nfs_server": "nodes[].roles (nfs)", "nfs_server_group": "nodes[].roles (nfs)",
     "slurm_enable_monitoring": "nodes[].roles (monitoring)",
     "slurm_monitoring_group": "nodes[].roles (monitoring)",
     "slurm_autodetect_nvml": "slurm.gres_autodetect",
@@ -42,14 +41,14 @@ MAPPED = {  # DeepOps variable -> the cluster.yaml key it sets
 }
 PER_HOST = frozenset({"ansible_host", "ansible_user", "ansible_ssh_user", "ansible_port", "ansible_ssh_port",
                       "ansible_ssh_private_key_file", "ansible_ssh_common_args"})  # read per host
-SLURM_ONLY = frozenset(k for k in MAPPED if k.startswith(("slurm_", "enroot_")) or k == "nfs_server_group")
+SLURM_ONLY = frozenset(k for k in MAPPED if k.startswith(("slurm_", "enroot_")))
 
 NOT_YET = "not yet supported (storage and users land later): "
 REASONS = {  # a specific reason (else NO_SETTING's, by pattern); "!" = say this as it is
     "!" + NOT_YET + "corral sets up no NFS export, mount or provisioner; keep yours as they are": (
         "nfs_exports", "nfs_mounts", "slurm_enable_nfs_client_nodes", "nfs_client_group", "nfs_idmapd_domain",
         "autofs_mount", "autofs_map", "k8s_nfs_client_provisioner", "k8s_deploy_nfs_server", "k8s_nfs_server",
-        "k8s_nfs_export_path"),
+        "k8s_nfs_export_path", "slurm_enable_nfs_server", "nfs_server_group"),
     "!" + NOT_YET + "corral creates no user accounts; keep yours as they are": ("users",),
     "!corral runs as ssh.user, through `sudo -n` when that is not root": ("ansible_become",),
     "!corral installs nvidia.driver.version and holds it there (never 'latest', never removes it)": (

@@ -54,6 +54,10 @@ def check_roles(cluster: Cluster, where: Where) -> list[Problem]:
                 problems.append(Problem(where(("nodes", gi, "roles")),
                                         f"role {r!r} does not exist for scheduler {spec.scheduler!r}", r,
                                         f"use roles from: {', '.join(allowed)}"))
+        if "nfs" in roles:
+            problems.append(Problem(where(("nodes", gi, "roles")), "role 'nfs' deploys nothing yet (corral sets up "
+                                    "no NFS server until shared storage lands)", "nfs",
+                                    "remove 'nfs' from the roles; keep the node's NFS server as it is"))
         dup = [r for r, c in Counter(roles).items() if c > 1]
         if dup:
             problems.append(Problem(where(("nodes", gi, "roles")), "role listed twice", dup[0],
