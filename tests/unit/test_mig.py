@@ -135,6 +135,9 @@ def test_health_counts_mig_devices():
 class FakeRollout:
     """The Slurm and SSH side of a rollout, scripted: records drains and resumes."""
 
+    from corral.workflows.slurm_node import SlurmNode
+    drain_and_wait = SlurmNode.drain_and_wait  # the real sequence over the scripted drain and wait
+
     def __init__(self, cluster, apply_rc=0, lci=LCI_SPEC, jobs_stuck=False):
         self.cluster, self.controller, self.reason = cluster, "ctl", ""
         self.apply_rc, self.lci, self.jobs_stuck, self.log = apply_rc, lci, jobs_stuck, []

@@ -47,10 +47,7 @@ def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
     try:
         known = r.controller is not None and r.node_reason(name) is not None
         if known:
-            r.drain(name, OURS)
-            ok("drain", f"drained in Slurm ({OURS})")
-            r.wait_for_jobs(name)
-            ok("wait for jobs", "no job running on the node")
+            r.drain_and_wait(name, OURS, ok)
         p = r.on(name, apply_command(), timeout=600)
         if p.returncode != 0:
             raise StepFailed("apply", f"nvidia-mig-parted: {(p.stderr or p.stdout).strip()[-300:]}", keep_drained=True)

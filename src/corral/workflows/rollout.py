@@ -137,10 +137,7 @@ class Rollout(SlurmNode):
             packages, os_family = package_names(self.cluster, node)
             known = self.controller is not None and self.node_reason(node_name) is not None
             if known:
-                self.drain(node_name, ours)
-                ok("drain", f"drained in Slurm ({ours})")
-                self.wait_for_jobs(node_name)
-                ok("wait for jobs", "no job running on the node")
+                self.drain_and_wait(node_name, ours, ok)
             touched = True
             if os_family == "rhel":
                 installs = [driver.package] if driver.package else dnf_packages(driver, node, len(packages) > 1)

@@ -64,6 +64,14 @@ class SlurmNode:
             raise StepFailed("resume", f"slurmctld on {self.controller} did not resume {node} (scontrol update: "
                              f"{failed or _why(p)})", keep_drained=True)
 
+    def drain_and_wait(self, node: str, reason: str, ok) -> None:
+        """Drain the node (a Slurm node: the caller asked node_reason first), then wait for its jobs;
+        `ok(step, message)` records each step."""
+        self.drain(node, reason)
+        ok("drain", f"drained in Slurm ({reason})")
+        self.wait_for_jobs(node)
+        ok("wait for jobs", "no job running on the node")
+
     def wait_for_jobs(self, node: str) -> None:
         """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline."""
         deadline = time.monotonic() + self.r.drain_timeout_s
