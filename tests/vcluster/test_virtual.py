@@ -69,6 +69,7 @@ def test_virtual_up_ssh_gpus_idempotent_down(tmp_path, capsys):
         os.kill(rows[1].pid, 9)
         assert vnode._wait_gone(rows[1].pid, 5)
         assert n1.pid() is None and n1.running()
+        capsys.readouterr()  # what the earlier commands printed
         assert main(["virtual", "status", "--dir", str(tmp_path), "--json"]) == 0
         again = {r["name"]: r for r in json.loads(capsys.readouterr().out)["nodes"]}
         assert again["gpu01"]["running"] and again["gpu01"]["pid"] == nspawn
