@@ -133,7 +133,7 @@ def test_map_files_get_their_mode_whatever_the_umask(parent, tmp_path, monkeypat
 @pytest.fixture
 def exporter(monkeypatch):
     """The exporter on 127.0.0.1 (a free port) in a thread; stopped, and its handler threads gone, after."""
-    monkeypatch.setattr(E.QuietHandler, "timeout", 2.0)  # E.IDLE_TIMEOUT (5 s) in production
+    monkeypatch.setattr(E.QuietHandler, "timeout", 3.0)  # E.IDLE_TIMEOUT (5 s) in production
     registry = CollectorRegistry()
     registry.register(E.SlurmCollector(run=runner(HEALTHY)))
     server = E.make_server_for("127.0.0.1:0", registry)
@@ -161,12 +161,12 @@ def test_an_idle_connection_does_not_stall_the_scrapes(exporter):
     port = exporter.server_address[1]
     with socket.create_connection(("127.0.0.1", port)) as idle:  # connects and sends nothing
         time.sleep(0.1)  # accepted first: the old single-threaded server sat in its read
-        start = time.monotonic()
         assert 'corral_slurm_node_gpus{node="gpu01",type="h100"} 4.0' in get_metrics(port)
-        assert time.monotonic() - start < 1  # served beside the idle one, not after it was dropped
-        idle.settimeout(5)
-        assert idle.recv(1) == b""  # then closed by the server after its 2 s of silence
-        assert 1.5 < time.monotonic() - start < 4
+        idle.setblocking(False)  # served beside the idle one: that one is still open
+        with pytest.raises(BlockingIOError):
+            idle.recv(1)
+        idle.settimeout(10)
+        assert idle.recv(1) == b""  # then closed by the server after its seconds of silence
 
 
 @pytest.fixture

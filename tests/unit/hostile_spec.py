@@ -1,0 +1,291 @@
+"""Hostile-strings fuzz, part 1: the base spec that sets every optional section, its YAML writer, and
+the walk over the spec models that finds every string leaf (tests/unit/test_spec_hostile_strings.py)."""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel
+
+from corral.spec.models import ClusterSpec
+
+
+PATH = "cluster.yaml"
+LOCATED = re.compile(r"^cluster\.yaml:(\d+):(\d+)$")
+SHA = "0123456789abcdef" * 4
+
+# --- the base spec: every optional section set, so that every string field is reachable ----------
+
+BASE: dict[str, Any] = {
+    "name": "lab",
+    "scheduler": "slurm",
+    "ssh": {"user": "corral", "key": "keys/id_ed25519", "port": 22, "jump_host": "admin@bastion.example.com:2222"},
+    "nodes": [  # the first occurrence of a field is the one fuzzed: unreferenced names come first
+        {"names": "login1", "addresses": "10.213.0.20", "roles": ["login"]},
+        {"names": "gpu[01-02]", "addresses": ["10.213.0.11", "10.213.0.12"], "roles": ["compute"],
+         "memory_mb": 515000,
+         "gpus": {"model": "h100", "count": 4, "memory_gib": 80, "nvlink": True,
+                  "mig": [{"gpus": "0-1", "profiles": ["3g.40gb", "3g.40gb"]}]},
+         "overrides": {"gpu02": {"address": "10.213.0.99", "roles": ["compute"], "memory_mb": 256000,
+                                 "gpus": {"model": "h100", "count": 4, "memory_gib": 80,
+                                          "mig": [{"gpus": "all", "profiles": ["7g.80gb"]}]}}}},
+        {"names": "ctl1", "addresses": ["10.213.0.10"], "roles": ["controller", "accounting", "monitoring"],
+         "memory_mb": 16384},
+    ],
+    "slurm": {
+        "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
+                        "qos": "normal", "extra": {"AllowAccounts": "research"}},
+                       {"name": "all"}],
+        "qos": [{"name": "high", "priority": 100, "max_wall": "4:00:00", "preempt": ["normal"],
+                 "preempt_mode": "requeue"},
+                {"name": "normal", "max_gpus_per_user": 8, "max_wall": "12:00:00"}],
+        "accounts": [{"name": "vision", "parent": "research", "users": ["alice", "jo.doe"], "qos": ["normal"],
+                      "default_qos": "normal"},
+                     {"name": "research", "fairshare": 10, "qos": ["normal", "high"], "default_qos": "normal"}],
+        "fairshare": {"decay_half_life": "7-0"},
+        "extra": {"SchedulerParameters": "bf_continue"},
+    },
+    "health": {"mounts": ["/", "/scratch"], "services": ["nvidia-persistenced"],
+               "min_free_mb": {"/tmp": 256, "/var/lib/slurm": 256}},
+    "monitoring": {
+        "gpu_job_map_dir": "/run/corral/gpu-jobs",
+        "alerts": {"receivers": [{"name": "ops", "webhook": "https://hooks.example.com/alert?team=gpu&x=1"},
+                                 {"name": "mail", "email": "oncall@example.com", "severities": ["critical"]}],
+                   "smtp": {"smarthost": "smtp.example.com:587", "sender": "corral@example.com"}},
+        "grafana": {"repo_url": "https://apt.grafana.com", "key_url": "https://apt.grafana.com/gpg.key",
+                    "version": "10.4.2"},
+        "dcgm_exporter": {"package": "datacenter-gpu-manager-exporter", "version": "4.1.1-1",
+                          "binary": "/usr/bin/dcgm-exporter",
+                          "repo_url": "https://developer.download.nvidia.com/compute/cuda/repos"},
+    },
+    "nvidia": {
+        "driver": {"version": "550.127.05", "package": "nvidia-driver-550-server",
+                   "repo_url": "https://developer.download.nvidia.com/compute/cuda/repos"},
+        "dcgm": {"package": "datacenter-gpu-manager-4-cuda12", "version": "1:4.1.1-1"},
+        "cuda_toolkit": {"version": "12.4"},
+        "container_toolkit": {"engine": "docker", "version": "1.16.2-1",
+                              "repo_url": "https://nvidia.github.io/libnvidia-container"},
+        "enroot": {"version": "3.5.0", "packages": ["enroot", "enroot+caps"],
+                   "url": "https://github.com/NVIDIA/enroot/releases/download/v{version}/"
+                          "{package}_{version}-1_{arch}.deb",
+                   "sha256": {"enroot": SHA, "enroot+caps": SHA},
+                   "runtime_path": "/run/enroot/user-$(id -u)",
+                   "cache_path": "/var/lib/enroot/cache/group-$(id -g)",
+                   "data_path": "/tmp/enroot-data/user-$(id -u)",
+                   "settings": {"ENROOT_SQUASH_OPTIONS": "-comp lz4 -noD"}},
+        "pyxis": {"version": "0.20.0", "url": "https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz",
+                  "sha256": SHA, "args": {"runtime_path": "/run/pyxis", "container_scope": "job"}},
+        "mig_parted": {"version": "0.12.2", "packages": ["nvidia-mig-manager"],
+                       "url": "https://github.com/NVIDIA/mig-parted/releases/download/v{version}/"
+                              "{package}_{version}-1_{arch}.deb",
+                       "sha256": {"nvidia-mig-manager": SHA}},
+    },
+    "state_dir": ".corral",
+}
+BASE_VIRTUAL: dict[str, Any] = {**BASE, "virtual": {"bridge": "corral0", "subnet": "10.213.0.0/24"}}
+# Nodes for a leaf outside `nodes`: a controller and two GPU nodes, no MIG (that would ask for mig_parted's sums)
+MIN_NODES = [{"names": "ctl1", "addresses": "10.213.0.10",
+              "roles": ["controller", "accounting", "monitoring", "login"]},
+             {"names": "gpu[01-02]", "addresses": "10.213.0.[11-12]", "roles": ["compute"],
+              "gpus": {"model": "h100", "count": 4}}]
+# A leaf whose values would otherwise always fail a cross-check before reaching a renderer
+TWEAKS: dict[str, dict[tuple, Any]] = {
+    "nvidia.enroot.packages[]": {("nvidia", "enroot", "sha256"): "skip"},      # else: no sha256 for <value>
+    "nvidia.mig_parted.packages[]": {("nvidia", "mig_parted", "sha256"): "skip"},
+}
+
+
+NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",)}
+
+
+@lru_cache(maxsize=None)
+def _minimal_base(leaf_id: str, path: tuple) -> str:
+    full = BASE_VIRTUAL if path[0] == "virtual" else BASE
+    doc: dict[str, Any] = {"name": full["name"], "nodes": MIN_NODES}
+    top = path[0]
+    if top == "nodes":  # the leaf's group as it is, the others cut to their names, addresses and roles
+        doc["nodes"] = [g if j == path[1] else {k: g[k] for k in ("names", "addresses", "roles")}
+                        for j, g in enumerate(full["nodes"])]
+        doc["nvidia"] = {"mig_parted": full["nvidia"]["mig_parted"]}
+    elif top != "name" and len(path) > 1 and isinstance(full[top], dict):
+        keep = {path[1], *NEEDS.get(path[:2], ())}
+        doc[top] = {k: v for k, v in full[top].items() if k in keep}
+    elif top != "name":
+        doc[top] = full[top]
+    doc = copy.deepcopy(doc)
+    for where, value in TWEAKS.get(leaf_id, {}).items():
+        node = doc
+        for part in where[:-1]:
+            node = node[part]
+        node[where[-1]] = value
+    return json.dumps(doc)
+
+
+def minimal_base(leaf_id: str, path: tuple) -> dict[str, Any]:
+    """The smallest valid spec that sets the leaf: the required keys and the part of the section that
+    holds it (with what it refers to: pyxis needs enroot, partitions and accounts name QOS, a MIG layout
+    needs mig_parted's sums; other node groups cut down); a fresh copy."""
+    return json.loads(_minimal_base(leaf_id, path))
+
+
+# --- YAML text with every string double-quoted ---------------------------------------------------
+
+def _char(c: str) -> str:
+    if c in '"\\':
+        return "\\" + c
+    if " " <= c <= "~":
+        return c
+    # YAML, unlike JSON, reads \ud83d\ude00 as two lone surrogates: a character beyond U+FFFF is \U........
+    return f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+
+
+def _scalar(value: Any) -> str:
+    """A YAML double-quoted scalar holding exactly `value` (printable ASCII, everything else escaped)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return '"' + "".join(map(_char, str(value))) + '"'
+
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    pad = " " * indent
+    if isinstance(value, dict):
+        if not value:
+            return pad + "{}\n"
+        out = []
+        for k, v in value.items():
+            if isinstance(v, (dict, list)) and v:
+                out.append(f"{pad}{_scalar(k)}:\n{to_yaml(v, indent + 2)}")
+            else:
+                out.append(f"{pad}{_scalar(k)}: {to_yaml(v).strip() if isinstance(v, (dict, list)) else _scalar(v)}\n")
+        return "".join(out)
+    if isinstance(value, list):
+        if not value:
+            return pad + "[]\n"
+        out = []
+        for v in value:
+            if isinstance(v, (dict, list)) and v:
+                out.append(f"{pad}-\n{to_yaml(v, indent + 2)}")
+            else:
+                out.append(f"{pad}- {to_yaml(v).strip() if isinstance(v, (dict, list)) else _scalar(v)}\n")
+        return "".join(out)
+    return pad + _scalar(value) + "\n"
+
+
+# --- the string leaves of the spec models ----------------------------------------------------------
+
+PARSED_FROM_STR = (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network)
+
+
+def _unwrap(ann: Any) -> Any:
+    while typing.get_origin(ann) is Annotated:
+        ann = typing.get_args(ann)[0]
+    return ann
+
+
+def _members(ann: Any) -> list[Any]:
+    ann = _unwrap(ann)
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(ann) for m in _members(arg)]
+    return [ann]
+
+
+def _is_model(ann: Any) -> bool:
+    return isinstance(ann, type) and issubclass(ann, BaseModel)
+
+
+def _is_string(ann: Any) -> bool:
+    return ann is str or ann in PARSED_FROM_STR
+
+
+def schema_ids(ann: Any, sid: str = "") -> set[str]:
+    """Every string leaf the models declare: `a.b`, `a[]` (list items), `a{key}` / `a{}` (dict keys / values)."""
+    out: set[str] = set()
+    for m in _members(ann):
+        origin = typing.get_origin(m)
+        if m is type(None) or origin is Literal or m in (int, float, bool):
+            continue
+        if _is_string(m):
+            out.add(sid)
+        elif _is_model(m):
+            for name, f in m.model_fields.items():
+                out |= schema_ids(f.annotation, f"{sid}.{name}" if sid else name)
+        elif origin is list:
+            out |= schema_ids(typing.get_args(m)[0], sid + "[]")
+        elif origin is dict:
+            key, val = typing.get_args(m)
+            if any(_is_string(k) for k in _members(key)):
+                out.add(sid + "{key}")
+            out |= schema_ids(val, sid + "{}")
+        else:  # a new kind of annotation: teach this walk about it
+            raise TypeError(f"{sid}: unhandled annotation {m!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class Leaf:
+    id: str          # schema path, e.g. nodes[].gpus.mig[].profiles[]
+    path: tuple      # where in the base document
+    is_key: bool     # a dict key (renamed) rather than a value
+    benign: str      # the base's value there
+
+    @property
+    def base(self) -> dict[str, Any]:
+        return minimal_base(self.id, self.path)
+
+
+def _walk(ann: Any, data: Any, path: tuple, sid: str, out: dict[str, Leaf]) -> None:
+    for m in _members(ann):
+        origin = typing.get_origin(m)
+        if _is_string(m):
+            if isinstance(data, str) and sid not in out:
+                out[sid] = Leaf(sid, path, False, data)
+        elif _is_model(m) and isinstance(data, dict):
+            for name, f in m.model_fields.items():
+                if name in data:
+                    _walk(f.annotation, data[name], path + (name,), f"{sid}.{name}" if sid else name, out)
+        elif origin is list and isinstance(data, list):
+            for i, item in enumerate(data):
+                _walk(typing.get_args(m)[0], item, path + (i,), sid + "[]", out)
+        elif origin is dict and isinstance(data, dict):
+            key, val = typing.get_args(m)
+            for k, item in data.items():
+                if any(_is_string(x) for x in _members(key)) and sid + "{key}" not in out:
+                    out[sid + "{key}"] = Leaf(sid + "{key}", path + (k,), True, k)
+                _walk(val, item, path + (k,), sid + "{}", out)
+
+
+def _leaves() -> list[Leaf]:
+    found: dict[str, Leaf] = {}
+    _walk(ClusterSpec, BASE_VIRTUAL, (), "", found)
+    return sorted(found.values(), key=lambda leaf: leaf.id)
+
+
+LEAVES = _leaves()
+
+
+def with_value(leaf: Leaf, value: str) -> dict:
+    data = leaf.base
+    node = data
+    for part in leaf.path[:-1]:
+        node = node[part]
+    last = leaf.path[-1]
+    if leaf.is_key:
+        items = list(node.items())
+        node.clear()
+        for k, v in items:
+            node[value if k == last else k] = v
+    else:
+        node[last] = value
+    return data
