@@ -37,9 +37,20 @@ BASE: dict[str, Any] = {
          "overrides": {"gpu02": {"address": "10.213.0.99", "roles": ["compute"], "memory_mb": 256000,
                                  "gpus": {"model": "h100", "count": 4, "memory_gib": 80,
                                           "mig": [{"gpus": "all", "profiles": ["7g.80gb"]}]}}}},
-        {"names": "ctl1", "addresses": ["10.213.0.10"], "roles": ["controller", "accounting", "monitoring"],
+        {"names": "ctl1", "addresses": ["10.213.0.10"], "roles": ["controller", "accounting", "monitoring", "nfs"],
          "memory_mb": 16384},
     ],
+    "storage": {"exports": [{"path": "/srv/nfs/home", "clients": "cluster", "options": ["rw", "sync", "root_squash", "no_subtree_check"]}],
+                "mounts": [{"path": "/home", "export": "/srv/nfs/home", "options": ["rw", "hard"],
+                            "packages": ["nfs-common"]},
+                           {"path": "/lustre", "fstype": "lustre", "source": "10.0.0.5@tcp:/lustre",
+                            "nodes": "gpu[01-02]"},
+                           {"path": "/nas", "server": "nas.example.com", "export": "/export/data"}]},
+    "groups": [{"name": "ml", "gid": 3000}],
+    "users": [{"name": "alice", "uid": 2001, "group": "ml", "groups": ["ml"], "shell": "/bin/bash",
+               "full_name": "Alice Liddell", "ssh_keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMSXy+IKfJbqAmbJkf7ll8wgnvkLQm81CplM7d4miOLT alice@laptop"],
+               "accounts": ["research"], "default_qos": "normal"}],
+    "identity": {"homes": "/home"},
     "slurm": {
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
                         "qos": "normal", "extra": {"AllowAccounts": "research"}},
@@ -93,7 +104,7 @@ BASE: dict[str, Any] = {
 BASE_VIRTUAL: dict[str, Any] = {**BASE, "virtual": {"bridge": "corral0", "subnet": "10.213.0.0/24"}}
 # Nodes for a leaf outside `nodes`: a controller and two GPU nodes, no MIG (that would ask for mig_parted's sums)
 MIN_NODES = [{"names": "ctl1", "addresses": "10.213.0.10",
-              "roles": ["controller", "accounting", "monitoring", "login"]},
+              "roles": ["controller", "accounting", "monitoring", "login", "nfs"]},
              {"names": "gpu[01-02]", "addresses": "10.213.0.[11-12]", "roles": ["compute"],
               "gpus": {"model": "h100", "count": 4}}]
 # A leaf whose values would otherwise always fail a cross-check before reaching a renderer
@@ -103,14 +114,18 @@ TWEAKS: dict[str, dict[tuple, Any]] = {
 }
 
 
-NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",)}
+NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",),
+         ("storage", "mounts"): ("exports",), ("storage", "exports"): ("mounts",)}
+TOP_NEEDS = {"users": ("groups", "slurm")}  # what a section refers to; storage is in every doc (the nfs role)
 
 
 @lru_cache(maxsize=None)
 def _minimal_base(leaf_id: str, path: tuple) -> str:
     full = BASE_VIRTUAL if path[0] == "virtual" else BASE
-    doc: dict[str, Any] = {"name": full["name"], "nodes": MIN_NODES}
+    doc: dict[str, Any] = {"name": full["name"], "nodes": MIN_NODES, "storage": full["storage"]}
     top = path[0]
+    for other in TOP_NEEDS.get(top, ()):
+        doc[other] = full[other]
     if top == "nodes":  # the leaf's group as it is, the others cut to their names, addresses and roles
         doc["nodes"] = [g if j == path[1] else {k: g[k] for k in ("names", "addresses", "roles")}
                         for j, g in enumerate(full["nodes"])]
@@ -185,7 +200,7 @@ def to_yaml(value: Any, indent: int = 0) -> str:
 
 # --- the string leaves of the spec models ----------------------------------------------------------
 
-PARSED_FROM_STR = (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network)
+PARSED_FROM_STR = (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network)
 
 
 def _unwrap(ann: Any) -> Any:

@@ -22,13 +22,16 @@ from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, Dc
                                        NvidiaSpec, RolloutSpec)
 from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, FairShare, Partition,
                                       SlurmSpec)
+from corral.spec.models_storage import Mount, NfsExport, StorageSpec
+from corral.spec.models_users import Group, IdentitySpec, User
 from corral.spec.types import AbsPath, UnitName, UnixUser
 
 __all__ = ["SLURM_ROLES", "K8S_ROLES", "Role", "NAME", "SLURM_TIME", "HOSTLIST", "GpuSpec", "GpuOverride",
            "SSHSpec", "NodeOverride", "NodeGroup", "Partition", "QOS", "Account", "FairShare", "SlurmSpec",
            "HealthSpec", "AlertReceiver", "SmtpSpec", "AlertsSpec", "GrafanaSpec", "DcgmExporterSpec",
            "MonitoringSpec", "DriverSpec", "RolloutSpec", "DcgmSpec", "CudaToolkitSpec", "ContainerToolkitSpec",
-           "NvidiaSpec", "EnrootSpec", "PyxisSpec", "MigGroupSpec", "MigPartedSpec", "VirtualSpec", "ClusterSpec"]
+           "NvidiaSpec", "EnrootSpec", "PyxisSpec", "MigGroupSpec", "MigPartedSpec", "VirtualSpec", "ClusterSpec",
+           "StorageSpec", "NfsExport", "Mount", "User", "Group", "IdentitySpec"]
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
@@ -141,6 +144,10 @@ class ClusterSpec(Strict):
     health: HealthSpec = Field(default=HealthSpec(), description="node health checks")
     monitoring: MonitoringSpec = Field(default=MonitoringSpec(), description="monitoring and alerts")
     nvidia: NvidiaSpec = Field(default=NvidiaSpec(), description="NVIDIA software")
+    storage: StorageSpec = Field(default=StorageSpec(), description="NFS exports and shared mounts")
+    users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")
+    groups: list[Group] = Field(default_factory=list, description="local groups, the same on every node")
+    identity: IdentitySpec = Field(default=IdentitySpec(), description="homes and SSH access to compute nodes")
     state_dir: str = Field(default=".corral", pattern=LOCAL_PATH,
                            description="secrets, pinned host keys, journal (relative to the spec file)")
     allow_http: bool = Field(default=False, description="permit http:// download URLs (only behind a trusted "

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
-from corral.spec.rules_download import check_checksums, check_urls
+from corral.spec.rules_download import check_checksums, check_urls, download_warnings
+from corral.spec.rules_storage import check_storage, storage_warnings
+from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec.models import K8S_ROLES, SLURM_ROLES
 from corral.spec.slurm_keys import (GLOBAL_KEYS, PARTITION_KEYS, PROGRAM_KEYS, RENDERED_KEYS,
@@ -54,10 +56,6 @@ def check_roles(cluster: Cluster, where: Where) -> list[Problem]:
                 problems.append(Problem(where(("nodes", gi, "roles")),
                                         f"role {r!r} does not exist for scheduler {spec.scheduler!r}", r,
                                         f"use roles from: {', '.join(allowed)}"))
-        if "nfs" in roles:
-            problems.append(Problem(where(("nodes", gi, "roles")), "role 'nfs' deploys nothing yet (corral sets up "
-                                    "no NFS server until shared storage lands)", "nfs",
-                                    "remove 'nfs' from the roles; keep the node's NFS server as it is"))
         dup = [r for r, c in Counter(roles).items() if c > 1]
         if dup:
             problems.append(Problem(where(("nodes", gi, "roles")), "role listed twice", dup[0],
@@ -295,4 +293,10 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
         problems += check_slurm(cluster, where)
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
-            + check_urls(cluster, where) + check_checksums(cluster, where))
+            + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
+            + check_users(cluster, where))
+
+
+def spec_warnings(cluster: Cluster) -> list[str]:
+    """What a valid spec does that is unsafe or surprising, said on every spec check, plan and apply."""
+    return download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster)

@@ -9,6 +9,8 @@ newline never slips through a `$`):
 - `SlurmDuration`: a Slurm time value (`7-0`, `12:00:00`, `INFINITE`).
 - `SlurmName`, `UnixUser` (an account corral logs in as), `UserName` (a cluster user, directory
   names too), `UnitName`, `Hostname` (RFC 1123), `HostPort`, `Email`, `Sha256`.
+- `MountOption`, `MountSource`, `SshPublicKey`, `Gecos`: storage and user fields (spec/models_storage.py,
+  spec/models_users.py).
 - `ConfigWord` / `ConfigValue`: a token (or a line) for a config file: no newline, quotes, `$`,
   backticks or backslashes. `ShellSafeValue`: for a config a tool evaluates in a shell (enroot.conf).
 """
@@ -152,3 +154,16 @@ Sha256 = Annotated[str, _pattern(SHA256_RE, "a sha256 (64 lowercase hex digits)"
 ConfigWord = Annotated[str, _pattern(WORD_RE, "one word of letters, digits and . _ / : = , + % @ -")]
 ConfigValue = Annotated[str, AfterValidator(_config_value)]
 ShellSafeValue = Annotated[str, AfterValidator(_shell_safe)]
+
+MountOption = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=:/@+-]{0,127}"),
+                                      "one mount or export option (letters, digits and _ . = : / @ + -; "
+                                      "no commas: give each option as its own list item)")]
+MountSource = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.@:,/=+\[\]-]{0,255}"),
+                                      "a filesystem source (e.g. 10.0.0.5@tcp:/lustre, mon1:6789:/; letters, "
+                                      "digits and _ . @ : , / = + - [ ] only)")]
+SSH_KEY_RE = re.compile(r"(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|"
+                        r"sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]{32,8192}={0,3}( [A-Za-z0-9_.@+:=-]{1,128})?")
+SshPublicKey = Annotated[str, _pattern(SSH_KEY_RE, "an OpenSSH public key line (TYPE BASE64 [COMMENT]; no options, "
+                                                   "the comment without spaces)")]
+Gecos = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9 ._@+-]{0,128}"),
+                                "a full name (letters, digits, spaces and . _ @ + - only)")]

@@ -10,7 +10,7 @@ from corral.engine import journal, run
 from corral.errors import CorralError
 from corral.workflows import mig_rollout, rollout
 from corral.engine.results import RunResult
-from corral.spec.rules_download import download_warnings
+from corral.spec.rules import spec_warnings
 from corral.spec.cluster import Cluster
 
 
@@ -20,7 +20,7 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), and journal the run again with their steps."""
     result = run(cluster, components(cluster), mode=mode, limit=limit, on_event=on_event,
                  command=command or mode, prepare=gather(cluster))
-    result.warnings[:0] = download_warnings(cluster)  # sha256: skip, allow_http: said on every run
+    result.warnings[:0] = spec_warnings(cluster)  # sha256: skip, allow_http: said on every run
     if mode == "apply":
         mark_job_hooks(cluster, result)
     nodes = rollout.pending(result) if mode == "apply" else []

@@ -1,0 +1,92 @@
+"""Who serves and who mounts the spec's shared storage, and where homes are made (pure; used by the
+deploys, corral-health's config, validate and `corral virtual`)."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+from corral.spec.hosts import RangeError, expand_names
+from corral.spec.models_storage import Mount, NfsExport
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster, Node
+
+
+def nfs_server(cluster: Cluster) -> Node | None:
+    servers = cluster.with_role("nfs")
+    return servers[0] if servers else None
+
+
+def mount_nodes(cluster: Cluster, mount: Mount) -> list[Node]:
+    """The nodes that mount `mount`: its hostlist, or every node with one of its roles."""
+    if mount.nodes is not None:
+        try:
+            names = set(expand_names(mount.nodes))
+        except RangeError:
+            return []
+        return [n for n in cluster.nodes if n.name in names]
+    return [n for n in cluster.nodes if set(n.roles) & set(mount.roles)]
+
+
+def mounts_of(cluster: Cluster, node: Node) -> list[Mount]:
+    return [m for m in cluster.spec.storage.mounts if node in mount_nodes(cluster, m)]
+
+
+def under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def export_of(cluster: Cluster, mount: Mount) -> NfsExport | None:
+    """The spec export an NFS mount from the cluster's own server reads (the closest enclosing one)."""
+    if not mount.is_nfs() or mount.server is not None or mount.export is None:
+        return None
+    found = [e for e in cluster.spec.storage.exports if under(mount.export, e.path)]
+    return max(found, key=lambda e: len(e.path)) if found else None
+
+
+def what(cluster: Cluster, mount: Mount) -> str:
+    """What= of the mount unit: server:/export for NFS, the source otherwise."""
+    if not mount.is_nfs():
+        return mount.source or ""
+    server = mount.server if mount.server is not None else getattr(nfs_server(cluster), "address", "")
+    host = f"[{server}]" if ":" in str(server) else str(server)
+    return f"{host}:{mount.export}"
+
+
+def export_clients(cluster: Cluster, export: NfsExport) -> list[str]:
+    """Client addresses of an export: its network, or the addresses of the nodes mounting it."""
+    if export.clients != "cluster":
+        return [str(export.clients)]
+    addresses: dict[str, None] = {}
+    for m in cluster.spec.storage.mounts:
+        if export_of(cluster, m) is export:
+            addresses.update((n.address, None) for n in mount_nodes(cluster, m))
+    return list(addresses)
+
+
+def home_mount(cluster: Cluster) -> Mount | None:
+    """The spec mount holding identity.homes (the deepest enclosing mount point), if any."""
+    homes = cluster.spec.identity.homes
+    found = [m for m in cluster.spec.storage.mounts if under(homes, m.path)]
+    return max(found, key=lambda m: len(m.path)) if found else None
+
+
+def home_maker(cluster: Cluster) -> tuple[Node, str] | None:
+    """(node, directory on that node) where homes are created once: the NFS server's exported directory
+    when homes are on the cluster's own NFS, else the first node mounting them; None: homes are local."""
+    mount = home_mount(cluster)
+    if mount is None:
+        return None
+    homes = cluster.spec.identity.homes
+    export = export_of(cluster, mount)
+    server = nfs_server(cluster)
+    if export is not None and server is not None and mount.export is not None:
+        rest = posixpath.relpath(homes, mount.path)
+        return server, posixpath.normpath(posixpath.join(mount.export, rest))
+    nodes = mount_nodes(cluster, mount)
+    return (nodes[0], homes) if nodes else None
+
+
+def home_of(cluster: Cluster, name: str) -> str:
+    return posixpath.join(cluster.spec.identity.homes, name)
