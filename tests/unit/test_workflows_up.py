@@ -58,13 +58,18 @@ def test_up_writes_the_default_spec_applies_and_validates(tmp_path, fakes):
     result = up_flow.up(tmp_path / "vc", say=said.append)
     spec = tmp_path / "vc" / "cluster.yaml"
     assert spec.exists() and result.spec == spec
-    assert said == [f"wrote {spec}", "virtual cluster up: 3 nodes; applying"]
+    assert said == [f"wrote {spec}", "virtual cluster up: 4 nodes; applying"]
     assert [(mode, kw["command"], kw["limit"]) for mode, kw in fakes["converge"]] == [("apply", "up", None)]
     assert fakes["validate"] == 1 and result.ok and result.try_node == "gpu01"
     assert result.to_json()["validate"]["ok"] is True
+    # the example user: her own key pair on this host, its public half in the spec, the login shown
+    key = tmp_path / "vc" / ".corral" / "ssh" / "users" / "alice_ed25519"
+    assert key.stat().st_mode & 0o077 == 0 and key.with_suffix(".pub").read_text().strip() in spec.read_text()
+    assert result.login == ("login1", "alice")
+    assert ("corral virtual ssh login1 --user alice", "log in as alice (home on shared /home)") in result.next_steps()
     said.clear()
     up_flow.up(tmp_path / "vc", say=said.append)  # the spec is there now: not rewritten
-    assert said == ["virtual cluster up: 3 nodes; applying"]
+    assert said == ["virtual cluster up: 4 nodes; applying"]
 
 
 def test_up_does_not_validate_after_a_failed_apply(tmp_path, fakes):

@@ -28,10 +28,18 @@ def vcluster_unavailable() -> str | None:
     return None
 
 
-def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: int = 4) -> Path:
+def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: int = 4,
+              usable: bool = False) -> Path:
+    """The default virtual spec on the tests' subnet; `usable`: with the login node, shared /home and
+    alice (her key generated as `corral up` does); without, the 3 nodes most modules need."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "cluster.yaml"
-    path.write_text(default_spec(name, compute, gpus, "h100", TEST_SUBNET, TEST_BRIDGE, TEST_PORT))
+    key = None
+    if usable:
+        from corral.virtual.keys import ensure_key, user_key_file
+        key = ensure_key(user_key_file(directory / ".corral", "alice"), f"alice@{name}")
+    path.write_text(default_spec(name, compute, gpus, "h100", TEST_SUBNET, TEST_BRIDGE, TEST_PORT,
+                                 usable=usable, user_key=key))
     return path
 
 

@@ -76,9 +76,14 @@ def status(directory: Path = DirOpt, as_json: bool = JsonOpt) -> None:
 
 @app.command("ssh", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def ssh(ctx: typer.Context, node: str = typer.Argument(..., help="node name"),
+        user: str = typer.Option("root", "--user", "-u", help="log in as this user of the spec (their key: "
+                                 ".corral/ssh/users/USER_ed25519)"),
         directory: Path = DirOpt) -> None:
-    """Open a root shell on a virtual node (or run the given command there)."""
+    """Open a shell on a virtual node, or run a command there: `corral virtual ssh NODE -- CMD ARGS...`
+    (the arguments reach the node as they are, each one word)."""
+    import shlex
     vc = _vc(directory)
     n = vc.node(node)
-    cmd = vc.ssh_cmd(n.node.address, *ctx.args, tty=not ctx.args and os.isatty(0))
+    remote = [shlex.join(ctx.args)] if ctx.args else []
+    cmd = vc.ssh_cmd(n.node.address, *remote, tty=not ctx.args and os.isatty(0), user=user)
     os.execvp(cmd[0], cmd)

@@ -18,7 +18,8 @@ from pathlib import Path
 from corral.errors import CorralError, HostToolError, UsageError
 from corral.parallel import pmap
 from corral.spec.cluster import Cluster
-from corral.virtual import host, image, network, node as vnode, repo
+from corral.virtual import host, image, keys, nas, network, node as vnode, repo
+from corral.virtual.host import say
 
 ORDER_LAST = ("controller", "accounting", "control-plane")  # stopped after the others
 
@@ -109,7 +110,12 @@ class VirtualCluster:
         keys = pmap(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey), self.nodes, 8)
         self._write_known_hosts(keys)
         for n in self.nodes:
-            n.start(self.v.bridge)
+            binds = nas.prepare(self.cluster, n.node, self.workdir / "nas")
+            if n.running() and (n.started_binds() or []) != binds:  # the emulated NAS changed: boot again
+                say(f"{n.node.name}: shared mounts changed; restarting the node to bind them")
+                n.stop()
+                n.prepare(base, self.v.subnet, self.repo_url(), pubkey)
+            n.start(self.v.bridge, binds)
         state["nodes"] = sorted(set(state.get("nodes", [])) | {n.node.name for n in self.nodes})
         state["cg_prefix"] = self.cg_prefix
         self.wait_ssh(timeout)
@@ -121,10 +127,20 @@ class VirtualCluster:
         for n, key in zip(self.nodes, keys):
             hostkeys.add(self.known_hosts, n.node.address, self.cluster.spec.ssh.port, key, replace=True)
 
-    def ssh_cmd(self, address: str, *args: str, tty: bool = False) -> list[str]:
-        return ["ssh", "-i", str(self.key), "-o", f"UserKnownHostsFile={self.known_hosts}",
+    def ssh_cmd(self, address: str, *args: str, tty: bool = False, user: str = "root") -> list[str]:
+        """ssh argv as root (the cluster key) or as a spec user (their key from keys.user_key_file);
+        `args` is one remote shell command line, as ssh sends it."""
+        key = self.key
+        if user != "root":
+            key = keys.user_key_file(self.state_dir, user)
+            if not key.exists():
+                raise UsageError(f"no SSH key of {user!r} on this host ({key})", value=user,
+                                 fix="log in as root (no --user) and use `su - USER`, or put the user's "
+                                     f"private key at {key}")
+        return ["ssh", "-i", str(key), "-o", f"UserKnownHostsFile={self.known_hosts}",
                 "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
-                "-o", "LogLevel=ERROR", *(["-t"] if tty else []), f"root@{address}", *args]
+                "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", *(["-t"] if tty else []),
+                f"{user}@{address}", *args]
 
     def wait_ssh(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -170,6 +186,7 @@ class VirtualCluster:
                 import shutil
                 for n in known:
                     shutil.rmtree(n.dir, ignore_errors=True)
+                shutil.rmtree(self.workdir / "nas", ignore_errors=True)  # the emulated NAS: homes too
             state.pop("nodes", None)
             self.state_file.unlink(missing_ok=True)
             if not keep_disks:

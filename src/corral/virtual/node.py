@@ -131,7 +131,18 @@ class VNode:
             dirs.append(leaf)
         return dirs
 
-    def start(self, bridge: str) -> int:
+    @property
+    def binds_file(self) -> Path:
+        return self.dir / "binds"
+
+    def started_binds(self) -> list[str] | None:
+        """The --bind= arguments the running node was started with (None: not recorded)."""
+        try:
+            return self.binds_file.read_text().splitlines()
+        except OSError:
+            return None
+
+    def start(self, bridge: str, binds: list[str] = ()) -> int:
         if (pid := self.pid() or self.nspawn_pid()) is not None:  # never a second nspawn on one overlay
             return pid
         cgroups = self._cgroups()
@@ -147,11 +158,12 @@ class VNode:
         proc = subprocess.Popen(
             ["sh", "-c", SUPERVISOR, "corral-vnode", "systemd-nspawn", "-D", str(self.merged), "--boot",
              f"--machine={self.machine}", f"--hostname={self.node.name}",
-             "--register=no", "--keep-unit", f"--network-bridge={bridge}", "--console=read-only"],
+             "--register=no", "--keep-unit", f"--network-bridge={bridge}", "--console=read-only", *binds],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=enter_cgroups)
         log.close()
         self.pid_file.write_text(str(proc.pid))
+        self.binds_file.write_text("".join(f"{b}\n" for b in binds))
         return proc.pid
 
     @staticmethod

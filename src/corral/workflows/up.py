@@ -16,7 +16,8 @@ from corral.checks.validate import validate
 from corral.engine.results import RunResult
 from corral.spec.loader import load
 from corral.virtual.cluster import NodeStatus, VirtualCluster
-from corral.virtual.defaults import DEFAULT_SUBNET, default_spec
+from corral.virtual.defaults import DEFAULT_SUBNET, EXAMPLE_USER, default_spec
+from corral.virtual.keys import ensure_key, user_key_file
 from corral.workflows.converge import converge
 
 Say = Callable[[str], None]
@@ -33,6 +34,7 @@ class UpResult:
     apply: RunResult
     validate: Report | None = None      # None when apply failed (nothing validated)
     try_node: str = "gpu01"             # the node the next steps ssh into
+    login: tuple[str, str] | None = None  # (login node, example user) to show how users work
 
     @property
     def ok(self) -> bool:
@@ -46,10 +48,15 @@ class UpResult:
         """(command, comment) pairs to try on the ready cluster; empty unless ok."""
         if not self.ok:
             return []
-        return [(f"export CORRAL_SPEC={self.spec}", ""),
-                ("corral plan", "0 changes on a converged cluster"),
-                (f"corral virtual ssh {self.try_node} nvidia-smi", ""),
-                ("corral virtual down", "")]
+        steps = [(f"export CORRAL_SPEC={self.spec}", ""),
+                 ("corral plan", "0 changes on a converged cluster"),
+                 (f"corral virtual ssh {self.try_node} nvidia-smi", "")]
+        if self.login:
+            node, user = self.login
+            steps += [(f"corral virtual ssh {node} --user {user}", f"log in as {user} (home on shared /home)"),
+                      (f"corral virtual ssh {node} --user {user} -- sbatch --gres=gpu:2 --output=%x-%j.out "
+                       "--wrap 'nvidia-smi -L'", "a GPU job; its output lands in the home")]
+        return steps + [("corral virtual down", "")]
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "spec": str(self.spec), "apply": self.apply.to_json(),
@@ -64,7 +71,9 @@ def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model
     spec_file = Path(directory) / "cluster.yaml"
     if not spec_file.exists():
         spec_file.parent.mkdir(parents=True, exist_ok=True)
-        spec_file.write_text(default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet)))
+        user_key = user_key_file(Path(directory) / ".corral", EXAMPLE_USER)
+        spec_file.write_text(default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet),
+                                          user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}")))
         say(f"wrote {spec_file}")
     vc = VirtualCluster(load(spec_file))
     return vc, vc.up()
@@ -80,5 +89,9 @@ def up(directory: Path, *, say: Say | None = None, apply_say: Say | None = None,
     result = converge(cluster, "apply", limit=None, on_event=on_event, command="up", say=apply_say)
     report = validate(cluster) if result.ok else None
     compute = [n.name for n in cluster.with_role("compute")] or ["gpu01"]
-    return UpResult(spec=cluster.path, nodes=rows, apply=result, validate=report, try_node=compute[0])
+    logins = [n.name for n in cluster.with_role("login") if "controller" not in n.roles]
+    users = [u.name for u in cluster.spec.users if user_key_file(cluster.state_dir, u.name).exists()]
+    login = (logins[0], users[0]) if logins and users else None
+    return UpResult(spec=cluster.path, nodes=rows, apply=result, validate=report, try_node=compute[0],
+                    login=login)
 
