@@ -205,7 +205,7 @@ def test_mounts():
     probes["/gone"] = {"exists": False}
     status, msg = P.check_mounts(["/", "/scratch", "/data", "/nfs", "/gone"], probes)
     assert status == P.FAIL
-    assert msg == ("mount /scratch is not a mount point; mount /data not writable (Read-only file system); "
+    assert msg == ("/scratch not mounted; mount /data not writable (Read-only file system); "
                    "mount /nfs: probe path:/nfs timed out after 9.8 s; mount /gone missing")
 
 

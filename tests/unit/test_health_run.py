@@ -256,3 +256,28 @@ def test_node_code_is_stdlib_only():
     proc = subprocess.run([sys.executable, "-I", "-S", str(NODE_DIR / "health.py"), "--help"],
                           capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0 and "--slurm" in proc.stdout
+
+
+def test_lost_shared_mount_drains_with_its_path(node, capsys):
+    """A spec mount (shared_mounts) that is a plain directory now: the node is drained with
+    "corral: /home not mounted"; the probe never writes there (root may be squashed on NFS)."""
+    home = node["tmp"] / "home"
+    home.mkdir()
+    node["cfg"]["shared_mounts"] = {str(home): False}
+    node["conf"].write_text(json.dumps(node["cfg"]))
+    rc, out = run(node, capsys, "--slurm")
+    assert rc == 1 and checks(out)["mounts"] == ("FAIL", f"{home} not mounted")
+    assert scontrol_calls(node) == [f"update nodename=gpu01 state=drain reason=corral: {home} not mounted"]
+    assert list(home.iterdir()) == []
+
+
+@pytest.mark.parametrize(("mode", "writable"), [("2", True), ("3", True)])
+def test_shared_mount_probe_reads_the_mount_flags(tmp_path, mode, writable):
+    argv = [sys.executable, "-I", "-S", "-c", C.FS_PROBE, "/", mode]
+    r = C.fs_results(C.run_probes([C.Probe("path:x", argv)], time.monotonic() + 10))["x"]
+    assert r["ismount"] is True and r["writable"] is writable
+    ro = [line.split()[4] for line in open("/proc/self/mountinfo") if " ro," in f" {line.split()[5]},"]
+    if ro:  # a read-only mount of this machine, e.g. /sys/fs/cgroup in a container: mode 2 fails it, 3 not
+        argv[-2:] = [ro[0], mode]
+        r = C.fs_results(C.run_probes([C.Probe("path:x", argv)], time.monotonic() + 10))["x"]
+        assert r["writable"] is (mode == "3") and (mode == "3" or r["write_error"] == "mounted read-only")

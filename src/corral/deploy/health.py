@@ -12,6 +12,7 @@ from pyinfra.api import deploy
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral import paths
+from corral.spec.shared import mounts_of
 
 LIB = paths.LIB
 MODULES = ("health.py", "health_checks.py", "health_parse.py", "health_slurm.py")
@@ -42,7 +43,8 @@ def config(cluster, node) -> str:
             "mounts": h.mounts, "services": ["munge", "slurmd", *h.services], "min_free_mb": h.min_free_mb,
             "timeout_s": h.timeout_s, "state_file": "/var/lib/corral/health-state.json",
             "metrics_file": METRICS_FILE if cluster.spec.monitoring.enabled and cluster.with_role("monitoring")
-            else None, "expected_mig": expected_mig(node.gpus)}
+            else None, "expected_mig": expected_mig(node.gpus),
+            "shared_mounts": {m.path: m.readonly_ok for m in mounts_of(cluster, node)}}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 

@@ -36,11 +36,12 @@ DEFAULTS = {"node": None, "expected_gpus": 0, "gpu_model": None, "max_gpu_temp_c
             "services": [], "min_free_mb": {}, "timeout_s": 30,
             "state_file": "/var/lib/corral/health-state.json", "test_hang_probe": False,
             "xid_ignore": sorted(P.APPLICATION_XIDS), "dev_dir": "/dev", "metrics_file": None,
-            "expected_mig": None}
+            "expected_mig": None, "shared_mounts": {}}
 TYPES = {"node": (str, type(None)), "expected_gpus": int, "gpu_model": (str, type(None)),
          "max_gpu_temp_c": (int, float, type(None)), "mounts": list, "services": list, "min_free_mb": dict,
          "timeout_s": (int, float), "state_file": str, "test_hang_probe": bool, "xid_ignore": list,
-         "dev_dir": str, "metrics_file": (str, type(None)), "expected_mig": (dict, type(None))}
+         "dev_dir": str, "metrics_file": (str, type(None)), "expected_mig": (dict, type(None)),
+         "shared_mounts": dict}
 
 
 class ConfigError(Exception):
@@ -69,6 +70,8 @@ def load_config(path: str) -> dict:
             raise ConfigError(f"{path}: {key} must be a list of {kind.__name__}s")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cfg["min_free_mb"].values()):
         raise ConfigError(f"{path}: min_free_mb must map paths to numbers of MB")
+    if not all(isinstance(v, bool) for v in cfg["shared_mounts"].values()):
+        raise ConfigError(f"{path}: shared_mounts must map paths to true/false (read-only allowed)")
     if cfg["timeout_s"] <= 0:
         raise ConfigError(f"{path}: timeout_s must be > 0")
     cfg["node"] = cfg["node"] or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
@@ -139,7 +142,8 @@ def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[lis
         ctx["gpus_found"] = 0
         note = ""
     fs = C.fs_results(got)
-    results.append(("mounts",) + (P.check_mounts(cfg["mounts"], fs) if cfg["mounts"]
+    mounts = list(dict.fromkeys(list(cfg["shared_mounts"]) + list(cfg["mounts"])))
+    results.append(("mounts",) + (P.check_mounts(mounts, fs) if mounts
                                   else (P.SKIPPED, "no mounts configured")) + ("",))
     results.append(("services",) + C.check_services(cfg, got.get("services")) + ("",))
     results.append(("free_space",) + (P.check_free_space(cfg["min_free_mb"], fs) if cfg["min_free_mb"]

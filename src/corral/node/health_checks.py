@@ -25,16 +25,22 @@ except ImportError:  # run as a script on a node: the modules sit side by side
 
 OK, WARN, FAIL, SKIPPED = P.OK, P.WARN, P.FAIL, P.SKIPPED
 
-# Probe for one path, in a child so that a hung filesystem cannot hang the checker. Args: PATH 0|1.
+# Probe for one path, in a child so that a hung filesystem cannot hang the checker. Args: PATH MODE:
+# 0 read only; 1 write a temp file; 2 a shared mount (root may be squashed there): mounted read-write;
+# 3 a shared mount that may be read-only.
 FS_PROBE = r"""
 import json, os, sys, tempfile
-p, write = sys.argv[1], sys.argv[2] == "1"
+p, mode = sys.argv[1], sys.argv[2]
 r = {"exists": os.path.isdir(p)}
 if r["exists"]:
     r["ismount"] = os.path.ismount(p)
     st = os.statvfs(p)
     r["free_mb"] = st.f_bavail * st.f_frsize // 1048576
-    if write:
+    if mode in ("2", "3"):
+        r["writable"] = mode == "3" or not st.f_flag & os.ST_RDONLY
+        if not r["writable"]:
+            r["write_error"] = "mounted read-only"
+    elif mode == "1":
         try:
             fd, name = tempfile.mkstemp(dir=p, prefix=".corral-health-")
             os.close(fd)
@@ -154,11 +160,12 @@ def plan(cfg: dict, env: dict, since: float | None) -> tuple[list[Probe], dict]:
             ctx["log"] = "dmesg"
     if cfg["services"] and (systemctl := which("systemctl", env)):
         probes.append(Probe("services", [systemctl, "is-active"] + list(cfg["services"]), 10))
-    writable = set(cfg["mounts"])
+    writable, shared = set(cfg["mounts"]), cfg["shared_mounts"]
     # slurmd runs the program with no PATH at all, and then Python cannot name its own executable
     python = sys.executable or which("python3", env) or "/usr/bin/python3"
-    for path in dict.fromkeys(list(cfg["mounts"]) + list(cfg["min_free_mb"])):
-        argv = [python, "-I", "-S", "-c", FS_PROBE, path, "1" if path in writable else "0"]
+    for path in dict.fromkeys(list(shared) + list(cfg["mounts"]) + list(cfg["min_free_mb"])):
+        mode = ("3" if shared[path] else "2") if path in shared else "1" if path in writable else "0"
+        argv = [python, "-I", "-S", "-c", FS_PROBE, path, mode]
         probes.append(Probe(f"path:{path}", argv, 10))
     if cfg["test_hang_probe"]:
         probes.append(Probe("test-hang", ["sleep", "3600"], 3600))

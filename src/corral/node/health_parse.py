@@ -234,7 +234,7 @@ def check_mounts(paths: list[str], probes: dict[str, dict]) -> tuple[str, str]:
         elif not r.get("exists"):
             bad.append(f"mount {p} missing")
         elif not r.get("ismount"):
-            bad.append(f"mount {p} is not a mount point")
+            bad.append(f"{p} not mounted")
         elif not r.get("writable"):
             bad.append(f"mount {p} not writable ({r.get('write_error', 'unknown error')})")
     return (FAIL, "; ".join(bad)) if bad else (OK, f"mounted and writable: {', '.join(paths)}")
