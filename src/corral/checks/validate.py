@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from corral.checks.result import Check, Report, summarize
+from corral.checks.user_job import user_job
 from corral.checks.slurm_parse import available, gres_counts, parse_show_node, ping_up, slurm_version
 from corral.engine.remote import run_on
 from corral.errors import CorralError
@@ -187,7 +188,7 @@ def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None) -> 
         gpu, _ = _gpu_jobs(cluster, run, ctl)
         report.extra["gpu_job_ok"] = gpu.status == "OK"
         multi, job = _multi_node(cluster, run, ctl)
-        report.checks += [gpu, multi, _accounting(cluster, ctl, job, run)]
+        report.checks += [gpu, multi, _accounting(cluster, ctl, job, run), user_job(cluster, run)]
     else:
         report.checks.append(Check("jobs", "SKIPPED", "--skip-jobs: read-only run"))
     report.checks.append(_munge(cluster, run, ctl))
