@@ -50,7 +50,9 @@ BASE: dict[str, Any] = {
     "users": [{"name": "alice", "uid": 2001, "group": "ml", "groups": ["ml"], "shell": "/bin/bash",
                "full_name": "Alice Liddell", "ssh_keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMSXy+IKfJbqAmbJkf7ll8wgnvkLQm81CplM7d4miOLT alice@laptop"],
                "accounts": ["research"], "default_qos": "normal"}],
-    "identity": {"homes": "/home"},
+    "identity": {"homes": "/home", "ldap": {"uri": ["ldaps://ldap.example.com:636"], "base": "dc=example,dc=com",
+                                            "ca_cert": "keys/ldap-ca.pem", "bind_dn": "cn=reader,dc=example,dc=com",
+                                            "bind_password_file": "keys/ldap-bind"}},
     "slurm": {
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
                         "qos": "normal", "extra": {"AllowAccounts": "research"}},

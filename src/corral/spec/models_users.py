@@ -5,10 +5,34 @@ and `identity:` (where homes live, pam_slurm_adopt). deploy/users.py applies the
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
 
 from corral.spec.models_base import Strict
-from corral.spec.types import AbsPath, Gecos, SlurmName, SshPublicKey, UnixUser
+from corral.spec.types import AbsPath, Gecos, SlurmName, SshPublicKey, UnixUser, _bad
+
+LDAP_URI_RE = re.compile(r"(ldaps?)://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?/?")
+DN_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]*=[A-Za-z0-9 ._-]+(,[A-Za-z][A-Za-z0-9-]*=[A-Za-z0-9 ._-]+)*")
+LOCAL_FILE = r"^(~/|[^~\s\x00-\x1f\x7f-\x9f\"'\\])[^\s\x00-\x1f\x7f-\x9f\"'\\]*$"
+
+
+def _ldap_uri(v: str) -> str:
+    if not LDAP_URI_RE.fullmatch(v):
+        raise _bad("not an LDAP URI: ldaps://HOST[:PORT] or ldap://HOST[:PORT] (no path, user or query)")
+    return v
+
+
+def _dn(v: str) -> str:
+    if not DN_RE.fullmatch(v):
+        raise _bad("not an LDAP DN like dc=example,dc=com (attr=value pairs joined by commas; no quotes, "
+                   "backslashes or special characters)")
+    return v
+
+
+LdapUri = Annotated[str, AfterValidator(_ldap_uri)]
+LdapDN = Annotated[str, AfterValidator(_dn)]
 
 UID_MIN, UID_MAX = 1000, 59999  # Debian's range for user accounts (adduser.conf FIRST_UID..LAST_UID)
 
@@ -39,11 +63,30 @@ class User(Strict):
     default_qos: SlurmName | None = Field(default=None, description="the user's DefaultQOS in Slurm (of slurm.qos)")
 
 
+class LdapSpec(Strict):
+    """A directory service the nodes read users and groups from, through SSSD (sssd.conf, 0600)."""
+
+    uri: list[LdapUri] = Field(min_length=1, description="ldap_uri of sssd.conf: ldaps:// (or ldap:// with "
+                                                         "StartTLS), tried in order")
+    base: LdapDN = Field(description="ldap_search_base, e.g. dc=example,dc=com")
+    ca_cert: str | None = Field(default=None, pattern=LOCAL_FILE,
+                                description="CA certificate (PEM) on the control host, relative to the spec "
+                                            "file: copied to every node as ldap_tls_cacert; unset: the system's CAs")
+    bind_dn: LdapDN | None = Field(default=None, description="ldap_default_bind_dn; unset: anonymous bind")
+    bind_password_file: str | None = Field(
+        default=None, pattern=LOCAL_FILE,
+        description="file on the control host holding the bind password (with bind_dn); never in the spec")
+    tls: bool = Field(default=True, description="require TLS (ldaps:// or StartTLS, certificate checked); false "
+                                                "only for a test directory (warned about on every run)")
+
+
 class IdentitySpec(Strict):
     """Where homes live and how users reach compute nodes."""
 
     homes: AbsPath = Field(default="/home", description="homes are HOMES/NAME, created once (0700, the user's) "
                                                         "on the shared storage that holds HOMES")
+    ldap: LdapSpec | None = Field(default=None, description="read users and groups from LDAP with SSSD on every "
+                                                            "node (with or instead of users:)")
     pam_slurm_adopt: bool = Field(default=True,
                                   description="compute nodes let a user SSH in only while they have a job there, "
                                               "and adopt the session into that job (root and the SSH user of "

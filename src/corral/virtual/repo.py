@@ -27,7 +27,7 @@ ROLE_PACKAGES = {
     "*": ["memcached", "curl", "iputils-ping", "python3-apt", "prometheus-node-exporter"],
     "controller": ["slurmctld", "slurm-client", "munge", "python3-prometheus-client"],
     "compute": ["slurmd", "slurm-client", "munge", "libpmix2"],
-    "login": ["slurm-client", "munge"],
+    "login": ["slurm-client", "munge", "python3-venv"],  # users make their venvs there (job clients)
     "accounting": ["slurmdbd", "mariadb-server", "munge"],
     "monitoring": ["prometheus", "prometheus-alertmanager"],
 }
@@ -43,6 +43,8 @@ def packages_for(cluster: Cluster) -> list[str]:
         wanted.update(FETCH_PACKAGES)
     if cluster.spec.nvidia.pyxis is not None:  # built on the nodes against the installed Slurm
         wanted.update(BUILD_PACKAGES)
+    if cluster.spec.identity.pam_slurm_adopt and cluster.with_role("compute"):
+        wanted.add("libpam-slurm-adopt")
     return sorted(wanted)
 
 
@@ -82,6 +84,23 @@ def ensure_repo(image: Path, packages: list[str], repo: Path = REPO) -> Path:
     (repo / "Packages.gz").write_bytes(gzip.compress(index.encode(), 9))
     (repo / "corral-packages.txt").write_text("\n".join(sorted(have | set(packages))) + "\n")
     return repo
+
+
+def ensure_wheels(requirements: list[str], repo: Path = REPO) -> Path:
+    """Python wheels for the nodes' users, served with the .debs at http://HOST:PORT/wheels/ (nodes
+    install with `pip install --no-index --find-links URL NAME`): downloaded by the control host, the
+    only host that reaches PyPI. Cached: a requirement already downloaded is not fetched again."""
+    wheels = repo / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    done = wheels / "corral-requirements.txt"
+    have = set(done.read_text().split()) if done.is_file() else set()
+    missing = [r for r in requirements if r not in have]
+    if missing:
+        say(f"downloading Python wheels for the nodes: {', '.join(missing)}")
+        run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheels), *missing],
+            what="pip download on the control host")
+        done.write_text("\n".join(sorted(have | set(missing))) + "\n")
+    return wheels
 
 
 def start_server(repo: Path, address: str, port: int, log: Path) -> int:

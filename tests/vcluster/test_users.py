@@ -1,0 +1,175 @@
+"""A cluster people can use, end to end as the default `corral up` cluster is: ctl (also the NFS node),
+gpu01-02, login1, /home shared from the NFS node (the NAS emulated by a bind mount), the example user
+alice with her own key. Everything here runs as alice from login1 over SSH with her key: batch GPU
+jobs whose output lands in her home, a 2-node job writing into a shared directory, submitit from
+PyPI through the control host's cache, pam_slurm_adopt on a compute node. Then health drains a node
+that lost /home, removing alice locks her out (home kept, associations gone), and the second apply
+changes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+import pytest
+
+from corral.checks.validate import validate
+from corral.spec.loader import load
+from corral.virtual import repo
+from corral.workflows.converge import converge
+from tests.vcluster.conftest import make_spec, ssh
+
+pytestmark = pytest.mark.vcluster
+SUBMITIT = "submitit==1.5.2"
+
+
+@pytest.fixture(scope="module")
+def usable(tmp_path_factory):
+    from tests.vcluster.conftest import vcluster_unavailable
+    reason = vcluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(make_spec(tmp_path_factory.mktemp("vc"), name="utest", usable=True)))
+    try:
+        vc.up()
+        result = converge(vc.cluster, "apply", command="test-users-apply")
+        assert result.ok, json.dumps(result.to_json(), indent=1)[:6000]
+        yield vc
+    finally:
+        vc.down()
+
+
+def as_alice(vc, node: str, command: str, check: bool = True, timeout: int = 180) -> subprocess.CompletedProcess:
+    n = vc.node(node).node
+    proc = subprocess.run(vc.ssh_cmd(n.address, command, user="alice"), capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"alice@{node}: {command!r} rc={proc.returncode}: {proc.stdout} {proc.stderr}")
+    return proc
+
+
+def sacct(vc, job: str, fields: str) -> str:
+    for _ in range(60):  # slurmdbd records a job shortly after it ends
+        rec = ssh(vc, "ctl", f"sacct -n -X -P -j {job} -o {fields}").stdout.strip()
+        if rec and not rec.startswith(("RUNNING", "PENDING")):
+            return rec
+        time.sleep(0.5)
+    return rec
+
+
+def test_alice_is_the_same_everywhere_and_her_home_is_shared(usable):
+    for node in ("ctl", "gpu01", "gpu02", "login1"):
+        assert ssh(usable, node, "getent passwd alice").stdout.split(":")[2:4] == ["2001", "2001"], node
+    stat = ssh(usable, "login1", "stat -c '%U %a' /home/alice").stdout.split()
+    assert stat == ["alice", "700"]
+    ssh(usable, "gpu01", "runuser -u alice -- sh -c 'echo shared > /home/alice/written-on-gpu01'")
+    assert as_alice(usable, "login1", "cat ~/written-on-gpu01").stdout == "shared\n"
+
+
+def test_gpu_batch_job_output_lands_in_her_home_on_login1(usable):
+    job = as_alice(usable, "login1", "cd ~ && sbatch --parsable --wait -w gpu01 --gres=gpu:2 --output=%x-%j.out "
+                                     "-J gpujob --wrap 'hostname; echo $CUDA_VISIBLE_DEVICES; id -un'").stdout.strip()
+    assert job.isdigit(), job
+    out = as_alice(usable, "login1", f"stat -c %U ~/gpujob-{job}.out && cat ~/gpujob-{job}.out").stdout.split()
+    assert out == ["alice", "gpu01", "0,1", "alice"]
+    assert sacct(usable, job, "State,User,Account") == "COMPLETED|alice|research"
+
+
+def test_two_node_job_writes_one_file_per_node_into_a_shared_directory(usable):
+    as_alice(usable, "login1", "mkdir -p ~/shared && rm -f ~/shared/*")
+    step = shlex.quote('echo "$SLURM_JOB_ID" > "$HOME/shared/$(hostname).txt"')
+    job = as_alice(usable, "login1", f"cd ~ && sbatch --parsable --wait -N2 --output=/dev/null "
+                                     f"--wrap {shlex.quote(f'srun -N2 sh -c {step}')}").stdout.strip()
+    listing = as_alice(usable, "login1", "cd ~/shared && for f in *.txt; do echo $f $(cat $f); done").stdout
+    assert sorted(listing.splitlines()) == [f"gpu01.txt {job}", f"gpu02.txt {job}"]
+
+
+def test_submitit_from_pypi_returns_a_result_through_the_shared_home(usable):
+    """submitit (PyPI), downloaded by the control host into the repository the nodes reach, installed
+    by alice into a venv in her home on login1; her function runs on a compute node (the venv's
+    Python, reached through /home) and the result comes back through the shared filesystem."""
+    repo.ensure_wheels([SUBMITIT])
+    url = f"{usable.repo_url()}wheels/"
+    as_alice(usable, "login1", f"python3 -m venv ~/venv && ~/venv/bin/pip install -q --no-index "
+                               f"--find-links {url} {SUBMITIT}", timeout=300)
+    script = """
+import socket, submitit
+ex = submitit.AutoExecutor(folder="~/submitit-logs")
+ex.update_parameters(timeout_min=5, slurm_partition="gpu", gpus_per_node=1)
+job = ex.submit(lambda a, b: (a + b, socket.gethostname()), 2, 3)
+print(job.job_id, *job.result())
+"""
+    out = as_alice(usable, "login1", f"~/venv/bin/python -c {shlex.quote(script)}", timeout=300).stdout.split()
+    job, total, host = out[-3:]
+    assert total == "5" and host in ("gpu01", "gpu02")
+    assert sacct(usable, job, "User,Account").split("\n")[0] == "alice|research"
+
+
+def test_ssh_to_a_compute_node_only_with_a_job_there_and_inside_it(usable):
+    denied = as_alice(usable, "gpu02", "true", check=False)
+    assert denied.returncode != 0 and "slurm" in (denied.stderr + denied.stdout).lower(), denied
+    job = as_alice(usable, "login1", "sbatch --parsable -w gpu02 -t 5 --output=/dev/null --wrap 'sleep 120'").stdout.strip()
+    try:
+        for _ in range(60):
+            if ssh(usable, "ctl", f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING":
+                break
+            time.sleep(0.5)
+        cgroup = as_alice(usable, "gpu02", "cat /proc/self/cgroup").stdout
+        assert re.search(rf"job_{job}/step_extern", cgroup), cgroup
+    finally:
+        ssh(usable, "ctl", f"scancel {job}", check=False)
+
+
+def test_validate_runs_a_job_as_a_user(usable):
+    report = validate(usable.cluster)
+    checks = {c.name: c for c in report.checks}
+    assert report.ok, [(c.name, c.status, c.message) for c in report.checks]
+    assert checks["user job"].status == "OK" and "ran on gpu0" in checks["user job"].message
+
+
+def test_virtual_ssh_passes_arguments_as_words(usable):
+    cmd = [sys.executable, "-m", "corral", "virtual", "ssh", "--dir", str(usable.workdir), "login1", "--user",
+           "alice", "--", "sh", "-c", 'printf "%s|" "$@"', "x", "a b", "$HOME", "it's"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (proc.returncode, proc.stdout) == (0, "a b|$HOME|it's|"), proc.stderr
+
+
+def test_health_drains_a_node_that_lost_home_and_resumes_it(usable):
+    keep = "mount --bind /home /run/corral-test-home && umount /home"
+    back = "mount --bind /run/corral-test-home /home && umount /run/corral-test-home"
+    ssh(usable, "gpu02", f"mkdir -p /run/corral-test-home && {keep}")
+    try:
+        ssh(usable, "gpu02", "/usr/local/sbin/corral-health --slurm", check=False)
+        reason = ssh(usable, "ctl", "sinfo -h -n gpu02 -o '%T|%E'").stdout.strip()
+        assert reason.split("|")[0] in ("drained", "draining") and reason.split("|")[1] == "corral: /home not mounted"
+    finally:
+        ssh(usable, "gpu02", back)
+    ssh(usable, "gpu02", "/usr/local/sbin/corral-health --slurm", check=False)
+    assert ssh(usable, "ctl", "sinfo -h -n gpu02 -o %T").stdout.strip() == "idle"
+
+
+def test_second_apply_changes_nothing(usable):
+    result = converge(usable.cluster, "apply", command="test-users-reapply")
+    assert result.ok and result.changed == 0, [
+        (n.name, o.name) for n in result.nodes.values() for o in n.ops if o.status == "changed"]
+
+
+def test_removing_alice_locks_her_out_keeps_her_home_and_drops_her_associations(usable):
+    spec = usable.cluster.path
+    text = spec.read_text()
+    spec.write_text(re.sub(r"users:\n(  .*\n|    .*\n)+", "", text))
+    try:
+        cluster = load(spec)
+        assert cluster.spec.users == []
+        result = converge(cluster, "apply", command="test-users-remove")
+        assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
+        assert as_alice(usable, "login1", "true", check=False).returncode != 0
+        assert ssh(usable, "login1", "stat -c %U /home/alice").stdout.strip() == "alice"
+        assert ssh(usable, "ctl", "sacctmgr -nP show assoc where user=alice format=Account").stdout.strip() == ""
+    finally:
+        spec.write_text(text)
