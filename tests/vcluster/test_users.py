@@ -159,6 +159,102 @@ def test_second_apply_changes_nothing(usable):
         (n.name, o.name) for n in result.nodes.values() for o in n.ops if o.status == "changed"]
 
 
+LDAP_PW = "corral-test-ldap"  # the test directory's admin password (a throwaway slapd on ctl)
+LDIF = """dn: ou=people,dc=corral,dc=test
+objectClass: organizationalUnit
+ou: people
+
+dn: ou=groups,dc=corral,dc=test
+objectClass: organizationalUnit
+ou: groups
+
+dn: cn=bob,ou=groups,dc=corral,dc=test
+objectClass: posixGroup
+cn: bob
+gidNumber: 3001
+
+dn: uid=bob,ou=people,dc=corral,dc=test
+objectClass: inetOrgPerson
+objectClass: posixAccount
+uid: bob
+cn: Bob Directory
+sn: Directory
+uidNumber: 3001
+gidNumber: 3001
+homeDirectory: /home/bob
+loginShell: /bin/bash
+"""
+
+
+def _tls_files(directory, address: str) -> dict[str, str]:
+    """A CA and slapd's certificate for the controller's address, made with openssl on this host."""
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True, cwd=directory)  # noqa: E731
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+        "-subj", "/CN=corral test CA",
+        "-keyout", "ca.key", "-out", "ca.pem")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-subj", f"/CN={address}", "-keyout", "server.key", "-out", "server.csr")
+    (directory / "san.ext").write_text(f"subjectAltName=IP:{address}\n")
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "2", "-extfile", "san.ext", "-out", "server.pem")
+    return {name: (directory / name).read_text() for name in ("ca.pem", "server.pem", "server.key")}
+
+
+def _slapd_on_ctl(vc, tls: dict[str, str]) -> None:
+    """A real OpenLDAP (Debian's slapd) on ctl, serving ldaps:// with the test CA's certificate."""
+    from corral.virtual import image
+    repo.ensure_repo(image.ensure_image(), ["slapd", "ldap-utils"])
+    seed = "\n".join(f"slapd {k}" for k in (
+        "slapd/domain string corral.test", "shared/organization string corral",
+        f"slapd/password1 password {LDAP_PW}", f"slapd/password2 password {LDAP_PW}"))
+    ssh(vc, "ctl", f"echo {shlex.quote(seed)} | debconf-set-selections && apt-get update -q >/dev/null && "
+                   "DEBIAN_FRONTEND=noninteractive apt-get install -y -q slapd ldap-utils >/dev/null")
+    for name, text in tls.items():
+        ssh(vc, "ctl", f"mkdir -p /etc/ldap/tls && printf %s {shlex.quote(text)} > /etc/ldap/tls/{name}")
+    ssh(vc, "ctl", "chown -R openldap:openldap /etc/ldap/tls && chmod 0600 /etc/ldap/tls/server.key")
+    change = ("dn: cn=config\nchangetype: modify\nreplace: olcTLSCACertificateFile\n"
+              "olcTLSCACertificateFile: /etc/ldap/tls/ca.pem\n-\nreplace: olcTLSCertificateFile\n"
+              "olcTLSCertificateFile: /etc/ldap/tls/server.pem\n-\nreplace: olcTLSCertificateKeyFile\n"
+              "olcTLSCertificateKeyFile: /etc/ldap/tls/server.key\n")
+    ssh(vc, "ctl", f"printf %s {shlex.quote(change)} | ldapmodify -Q -Y EXTERNAL -H ldapi:///")
+    ssh(vc, "ctl", "sed -i 's|^SLAPD_SERVICES=.*|SLAPD_SERVICES=\"ldap:/// ldapi:/// ldaps:///\"|' "
+                   "/etc/default/slapd && systemctl restart slapd")
+    ssh(vc, "ctl", f"printf %s {shlex.quote(LDIF)} | ldapadd -x -H ldap://127.0.0.1 "
+                   f"-D cn=admin,dc=corral,dc=test -w {LDAP_PW} >/dev/null")
+
+
+def test_ldap_users_resolve_on_every_node_and_their_jobs_run_as_them(usable, tmp_path):
+    """identity.ldap: SSSD on every node reads a real slapd (on ctl, ldaps://, the test CA, a bind DN
+    whose password is a file on this host); bob, who exists only in the directory, resolves everywhere
+    and his job runs as bob. The bind password appears in no plan output."""
+    ctl_address = usable.node("ctl").node.address
+    tls = _tls_files(tmp_path, ctl_address)
+    _slapd_on_ctl(usable, tls)
+    spec = usable.cluster.path
+    text = spec.read_text()
+    (spec.parent / "ldap-ca.pem").write_text(tls["ca.pem"])
+    (spec.parent / "ldap-bind").write_text(LDAP_PW + "\n")
+    (spec.parent / "ldap-bind").chmod(0o600)
+    ldap = (f"identity:\n  ldap:\n    uri: [ldaps://{ctl_address}]\n    base: dc=corral,dc=test\n"
+            "    ca_cert: ldap-ca.pem\n    bind_dn: cn=admin,dc=corral,dc=test\n    bind_password_file: ldap-bind\n")
+    spec.write_text(text.replace("slurm:\n", ldap + "slurm:\n", 1)
+                    .replace("users: [root]", "users: [root, bob]"))
+    try:
+        cluster = load(spec)
+        plan = converge(cluster, "plan", command="test-ldap-plan")
+        assert LDAP_PW not in json.dumps(plan.to_json())
+        result = converge(cluster, "apply", command="test-ldap-apply")
+        assert result.ok, json.dumps(result.to_json(), indent=1)[:6000]
+        assert LDAP_PW not in json.dumps(result.to_json())
+        for node in ("ctl", "gpu01", "gpu02", "login1"):
+            assert ssh(usable, node, "getent passwd bob").stdout.split(":")[2:4] == ["3001", "3001"], node
+        assert ssh(usable, "ctl", "stat -c '%a %U' /etc/sssd/sssd.conf").stdout.split() == ["600", "root"]
+        out = ssh(usable, "login1", "cd / && runuser -u bob -- srun -N1 -w gpu01 -t 2 id -un").stdout.strip()
+        assert out == "bob"
+    finally:
+        spec.write_text(text)
+
+
 def test_removing_alice_locks_her_out_keeps_her_home_and_drops_her_associations(usable):
     spec = usable.cluster.path
     text = spec.read_text()
