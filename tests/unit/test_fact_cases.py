@@ -107,7 +107,7 @@ def test_every_case_is_complete_and_every_fact_has_cases():
     covered = {json.loads(p.read_text())["fact"] for p in FILES}
     facts = set()
     for module in ("corral.facts.gpu", "corral.facts.gpu_topology", "corral.facts.hardware",
-                   "corral.facts.infiniband", "corral.facts.slurm", "corral.deploy.nodestate",
+                   "corral.facts.infiniband", "corral.facts.slurm", "corral.facts.storage", "corral.deploy.nodestate",
                    "corral.deploy.accounting"):
         mod = importlib.import_module(module)
         facts |= {f"{module}:{name}" for name, obj in vars(mod).items()
