@@ -37,6 +37,7 @@ from corral.render.hosts import BEGIN, END, render_hosts_block
 from corral.render.mig import mig_parted_config
 from corral.render.nvidia import driver_package, pin_text, versionlock_block
 from corral.render.prometheus import listen_address, render_prometheus_yml
+from corral.render.storage import render_exports, render_mount_unit, requires_mounts_dropin
 from corral.spec.cluster import Cluster
 from corral.spec.containers import PLACEHOLDERS
 from corral.spec.loader import load_text
@@ -90,6 +91,14 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         if n.gpus is not None and "compute" in n.roles and nv.driver is not None:
             package = nv.driver.package or driver_package(nv.driver, n, "ubuntu", "22.04")
             out[f"driver pin #{i}"] = ("words", pin_text(package, nv.driver.version, nv.driver.package is not None))
+    if cluster.spec.storage.exports:
+        out["exports"] = ("words", render_exports(cluster))
+    for i, m in enumerate(cluster.spec.storage.mounts):
+        out[f"mount unit #{i}"] = ("systemd", render_mount_unit(cluster, m))
+    for i, n in enumerate(cluster.nodes):
+        dropin_text = requires_mounts_dropin(cluster, n)
+        if dropin_text:
+            out[f"slurmd mounts drop-in #{i}"] = ("systemd", dropin_text)
     if nv.driver is not None:
         out["driver versionlock"] = ("words", versionlock_block(nv.driver.version))
         out["driver versionlock script"] = ("shell", lock_restore_script(nv.driver.version))

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from corral.spec.models_base import Strict
-from corral.spec.types import AbsPath, Hostname, MountOption, MountSource, PackageName
+from corral.spec.types import AbsPath, ExportOption, Hostname, MountOption, MountSource, PackageName
 
 EXPORT_DEFAULTS = ("rw", "sync", "root_squash", "no_subtree_check")
 NFS_MOUNT_DEFAULTS = ("rw", "hard", "noatime", "_netdev")
@@ -27,7 +27,7 @@ class NfsExport(Strict):
     clients: Literal["cluster"] | ipaddress.IPv4Network | ipaddress.IPv6Network = Field(
         default="cluster", description="who may mount it: `cluster` (the addresses of the spec's nodes that "
                                        "mount it) or a network, e.g. 10.0.0.0/24")
-    options: list[MountOption] = Field(
+    options: list[ExportOption] = Field(
         default_factory=lambda: list(EXPORT_DEFAULTS),
         description="export options (exports(5)); no_root_squash only when given (warned about on every run)")
 

@@ -158,6 +158,9 @@ ShellSafeValue = Annotated[str, AfterValidator(_shell_safe)]
 MountOption = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=:/@+-]{0,127}"),
                                       "one mount or export option (letters, digits and _ . = : / @ + -; "
                                       "no commas: give each option as its own list item)")]
+ExportOption = Annotated[str, _pattern(re.compile(r"[a-z_]{1,32}(=[A-Za-z0-9_.:@/+-]{1,128})?"),
+                                       "one export option of exports(5): a word, or word=value (e.g. sync, "
+                                       "root_squash, sec=krb5p, fsid=1)")]
 MountSource = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.@:,/=+\[\]-]{0,255}"),
                                       "a filesystem source (e.g. 10.0.0.5@tcp:/lustre, mon1:6789:/; letters, "
                                       "digits and _ . @ : , / = + - [ ] only)")]
