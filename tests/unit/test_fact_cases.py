@@ -108,7 +108,7 @@ def test_every_case_is_complete_and_every_fact_has_cases():
     facts = set()
     for module in ("corral.facts.gpu", "corral.facts.gpu_topology", "corral.facts.hardware",
                    "corral.facts.infiniband", "corral.facts.slurm", "corral.facts.storage", "corral.deploy.nodestate",
-                   "corral.deploy.accounting"):
+                   "corral.deploy.accounting", "corral.facts.accounts"):
         mod = importlib.import_module(module)
         facts |= {f"{module}:{name}" for name, obj in vars(mod).items()
                   if isinstance(obj, type) and issubclass(obj, FactBase) and obj is not FactBase

@@ -211,3 +211,86 @@ def test_preempting_an_existing_qos_goes_into_the_add():
     assert ("sacctmgr -i add qos Name=high Priority=100 MaxJobsPerUser=10 MaxWall=4:00:00 "
             "Preempt=normal PreemptMode=requeue") in plan.commands
     assert not any("set Preempt=" in cmd for cmd in plan.commands)
+
+
+# --- users: from the spec's users: and removed by corral -------------------------------------------
+
+
+def with_users(users_yaml: str):
+    return cluster(SPEC + "users:\n" + textwrap.indent(textwrap.dedent(users_yaml).lstrip("\n"), "  "))
+
+
+def test_parse_default_accounts():
+    assert state("converged").default_accounts == {"alice": "vision", "bob": "vision", "carol": "ops",
+                                                   "root": "root"}
+    with pytest.raises(CorralError, match="users output: 3 fields, expected 2"):
+        parse_state({"users": "alice|vision|x\n"})
+
+
+def test_spec_user_joins_its_accounts_with_its_default_qos():
+    c = with_users("""
+        - name: dave
+          uid: 2004
+          accounts: [vision, ops]
+          default_qos: high
+        """)
+    assert plan_sync(c, state("converged")).commands == [
+        "sacctmgr -i add user Name=dave Account=vision Cluster=lab QOS=normal,high DefaultQOS=high",
+        "sacctmgr -i add user Name=dave Account=ops Cluster=lab DefaultQOS=high",
+    ]
+
+
+def test_first_account_is_the_default_even_when_added_later():
+    c = with_users("""
+        - name: dave
+          uid: 2004
+          accounts: [ops, vision]
+        """)
+    assert plan_sync(c, state("converged")).commands == [  # parents first: vision's add comes first
+        "sacctmgr -i add user Name=dave Account=vision Cluster=lab QOS=normal,high DefaultQOS=normal",
+        "sacctmgr -i add user Name=dave Account=ops Cluster=lab",
+        "sacctmgr -i modify user where Name=dave Cluster=lab set DefaultAccount=ops",
+    ]
+
+
+def test_spec_user_listed_in_an_account_too_is_added_once_and_converges():
+    c = with_users("""
+        - name: alice
+          uid: 2001
+          accounts: [vision]
+        """)
+    plan = plan_sync(c, state("converged"))
+    assert plan.commands == [] and plan.extra == []
+
+
+def test_default_account_and_qos_that_differ_are_modified():
+    c = with_users("""
+        - name: alice
+          uid: 2001
+          accounts: [ops, vision]
+          default_qos: high
+        """)
+    assert plan_sync(c, state("converged")).commands == [
+        "sacctmgr -i modify user where Name=alice Account=vision Cluster=lab set DefaultQOS=high",
+        "sacctmgr -i add user Name=alice Account=ops Cluster=lab DefaultQOS=high",
+        "sacctmgr -i modify user where Name=alice Cluster=lab set DefaultAccount=ops",
+    ]
+
+
+def test_removed_user_with_associations_is_the_one_deletion():
+    s = state("converged", assocs="lab|vision|mallory||1|high,normal|normal\nlab2|vision|trent||1|normal|\n")
+    plan = plan_sync(cluster(), s, removed={"mallory", "trent", "zed"})
+    assert plan.commands == ["sacctmgr -i delete user where name=mallory cluster=lab"]
+    assert plan.extra == []  # mallory is deleted, not reported; trent is another cluster's; zed has none
+    assert shlex.split(plan.commands[0])[:4] == ["sacctmgr", "-i", "delete", "user"]
+
+
+def test_removed_user_still_listed_by_an_account_is_kept():
+    assert plan_sync(cluster(), state("converged"), removed={"bob", "Carol"}).commands == []
+
+
+@pytest.mark.parametrize("bad", ["a,b", "x y", "o'brien", ""])
+def test_removed_names_sacctmgr_would_mangle_are_refused(bad):
+    s = state("converged", assocs=f"lab|vision|{bad}||1|normal|\n")
+    with pytest.raises(CorralError, match="a removed user's name sacctmgr cannot take"):
+        plan_sync(cluster(), s, removed={bad})

@@ -1,6 +1,7 @@
 """accounting sync (on the controller): cluster, QOS, accounts and users from the spec, applied
-with sacctmgr idempotently: create what is missing, update what differs, report (never delete)
-what exists only in the database. The diffing is pure: deploy/sacct_sync.py."""
+with sacctmgr idempotently: create what is missing, update what differs, report what exists only in the
+database. The one deletion: the associations of a user corral managed (its record on this node,
+/var/lib/corral/users: deploy/users.py) that left the spec. The diffing is pure: deploy/sacct_sync.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pyinfra.api import FactBase, deploy, operation
 from corral.deploy import operations
 from corral.deploy.sacct_sync import QUERY_COMMANDS, AcctState, parse_state, plan_sync
 from corral.errors import CorralError
+from corral.facts.accounts import ManagedUsers
 
 MARK = "@@corral:"
 
@@ -44,12 +46,15 @@ def sync(cluster):
             raise CorralError(f"cannot read the accounting database with sacctmgr: {exc}",
                               fix="check slurmdbd on the accounting node (journalctl -u slurmdbd)") from None
         current = AcctState()  # plan before slurmdbd runs: everything will be created
-    plan = plan_sync(cluster, current)
+    spec_users = {u.name for u in cluster.spec.users}
+    removed = {n for n in (host.get_fact(ManagedUsers) or {}) if n not in spec_users}  # locked by users
+    plan = plan_sync(cluster, current, removed=removed)
     extra = f" (only in the database, kept: {', '.join(plan.extra)})" if plan.extra else ""
     if not plan.commands:
         host.noop(f"accounting matches the spec{extra}")
         return
-    operations.annotate(disruption="none", diff="".join(f"+ {c}\n" for c in plan.commands) + (extra and f"{extra}\n"))
+    lines = "".join(f"{'-' if ' delete ' in c else '+'} {c}\n" for c in plan.commands)
+    operations.annotate(disruption="none", diff=lines + (extra and f"{extra}\n"))
     yield from plan.commands
 
 

@@ -1,6 +1,9 @@
 """Accounting sync, pure: QUERY_COMMANDS read slurmdbd (`sacctmgr -nP`), parse_state reads their
 output, plan_sync returns the `sacctmgr -i` lines that make the database match the spec: cluster,
-QOS, accounts (parents first), users. Nothing is deleted; what only the database has is `extra`.
+QOS, accounts (parents first), users (slurm.accounts[].users and `users:` with their `accounts:`; a spec
+user's first account is its DefaultAccount, its default_qos the DefaultQOS of its associations).
+One deletion only: a user corral managed that left the spec (`removed`, from the node's record of
+deploy/users.py) loses its associations on this cluster; anything else only the database has is `extra`.
 sacctmgr shows MaxWall as [D-]HH:MM:SS, MaxTRESPU as gres/gpu=4, lists comma-separated, an unset
 PreemptMode as 'cluster' and an unset limit as an empty field.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from corral.errors import CorralError
@@ -20,6 +24,7 @@ QUERY_COMMANDS: dict[str, str] = {
     "qos": "sacctmgr -nP show qos format=Name,Priority,MaxTRESPU,MaxJobsPU,MaxWall,Preempt,PreemptMode",
     "accounts": "sacctmgr -nP show account format=Account,Description,Organization",
     "assocs": "sacctmgr -nP show assoc format=Cluster,Account,User,ParentName,Share,QOS,DefaultQOS",
+    "users": "sacctmgr -nP show user format=User,DefaultAccount",
 }
 BUILTIN_ACCOUNT, BUILTIN_USER, BUILTIN_QOS = "root", "root", "normal"
 GPU_TRES = "gres/gpu"
@@ -54,6 +59,7 @@ class AcctState:
     qos: dict[str, QosState] = field(default_factory=dict)
     accounts: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (description, org)
     assocs: list[Assoc] = field(default_factory=list)
+    default_accounts: dict[str, str] = field(default_factory=dict)  # user (lowercase) -> DefaultAccount
 
 
 @dataclass
@@ -104,6 +110,8 @@ def parse_state(outputs: dict[str, str]) -> AcctState:
         state.accounts[cols[0]] = ("|".join(cols[1:-1]), cols[-1])
     for cluster, acct, user, parent, share, qos, dqos in _rows(out["assocs"], 7, "assocs"):
         state.assocs.append(Assoc(cluster, acct, user, parent, share, _names(qos), dqos))
+    for user, default in _rows(out["users"], 2, "users"):
+        state.default_accounts[user.lower()] = default
     return state
 
 
@@ -137,6 +145,25 @@ def _assoc_settings(a: Account, have: Assoc | None) -> list[str]:
     ) if differs]
 
 
+def _members(a: Account, spec: ClusterSpec) -> list[str]:
+    """The users of an account: slurm.accounts[].users, then the spec users naming it (once each)."""
+    names = list(a.users)
+    seen = {n.lower() for n in names}
+    for u in spec.users:
+        if a.name in u.accounts and u.name.lower() not in seen:
+            names.append(u.name)
+            seen.add(u.name.lower())
+    return names
+
+
+def _user_settings(a: Account, have: Assoc | None, default_qos: str | None) -> list[str]:
+    """A user association's settings: the account's, with the user's own default QOS (if any) instead."""
+    tokens = [t for t in _assoc_settings(a, have) if not (default_qos and t.startswith("DefaultQOS="))]
+    if default_qos and (not have or have.default_qos != default_qos):
+        tokens.append(f"DefaultQOS={default_qos}")
+    return tokens
+
+
 def _parents_first(accounts: list[Account]) -> list[Account]:
     by_name, ordered = {a.name: a for a in accounts}, {}
     def visit(a: Account, path: tuple[str, ...] = ()) -> None:
@@ -149,8 +176,10 @@ def _parents_first(accounts: list[Account]) -> list[Account]:
     return list(ordered.values())
 
 
-def plan_sync(cluster: object, state: AcctState) -> SyncPlan:
-    """Commands that make slurmdbd match the spec (`cluster`: a Cluster or a ClusterSpec)."""
+def plan_sync(cluster: object, state: AcctState, removed: Iterable[str] = ()) -> SyncPlan:
+    """Commands that make slurmdbd match the spec (`cluster`: a Cluster or a ClusterSpec); `removed`:
+    users corral managed that left the spec: their associations on this cluster are deleted (unless
+    slurm.accounts still lists them)."""
     spec: ClusterSpec = getattr(cluster, "spec", cluster)  # type: ignore[assignment]
     name, slurm, plan = spec.name, spec.slurm, SyncPlan()
     plan.commands += _upsert("cluster", [f"Name={name}"], name in state.clusters, [])
@@ -179,21 +208,40 @@ def plan_sync(cluster: object, state: AcctState) -> SyncPlan:
         plan.commands += _upsert("account", [f"Name={a.name}", f"Cluster={name}"], have is not None,
                                  tokens + _assoc_settings(a, have))
 
-    wanted_users = set()
+    wanted_users: set[tuple[str, str]] = set()
+    defaults = {u.name.lower(): u.default_qos for u in spec.users}
+    first_add: dict[str, str] = {}  # a user new to the database: the account of its first add
     for a in accounts:
-        for user in a.users:
+        for user in _members(a, spec):
             if _BAD_NAME.search(user):
                 raise CorralError(f"account {a.name!r}: a user name sacctmgr cannot take", value=user,
                                   fix="use a login name without commas, quotes, blanks or control characters")
             wanted_users.add((a.name, user.lower()))
             have = user_assoc.get((a.name, user.lower()))
+            if have is None:
+                first_add.setdefault(user.lower(), a.name)
             plan.commands += _upsert("user", [f"Name={user}", f"Account={a.name}", f"Cluster={name}"],
-                                     have is not None, _assoc_settings(a, have))
+                                     have is not None, _user_settings(a, have, defaults.get(user.lower())))
+    for u in spec.users:  # the first account is the default: set when the adds made another one
+        known = state.default_accounts.get(u.name.lower()) or first_add.get(u.name.lower())
+        if u.accounts and known != u.accounts[0]:
+            plan.commands.append(_cmd("modify", "user", "where", f"Name={u.name}", f"Cluster={name}", "set",
+                                      f"DefaultAccount={u.accounts[0]}"))
+    wanted = {user for _, user in wanted_users}
+    deleted = set()
+    for user in sorted(r for r in removed if r.lower() not in wanted):  # from the node's record: corral's
+        if _BAD_NAME.search(user):
+            raise CorralError("a removed user's name sacctmgr cannot take", value=user,
+                              fix="correct /var/lib/corral/users on the controller")
+        if any(a.cluster == name and a.user.lower() == user.lower() for a in state.assocs):
+            deleted.add(user.lower())
+            plan.commands.append(_cmd("delete", "user", "where", f"name={user}", f"cluster={name}"))
 
     plan.extra += [f"qos {q}" for q in sorted(set(state.qos) - {q.name for q in slurm.qos} - {BUILTIN_QOS})]
     elsewhere = {a.account for a in state.assocs if a.cluster != name} - set(acct_assoc)  # other clusters'
     db_accts = (set(state.accounts) | set(acct_assoc)) - elsewhere - {a.name for a in accounts}
     plan.extra += [f"account {a}" for a in sorted(db_accts - {BUILTIN_ACCOUNT})]
     plan.extra += [f"user {u} (account {acct})" for (acct, u) in sorted(user_assoc)
-                   if (acct, u) not in wanted_users and (acct, u) != (BUILTIN_ACCOUNT, BUILTIN_USER)]
+                   if (acct, u) not in wanted_users and (acct, u) != (BUILTIN_ACCOUNT, BUILTIN_USER)
+                   and u not in deleted]
     return plan
