@@ -38,6 +38,8 @@ from corral.render.mig import mig_parted_config
 from corral.render.nvidia import driver_package, pin_text, versionlock_block
 from corral.render.prometheus import listen_address, render_prometheus_yml
 from corral.render.storage import render_exports, render_mount_unit, requires_mounts_dropin
+from corral.deploy.users_plan import plan_accounts
+from corral.facts.accounts import Accounts
 from corral.spec.cluster import Cluster
 from corral.spec.containers import PLACEHOLDERS
 from corral.spec.loader import load_text
@@ -91,8 +93,11 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         if n.gpus is not None and "compute" in n.roles and nv.driver is not None:
             package = nv.driver.package or driver_package(nv.driver, n, "ubuntu", "22.04")
             out[f"driver pin #{i}"] = ("words", pin_text(package, nv.driver.version, nv.driver.package is not None))
+    if cluster.spec.users or cluster.spec.groups:
+        plan = plan_accounts(cluster.spec.users, cluster.spec.groups, cluster.spec.identity.homes, "node01", Accounts())
+        out["account commands"] = ("shell", "\n".join(c.get_raw_value() for c in plan.commands) + "\n")
     if cluster.spec.storage.exports:
-        out["exports"] = ("words", render_exports(cluster))
+        out["exports"] = ("exports", render_exports(cluster))
     for i, m in enumerate(cluster.spec.storage.mounts):
         out[f"mount unit #{i}"] = ("systemd", render_mount_unit(cluster, m))
     for i, n in enumerate(cluster.nodes):
@@ -232,6 +237,20 @@ def check_words(text: str, benign: str, value: str) -> None:
     assert not new, f"lines of a new shape: {sorted(new)}"
 
 
+def check_exports(text: str, benign: str, value: str) -> None:
+    """exports(5): each entry (continuations joined) is a path and CLIENT(options) words, as many as
+    in the benign rendering; no value adds a client, an option list or an entry."""
+    def entries(t: str) -> list[list[str]]:
+        joined = t.replace("\\\n", " ")
+        return [line.split() for line in joined.split("\n") if line.strip() and not line.startswith("#")]
+    got, want = entries(text), entries(benign)
+    assert [len(e) for e in got] == [len(e) for e in want], "entries or clients added"
+    for e in got:
+        assert e[0].startswith("/") and "(" not in e[0], e[0]
+        for client in e[1:]:
+            assert re.fullmatch(r"[^()\s]+\([^()\s]*\)", client), client
+
+
 def check_systemd(text: str, benign: str, value: str) -> None:
     check_words(text, benign, value)
     for c in "%$;\\":  # specifiers, environment expansion, command separators, escapes
@@ -282,7 +301,7 @@ def check_shell(text: str, benign: str, value: str) -> None:
     assert not options, f"new option-like words: {sorted(options)[:5]}"
 
 
-CHECKS = {"slurm": check_slurm, "yaml": check_yaml, "json": check_json, "words": check_words,
+CHECKS = {"exports": check_exports, "slurm": check_slurm, "yaml": check_yaml, "json": check_json, "words": check_words,
           "systemd": check_systemd, "hosts": check_hosts, "enroot": check_enroot, "shell": check_shell}
 
 LINE_BREAKS = set("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # str.splitlines() splits at each

@@ -165,6 +165,7 @@ INJECTED = {  # format -> (benign rendering, the same with an injected value): e
     "hosts": (f"{BEGIN}\n10.0.0.1\tgpu01\n{END}\n", f"{BEGIN}\n10.0.0.1\tgpu01 evil\n{END}\n"),
     "enroot": ("ENROOT_DATA_PATH /d/user-$(id -u)\n", "ENROOT_DATA_PATH /d/x;id-$(id -u)\n"),
     "shell": ("curl -o \"$tmp/k\" 'https://a/b'\n", "curl -o \"$tmp/k\" https://a/b;id\n"),
+    "exports": ("/srv/h 10.0.0.1(rw,sync)\n", "/srv/h 10.0.0.1(rw) *(rw,no_root_squash)\n"),
 }
 
 

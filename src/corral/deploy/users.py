@@ -31,7 +31,7 @@ PREV = f"{DROPIN}.corral-prev"
 SKEL = "/etc/skel"
 SSH_UNITS = ("ssh", "sshd")  # Debian's unit, and the RHEL family's (an alias of ssh on Debian)
 DROPIN_TEXT = ("# Managed by corral: the keys of the spec's users are root-owned files in /etc/ssh/authorized_keys\n"
-               "AuthorizedKeysFile .ssh/authorized_keys /etc/ssh/authorized_keys/%u\n")
+               "AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys2 /etc/ssh/authorized_keys/%u\n")
 WANT = register(Want(paths=(KEYS_DIR, DROPIN), services=SSH_UNITS, packages=("openssh-server",)))
 _KEY_PATHS: set[str] = set()  # the key files of this process's runs, read with every node's one snapshot
 

@@ -168,5 +168,6 @@ SSH_KEY_RE = re.compile(r"(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-
                         r"sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]{32,8192}={0,3}( [A-Za-z0-9_.@+:=-]{1,128})?")
 SshPublicKey = Annotated[str, _pattern(SSH_KEY_RE, "an OpenSSH public key line (TYPE BASE64 [COMMENT]; no options, "
                                                    "the comment without spaces)")]
-Gecos = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9 ._@+-]{0,128}"),
-                                "a full name (letters, digits, spaces and . _ @ + - only)")]
+Gecos = Annotated[str, _pattern(re.compile(r"([A-Za-z0-9._@+][A-Za-z0-9 ._@+-]{0,127})?"),
+                                "a full name (letters, digits, spaces and . _ @ + - only; not starting "
+                                "with - or a space)")]
