@@ -12,6 +12,7 @@ SLURMD_STATE = f"{ETC}/slurmd-state"    # what slurmd loaded when it started (SP
 CTK_RUNTIME_MARK = f"{ETC}/nvidia-ctk-runtime"
 DCGM_FIELDS = f"{ETC}/dcgm-exporter/fields.csv"
 MIG_CONFIG = f"{ETC}/mig-parted.json"   # JSON is YAML: nvidia-mig-parted reads it as its config
+ADOPT_ACCESS = "/etc/security/corral-adopt.conf"  # pam_access: who may SSH to a compute node without a job
 SHARE = "/usr/local/share/corral"
 PYXIS_MARK = f"{SHARE}/pyxis-build"     # what pyxis was built from and against
 STAGE_DIR = "/run/corral-stage"         # uploads through sudo (0700, the SSH user's)

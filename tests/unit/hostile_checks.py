@@ -28,6 +28,7 @@ from corral.deploy.slurm import dropin
 from corral.engine.inventory import ssh_config_text
 from corral.errors import SpecError
 from corral.render import render_cgroup_conf, render_gres_conf, render_slurm_conf, render_slurmdbd_conf
+from corral.render.adopt import access_conf
 from corral.render.alertmanager import render_alertmanager_yml
 from corral.render.alerts import render_rules
 from corral.render.containers import enroot_conf, plugstack_conf, pyxis_build_script
@@ -68,6 +69,7 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         "corral.rules.yml": ("yaml", render_rules(cluster)),
         "jobhooks.json": ("json", jobhooks_deploy.config(cluster)),
         "ssh_config": ("words", ssh_config_text(cluster, list(cluster.nodes))),
+        "pam_slurm_adopt access file": ("words", access_conf(cluster.spec.ssh.user)),
         "sacctmgr commands": ("shell", "\n".join(plan_sync(cluster, AcctState()).commands) + "\n"),
         "dcgm pin": ("words", dcgm_deploy.pin(nv.dcgm.package, nv.dcgm.version)),
         "dcgm-exporter pin": ("words", dcgm_exporter_deploy.pin(mon.dcgm_exporter.package, mon.dcgm_exporter.version)),

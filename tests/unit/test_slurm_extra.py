@@ -89,6 +89,7 @@ def test_a_change_of_an_extra_is_a_one_line_diff():
     ("DefMemPerGPU", "cluster.yaml:17:5", "use the spec key slurm.def_mem_per_gpu_mb"),
     ("SelectType", "cluster.yaml:17:5", "remove it: corral sets it itself"),
     ("prolog", "cluster.yaml:17:5", "remove it: corral sets it itself"),
+    ("PrologFlags", "cluster.yaml:17:5", "use the spec key identity.pam_slurm_adopt"),
 ])
 def test_a_key_corral_renders_is_a_located_error(key, where, fix):
     problems = _problems(BASE.replace("DisableRootJobs: true", f"{key}: 7-0"))

@@ -45,7 +45,8 @@ def test_descriptions_name_the_slurm_settings():
     text = markdown()
     for key, setting in (("slurm.partitions[].max_time", "MaxTime"),
                          ("slurm.fairshare.decay_half_life", "PriorityDecayHalfLife"),
-                         ("slurm.def_mem_per_gpu_mb", "DefMemPerGPU"), ("health.interval_s", "HealthCheckInterval")):
+                         ("slurm.def_mem_per_gpu_mb", "DefMemPerGPU"), ("health.interval_s", "HealthCheckInterval"),
+                         ("identity.pam_slurm_adopt", "PrologFlags")):
         row = next(line for line in text.splitlines() if line.startswith(f"| `{key}` |"))
         assert setting in row, row
 

@@ -12,6 +12,7 @@ def components(cluster) -> list:
         raise UsageError("only scheduler: slurm can be deployed so far", value=cluster.spec.scheduler,
                          fix="set scheduler: slurm")
     from corral.deploy.accounting import accounting
+    from corral.deploy.adopt import adopt
     from corral.deploy.base import base
     from corral.deploy.containers import containers
     from corral.deploy.dcgm import dcgm
@@ -29,5 +30,5 @@ def components(cluster) -> list:
     from corral.deploy.slurm_exporter import slurm_exporter
     from corral.deploy.storage import storage_mounts, storage_server
     from corral.deploy.users import users
-    return [base, munge, storage_server, storage_mounts, users, health, jobhooks, nvidia_driver, mig, containers, accounting, slurm_controller, slurm_compute, slurm_login,
+    return [base, munge, storage_server, storage_mounts, users, health, jobhooks, nvidia_driver, mig, containers, accounting, slurm_controller, slurm_compute, adopt, slurm_login,
             accounting_sync, dcgm, nvidia_tools, monitoring, slurm_exporter, dcgm_exporter, grafana]

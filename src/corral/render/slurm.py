@@ -174,6 +174,12 @@ def preempt_mode(cluster: Cluster) -> str | None:
     return base.upper() + (",GANG" if modes["suspend"] else "")
 
 
+def prolog_flags(cluster: Cluster) -> list[str]:
+    """PrologFlags, one key for every flag corral needs: Contain (the job's extern step, which implies
+    Alloc) when identity.pam_slurm_adopt adopts SSH sessions on compute nodes (deploy/adopt.py)."""
+    return ["Contain"] if cluster.spec.identity.pam_slurm_adopt and cluster.with_role("compute") else []
+
+
 def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
                       version: Version = DEFAULT_VERSION, without_hooks: Sequence[str] = ()) -> str:
     """slurm.conf for `version` (major, minor); `hw` holds the `slurmd -C` facts of the nodes probed
@@ -231,6 +237,10 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     else:
         out += ["", "# Job hooks on compute nodes (GPU job mapping, per-user enroot directories)", f"Prolog={PROLOG}",
                 f"Epilog={EPILOG}"]
+    flags = prolog_flags(cluster)
+    if flags:
+        out += ["", "# pam_slurm_adopt: every job gets an extern step on its nodes; its user's SSH sessions join it",
+                "PrologFlags=" + ",".join(flags)]
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]
     if unknown:

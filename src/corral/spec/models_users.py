@@ -90,4 +90,5 @@ class IdentitySpec(Strict):
     pam_slurm_adopt: bool = Field(default=True,
                                   description="compute nodes let a user SSH in only while they have a job there, "
                                               "and adopt the session into that job (root and the SSH user of "
-                                              "corral are exempt)")
+                                              "corral are exempt; a node that is also a login node is left "
+                                              "open); slurm.conf gets PrologFlags=Contain")

@@ -89,6 +89,7 @@ RENDERED_KEYS: dict[str, str] = {
     "PriorityWeightPartition": "slurm.fairshare.weight_partition", "PreemptType": "slurm.qos[].preempt",
     "PreemptMode": "slurm.qos[].preempt_mode", "HealthCheckProgram": "health.enabled",
     "HealthCheckInterval": "health.interval_s", "HealthCheckNodeState": "", "Prolog": "", "Epilog": "",
+    "PrologFlags": "identity.pam_slurm_adopt",
 }
 RENDERED_PARTITION_KEYS: dict[str, str] = {
     "PartitionName": "slurm.partitions[].name", "Nodes": "slurm.partitions[].nodes",

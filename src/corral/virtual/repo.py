@@ -26,7 +26,7 @@ REPO = CACHE / "repo"
 ROLE_PACKAGES = {
     "*": ["memcached", "curl", "iputils-ping", "python3-apt", "prometheus-node-exporter"],
     "controller": ["slurmctld", "slurm-client", "munge", "python3-prometheus-client"],
-    "compute": ["slurmd", "slurm-client", "munge", "libpmix2"],
+    "compute": ["slurmd", "slurm-client", "munge", "libpmix2"],  # + libpam-slurm-adopt (packages_for)
     "login": ["slurm-client", "munge", "python3-venv"],  # users make their venvs there (job clients)
     "accounting": ["slurmdbd", "mariadb-server", "munge"],
     "monitoring": ["prometheus", "prometheus-alertmanager"],
