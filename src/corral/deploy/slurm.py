@@ -37,7 +37,8 @@ CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, L
                 packages=("slurmctld", "slurm-client")))
 NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
                  packages=("slurmd", "slurm-client")))
-LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client",)))
+# login nodes: the client tools, and what users need to make their Python environments (job clients)
+LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client", "python3-venv")))
 CTL_READY = "scontrol ping | grep -q 'is UP'"
 CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 STRUCTURAL = ("NodeName=", "SlurmctldHost=", "PartitionName=")  # the node set; see _needs_restart
@@ -168,7 +169,8 @@ def slurm_login() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if "login" not in node.roles or "controller" in node.roles:
         return
-    operations.packages(name="slurm client installed", names=list(LOGIN_WANT.packages), want=LOGIN_WANT)
+    operations.packages(name="slurm client and python3-venv installed", names=list(LOGIN_WANT.packages),
+                        want=LOGIN_WANT)
     configs = _configs(cluster)
     operations.managed_file(name="slurm.conf", path=SLURM_CONF, content=configs[SLURM_CONF], want=LOGIN_WANT)
     operations.managed_file(name="plugstack.conf", path=PLUGSTACK, content=configs[PLUGSTACK], want=LOGIN_WANT)
