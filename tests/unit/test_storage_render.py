@@ -161,10 +161,14 @@ def test_slurmd_dropin_lists_the_nodes_mounts():
     by_name = {n.name: requires_mounts_dropin(c, n) for n in c.nodes}
     assert by_name == {
         "ctl1": None,
-        "login1": "[Unit]\nRequiresMountsFor=/home /data/ml-x /archive\n",
-        "gpu01": "[Unit]\nRequiresMountsFor=/home /data/ml-x /lustre\n",
-        "gpu02": "[Unit]\nRequiresMountsFor=/home /data/ml-x /lustre\n",
-        "gpu03": "[Unit]\nRequiresMountsFor=/home /data/ml-x\n",
+        "login1": "[Unit]\n# after the shared mounts; a lost mount drains the node (corral-health)\n"
+                 "Wants=home.mount data-ml\\x2dx.mount archive.mount\nAfter=home.mount data-ml\\x2dx.mount archive.mount\n",
+        "gpu01": "[Unit]\n# after the shared mounts; a lost mount drains the node (corral-health)\n"
+                 "Wants=home.mount data-ml\\x2dx.mount lustre.mount\nAfter=home.mount data-ml\\x2dx.mount lustre.mount\n",
+        "gpu02": "[Unit]\n# after the shared mounts; a lost mount drains the node (corral-health)\n"
+                 "Wants=home.mount data-ml\\x2dx.mount lustre.mount\nAfter=home.mount data-ml\\x2dx.mount lustre.mount\n",
+        "gpu03": "[Unit]\n# after the shared mounts; a lost mount drains the node (corral-health)\n"
+                 "Wants=home.mount data-ml\\x2dx.mount\nAfter=home.mount data-ml\\x2dx.mount\n",
     }
 
 

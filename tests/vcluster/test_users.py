@@ -95,8 +95,9 @@ def test_submitit_from_pypi_returns_a_result_through_the_shared_home(usable):
     Python, reached through /home) and the result comes back through the shared filesystem."""
     repo.ensure_wheels([SUBMITIT])
     url = f"{usable.repo_url()}wheels/"
+    host = url.split("/")[2].split(":")[0]  # plain http on the private bridge: pip wants it named
     as_alice(usable, "login1", f"python3 -m venv ~/venv && ~/venv/bin/pip install -q --no-index "
-                               f"--find-links {url} {SUBMITIT}", timeout=300)
+                               f"--trusted-host {host} --find-links {url} {SUBMITIT}", timeout=300)
     script = """
 import socket, submitit
 ex = submitit.AutoExecutor(folder="~/submitit-logs")
@@ -112,7 +113,9 @@ print(job.job_id, *job.result())
 
 def test_ssh_to_a_compute_node_only_with_a_job_there_and_inside_it(usable):
     denied = as_alice(usable, "gpu02", "true", check=False)
-    assert denied.returncode != 0 and "slurm" in (denied.stderr + denied.stdout).lower(), denied
+    assert denied.returncode != 0, denied
+    log = ssh(usable, "gpu02", "journalctl -q --no-pager -n 50 | grep pam_slurm_adopt", check=False).stdout
+    assert "no active jobs" in log, log  # refused by pam_slurm_adopt (the same key works below, with a job)
     job = as_alice(usable, "login1", "sbatch --parsable -w gpu02 -t 5 --output=/dev/null --wrap 'sleep 120'").stdout.strip()
     try:
         for _ in range(60):

@@ -6,7 +6,7 @@ keeps its owner and mode), /etc/exports.d/corral.exports, and on a change `expor
 clients keep their mounts); ready when `exportfs -s` lists every export.
 storage mounts: client packages, the mount point, the unit, then one op per mount that (re)starts the
 unit in a bounded script and removes a new unit again when it does not mount; compute nodes get a
-slurmd drop-in ordering slurmd after the mounts (RequiresMountsFor: no slurmd restart).
+slurmd drop-in ordering slurmd after the mounts (Wants= + After=: no slurmd restart; see render/storage.py).
 Virtual cluster: the kernel has no NFS server and `corral virtual` bind-mounts the emulated NAS: each
 path is checked to be there, nothing installed; the slurmd drop-in is written all the same.
 

@@ -129,9 +129,13 @@ def render_mount_unit(cluster: Cluster, mount: Mount) -> str:
 
 
 def requires_mounts_dropin(cluster: Cluster, node: Node) -> str | None:
-    """slurmd's drop-in: started only once the node's shared filesystems are mounted (RequiresMountsFor
-    orders starts; a running slurmd is not restarted for it). None: the node mounts nothing."""
-    paths = [_guard(m.path, "a mount point") for m in mounts_of(cluster, node)]
-    if not paths:
+    """slurmd's drop-in: started only after the node's shared filesystems' mount units (Wants= + After=;
+    a running slurmd is not restarted for it). Not RequiresMountsFor=: its Requires= stops slurmd when
+    a mount goes away (proven on the virtual cluster: the node goes not-responding, then DOWN, its jobs
+    lost); this way slurmd keeps running and corral-health drains the node ("corral: /home not mounted"),
+    also at boot, where slurmd runs the health check before it registers. None: the node mounts nothing."""
+    units = " ".join(unit_name(_guard(m.path, "a mount point")) for m in mounts_of(cluster, node))
+    if not units:
         return None
-    return "[Unit]\nRequiresMountsFor=" + " ".join(paths) + "\n"
+    return ("[Unit]\n# after the shared mounts; a lost mount drains the node (corral-health)\n"
+            f"Wants={units}\nAfter={units}\n")

@@ -87,9 +87,9 @@ def ensure_repo(image: Path, packages: list[str], repo: Path = REPO) -> Path:
 
 
 def ensure_wheels(requirements: list[str], repo: Path = REPO) -> Path:
-    """Python wheels for the nodes' users, served with the .debs at http://HOST:PORT/wheels/ (nodes
-    install with `pip install --no-index --find-links URL NAME`): downloaded by the control host, the
-    only host that reaches PyPI. Cached: a requirement already downloaded is not fetched again."""
+    """Python wheels for the nodes' users, served with the .debs at http://HOST:PORT/wheels/ (nodes install
+    with `pip install --no-index --trusted-host HOST --find-links URL NAME`): downloaded by the control
+    host, the only host that reaches PyPI. Cached: a requirement already downloaded is not fetched again."""
     wheels = repo / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     done = wheels / "corral-requirements.txt"
