@@ -3,7 +3,8 @@
 Never derived from a password, never printed, never journaled (deploys upload them as file
 content, which the engine does not record, or mark them secret). A secret file that is there but
 empty, blank or too short (a truncated copy, an editor's leftover) is refused, never pushed to the
-nodes.
+nodes. Secrets the admin keeps in files of their own (the LDAP bind password) are read with
+admin_secret_text: bounded, refused naming the file when they hold nothing.
 """
 
 from __future__ import annotations
@@ -58,4 +59,30 @@ def secret_text(state_dir: Path, name: str, nchars: int = 32) -> str:
     text = p.read_text().strip()
     if not text:
         raise _refuse(p, "empty" if not p.stat().st_size else "blank (whitespace only)")
+    return text
+
+
+def admin_secret_text(path: Path, what: str, max_bytes: int = 4096) -> str:
+    """A secret the admin keeps in a file of their own (e.g. the LDAP bind password): its text less one
+    trailing newline; refused, naming the file, when it is missing, empty, blank, not UTF-8 or longer
+    than `max_bytes` (a wrong file, not a password). Never part of an error message."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise CorralError(f"cannot read the {what}: {exc.strerror or exc}", where=str(p),
+                          fix=f"put the {what} into {p} (readable by the user running corral)") from None
+    if len(data) > max_bytes:
+        raise CorralError(f"the {what} file is longer than {max_bytes} bytes: not a password file", where=str(p),
+                          fix="write the password alone on the file's first line")
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise CorralError(f"the {what} file is not UTF-8 text", where=str(p),
+                          fix="write the password alone on the file's first line") from None
+    text = text.removesuffix("\n").removesuffix("\r")
+    if not text.strip():
+        raise CorralError(f"the {what} file is {'empty' if not text else 'blank (whitespace only)'}",
+                          where=str(p), fix=f"put the {what} into {p}")
     return text

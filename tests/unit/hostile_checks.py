@@ -41,6 +41,7 @@ from corral.render.prometheus import listen_address, render_prometheus_yml
 from corral.render.storage import render_exports, render_mount_unit, requires_mounts_dropin
 from corral.deploy.users_plan import plan_accounts
 from corral.facts.accounts import Accounts
+from corral.render.sssd import render_sssd_conf
 from corral.spec.cluster import Cluster
 from corral.spec.containers import PLACEHOLDERS
 from corral.spec.loader import load_text
@@ -106,6 +107,9 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         dropin_text = requires_mounts_dropin(cluster, n)
         if dropin_text:
             out[f"slurmd mounts drop-in #{i}"] = ("systemd", dropin_text)
+    if cluster.spec.identity.ldap is not None:
+        ldap = cluster.spec.identity.ldap
+        out["sssd.conf"] = ("sssd", render_sssd_conf(cluster, "bind-password" if ldap.bind_dn else None))
     if nv.driver is not None:
         out["driver versionlock"] = ("words", versionlock_block(nv.driver.version))
         out["driver versionlock script"] = ("shell", lock_restore_script(nv.driver.version))
@@ -291,6 +295,36 @@ def check_enroot(text: str, benign: str, value: str) -> None:
     assert active == bactive, f"enroot.conf values gain shell syntax: {active - bactive}"
 
 
+def _sssd_lines(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """sssd.conf as ding-libs reads it: ([section] or key per line, in order), the values."""
+    keys, values = [], []
+    for line in text.split("\n"):
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            assert line.endswith("]") and line.count("[") == line.count("]") == 1, f"not a section line: {line!r}"
+            keys.append(("section", line))
+            continue
+        key, eq, value = line.partition(" = ")
+        assert eq and re.fullmatch(r"[a-z_]+", key), f"not a 'key = value' line: {line!r}"
+        keys.append(("key", key))
+        values.append(value)
+    return keys, values
+
+
+def check_sssd(text: str, benign: str, value: str) -> None:
+    """sssd.conf (INI, ding-libs): a comment only at the start of a line, no quoting or escapes, a value
+    is the rest of its line less the blanks at its ends. The same sections and keys in the same order as
+    the benign rendering, no value with blanks at its ends, and no new '%' (SSSD expands %u, %h... in
+    some options), quote or backslash."""
+    keys, values = _sssd_lines(text)
+    bkeys, _ = _sssd_lines(benign)
+    assert keys == bkeys, f"sections or keys differ: {sorted(set(keys) ^ set(bkeys))[:5]}"
+    assert all(v == v.strip() and v for v in values), "a value with blanks at its ends, or empty"
+    for c in "%\"'\\":
+        assert text.count(c) == benign.count(c), f"sssd.conf gains {c!r}"
+
+
 def check_shell(text: str, benign: str, value: str) -> None:
     """The script's unquoted shell syntax is the benign script's: the value stayed inside quotes."""
     strip = '"$arch"'  # url_script's own construct: one per {arch} in a URL template
@@ -304,7 +338,8 @@ def check_shell(text: str, benign: str, value: str) -> None:
 
 
 CHECKS = {"exports": check_exports, "slurm": check_slurm, "yaml": check_yaml, "json": check_json, "words": check_words,
-          "systemd": check_systemd, "hosts": check_hosts, "enroot": check_enroot, "shell": check_shell}
+          "systemd": check_systemd, "hosts": check_hosts, "enroot": check_enroot, "shell": check_shell,
+          "sssd": check_sssd}
 
 LINE_BREAKS = set("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # str.splitlines() splits at each
 # Parsed, not copied: spec/hosts.py strips the blanks around an address and writes it back as ipaddress

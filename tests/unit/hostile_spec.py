@@ -11,6 +11,7 @@ import types
 import typing
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel
@@ -21,6 +22,9 @@ from corral.spec.models import ClusterSpec
 PATH = "cluster.yaml"
 LOCATED = re.compile(r"^cluster\.yaml:(\d+):(\d+)$")
 SHA = "0123456789abcdef" * 4
+# identity.ldap's files must exist (spec/rules_ldap.py): absolute, so the spec loads from any directory
+LDAP_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ldap"
+LDAP_CA, LDAP_BIND = str(LDAP_FIXTURES / "ca.pem"), str(LDAP_FIXTURES / "bind-password")
 
 # --- the base spec: every optional section set, so that every string field is reachable ----------
 
@@ -51,8 +55,8 @@ BASE: dict[str, Any] = {
                "full_name": "Alice Liddell", "ssh_keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMSXy+IKfJbqAmbJkf7ll8wgnvkLQm81CplM7d4miOLT alice@laptop"],
                "accounts": ["research"], "default_qos": "normal"}],
     "identity": {"homes": "/home", "ldap": {"uri": ["ldaps://ldap.example.com:636"], "base": "dc=example,dc=com",
-                                            "ca_cert": "keys/ldap-ca.pem", "bind_dn": "cn=reader,dc=example,dc=com",
-                                            "bind_password_file": "keys/ldap-bind"}},
+                                            "ca_cert": LDAP_CA, "bind_dn": "cn=reader,dc=example,dc=com",
+                                            "bind_password_file": LDAP_BIND}},
     "slurm": {
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
                         "qos": "normal", "extra": {"AllowAccounts": "research"}},
@@ -117,7 +121,8 @@ TWEAKS: dict[str, dict[tuple, Any]] = {
 
 
 NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",),
-         ("storage", "mounts"): ("exports",), ("storage", "exports"): ("mounts",)}
+         ("storage", "mounts"): ("exports",), ("storage", "exports"): ("mounts",),
+         ("identity", "homes"): ("ldap",)}  # homes reach sssd.conf's fallback_homedir
 TOP_NEEDS = {"users": ("groups", "slurm")}  # what a section refers to; storage is in every doc (the nfs role)
 
 

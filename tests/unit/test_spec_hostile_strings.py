@@ -10,9 +10,10 @@ outcome is one of:
   control character (but where it is parsed, not copied: IP addresses), and every file corral renders
   from the spec (render_all: slurm.conf, gres.conf, cgroup.conf, slurmdbd.conf, plugstack.conf,
   /etc/hosts blocks, prometheus.yml, alertmanager.yml, alert rules, Grafana files, health.json,
-  jobhooks.json, mig-parted.json, enroot.conf, apt pins and sources, systemd units, ssh_config) keeps
-  the shape it has with the benign value (no new `Key=`, no line of a new kind, no extra word where a
-  config splits on blanks, enroot.conf values no new shell syntax: enroot eval's them), and every
+  jobhooks.json, mig-parted.json, enroot.conf, apt pins and sources, systemd units, ssh_config,
+  sssd.conf) keeps the shape it has with the benign value (no new `Key=`, no line of a new kind, no
+  extra word where a config splits on blanks, enroot.conf values no new shell syntax: enroot eval's
+  them; sssd.conf the same sections and keys, no new '%', quote or backslash), and every
   generated shell script or command (pyxis build, release .debs, cuda-keyring, versionlock, sacctmgr,
   the node snapshot) has exactly the unquoted shell syntax and options it has with the benign value:
   the value stays one quoted word.
@@ -147,7 +148,8 @@ def test_base_specs_load_and_render():
     """The full base (every section) and each leaf's minimal base load, and render what the fuzz compares."""
     for base in (BASE, BASE_VIRTUAL):
         outputs = render_all(load_text(to_yaml(base), PATH))
-        assert {"enroot.conf", "pyxis build script", "mig-parted.json #1", "dcgm-exporter unit"} <= set(outputs)
+        assert {"enroot.conf", "pyxis build script", "mig-parted.json #1", "dcgm-exporter unit",
+                "sssd.conf"} <= set(outputs)
         for name, (kind, text) in outputs.items():
             CHECKS[kind](text, text, "")
     for text in {to_yaml(leaf.base) for leaf in LEAVES}:
@@ -166,6 +168,8 @@ INJECTED = {  # format -> (benign rendering, the same with an injected value): e
     "enroot": ("ENROOT_DATA_PATH /d/user-$(id -u)\n", "ENROOT_DATA_PATH /d/x;id-$(id -u)\n"),
     "shell": ("curl -o \"$tmp/k\" 'https://a/b'\n", "curl -o \"$tmp/k\" https://a/b;id\n"),
     "exports": ("/srv/h 10.0.0.1(rw,sync)\n", "/srv/h 10.0.0.1(rw) *(rw,no_root_squash)\n"),
+    "sssd": ("[domain/corral]\nldap_search_base = dc=x\n",
+             "[domain/corral]\nldap_search_base = dc=x\nldap_tls_reqcert = never\n"),
 }
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from corral.errors import Problem
 from corral.spec.rules_download import check_checksums, check_urls, download_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
+from corral.spec.rules_ldap import check_ldap, ldap_warnings
 from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec.models import K8S_ROLES, SLURM_ROLES
@@ -294,9 +295,9 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
-            + check_users(cluster, where))
+            + check_users(cluster, where) + check_ldap(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:
     """What a valid spec does that is unsafe or surprising, said on every spec check, plan and apply."""
-    return download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster)
+    return download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)

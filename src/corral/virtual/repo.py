@@ -45,6 +45,9 @@ def packages_for(cluster: Cluster) -> list[str]:
         wanted.update(BUILD_PACKAGES)
     if cluster.spec.identity.pam_slurm_adopt and cluster.with_role("compute"):
         wanted.add("libpam-slurm-adopt")
+    if cluster.spec.identity.ldap is not None:
+        from corral.render.sssd import PACKAGES as SSSD_PACKAGES
+        wanted.update(SSSD_PACKAGES)
     return sorted(wanted)
 
 
