@@ -106,9 +106,13 @@ def test_every_case_is_complete_and_every_fact_has_cases():
         assert re.fullmatch(r"[\w.]+:\w+", case["fact"]), path
     covered = {json.loads(p.read_text())["fact"] for p in FILES}
     facts = set()
-    for module in ("corral.facts.gpu", "corral.facts.gpu_topology", "corral.facts.hardware",
-                   "corral.facts.infiniband", "corral.facts.slurm", "corral.facts.storage", "corral.deploy.nodestate",
-                   "corral.deploy.accounting", "corral.facts.accounts"):
+    import pkgutil
+
+    import corral.deploy
+    import corral.facts
+    modules = [f"{pkg.__name__}.{m.name}" for pkg in (corral.facts, corral.deploy)
+               for m in pkgutil.iter_modules(pkg.__path__)]  # every fact, wherever it is defined
+    for module in modules:
         mod = importlib.import_module(module)
         facts |= {f"{module}:{name}" for name, obj in vars(mod).items()
                   if isinstance(obj, type) and issubclass(obj, FactBase) and obj is not FactBase
