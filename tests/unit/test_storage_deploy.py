@@ -58,14 +58,15 @@ def op_names(tmp_path: Path, text: str) -> dict[str, list[str]]:
 
 def test_real_cluster_ops_per_node(tmp_path):
     ops = op_names(tmp_path, SPEC)
+    stale = "storage mounts | mounts removed from the spec unmounted"  # every real node: units of an old spec
     assert ops["ctl1"] == [
         "storage server | NFS server installed", "storage server | export directory /srv/nfs/home",
         "storage server | /etc/exports.d/corral.exports", "storage server | nfs-server running",
-        "storage server | exports re-read (exportfs -ra)"]
+        "storage server | exports re-read (exportfs -ra)", stale]
     home = ["storage mounts | mount point /home", "storage mounts | /etc/systemd/system/home.mount",
             "storage mounts | /home mounted"]
-    assert ops["login1"] == ["storage mounts | storage clients installed: nfs-common", *home]
-    assert ops["gpu02"] == ["storage mounts | storage clients installed: nfs-common", *home,
+    assert ops["login1"] == ["storage mounts | storage clients installed: nfs-common", *home, stale]
+    assert ops["gpu02"] == ["storage mounts | storage clients installed: nfs-common", *home, stale,
                             "storage mounts | slurmd starts after the shared mounts",
                             "storage mounts | systemd reloaded (slurmd drop-in)"]
     assert "storage mounts | /lustre mounted" in ops["gpu01"] and "storage mounts | /lustre mounted" not in ops["gpu02"]
@@ -135,3 +136,14 @@ def test_a_unit_that_was_there_stays_when_it_fails(tmp_path, action):
     proc, log, kept = run_script(tmp_path, action, new=False)
     assert proc.returncode == 1 and kept
     assert f"systemctl {action} home.mount" in log and "systemctl disable --quiet home.mount" not in log
+
+
+def test_a_node_that_mounts_nothing_drops_what_an_earlier_spec_left(tmp_path):
+    """No storage in the spec: every real node still looks for corral's mount units of an earlier spec,
+    and a compute node removes the slurmd ordering drop-in (then reloads systemd if it was there)."""
+    bare = SPEC.split("storage:")[0].replace("roles: [controller, nfs]", "roles: [controller]")
+    ops = op_names(tmp_path, bare)
+    assert ops["ctl1"] == ops["login1"] == ["storage mounts | mounts removed from the spec unmounted"]
+    assert ops["gpu01"] == ["storage mounts | mounts removed from the spec unmounted",
+                            "storage mounts | slurmd mounts drop-in (the node mounts nothing)",
+                            "storage mounts | systemd reloaded (slurmd drop-in removed)"]

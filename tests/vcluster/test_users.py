@@ -244,6 +244,8 @@ def test_ldap_users_resolve_on_every_node_and_their_jobs_run_as_them(usable, tmp
                     .replace("users: [root]", "users: [root, bob]"))
     try:
         cluster = load(spec)
+        from corral.virtual.cluster import VirtualCluster
+        VirtualCluster(cluster).up()  # as a user does after editing the spec: SSSD's packages into the repository
         plan = converge(cluster, "plan", command="test-ldap-plan")
         assert LDAP_PW not in json.dumps(plan.to_json())
         result = converge(cluster, "apply", command="test-ldap-apply")

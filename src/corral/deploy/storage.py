@@ -26,7 +26,7 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
 from corral.errors import CorralError
-from corral.facts.storage import STAT_TIMEOUT_S, MountPoint, PathState
+from corral.facts.storage import STAT_TIMEOUT_S, CorralMountUnits, MountPoint, PathState
 from corral.render.storage import (EXPORTS, MOUNTS_DROPIN, UNIT_DIR, render_exports, render_mount_unit,
                                    requires_mounts_dropin, unit_name)
 from corral.spec.shared import mounts_of
@@ -157,6 +157,35 @@ def mounted(path: str, unit: str, content: str, want: Want):
                                                                 state.mounted)))
 
 
+def unmount_script(unit: str, where: str, unit_dir: str = UNIT_DIR) -> str:
+    """A unit corral made for a mount the spec dropped: unmounted (bounded) and removed; a busy mount is
+    the node's failure, the unit left in place (nothing half-removed), with what holds it."""
+    return "\n".join([
+        f"if ! timeout -k 2 60 systemctl disable --now --quiet {q(unit)}; then",
+        f"  echo {q(f'corral: cannot unmount {where} ({unit}); what uses it:')} >&2",
+        f"  timeout -k 2 10 fuser -vm {q(where)} 2>&1 | tail -n 15 >&2",
+        f"  systemctl status {q(unit)} --no-pager -l 2>&1 | tail -n 5 >&2",
+        "  exit 1",
+        "fi",
+        f"rm -f {q(f'{unit_dir}/{unit}')}",
+        f"systemctl daemon-reload; systemctl reset-failed {q(unit)} 2>/dev/null; true"])
+
+
+@operation()
+def stale_mounts(keep: list[str]):
+    """Mount units corral wrote that the spec no longer names (`keep`: this node's unit names): each is
+    unmounted and removed; its mount point directory and data stay."""
+    units = host.get_fact(CorralMountUnits) or {}
+    stale = {u: w for u, w in sorted(units.items()) if u not in keep}
+    if not stale:
+        host.noop("no mount left over from an earlier spec")
+        return
+    annotate(disruption="unmount " + ", ".join(w or u for u, w in stale.items()) + " (removed from the spec)",
+             diff="".join(f"- {UNIT_DIR}/{u} ({w})\n" for u, w in stale.items()))
+    for unit, where in stale.items():
+        yield cmd("timeout", str(SCRIPT_TIMEOUT_S), sh(unmount_script(unit, where)))
+
+
 @deploy("storage server")
 def storage_server() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
@@ -183,8 +212,6 @@ def storage_server() -> None:
 def storage_mounts() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     mounts = mounts_of(cluster, node)
-    if not mounts:
-        return
     if cluster.spec.virtual is not None:
         for m in mounts:
             virtual_nas(name=f"{m.path} (emulated NAS)", paths=[m.path], must_mount=True,
@@ -201,8 +228,18 @@ def storage_mounts() -> None:
             directory_present(name=f"mount point {m.path}", path=m.path)
             operations.managed_file(name=f"{UNIT_DIR}/{unit}", path=f"{UNIT_DIR}/{unit}", content=text, want=want)
             mounted(name=f"{m.path} mounted", path=m.path, unit=unit, content=text, want=want)
-    if "compute" in node.roles:
-        dropin = operations.managed_file(name="slurmd starts after the shared mounts", path=MOUNTS_DROPIN,
-                                         content=requires_mounts_dropin(cluster, node), want=DROPIN_WANT)
-        operations.run_when_changed(name="systemd reloaded (slurmd drop-in)", description="daemon-reload",
-                                    commands=["systemctl daemon-reload"], _if=dropin.did_change)
+        stale_mounts(name="mounts removed from the spec unmounted", keep=[unit_name(m.path) for m in mounts])
+    if "compute" not in node.roles:
+        return
+    text = requires_mounts_dropin(cluster, node)
+    if text is None:  # the node mounts nothing (any more): no ordering drop-in
+        from corral.deploy.users import absent
+        gone = absent(name="slurmd mounts drop-in (the node mounts nothing)", paths=[MOUNTS_DROPIN],
+                      want=DROPIN_WANT, what="slurmd mounts drop-in")
+        operations.run_when_changed(name="systemd reloaded (slurmd drop-in removed)", description="daemon-reload",
+                                    commands=["systemctl daemon-reload"], _if=gone.did_change)
+        return
+    dropin = operations.managed_file(name="slurmd starts after the shared mounts", path=MOUNTS_DROPIN,
+                                     content=text, want=DROPIN_WANT)
+    operations.run_when_changed(name="systemd reloaded (slurmd drop-in)", description="daemon-reload",
+                                commands=["systemctl daemon-reload"], _if=dropin.did_change)

@@ -61,3 +61,22 @@ class MountPoint(FactBase):
 
     def process(self, output: list[str]) -> PathState:
         return parse_path_state(list(output))
+
+
+class CorralMountUnits(FactBase):
+    """The .mount units corral wrote (their first line is render/storage.py's header), as
+    {unit file name: Where=}: those the spec no longer names are unmounted and removed."""
+
+    def command(self, unit_dir: str = "/etc/systemd/system") -> str:
+        d = shlex.quote(unit_dir)
+        return (f"for f in {d}/*.mount; do [ -f \"$f\" ] && head -n 1 \"$f\" | grep -qx '# Managed by corral' && "
+                "echo \"U|${f##*/}|$(sed -n 's/^Where=//p' \"$f\" | head -n 1)\"; done; true")
+
+    def process(self, output: list[str]) -> dict[str, str]:
+        units = {}
+        for line in output:
+            kind, _, rest = line.strip().partition("|")
+            if kind == "U":
+                name, _, where = rest.partition("|")
+                units[name] = where
+        return units
