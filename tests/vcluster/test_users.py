@@ -152,8 +152,14 @@ def test_health_drains_a_node_that_lost_home_and_resumes_it(usable):
         assert reason.split("|")[0] in ("drained", "draining") and reason.split("|")[1] == "corral: /home not mounted"
     finally:
         ssh(usable, "gpu02", back)
+    assert ssh(usable, "gpu02", "systemctl is-active slurmd").stdout.strip() == "active"  # never stopped
     ssh(usable, "gpu02", "/usr/local/sbin/corral-health --slurm", check=False)
-    assert ssh(usable, "ctl", "sinfo -h -n gpu02 -o %T").stdout.strip() == "idle"
+    for _ in range(60):  # right after the resume sinfo may show idle* until slurmd's next contact
+        state = ssh(usable, "ctl", "sinfo -h -n gpu02 -o %T").stdout.strip()
+        if state == "idle":
+            break
+        time.sleep(0.5)
+    assert state == "idle"
 
 
 def test_second_apply_changes_nothing(usable):

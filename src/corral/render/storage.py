@@ -130,10 +130,11 @@ def render_mount_unit(cluster: Cluster, mount: Mount) -> str:
 
 def requires_mounts_dropin(cluster: Cluster, node: Node) -> str | None:
     """slurmd's drop-in: started only after the node's shared filesystems' mount units (Wants= + After=;
-    a running slurmd is not restarted for it). Not RequiresMountsFor=: its Requires= stops slurmd when
-    a mount goes away (proven on the virtual cluster: the node goes not-responding, then DOWN, its jobs
-    lost); this way slurmd keeps running and corral-health drains the node ("corral: /home not mounted"),
-    also at boot, where slurmd runs the health check before it registers. None: the node mounts nothing."""
+    a running slurmd is not restarted for it). Not RequiresMountsFor=: its Requires= restarts slurmd
+    whenever a mount unit is restarted (systemd.unit(5): "explicitly stopped (or restarted)"), which is
+    how corral remounts a changed mount, and a mount failing at boot would keep slurmd down (the node
+    "not responding", then DOWN) instead of letting it start and corral-health drain the node with the
+    mount's name (slurmd runs the health check before it registers). None: the node mounts nothing."""
     units = " ".join(unit_name(_guard(m.path, "a mount point")) for m in mounts_of(cluster, node))
     if not units:
         return None
