@@ -4,64 +4,16 @@ captured Slurm output (tests/fixtures/slurm*, and srun/sacct/munge lines in the 
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+import corral.checks.jobs as J
 import corral.checks.validate as V
 from corral.errors import NodeError
 from corral.spec.loader import load_text
-
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
-SPEC = """\
-name: lab
-nodes:
-  - {names: ctl, addresses: [10.0.0.10], roles: [controller, accounting]}
-  - names: gpu[01-02]
-    addresses: 10.0.0.[11-12]
-    roles: [compute]
-    gpus: {model: h100, count: 4}
-"""
-PING_UP = (FIX / "slurm_exporter" / "scontrol_ping_up.txt").read_text() + "slurm 22.05.8\n"
-# `scontrol ping` with slurmctld stopped: its lines of the capture (up to the next `rc=` line)
-_DOWN = (FIX / "slurm_exporter" / "controller_down.txt").read_text()
-PING_DOWN = _DOWN[_DOWN.index("Slurmctld(primary)"):_DOWN.index("rc=1", _DOWN.index("Slurmctld(primary)"))]
-SHOWN = (FIX / "slurm_cmd" / "show_node_o.txt").read_text().splitlines()  # gpu01 idle, gpu02 drained, gpu03 down
-GPU01 = SHOWN[0]
-GPU02_DRAINED = SHOWN[1]
-GPU02_IDLE = GPU01.replace("gpu01", "gpu02").replace("10.213.0.11", "10.213.0.12")
-GPU_JOB = "gpu01 4241 0,1,2,3 4\ngpu02 4241 0,1,2,3 4\n"   # hostname, job, CUDA_VISIBLE_DEVICES, nvidia-smi -L count
-MULTI = "4242 gpu01\n4242 gpu02\n"
-SACCT = "4242|COMPLETED|root\n"
-CRED = "MUNGE:AwQFAAC9cXzJ0Fv0pLxW:\n"
-UNMUNGE = "STATUS:          Success (0)\nENCODE_HOST:     ctl (10.0.0.10)\n"
-
-
-class Captured:
-    """The runner: a command (or the start of one) -> (rc, stdout, stderr); records every call."""
-
-    def __init__(self, **over) -> None:
-        self.answers = {"scontrol ping; scontrol version": (0, PING_UP, ""),
-                        "scontrol show node -o": (0, "\n".join([GPU01, GPU02_IDLE, SHOWN[2]]) + "\n", ""),
-                        "srun -N2 --ntasks-per-node=1 ": (0, GPU_JOB, ""),
-                        "srun -N2 -t 5 ": (0, MULTI, ""),
-                        "sacct ": (0, SACCT, ""),
-                        "munge -n": (0, CRED, ""),
-                        "unmunge": (0, UNMUNGE, "")}
-        self.answers.update({k.replace("_", " "): v for k, v in over.items()})
-        self.calls: list[tuple[str, str, str | None]] = []
-
-    def __call__(self, node: str, command: str, *, timeout: float = 120, input: str | None = None):
-        self.calls.append((node, command, input))
-        for start, answer in self.answers.items():
-            if command == start or (start.endswith(" ") and command.startswith(start)):
-                if isinstance(answer, Exception):
-                    raise answer
-                rc, out, err = answer
-                return subprocess.CompletedProcess(command, rc, out, err)
-        raise AssertionError(f"validate ran a command this test has no capture for, on {node}: {command}")
-
+from tests.unit.validate_capture import (CRED, GPU01, GPU02_DRAINED, GPU02_IDLE, GPU_SRUN, PING_DOWN, SHOWN,
+                                         SPEC, Captured)
 
 @pytest.fixture
 def cluster():
@@ -71,6 +23,7 @@ def cluster():
 @pytest.fixture(autouse=True)
 def no_waiting(monkeypatch):
     monkeypatch.setattr(V, "time", SimpleNamespace(sleep=lambda s: None))  # sacct is polled
+    monkeypatch.setattr(J, "monotonic", lambda: 1000.0)                   # the job phase's clock stands
 
 
 def checks(report) -> dict[str, tuple[str, str]]:
@@ -91,6 +44,7 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
         "controller reachable": ("OK", "slurmctld on ctl is up (Slurm 22.05.8)"),
         "nodes available": ("OK", "2/2 compute nodes available"),
         "gres": ("OK", "configured GRES equals the spec on every node"),
+        "nodes reachable": ("OK", "2/2 compute nodes reachable, slurmd and munge active, responding in Slurm"),
         "gpu job": ("OK", "every compute node ran a GPU job seeing exactly its GPUs"),
         "multi-node job": ("OK", "2 nodes: gpu01, gpu02"),
         "job accounted": ("OK", "job 4242 recorded: 4242|COMPLETED|root"),
@@ -98,12 +52,22 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
         "munge": ("OK", "every node decodes the controller's munge credential"),
         "gpu burn": ("SKIPPED", "no burn tool deployed yet (NVIDIA stack component)"),
         "nccl all-reduce": ("SKIPPED", "nccl-tests not installed")}
-    sent = [(node, command) for node, command, _ in run.calls]
-    assert sent[:4] == [("ctl", "scontrol ping; scontrol version"), ("ctl", "scontrol show node -o"),
-                        ("ctl", "srun -N2 --ntasks-per-node=1 -w 'gpu[01-02]' --gres=gpu:4 -t 5 bash -c "
-                                "'echo \"$(hostname) $SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $(nvidia-smi -L | grep -c '\"'\"'^GPU '\"'\"')\"'"),
-                        ("ctl", "srun -N2 -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'")]
-    assert sent[4] == ("ctl", "sacct -n -X -P -j 4242 -o JobID,State,Account")
+    assert report.checks[3].nodes == {"gpu01": "OK: slurmd and munge active; Slurm: IDLE",
+                                      "gpu02": "OK: slurmd and munge active; Slurm: IDLE"}
+    # every compute node asked (bounded) whether slurmd and munge run, before any job
+    assert sorted((n, c) for n, c, _ in run.calls if n != "ctl") == [
+        ("gpu01", "systemctl is-active slurmd munge"), ("gpu01", "unmunge"),
+        ("gpu02", "systemctl is-active slurmd munge"), ("gpu02", "unmunge")]
+    assert run.timeouts["systemctl is-active slurmd munge"] == 10
+    gpu = ("timeout -k 5 65 srun -J corral-validate --immediate=60 -t 1 -N2 --ntasks-per-node=1 -w 'gpu[01-02]' "
+           "--gres=gpu:4 bash -c 'echo \"$(hostname) $SLURM_JOB_ID $CUDA_VISIBLE_DEVICES "
+           "$(nvidia-smi -L | grep -c '\"'\"'^GPU '\"'\"')\"'")
+    multi = ("timeout -k 5 65 srun -J corral-validate --immediate=60 -t 1 -N2 -w 'gpu[01-02]' "
+             "bash -c 'echo $SLURM_JOB_ID $(hostname)'")
+    assert run.sent("ctl") == ["scontrol ping; scontrol version", "scontrol show node -o", gpu, multi,
+                               "sacct -n -X -P -j 4242 -o JobID,State,Account", "munge -n", "unmunge",
+                               "scancel --name=corral-validate --user=root"]
+    assert run.timeouts[gpu] == run.timeouts[multi] == 75  # the job phase's 60 s + 15 s for SSH and teardown
     # the controller's credential goes to every node's unmunge on stdin
     assert sorted((n, i) for n, c, i in run.calls if c == "unmunge") == [("ctl", CRED), ("gpu01", CRED), ("gpu02", CRED)]
 
@@ -116,7 +80,7 @@ def test_a_drained_node_fails_naming_the_node_and_its_reason(cluster):
     assert status == "FAIL" and message == "gpu02: IDLE+DRAIN (corral: gpu count 3 < 4 [root@2026-12-02T16:50:01])"
     assert report.failures == [f"nodes available: {message}"]
     assert checks(report)["jobs"] == ("SKIPPED", "--skip-jobs: read-only run")
-    assert not any(c.startswith(("srun", "sacct")) for _, c, _ in run.calls)  # --skip-jobs runs no job
+    assert not any(w in c for _, c, _ in run.calls for w in ("srun", "sacct", "scancel"))  # --skip-jobs: no job
 
 
 def test_a_node_missing_from_slurm_fails_both_node_checks(cluster):
@@ -135,14 +99,14 @@ def test_a_gres_mismatch_fails(cluster):
 
 def test_a_gpu_job_seeing_the_wrong_gpus_fails(cluster):
     wrong = "gpu01 4241 0,1,2,3 4\ngpu02 4241 0,1 2\n"
-    report = V.validate(cluster, run=Captured(**{"srun -N2 --ntasks-per-node=1 ": (0, wrong, "")}))
+    report = V.validate(cluster, run=Captured(**{GPU_SRUN: (0, wrong, "")}))
     assert checks(report)["gpu job"] == ("FAIL", "gpu02: asked 4 GPUs: CUDA_VISIBLE_DEVICES=0,1, nvidia-smi sees 2")
     assert report.extra["gpu_job_ok"] is False and not report.ok
 
 
 def test_a_gpu_job_that_did_not_run_on_a_node_fails_with_srun_s_error(cluster):
     err = "srun: error: Unable to allocate resources: Requested node configuration is not available\n"
-    report = V.validate(cluster, run=Captured(**{"srun -N2 --ntasks-per-node=1 ": (1, "", err)}))
+    report = V.validate(cluster, run=Captured(**{GPU_SRUN: (1, "", err)}))
     status, message = checks(report)["gpu job"]
     assert status == "FAIL" and message.startswith("gpu01: GPU job failed (rc=1): srun: error: Unable to allocate")
 

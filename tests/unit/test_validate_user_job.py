@@ -48,8 +48,21 @@ def test_ok_when_the_output_is_in_the_home_owned_by_the_user(cluster):
     assert (check.status, check.message) == ("OK", "alice's job 17 from login1 ran on gpu01 as alice; its output "
                                                    "is in alice's home on login1")
     (node, script, timeout), = calls
-    assert node == "login1" and script.startswith("u=alice\n") and timeout == U.WAIT_S + 30
-    assert "runuser -u \"$u\" -- timeout 150 sbatch --parsable --wait" in script and 'rm -f "$f"' in script
+    assert node == "login1" and script.startswith("u=alice\n") and timeout == U.WAIT_S + 15
+    assert "runuser -u \"$u\" -- timeout 150 sbatch --parsable --wait -t 3 -J corral-validate \\\n" in script
+    assert 'rm -f "$f"' in script
+
+
+def test_bounded_by_the_job_phase_and_kept_off_skipped_nodes(cluster):
+    run, calls = answer(f"{M} RC 0\n{M} JOB 17\n{M} FILE alice gpu01 alice \n")
+    assert U.user_job(cluster, run, wait=42, exclude=["gpu03", "gpu02"]).status == "OK"
+    (_, script, timeout), = calls
+    assert timeout == 42 + 15
+    assert "timeout 42 sbatch --parsable --wait -t 1 -J corral-validate -x 'gpu[02-03]' \\\n" in script
+    check = U.user_job(cluster, run, blocked="not run: no compute node passed the reachability pass")
+    assert (check.status, check.message) == ("FAIL", "not run: no compute node passed the reachability pass")
+    assert len(calls) == 1  # nothing sent for a blocked check
+    assert U.submitter(cluster) == "alice"
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -60,6 +73,11 @@ def test_ok_when_the_output_is_in_the_home_owned_by_the_user(cluster):
     (f"{M} RC 0\n{M} JOB 18\n{M} FILE root gpu01 root\n", "job 18: output owned by root, says 'gpu01 root' "
                                                            "(expected to run as alice)"),
     (f"{M} NOHOME\n", "alice has no home directory on login1"),
+    (f"{M} STATE PENDING\n{M} RC 124\n{M} JOB 19\n", "alice's job 19 from login1 did not start within 150 s "
+                                                     "(PENDING; cancelled)"),
+    (f"{M} STATE RUNNING\n{M} RC 124\n{M} JOB 19\n", "alice's job 19 from login1 did not finish within 150 s "
+                                                     "(RUNNING; cancelled)"),
+    (f"{M} RC 124\n{M} JOB none\n", "sbatch as alice on login1 gave no job id within 150 s"),
 ])
 def test_fail_verdicts_name_what_went_wrong(cluster, text, message):
     check = U.user_job(cluster, answer(text)[0])
@@ -84,12 +102,13 @@ def test_the_script_runs_in_sh_and_cancels_a_job_cut_off_by_the_bound(tmp_path):
     home.mkdir()
     (bin_dir / "getent").write_text(f"#!/bin/sh\necho 'alice:x:2001:2001::{home}:/bin/bash'\n")
     (bin_dir / "runuser").write_text("#!/bin/sh\necho 42\nexit 124\n")
+    (bin_dir / "squeue").write_text("#!/bin/sh\necho PENDING\n")
     (bin_dir / "scancel").write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/cancelled\n")
     for f in bin_dir.iterdir():
         f.chmod(0o755)
-    script = U.SCRIPT.format(user="alice", wait=5, mark=M)
+    script = U.script("alice", 5)
     proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=30)
     got = U.parse(proc.stdout)
-    assert got["RC"] == "124" and got["JOB"] == "42" and "FILE" not in got
+    assert got["RC"] == "124" and got["JOB"] == "42" and "FILE" not in got and got["STATE"] == "PENDING"
     assert (tmp_path / "cancelled").read_text() == "42\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from corral.errors import CorralError
+
 STATUSES = ("OK", "WARN", "FAIL", "SKIPPED")
 
 
@@ -29,6 +31,17 @@ def summarize(name: str, per_node: dict[str, tuple[str, str]], ok_message: str) 
     bad = [f"{n}: {d}" for n, (s, d) in sorted(per_node.items()) if s in ("FAIL", "WARN")]
     message = "; ".join(bad) if bad else ok_message
     return Check(name, worst, message, {n: f"{s}: {d}" for n, (s, d) in sorted(per_node.items())})
+
+
+def error_text(exc: CorralError, *, command: bool = False) -> str:
+    """An error on one line, for a check's message; `command`: also the start of the command that
+    failed, when the error says (a NodeError: where it ran, what timed out)."""
+    text = " ".join(str(exc).split())
+    ran = getattr(exc, "command", None)
+    if command and ran:
+        first = " ".join(str(ran).split())
+        text += f" (running: {first[:80]}{'...' if len(first) > 80 else ''})"
+    return text
 
 
 @dataclass

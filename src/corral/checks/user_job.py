@@ -1,29 +1,37 @@
 """validate's check "jobs run as a user, output visible on the login node": the first spec user submits
-a batch job from their home on the login node (`runuser`, then sbatch --wait, bounded); the job's
-output file must appear in that home on the login node, owned by the user, saying which compute node
-ran it as whom. The file is removed afterwards, and a job still queued at the time bound is cancelled."""
+a batch job from their home on the login node (`runuser`, then sbatch --wait, bounded by what is left
+of validate's job phase); the job's output file must appear in that home on the login node, owned by
+the user, saying which compute node ran it as whom. The job is named corral-validate and kept off the
+nodes the reachability pass skipped; the file is removed afterwards, and a job still queued or running
+at the bound is cancelled (said whether it never started). validate cancels the user's corral-validate
+jobs once more on its way out (`submitter`)."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
 
-from corral.checks.result import Check
+from corral.checks.result import Check, error_text
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
+from corral.spec.hosts import compress_names
 from corral.spec.shared import home_mount
 
 NAME = "user job"
 WAIT_S = 150
+GRACE_S = 15  # beyond the job's bound: SSH, sudo, runuser
 MARK = "@@corral-user-job"
 
 SCRIPT = r"""u={user}
 h=$(getent passwd "$u" | cut -d: -f6)
 [ -n "$h" ] && [ -d "$h" ] || {{ echo "{mark} NOHOME"; exit 0; }}
-out=$(cd / && runuser -u "$u" -- timeout {wait} sbatch --parsable --wait -t 5 -J corral-validate -D "$h" \
-      --output="$h/.corral-validate-%j.out" --wrap 'echo "$(hostname) $(id -un)"' 2>&1); rc=$?
+out=$(cd / && runuser -u "$u" -- timeout {wait} sbatch --parsable --wait -t {limit} -J corral-validate{exclude} \
+      -D "$h" --output="$h/.corral-validate-%j.out" --wrap 'echo "$(hostname) $(id -un)"' 2>&1); rc=$?
 id=$(printf '%s\n' "$out" | grep -Eo '^[0-9]+' | head -n1)
-[ "$rc" -ne 0 ] && [ -n "$id" ] && scancel "$id" 2>/dev/null
+if [ "$rc" -ne 0 ] && [ -n "$id" ]; then
+  echo "{mark} STATE $(squeue -h -j "$id" -o %T 2>/dev/null | head -n1)"
+  scancel "$id" 2>/dev/null
+fi
 f="$h/.corral-validate-$id.out"
 echo "{mark} RC $rc"
 echo "{mark} JOB ${{id:-none}}"
@@ -44,6 +52,20 @@ def _pick(cluster: Cluster) -> tuple[str, str] | None:
     return node.name, users[0].name
 
 
+def submitter(cluster: Cluster) -> str | None:
+    """The user whose batch job the check submits, None when it is skipped (validate cancels their
+    corral-validate jobs)."""
+    picked = _pick(cluster)
+    return picked[1] if picked and home_mount(cluster) is not None else None
+
+
+def script(user: str, wait: int, exclude: list[str] | tuple[str, ...] = ()) -> str:
+    """The login node's script: `user` and the excluded nodes quoted, the bounds as numbers."""
+    skip = f" -x {shlex.quote(compress_names(sorted(exclude)))}" if exclude else ""
+    return SCRIPT.format(user=shlex.quote(user), wait=int(wait), limit=max(1, -(-int(wait) // 60)),
+                         exclude=skip, mark=MARK)
+
+
 def parse(text: str) -> dict[str, str]:
     got = {}
     for line in text.splitlines():
@@ -53,7 +75,10 @@ def parse(text: str) -> dict[str, str]:
     return got
 
 
-def user_job(cluster: Cluster, run: Callable) -> Check:
+def user_job(cluster: Cluster, run: Callable, *, wait: int = WAIT_S, exclude: list[str] | tuple[str, ...] = (),
+             blocked: str | None = None) -> Check:
+    """`wait`: seconds the job may take to start and finish; `exclude`: nodes it must not land on
+    (the reachability pass skipped them); `blocked`: why it cannot be run at all (a FAIL)."""
     picked = _pick(cluster)
     if picked is None:
         why = "no login node in the spec" if not cluster.with_role("login") else "no users in the spec"
@@ -61,14 +86,22 @@ def user_job(cluster: Cluster, run: Callable) -> Check:
     if home_mount(cluster) is None:
         return Check(NAME, "SKIPPED", f"homes ({cluster.spec.identity.homes}) are on no shared mount")
     node, user = picked
-    script = SCRIPT.format(user=shlex.quote(user), wait=WAIT_S, mark=MARK)
+    if blocked or wait <= 0:
+        return Check(NAME, "FAIL", blocked or "not run: no time left in the job phase (--timeout)")
     try:
-        proc = run(node, script, timeout=WAIT_S + 30)
+        proc = run(node, script(user, wait, exclude), timeout=wait + GRACE_S)
     except CorralError as exc:
-        return Check(NAME, "FAIL", f"{node}: {exc}")
+        return Check(NAME, "FAIL", f"sbatch as {user} on {node}: {error_text(exc)}")
     got = parse(proc.stdout)
     if "NOHOME" in got:
         return Check(NAME, "FAIL", f"{user} has no home directory on {node}")
+    if got.get("RC") in ("124", "137") and got.get("JOB", "none") == "none":
+        return Check(NAME, "FAIL", f"sbatch as {user} on {node} gave no job id within {int(wait)} s")
+    if got.get("RC") in ("124", "137"):  # `timeout` ended sbatch --wait: the job was cancelled
+        state = got.get("STATE") or "no longer queued"
+        what = "did not start" if state == "PENDING" else "did not finish"
+        return Check(NAME, "FAIL", f"{user}'s job {got.get('JOB')} from {node} {what} within {int(wait)} s "
+                                   f"({state}; cancelled)")
     if got.get("RC") != "0":
         return Check(NAME, "FAIL", f"{user}'s job from {node} failed (sbatch rc={got.get('RC', '?')}): "
                                    f"{got.get('SBATCH') or (proc.stdout + proc.stderr).strip()[-300:]}")

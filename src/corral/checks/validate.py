@@ -5,6 +5,13 @@ nodes_total, nodes_available, gpus_configured, gpu_job_ok, failures) plus `check
 
 Every command goes through one seam, `run(node, command, *, timeout, input=None)` -> CompletedProcess:
 by default engine.remote.run_on over SSH; tests pass a runner answering with captured Slurm output.
+
+Always a verdict, bounded: the controller, then Slurm's view of the nodes, then a reachability pass
+over the compute nodes (checks/reach.py, each ~10 s, in parallel); jobs (checks/jobs.py, user_job.py)
+go only to the nodes that passed, within one `timeout_s` for the whole job phase. A CorralError
+(a command timed out, a node unreachable) becomes a FAIL check naming the node and what failed; it
+never leaves validate(). Every job is named corral-validate and whatever is left of them is
+cancelled in a `finally` (KeyboardInterrupt included).
 """
 
 from __future__ import annotations
@@ -13,20 +20,20 @@ import re
 import shlex
 import subprocess
 import time
-from collections import defaultdict
 from collections.abc import Callable
 
-from corral.checks.result import Check, Report, summarize
-from corral.checks.user_job import user_job
+from corral.checks.jobs import CANCEL_S, Budget, cancel_command, gpu_jobs, multi_node
+from corral.checks.reach import reach
+from corral.checks.result import Check, Report, error_text, summarize
 from corral.checks.slurm_parse import available, gres_counts, parse_show_node, ping_up, slurm_version
+from corral.checks.user_job import submitter, user_job
 from corral.engine.remote import run_on
 from corral.errors import CorralError
 from corral.parallel import pmap
 from corral.render.mig import spec_gres
 from corral.spec.cluster import Cluster
-from corral.spec.hosts import compress_names
-from corral.spec.mig import layout
 
+TIMEOUT_S = 60  # the job phase, all jobs together (`corral validate --timeout`)
 Run = Callable[..., subprocess.CompletedProcess]  # run(node, command, *, timeout, input=None)
 
 
@@ -51,8 +58,13 @@ def _controller(run: Run, ctl: str, report: Report) -> bool:
     return up
 
 
-def _nodes(cluster: Cluster, run: Run, ctl: str, report: Report) -> None:
-    shown = parse_show_node(run(ctl, "scontrol show node -o", timeout=30).stdout)
+def _nodes(cluster: Cluster, run: Run, ctl: str, report: Report) -> dict[str, dict[str, str]]:
+    """Slurm's view of the compute nodes (state, GRES) from one `scontrol show node -o`."""
+    try:
+        shown = parse_show_node(run(ctl, "scontrol show node -o", timeout=30).stdout)
+    except CorralError as exc:
+        report.checks.append(Check("nodes available", "FAIL", f"scontrol show node: {error_text(exc)}"))
+        return {}
     compute = cluster.with_role("compute")
     state, gres = {}, {}
     for n in compute:
@@ -75,57 +87,7 @@ def _nodes(cluster: Cluster, run: Run, ctl: str, report: Report) -> None:
                                           for n in compute if n.name in shown)
     report.checks.append(summarize("nodes available", state, f"{len(compute)}/{len(compute)} compute nodes available"))
     report.checks.append(summarize("gres", gres, "configured GRES equals the spec on every node"))
-
-
-def gpu_request(n) -> tuple[str, int, bool]:
-    """(--gres request, devices the job must see, a MIG device?) for a node's GPU job: all its GPUs;
-    with a MIG layout its whole GPUs by type, or one MIG device where every GPU is split."""
-    want = spec_gres(n.gpus)
-    if layout(n.gpus) is None:
-        return f"gpu:{n.gpu_count}", n.gpu_count, False
-    if want.get(n.gpus.model):
-        return f"gpu:{n.gpus.model}:{want[n.gpus.model]}", want[n.gpus.model], False
-    return f"gpu:{sorted(want)[0]}:1", 1, True
-
-
-def _gpu_jobs(cluster: Cluster, run: Run, ctl: str) -> tuple[Check, list[str]]:
-    """One job step per compute node (grouped by GPU count) that must see exactly its GPUs."""
-    groups: dict[tuple[str, int, bool], list[str]] = defaultdict(list)
-    for n in cluster.with_role("compute"):
-        if n.gpu_count:
-            groups[gpu_request(n)].append(n.name)
-    per_node, job_ids = {}, []
-    script = "echo \"$(hostname) $SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $(nvidia-smi -L | grep -c '^GPU ')\""
-    for (request, count, mig), names in sorted(groups.items()):
-        cmd = (f"srun -N{len(names)} --ntasks-per-node=1 -w {shlex.quote(compress_names(names))} "
-               f"--gres={request} -t 5 bash -c {shlex.quote(script)}")
-        proc = run(ctl, cmd, timeout=300)
-        seen = {p[0]: p[1:] for p in (line.split() for line in proc.stdout.splitlines()) if len(p) == 4}
-        for name in names:
-            if name not in seen:
-                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                per_node[name] = ("FAIL", f"GPU job failed (rc={proc.returncode}): {tail}")
-                continue
-            job, visible, smi = seen[name]
-            job_ids.append(job)
-            n_vis = len([v for v in visible.split(",") if v])
-            ok = n_vis == count and (mig or smi == str(count))  # a MIG device: nvidia-smi shows its GPU
-            per_node[name] = ("OK" if ok else "FAIL",
-                              f"asked {count} GPUs: CUDA_VISIBLE_DEVICES={visible}, nvidia-smi sees {smi}")
-    if not per_node:
-        return Check("gpu job", "SKIPPED", "no compute node has GPUs"), job_ids
-    return summarize("gpu job", per_node, "every compute node ran a GPU job seeing exactly its GPUs"), job_ids
-
-
-def _multi_node(cluster: Cluster, run: Run, ctl: str) -> tuple[Check, str | None]:
-    n = min(2, len(cluster.with_role("compute")))
-    proc = run(ctl, f"srun -N{int(n)} -t 5 bash -c 'echo $SLURM_JOB_ID $(hostname)'", timeout=300)
-    rows = [line.split() for line in proc.stdout.splitlines() if len(line.split()) == 2]
-    hosts = {r[1] for r in rows}
-    if proc.returncode == 0 and len(hosts) == n:
-        return Check("multi-node job", "OK", f"{n} nodes: {', '.join(sorted(hosts))}"), rows[0][0]
-    return Check("multi-node job", "FAIL", f"srun -N{n} failed (rc={proc.returncode}): "
-                 f"{proc.stderr.strip()[-300:]}"), None
+    return shown
 
 
 JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?(?:\.[0-9]+)?")  # 123, an array task 123_4, a step 123.0
@@ -136,8 +98,11 @@ def job_id(text: str) -> str | None:
     return text if JOB_ID.fullmatch(text) else None
 
 
-def _accounting(cluster: Cluster, ctl: str, job: str | None, run: Run | None = None) -> Check:
+def _accounting(cluster: Cluster, ctl: str, job: str | None, run: Run | None = None,
+                budget: Budget | None = None) -> Check:
+    """The multi-node job in slurmdbd: sacct polled (~15 s) while the job phase has time left."""
     run = run or remote(cluster)
+    budget = budget or Budget(TIMEOUT_S)
     if not cluster.with_role("accounting"):
         return Check("job accounted", "SKIPPED", "no accounting node in the spec")
     if job is None:
@@ -145,20 +110,34 @@ def _accounting(cluster: Cluster, ctl: str, job: str | None, run: Run | None = N
     if job_id(job) is None:
         return Check("job accounted", "FAIL", f"the job id the controller returned is not a Slurm job id "
                      f"(digits): {job[:60]!r}; not passed to sacct")
+    out = ""
     for _ in range(30):
-        out = run(ctl, f"sacct -n -X -P -j {shlex.quote(job)} -o JobID,State,Account",
-                     timeout=30).stdout.strip()
+        if budget.left() <= 0:
+            break
+        try:
+            out = run(ctl, f"sacct -n -X -P -j {shlex.quote(job)} -o JobID,State,Account",
+                      timeout=min(30, budget.left())).stdout.strip()
+        except CorralError as exc:
+            return Check("job accounted", "FAIL", f"sacct: {error_text(exc)}")
         if "COMPLETED" in out:
             return Check("job accounted", "OK", f"job {job} recorded: {out}")
         time.sleep(0.5)
     return Check("job accounted", "FAIL", f"job {job} not recorded as COMPLETED by slurmdbd (sacct: {out or 'nothing'})")
 
 
-def _munge(cluster: Cluster, run: Run, ctl: str) -> Check:
-    cred = run(ctl, "munge -n", timeout=30).stdout
+def _munge(cluster: Cluster, run: Run, ctl: str, unreachable: set[str]) -> Check:
+    try:
+        cred = run(ctl, "munge -n", timeout=30).stdout
+    except CorralError as exc:
+        return Check("munge", "FAIL", f"munge -n: {error_text(exc)}")
 
     def one(name: str) -> tuple[str, tuple[str, str]]:
-        proc = run(name, "unmunge", input=cred, timeout=30)
+        if name in unreachable:
+            return name, ("FAIL", "not tested (unreachable)")
+        try:
+            proc = run(name, "unmunge", input=cred, timeout=30)
+        except CorralError as exc:
+            return name, ("FAIL", f"unmunge: {error_text(exc)}")
         ok = proc.returncode == 0 and "STATUS:" in proc.stdout and "Success" in proc.stdout
         return name, ("OK", "decodes the controller's credential") if ok else \
             ("FAIL", f"unmunge failed: {(proc.stdout + proc.stderr).strip().splitlines()[:1]}")
@@ -174,23 +153,70 @@ def _real_gpu_checks(cluster: Cluster) -> list[Check]:
             Check("nccl all-reduce", "SKIPPED", "nccl-tests not installed")]
 
 
-def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None) -> Report:
-    """`run`: how a command reaches a node (default: SSH, see remote())."""
+def _jobs(cluster: Cluster, run: Run, ctl: str, report: Report, skipped: dict[str, str],
+          shown: dict, budget: Budget) -> None:
+    gpu = gpu_jobs(cluster, run, ctl, skipped, budget)
+    report.extra["gpu_job_ok"] = gpu.status == "OK"
+    multi, job = multi_node(cluster, run, ctl, skipped, budget)
+    report.checks += [gpu, multi, _accounting(cluster, ctl, job, run, budget)]
+    compute = [n.name for n in cluster.with_role("compute")]
+    blocked = None if len(skipped) < len(compute) else \
+        "not run: no compute node passed the reachability pass"
+    wait = budget.left()
+    report.checks.append(user_job(cluster, run, wait=wait, exclude=[n for n in skipped if n in shown],
+                                  blocked=blocked or (budget.spent if wait <= 0 else None)))
+
+
+def _cancel(run: Run, ctl: str, users: list[str]) -> Check | None:
+    """Cancel every corral-validate job left (bounded); a Check only when that failed."""
+    try:
+        proc = run(ctl, cancel_command(users), timeout=CANCEL_S)
+    except CorralError as exc:
+        return Check("jobs cancelled", "FAIL", f"scancel --name=corral-validate: {error_text(exc)}")
+    if proc.returncode != 0:
+        tail = ((proc.stderr or proc.stdout).strip().splitlines() or ["no output"])[-1]
+        return Check("jobs cancelled", "FAIL", f"scancel --name=corral-validate on {ctl} (rc={proc.returncode}): {tail}")
+    return None
+
+
+def contract(nodes_total: int | None = None) -> dict:
+    """The DeepOps validate_slurm.py fields, before anything is known."""
+    return {"slurm_version": None, "controller_reachable": False, "nodes_total": nodes_total,
+            "nodes_available": 0, "gpus_configured": 0, "gpu_job_ok": None}
+
+
+def failed(message: str, nodes_total: int | None = None) -> Report:
+    """A report that is one failure (the CLI's answer when validate could not run at all)."""
+    return Report(checks=[Check("validate", "FAIL", message)], extra=contract(nodes_total))
+
+
+def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None,
+             timeout_s: int = TIMEOUT_S) -> Report:
+    """`run`: how a command reaches a node (default: SSH, see remote()); `timeout_s`: the job phase,
+    all jobs together. Returns a report whatever failed; only KeyboardInterrupt leaves (after the cancel)."""
     run = run or remote(cluster)
     ctl = cluster.with_role("controller")[0].name
-    report = Report(extra={"slurm_version": None, "controller_reachable": False,
-                           "nodes_total": len(cluster.with_role("compute")), "nodes_available": 0,
-                           "gpus_configured": 0, "gpu_job_ok": None})
-    if not _controller(run, ctl, report):
-        return report
-    _nodes(cluster, run, ctl, report)
-    if jobs:
-        gpu, _ = _gpu_jobs(cluster, run, ctl)
-        report.extra["gpu_job_ok"] = gpu.status == "OK"
-        multi, job = _multi_node(cluster, run, ctl)
-        report.checks += [gpu, multi, _accounting(cluster, ctl, job, run), user_job(cluster, run)]
-    else:
-        report.checks.append(Check("jobs", "SKIPPED", "--skip-jobs: read-only run"))
-    report.checks.append(_munge(cluster, run, ctl))
-    report.checks += _real_gpu_checks(cluster)
+    compute = [n.name for n in cluster.with_role("compute")]
+    report = Report(extra=contract(len(compute)))
+    submitted_as: list[str] = []  # whose corral-validate jobs the finally cancels
+    try:
+        if not _controller(run, ctl, report):
+            return report
+        shown = _nodes(cluster, run, ctl, report)
+        reached = reach(run, compute, shown)
+        report.checks.append(reached.check)
+        if jobs:
+            submitted_as += ["root", *filter(None, [submitter(cluster)])]
+            _jobs(cluster, run, ctl, report, reached.skipped, shown, Budget(timeout_s))
+        else:
+            report.checks.append(Check("jobs", "SKIPPED", "--skip-jobs: read-only run"))
+        report.checks.append(_munge(cluster, run, ctl, reached.unreachable))
+        report.checks += _real_gpu_checks(cluster)
+    except CorralError as exc:
+        report.checks.append(Check("validate", "FAIL", error_text(exc, command=True)))
+    finally:
+        if submitted_as:
+            cancelled = _cancel(run, ctl, submitted_as)
+            if cancelled:
+                report.checks.append(cancelled)
     return report

@@ -10,6 +10,7 @@ import typer
 
 from corral.checks.result import Report
 from corral.cli.common import JsonOpt, SpecOpt, limit_names, load_cluster, out, print_json
+from corral.errors import CorralError
 
 STYLE = {"OK": "green", "WARN": "yellow", "FAIL": "red", "SKIPPED": "dim"}
 
@@ -34,11 +35,30 @@ def doctor(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
 
 
 def validate(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt,
-             skip_jobs: bool = typer.Option(False, "--skip-jobs", help="read-only: submit no job")) -> None:
-    """After deploy: controller, nodes, GRES, a GPU job per node, a multi-node job, accounting,
-    munge across nodes (and on real GPUs a burn and NCCL where available)."""
-    from corral.checks.validate import validate as run_validate
-    show(run_validate(load_cluster(spec), jobs=not skip_jobs), as_json)
+             skip_jobs: bool = typer.Option(False, "--skip-jobs", help="read-only: submit no job"),
+             timeout: int = typer.Option(60, "--timeout", min=1, help="seconds for the whole job phase: "
+                                         "a job that has not started or finished by then is cancelled and "
+                                         "reported per node")) -> None:
+    """After deploy: controller, nodes, GRES, nodes reachable (SSH, slurmd, munge, Slurm's state), a
+    GPU job per node, a multi-node job, accounting, a user's job, munge across nodes (and on real GPUs
+    a burn and NCCL where available). Always a verdict: with --json always one JSON object."""
+    from corral.checks.result import error_text
+    from corral.checks.validate import failed, validate as run_validate
+    try:
+        cluster = load_cluster(spec)
+    except CorralError as exc:  # a spec error: exit 2, but --json still gets its object
+        if as_json:
+            print_json(failed(error_text(exc)).to_json())
+        raise
+    try:
+        report = run_validate(cluster, jobs=not skip_jobs, timeout_s=timeout)
+    except CorralError as exc:  # validate() turns these into checks itself; this is the last net
+        report = failed(error_text(exc, command=True), len(cluster.with_role("compute")))
+    except Exception as exc:  # a bug: the JSON object still, then main() logs the traceback (exit 1)
+        if as_json:
+            print_json(failed(f"internal error ({type(exc).__name__}: {exc})").to_json())
+        raise
+    show(report, as_json)
 
 
 def health(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(None, "--node", "-n",
