@@ -12,6 +12,7 @@ from pyinfra.api import FactBase, deploy, operation
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.deploy.context import slurm_version
+from corral.render.restart import dropin_path
 from corral.render.slurmdbd import render_slurmdbd_conf
 from corral.secrets import secret_text
 from corral import paths
@@ -19,7 +20,8 @@ from corral import paths
 DB, DB_USER = "slurm_acct_db", "slurm"
 CONF = "/etc/slurm/slurmdbd.conf"
 SQL_FILE = paths.DB_SQL
-WANT = register(Want(paths=(CONF, "/var/log/slurm"), services=("mariadb", "slurmdbd"),
+WANT = register(Want(paths=(CONF, "/var/log/slurm", dropin_path("mariadb"), dropin_path("slurmdbd")),
+                     services=("mariadb", "slurmdbd"),
             packages=("mariadb-server", "slurmdbd")))
 READY = "ss -ltn | grep -q ':6819 '"
 LOGS = "tail -n 20 /var/log/slurm/slurmdbd.log; journalctl -u slurmdbd -n 10 --no-pager"
@@ -71,6 +73,7 @@ def accounting() -> None:
         return
     password = secret_text(cluster.state_dir, "slurmdbd-db-password", 32)
     operations.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT)
+    operations.restart_policy(name="mariadb restarted by systemd when it dies", unit="mariadb", want=WANT)
     operations.service(name="mariadb running", unit="mariadb", want=WANT)
     database(name="accounting database and user", password=password)
     operations.directory(name="/var/log/slurm", path="/var/log/slurm", user="slurm", group="slurm", want=WANT)
@@ -78,6 +81,7 @@ def accounting() -> None:
         name="slurmdbd.conf", path=CONF, mode="600", user="slurm", group="slurm", want=WANT,
         content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version(host.state)),
         mask=(password,), mask_keys=("StoragePass",), disruption="restart slurmdbd")
+    operations.restart_policy(name="slurmdbd restarted by systemd when it dies", unit="slurmdbd", want=WANT)
     operations.service(name="slurmdbd running", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS)
     operations.restart(name="slurmdbd restarted (slurmdbd.conf changed)", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS,
                 _if=conf.did_change)

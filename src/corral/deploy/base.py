@@ -1,4 +1,6 @@
-"""base: /etc/hosts entries from the spec; time sync (chrony), or why not inside a container."""
+"""base: /etc/hosts entries from the spec; time sync (chrony, restarted by systemd when it dies), or why
+not inside a container (where the restart drop-in is written all the same: a drop-in of a unit that is
+not there is inert)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from corral.engine.shell import cmd
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.render.hosts import merge_hosts, render_hosts_block
+from corral.render.restart import dropin_path
 
-WANT = register(Want(blocks=("/etc/hosts",), packages=("chrony",), services=("chrony",)))
+WANT = register(Want(paths=(dropin_path("chrony"),), blocks=("/etc/hosts",), packages=("chrony",),
+                     services=("chrony",)))
 
 
 @operation()
@@ -35,4 +39,5 @@ def base() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     operations.managed_block(name="/etc/hosts entries from the spec", path="/etc/hosts",
                       block=render_hosts_block(cluster, node), merge=merge_hosts, want=WANT)
+    operations.restart_policy(name="chrony restarted by systemd when it dies", unit="chrony", want=WANT)
     time_sync(name="time sync", want=WANT)

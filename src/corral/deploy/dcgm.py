@@ -11,10 +11,11 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.render.nvidia import dcgm_skip_reason
+from corral.render.restart import dropin_path
 
 SERVICE = "nvidia-dcgm"
 PIN = "/etc/apt/preferences.d/corral-dcgm"
-WANT = register(Want(paths=(PIN,), services=(SERVICE,), packages=("cuda-keyring",)))
+WANT = register(Want(paths=(PIN, dropin_path(SERVICE)), services=(SERVICE,), packages=("cuda-keyring",)))
 _PACKAGES: set[str] = set()
 
 
@@ -46,4 +47,5 @@ def dcgm() -> None:
                     if cluster.spec.nvidia.driver else cluster.spec.monitoring.dcgm_exporter.repo_url, want=WANT)
     operations.managed_file(name="DCGM version pin", path=PIN, want=WANT, content=pin(d.package, d.version))
     operations.packages(name="DCGM installed", names=[f"{d.package}={d.version}" if d.version else d.package], want=WANT)
+    operations.restart_policy(name="DCGM host engine restarted by systemd when it dies", unit=SERVICE, want=WANT)
     operations.service(name="DCGM host engine running", unit=SERVICE, want=WANT, wait=f"systemctl is-active {SERVICE}")

@@ -18,6 +18,7 @@ from corral.deploy.nodestate import Want, register
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.engine.conditions import AnyChanged
 from corral.render.prometheus import dcgm_skip_reason, listen_address
+from corral.render.restart import service_lines, unit_lines
 from corral import paths
 
 UNIT = "corral-dcgm-exporter"
@@ -36,16 +37,18 @@ def pin(package: str, version: str | None) -> str:
 
 
 def unit(binary: str, listen: str, job_map_dir: str) -> str:
+    """corral's own unit: its restart policy (render/restart.py) is part of it."""
+    start_limit, restart = "\n".join(unit_lines(UNIT)), "\n".join(service_lines(UNIT))
     return f"""# Managed by corral
 [Unit]
 Description=NVIDIA dcgm-exporter (corral: field list and GPU job mapping)
 After=network-online.target nvidia-persistenced.service
+{start_limit}
 
 [Service]
 ExecStartPre=/bin/mkdir -p {job_map_dir}
 ExecStart={binary} --address {listen} --collectors {FIELDS} --hpc-job-mapping-dir {job_map_dir}
-Restart=on-failure
-RestartSec=10
+{restart}
 
 [Install]
 WantedBy=multi-user.target

@@ -15,13 +15,14 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
 from corral.engine.conditions import AnyChanged
 from corral.render.grafana import DASHBOARD_DIR, dashboards, render_datasource, render_ini, render_provider
+from corral.render.restart import dropin_path
 from corral.secrets import secret_text
 
 KEY, SOURCE = "/etc/apt/keyrings/grafana.asc", "/etc/apt/sources.list.d/grafana.list"
 PIN, INI = "/etc/apt/preferences.d/corral-grafana", "/etc/grafana/grafana.ini"
 DATASOURCE = "/etc/grafana/provisioning/datasources/corral.yaml"
 PROVIDER = "/etc/grafana/provisioning/dashboards/corral.yaml"
-WANT = register(Want(paths=(KEY, SOURCE, PIN, INI, DATASOURCE, PROVIDER, DASHBOARD_DIR,
+WANT = register(Want(paths=(KEY, SOURCE, PIN, INI, DATASOURCE, PROVIDER, DASHBOARD_DIR, dropin_path("grafana-server"),
                             *(f"{DASHBOARD_DIR}/{n}" for n in dashboards())),
                      services=("grafana-server",), packages=("grafana",)))
 
@@ -78,6 +79,7 @@ def grafana() -> None:
     for name, text in dashboards().items():  # re-read by Grafana every 10 s: no restart
         operations.managed_file(name=f"dashboard {name}", path=f"{DASHBOARD_DIR}/{name}", want=WANT, content=text)
     ready = http_ready(node.address, g.port, "/api/health")
+    operations.restart_policy(name="Grafana restarted by systemd when it dies", unit="grafana-server", want=WANT)
     operations.service(name="Grafana running", unit="grafana-server", want=WANT, wait=ready)
     operations.restart(name="Grafana restarted (configuration changed)", unit="grafana-server", want=WANT, wait=ready,
                 _if=AnyChanged(*changed))

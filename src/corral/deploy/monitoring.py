@@ -14,6 +14,7 @@ from corral.engine.conditions import AnyChanged
 from corral.render.alertmanager import render_alertmanager_yml
 from corral.render.alerts import render_rules
 from corral.render.prometheus import RULES_DIR, listen_address, render_prometheus_yml
+from corral.render.restart import dropin_path
 
 NE_DEFAULT, TEXTFILE_DIR = "/etc/default/prometheus-node-exporter", "/var/lib/prometheus/node-exporter"
 SPEC_PROM = f"{TEXTFILE_DIR}/corral-spec.prom"
@@ -22,11 +23,14 @@ RULES = f"{RULES_DIR}/corral.yml"
 AM_DEFAULT, AM_YML = "/etc/default/prometheus-alertmanager", "/etc/prometheus/alertmanager.yml"
 # daemons whose state node-exporter reports (alerts: SlurmdDown, SlurmctldDown, SlurmdbdDown)
 UNITS = "(slurmd|slurmctld|slurmdbd|munge|mariadb|prometheus|prometheus-alertmanager|corral-slurm-exporter)[.]service"
-NE_WANT = register(Want(paths=(NE_DEFAULT, SPEC_PROM), services=("prometheus-node-exporter",),
+NE_WANT = register(Want(paths=(NE_DEFAULT, SPEC_PROM, dropin_path("prometheus-node-exporter")),
+                        services=("prometheus-node-exporter",),
                         packages=("prometheus-node-exporter",)))
-PROM_WANT = register(Want(paths=(PROM_DEFAULT, PROM_YML, RULES_DIR, RULES), services=("prometheus",),
+PROM_WANT = register(Want(paths=(PROM_DEFAULT, PROM_YML, RULES_DIR, RULES, dropin_path("prometheus")),
+                          services=("prometheus",),
                           packages=("prometheus",)))
-AM_WANT = register(Want(paths=(AM_DEFAULT, AM_YML), services=("prometheus-alertmanager",),
+AM_WANT = register(Want(paths=(AM_DEFAULT, AM_YML, dropin_path("prometheus-alertmanager")),
+                        services=("prometheus-alertmanager",),
                         packages=("prometheus-alertmanager",)))
 
 
@@ -58,6 +62,8 @@ def _node_exporter(cluster, node) -> None:
     flags = operations.managed_file(name="node-exporter flags", path=NE_DEFAULT, want=NE_WANT,
                              content=node_exporter_args(cluster, node), disruption="restart prometheus-node-exporter")
     operations.managed_file(name="spec metrics for node-exporter", path=SPEC_PROM, want=NE_WANT, content=spec_metrics(node))
+    operations.restart_policy(name="node-exporter restarted by systemd when it dies", unit="prometheus-node-exporter",
+                              want=NE_WANT)
     operations.service(name="node-exporter running", unit="prometheus-node-exporter", want=NE_WANT, wait=ready)
     operations.restart(name="node-exporter restarted (flags changed)", unit="prometheus-node-exporter",
                 want=NE_WANT, wait=ready, _if=flags.did_change)
@@ -77,6 +83,7 @@ def _prometheus(cluster, node) -> None:
                             validate="promtool check config --syntax-only {}")
     flags = operations.managed_file(name="Prometheus flags", path=PROM_DEFAULT, want=PROM_WANT,
                              content="# Managed by corral\n" + args, disruption="restart prometheus")
+    operations.restart_policy(name="Prometheus restarted by systemd when it dies", unit="prometheus", want=PROM_WANT)
     operations.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
     operations.run_when_changed(name="Prometheus reloaded (scrape config or rules changed)", description="reload",
                          commands=["systemctl reload prometheus", operations.readiness("prometheus", ready, None)],
@@ -97,6 +104,8 @@ def _alertmanager(cluster, node) -> None:
                             validate="amtool check-config {}")
     flags = operations.managed_file(name="Alertmanager flags", path=AM_DEFAULT, want=AM_WANT,
                              content="# Managed by corral\n" + args, disruption="restart prometheus-alertmanager")
+    operations.restart_policy(name="Alertmanager restarted by systemd when it dies", unit="prometheus-alertmanager",
+                              want=AM_WANT)
     operations.service(name="Alertmanager running", unit="prometheus-alertmanager", want=AM_WANT, wait=ready)
     operations.run_when_changed(name="Alertmanager reloaded (receivers changed)", description="reload",
                          commands=["systemctl reload prometheus-alertmanager"], disruption="reload alertmanager",

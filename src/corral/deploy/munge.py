@@ -7,10 +7,11 @@ from pyinfra.api import deploy
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
+from corral.render.restart import dropin_path
 from corral.secrets import secret_bytes
 
 KEY = "/etc/munge/munge.key"
-WANT = register(Want(paths=(KEY,), services=("munge",), packages=("munge",)))
+WANT = register(Want(paths=(KEY, dropin_path("munge")), services=("munge",), packages=("munge",)))
 
 
 @deploy("munge")
@@ -20,6 +21,7 @@ def munge() -> None:
     operations.packages(name="munge installed", names=["munge"], want=WANT)
     changed = operations.managed_file(name="munge key", path=KEY, content=key, mode="400", user="munge",
                                group="munge", secret=True, disruption="restart munge", want=WANT)
+    operations.restart_policy(name="munge restarted by systemd when it dies", unit="munge", want=WANT)
     operations.service(name="munge running", unit="munge", want=WANT)
     operations.restart(name="munge restarted (key changed)", unit="munge", want=WANT,
                 wait="munge -n | unmunge", _if=changed.did_change)

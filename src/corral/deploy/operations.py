@@ -16,6 +16,7 @@ from pyinfra.facts.files import FileContents
 from corral.deploy.nodestate import Want, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import AND, OR, Raw, cmd, q
+from corral.render.restart import dropin_path, render_restart_dropin
 from corral import paths
 
 APT_MAX_AGE_S = 3600
@@ -113,6 +114,13 @@ def managed_file(path: str, content: str | bytes, want: Want, mode: str = "644",
                  mask: tuple[str, ...] = (), mask_keys: tuple[str, ...] = (), validate: str | None = None):
     """Install `content` at `path` atomically (created with its final mode and owner, checked with
     `validate` if given, then renamed)."""
+    yield from _managed_file(path, content, want, mode, user, group, disruption, secret, mask, mask_keys, validate)
+
+
+def _managed_file(path: str, content: str | bytes, want: Want, mode: str = "644", user: str = "root",
+                  group: str = "root", disruption: str = "none", secret: bool = False,
+                  mask: tuple[str, ...] = (), mask_keys: tuple[str, ...] = (), validate: str | None = None):
+    """managed_file's commands (none, and its no-op said, when the file is as it should be)."""
     data = content.encode() if isinstance(content, str) else content
     cur = snapshot(want).files.get(path)
     same_content = bool(cur) and cur.get("sha256") == hashlib.sha256(data).hexdigest()
@@ -169,7 +177,10 @@ def service(unit: str, want: Want, running: bool = True, enabled: bool = True, w
     if enabled and is_enabled not in ("enabled", "static", "alias"):
         cmds.append(cmd("systemctl", "enable", name))
     if running and active != "active":  # restart: a package's postinst may have started it with
-        cmds.append(cmd("systemctl", "restart", name))  # its default config meanwhile
+        # its default config meanwhile; reset-failed first: a daemon that gave up restarting (its start
+        # limit, render/restart.py) would refuse this start for the rest of the interval
+        cmds.append(cmd("systemctl", "reset-failed", name, Raw("2>/dev/null"), OR, "true"))
+        cmds.append(cmd("systemctl", "restart", name))
     if not cmds:
         host.noop(f"service {name} {'running' if running else 'present'} and {is_enabled}")
         return
@@ -193,6 +204,21 @@ def restart(unit: str, want: Want, wait: str | None = None, logs: str | None = N
     yield cmd("systemctl", "restart", name)
     if wait:
         yield readiness(name, wait, logs)
+
+
+RELOADED = "none (systemd reloaded)"
+
+
+@operation()
+def restart_policy(unit: str, want: Want):
+    """systemd restarts `unit` when it dies: corral's drop-in (render/restart.py) installed, then
+    `systemctl daemon-reload`, which applies it without restarting the daemon. `want` holds the
+    drop-in's path (render.restart.dropin_path), so the one snapshot reads it."""
+    commands = list(_managed_file(dropin_path(unit), render_restart_dropin(unit), want, disruption=RELOADED))
+    if not commands:
+        return
+    yield from commands
+    yield cmd("systemctl", "daemon-reload")
 
 
 @operation()

@@ -4,7 +4,9 @@ tools and slurm.conf on login nodes.
 
 Disruption rules: a slurm.conf change is taken with `scontrol reconfigure`; a change of the node
 set or controller hosts needs a slurmctld restart (then reconfigure, so every slurmd re-reads it
-without restarting); slurmd restarts only when its own unit drop-in changed.
+without restarting); slurmd restarts only when its own unit drop-in changed. The restart policies of
+slurmctld and slurmd (render/restart.py: systemd restarts them when they die) are drop-ins of their
+own: a change of one takes a `systemctl daemon-reload`, never a restart.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from corral.errors import CorralError
 from corral.render.cgroup import render_cgroup_conf
 from corral.render.containers import PLUGSTACK, plugstack_conf
 from corral.render.mig import gres_text
+from corral.render.restart import dropin_path
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
 from corral.render.slurm_lint import lint_configs
@@ -33,9 +36,11 @@ SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"
 LOGDIR, STATE = "/var/log/slurm", "/var/lib/slurm/slurmctld"
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
 SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
-CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE), services=("slurmctld",),
+CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE, dropin_path("slurmctld")),
+                          services=("slurmctld",),
                 packages=("slurmctld", "slurm-client")))
-NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd"), services=("slurmd",),
+NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd", dropin_path("slurmd")),
+                           services=("slurmd",),
                  packages=("slurmd", "slurm-client")))
 # login nodes: the client tools, and what users need to make their Python environments (job clients)
 LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client", "python3-venv")))
@@ -131,6 +136,7 @@ def slurm_controller() -> None:
         operations.directory(name=path, path=path, user="slurm", group="slurm", want=CTL_WANT)
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
                       want=CTL_WANT)
+    operations.restart_policy(name="slurmctld restarted by systemd when it dies", unit="slurmctld", want=CTL_WANT)
     operations.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
 
 
@@ -159,6 +165,8 @@ def slurm_compute() -> None:
                             disruption="restart slurmd", want=NODE_WANT)
     spank = operations.managed_file(name="what slurmd loads at start (SPANK plugins, GRES)", path=SLURMD_STATE,
                              content=slurmd_state(cluster, node), disruption="restart slurmd", want=NODE_WANT)
+    # its own file, not corral.conf: a change of the restart policy takes a daemon-reload, never a slurmd restart
+    operations.restart_policy(name="slurmd restarted by systemd when it dies", unit="slurmd", want=NODE_WANT)
     operations.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)
     operations.restart(name="slurmd restarted (drop-in, SPANK plugins or GRES changed)", unit="slurmd", want=NODE_WANT,
                 wait=node_ready(node.name), logs=logs, _if=AnyChanged(unit, spank))

@@ -14,6 +14,7 @@ from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register
 from corral.engine.conditions import AnyChanged
 from corral.render.prometheus import listen_address
+from corral.render.restart import service_lines, unit_lines
 from corral import paths
 
 LIB = paths.LIB
@@ -25,16 +26,18 @@ WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), UNIT_FILE), s
 
 
 def unit(listen: str) -> str:
+    """corral's own unit: its restart policy (render/restart.py) is part of it."""
+    start_limit, restart = "\n".join(unit_lines(UNIT)), "\n".join(service_lines(UNIT))
     return f"""# Managed by corral
 [Unit]
 Description=corral Slurm exporter (Prometheus metrics from sinfo, squeue, sdiag, scontrol, sacctmgr)
 After=network-online.target munge.service slurmctld.service
+{start_limit}
 
 [Service]
 User=slurm
 ExecStart=/usr/bin/python3 {LIB}/slurm_exporter.py --listen {listen}
-Restart=on-failure
-RestartSec=5
+{restart}
 NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=yes

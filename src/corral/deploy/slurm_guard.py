@@ -3,7 +3,8 @@
 Before the files are installed, `backup_script` copies each one to `<path>.corral-prev` (when it
 exists). After them, `apply_or_rollback_script` restarts slurmctld and waits until it answers (or only
 reconfigures it); when that fails it prints the daemon's log lines, puts the previous files back
-(removing those that did not exist), restarts slurmctld with them and fails with a line saying so.
+(removing those that did not exist), restarts slurmctld with them (its start limit cleared first: systemd
+may have restarted the failing slurmctld until the limit, render/restart.py) and fails with a line saying so.
 On success the .corral-prev copies go.
 """
 
@@ -46,6 +47,9 @@ def apply_or_rollback_script(paths: Sequence[str], restart: bool, ready: str, lo
     lines.append(f"if [ \"$ok\" = 1 ]; then rm -f {' '.join(q(p + PREV) for p in paths)}; exit 0; fi")
     for p in paths:  # no copy: the file did not exist before this run
         lines.append(f"if [ -e {q(p + PREV)} ]; then mv -f {q(p + PREV)} {q(p)}; else rm -f {q(p)}; fi")
+    # a slurmctld that failed with the new files was restarted by systemd (render/restart.py) until its
+    # start limit: clear the count, or this start would be refused
+    lines.append("systemctl reset-failed slurmctld 2>/dev/null || true")
     lines.extend([f"if systemctl restart slurmctld && ( {ready} ); then",  # shell-ok: ready is corral's
                   f"  echo {q(restored)} >&2",
                   f"else echo {q(not_back)} >&2; fi",

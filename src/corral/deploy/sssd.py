@@ -31,12 +31,13 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.shell import cmd
 from corral.errors import CorralError
+from corral.render.restart import dropin_path
 from corral.render.sssd import (CA_CERT, DOMAIN, NSSWITCH, PACKAGES, SSSD_CONF, nsswitch_with_sss,
                                 render_sssd_conf)
 from corral.secrets import admin_secret_text
 from corral.spec.rules_ldap import MAX_FILE_BYTES, ldap_file
 
-WANT = register(Want(paths=(SSSD_CONF, CA_CERT), services=("sssd",), packages=PACKAGES))
+WANT = register(Want(paths=(SSSD_CONF, CA_CERT, dropin_path("sssd")), services=("sssd",), packages=PACKAGES))
 PAM_AUTH = "/etc/pam.d/common-auth"
 SECRET_KEYS = ("ldap_default_authtok",)
 # a lookup through sss (of a name no directory holds) makes SSSD reach the directory; then the domain
@@ -176,4 +177,5 @@ def sssd() -> None:
     pam_sss(name="pam_sss enabled")
     sssd_config(name="sssd.conf and the LDAP CA certificate", conf=conf, ca=read_ca(cluster), password=password,
                 want=WANT)
+    operations.restart_policy(name="sssd restarted by systemd when it dies", unit="sssd", want=WANT)
     operations.service(name="sssd running", unit="sssd", want=WANT, wait=READY, logs=LOGS)
