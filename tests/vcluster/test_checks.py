@@ -166,7 +166,7 @@ def test_a_non_root_ssh_user_converges_checks_and_never_exposes_a_secret(deploye
     vc = deployed
     names = [n.name for n in vc.cluster.nodes]
     for name in names:
-        ssh(vc, name, "id deploy >/dev/null 2>&1 || useradd -m -s /bin/bash deploy; "
+        ssh(vc, name, "id deploy >/dev/null 2>&1 || useradd -m -s /bin/bash -G sudo deploy; "
             "install -d -m 700 -o deploy -g deploy ~deploy/.ssh; "
             "install -m 600 -o deploy -g deploy /root/.ssh/authorized_keys ~deploy/.ssh/authorized_keys; "
             "echo 'deploy ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/deploy; chmod 440 /etc/sudoers.d/deploy; "
