@@ -67,6 +67,50 @@ def test_validate_names_the_node_whose_gpu_disappeared(deployed):
     assert after.ok, after.failures
 
 
+def _no_validate_jobs(vc) -> str:
+    for _ in range(15):  # a finished job may show COMPLETING for a moment
+        left = ssh(vc, "ctl", "squeue -h -n corral-validate -o '%i %T'").stdout.strip()
+        if not left:
+            return ""
+        time.sleep(1)
+    return left
+
+
+def test_validate_with_slurmd_stopped_names_the_node_within_the_bound_and_leaves_no_job(deployed, capsys):
+    """The reliability issue's finding: with slurmd stopped on gpu02, validate ran 300 s and printed no
+    JSON. Now: one JSON verdict within 60 s naming gpu02, gpu01 still tested, no validate job left."""
+    ssh(deployed, "gpu02", "systemctl stop slurmd")
+    try:
+        start = time.monotonic()
+        rc = main(["validate", "-f", str(deployed.cluster.path), "--json"])
+        took = time.monotonic() - start
+        report = json.loads(capsys.readouterr().out)
+        assert rc == 1 and report["ok"] is False and took < 60, took
+        checks = {c["name"]: c for c in report["checks"]}
+        assert checks["nodes reachable"]["message"] == "gpu02: slurmd not running (inactive)"
+        assert "gpu02: not tested (slurmd not running)" in json.dumps(checks["gpu job"])
+        assert _no_validate_jobs(deployed) == ""
+    finally:
+        ssh(deployed, "gpu02", "systemctl start slurmd")
+        wait_for(deployed, "gpu02", lambda state, reason: state == "IDLE", 60)
+
+
+def test_validate_with_a_node_powered_off_names_it_and_leaves_no_job(deployed, capsys):
+    deployed.node("gpu02").stop()
+    try:
+        start = time.monotonic()
+        rc = main(["validate", "-f", str(deployed.cluster.path), "--json"])
+        took = time.monotonic() - start
+        report = json.loads(capsys.readouterr().out)
+        checks = {c["name"]: c for c in report["checks"]}
+        assert rc == 1 and took < 60, took
+        assert checks["nodes reachable"]["message"].startswith("gpu02: unreachable ("), checks["nodes reachable"]
+        assert _no_validate_jobs(deployed) == ""
+    finally:
+        deployed.up()
+        wait_for(deployed, "gpu02", lambda state, reason: state == "IDLE", 90)
+
+
 def test_doctor_names_a_node_that_is_down(deployed):
     deployed.node("gpu02").stop()
     try:

@@ -173,3 +173,70 @@ def test_secrets_are_random_private_and_never_journaled(slurm):
     dump = "".join(repr(row) for t in tables for row in db.execute(f"select * from {t}"))
     assert dump and password not in dump
     assert "IDENTIFIED BY PASSWORD" not in dump  # the masked SQL never appears in clear
+
+
+def _main_pid(vc, node: str, unit: str) -> str:
+    return ssh(vc, node, f"systemctl show -p MainPID --value {unit}").stdout.strip()
+
+
+def _back(vc, node: str, unit: str, old_pid: str, within: float = 15.0) -> float:
+    """Seconds until `unit` is active again with a new main PID (restarted by systemd)."""
+    start = time.monotonic()
+    while time.monotonic() - start < within:
+        if ssh(vc, node, f"systemctl is-active {unit}", check=False).stdout.strip() == "active" and \
+                _main_pid(vc, node, unit) not in ("", "0", old_pid):
+            return time.monotonic() - start
+        time.sleep(0.5)
+    raise AssertionError(f"{unit} on {node} not back within {within} s: "
+                         f"{ssh(vc, node, f'systemctl status {unit} --no-pager | head -5', check=False).stdout}")
+
+
+def test_killed_slurmctld_comes_back_with_its_queue(slurm):
+    """Restart=on-failure (render/restart.py): kill -9 slurmctld -> active again within 15 s, and jobs
+    queued well before the kill (past the state save) are still queued or running."""
+    held = ctl(slurm, "sbatch --parsable --hold -A research --wrap 'sleep 600'").stdout.strip()
+    running = ctl(slurm, "sbatch --parsable -A research -N1 --wrap 'sleep 60'").stdout.strip()
+    try:
+        time.sleep(10)  # older than slurmctld's state save
+        pid = _main_pid(slurm, "ctl", "slurmctld")
+        ctl(slurm, f"kill -9 {pid}")
+        _back(slurm, "ctl", "slurmctld", pid)
+        for _ in range(30):
+            if "is UP" in ctl(slurm, "scontrol ping", check=False).stdout:
+                break
+            time.sleep(0.5)
+        queue = ctl(slurm, "squeue -h -o '%i %T'").stdout.split("\n")
+        states = dict(line.split() for line in queue if line.strip())
+        assert states.get(held) == "PENDING" and states.get(running) == "RUNNING", states
+    finally:
+        ctl(slurm, f"scancel {held} {running}", check=False)
+
+
+def test_killed_slurmd_comes_back_and_its_running_job_completes(slurm):
+    job = ctl(slurm, "sbatch --parsable -A research -w gpu01 --wrap 'sleep 15; echo done'").stdout.strip()
+    for _ in range(40):
+        if ctl(slurm, f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING":
+            break
+        time.sleep(0.5)
+    pid = _main_pid(slurm, "gpu01", "slurmd")
+    ssh(slurm, "gpu01", f"kill -9 {pid}")
+    _back(slurm, "gpu01", "slurmd", pid)
+    for _ in range(90):  # the job runs on (slurmstepd outlives slurmd), then is accounted
+        state = ctl(slurm, f"sacct -n -X -P -j {job} -o State").stdout.strip()
+        if state and state not in ("RUNNING", "PENDING", "COMPLETING"):
+            break
+        time.sleep(1)
+    assert state == "COMPLETED"
+    assert "*" not in ctl(slurm, "sinfo -h -n gpu01 -o %T").stdout
+
+
+def test_killed_slurmdbd_comes_back_and_accounting_catches_up(slurm):
+    pid = _main_pid(slurm, "ctl", "slurmdbd")
+    ctl(slurm, f"kill -9 {pid}")
+    job = ctl(slurm, "sbatch --parsable --wait -A research -N1 --wrap true").stdout.strip()  # runs meanwhile
+    _back(slurm, "ctl", "slurmdbd", pid)
+    for _ in range(90):
+        if ctl(slurm, f"sacct -n -X -P -j {job} -o State").stdout.strip() == "COMPLETED":
+            break
+        time.sleep(1)
+    assert ctl(slurm, f"sacct -n -X -P -j {job} -o State").stdout.strip() == "COMPLETED"
