@@ -89,6 +89,11 @@ def test_show_up_prints_the_checks_and_next_steps(tmp_path, capsys):
     assert text.endswith(f"\ncluster ready. Next:\n  export CORRAL_SPEC={tmp_path / 'cluster.yaml'}\n"
                          "  corral plan            # 0 changes on a converged cluster\n"
                          "  corral virtual ssh gpu01 nvidia-smi\n  corral virtual down\n")
+    with_login = up_flow.UpResult(spec=tmp_path / "cluster.yaml", nodes=[], apply=run_result(), validate=report(),
+                                  login=("login1", "alice"))
+    run_cmd.show_up(with_login)
+    text = capsys.readouterr().out  # a command longer than the column keeps two spaces before its comment
+    assert "  corral virtual ssh login1 --user alice  # log in as alice (home on shared /home)\n" in text
     failed = up_flow.UpResult(spec=tmp_path / "c.yaml", nodes=[], apply=run_result(),
                               validate=report(ok=False))
     run_cmd.show_up(failed)

@@ -76,7 +76,8 @@ def show_up(result) -> None:
     show_summary(result.apply)
     for c in result.checks:
         out.print(f"{c.status:<7} {c.name}: {c.message}", markup=False)
-    steps = [f"  {cmd:<23}# {note}" if note else f"  {cmd}" for cmd, note in result.next_steps()]
+    steps = [(f"  {cmd:<23}# {note}" if len(cmd) < 23 else f"  {cmd}  # {note}") if note else f"  {cmd}"
+             for cmd, note in result.next_steps()]
     if steps:
         out.print("\ncluster ready. Next:\n" + "\n".join(steps), markup=False)
 
