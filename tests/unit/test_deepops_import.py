@@ -107,7 +107,7 @@ def test_slurm_fixture_not_carried_lists_specific_vars():
     assert "set nvidia.driver.version to the 580.x.y you run" in branch and "source: distribution" in branch
     assert carried_not(result, "nvidia_driver_ubuntu_use_open_kernel_modules — carried with the driver once "
                                "nvidia.driver.version is set: add nvidia.driver.kernel_modules: open")
-    assert carried_not(result, "users — not yet supported (storage and users land later)")
+    assert carried_not(result, "users — not imported yet: write users: / groups: in cluster.yaml")
     assert carried_not(result, "host_vars/gpu01:3: slurm_cluster_install_cuda (gpu01) — a per-host value")
     assert carried_not(result, "[slurm-cache] — cluster.yaml has no container-registry-cache role")
     assert carried_not(result, "[slurm-nfs-client] — cluster.yaml has no NFS-client role")
@@ -197,7 +197,7 @@ ctl2
     nodes = by_name(load_text(result.yaml_text))
     assert nodes["ctl1"].roles == ("controller", "accounting", "login", "monitoring")
     assert nodes["ctl2"].roles == ("controller", "login")  # the NFS server is listed, no nfs role yet
-    assert carried_not(result, "[slurm-nfs] ctl2 — not yet supported")
+    assert carried_not(result, "[slurm-nfs] ctl2 — imported without the nfs role")
     assert carried_not(result, "slurm_enable_ha — off, but [slurm-master] has 2 hosts")
     assert carried_not(result, "[slurm-login] — not defined")
     assert carried_not(result, "[slurm-metric] — 2 hosts; corral monitors from one node: only ctl1")

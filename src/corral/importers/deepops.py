@@ -111,8 +111,9 @@ class _Importer:
             self.notes.append("[slurm-login] — not defined; users log in on the slurm-master (now 'login')")
         nfs = self.group_hosts("nfs_server_group", "slurm-nfs[0]")[:1] if truthy(self.var("slurm_enable_nfs_server")) else []
         if nfs:
-            self.notes.append(f"[slurm-nfs] {nfs[0]} — not yet supported (storage lands later): corral sets up no "
-                              "NFS server; the node is imported without an nfs role, keep its exports as they are")
+            self.notes.append(f"[slurm-nfs] {nfs[0]} — imported without the nfs role (DeepOps' nfs_exports/nfs_mounts "
+                              "are not converted yet): add the role and storage.exports/mounts in cluster.yaml "
+                              "(docs/components/storage.md), or keep its exports as they are")
         if truthy(self.var("slurm_enable_monitoring")):
             metric = self.group_hosts("slurm_monitoring_group", "slurm-metric")
             self.add(metric[:1], "monitoring")

@@ -43,13 +43,15 @@ PER_HOST = frozenset({"ansible_host", "ansible_user", "ansible_ssh_user", "ansib
                       "ansible_ssh_private_key_file", "ansible_ssh_common_args"})  # read per host
 SLURM_ONLY = frozenset(k for k in MAPPED if k.startswith(("slurm_", "enroot_")))
 
-NOT_YET = "not yet supported (storage and users land later): "
+NOT_YET = "not imported yet: "
 REASONS = {  # a specific reason (else NO_SETTING's, by pattern); "!" = say this as it is
-    "!" + NOT_YET + "corral sets up no NFS export, mount or provisioner; keep yours as they are": (
+    "!" + NOT_YET + "write storage.exports / storage.mounts (and the nfs role) in cluster.yaml from it "
+    "(docs/components/storage.md); Kubernetes NFS provisioning is not supported": (
         "nfs_exports", "nfs_mounts", "slurm_enable_nfs_client_nodes", "nfs_client_group", "nfs_idmapd_domain",
         "autofs_mount", "autofs_map", "k8s_nfs_client_provisioner", "k8s_deploy_nfs_server", "k8s_nfs_server",
         "k8s_nfs_export_path", "slurm_enable_nfs_server", "nfs_server_group"),
-    "!" + NOT_YET + "corral creates no user accounts; keep yours as they are": ("users",),
+    "!" + NOT_YET + "write users: / groups: in cluster.yaml (docs/components/users.md); accounts that exist "
+    "on the nodes are kept, and adopted when the spec names them with the same uid": ("users",),
     "!corral runs as ssh.user, through `sudo -n` when that is not root": ("ansible_become",),
     "!corral installs nvidia.driver.version and holds it there (never 'latest', never removes it)": (
         "nvidia_driver_package_state",),
@@ -150,7 +152,8 @@ NO_SETTING = [  # DeepOps variable (regex) -> the cluster.yaml setting it lacks 
     (r"^slurm_default_job_timelimit$", "!corral partitions have max_time only, no default time"),
     (r"^(chrony|ntp)_", "time-sync setting"),
     (r"^(https?_proxy|no_proxy|proxy_env)$", "proxy setting (set it on the nodes yourself)"),
-    (r"^(nfs_|slurm_enable_nfs|k8s_(deploy_)?nfs|autofs_)", "!" + NOT_YET + "corral sets up no NFS export or mount"),
+    (r"^(nfs_|slurm_enable_nfs|k8s_(deploy_)?nfs|autofs_)", "!" + NOT_YET + "write storage.exports / storage.mounts in cluster.yaml "
+     "(docs/components/storage.md)"),
     (r"^(grafana|prometheus|alertmanager|collectd)_|_exporter", "monitoring setting besides the role"),
     (r"^(slurm_version|slurm_install_prefix|slurm_build|slurm_configure(_nvml)?$|slurm_src|pmix_|hwloc_)",
      "Slurm version or build setting"),

@@ -106,10 +106,10 @@ TAIL = """\
 ## Roles
 | scheduler | roles | rules |
 |---|---|---|
-| slurm | controller, compute, login, accounting, monitoring | ≥1 controller (≤2), ≥1 compute, ≤1 accounting, ≤1 monitoring |
+| slurm | controller, compute, login, accounting, monitoring, nfs | ≥1 controller (≤2), ≥1 compute, ≤1 accounting, ≤1 monitoring, ≤1 nfs |
 | kubernetes | control-plane, worker, monitoring | ≥1 control-plane, ≥1 worker |
 
-`nfs` is refused until shared storage lands: corral would deploy nothing for it.
+`nfs`: the NFS server of `storage.exports` (it must export something; see docs/components/storage.md).
 
 GPUs may only be declared on groups that run jobs (compute, login, worker). A role listed twice, or a
 role of the other scheduler, is an error.
