@@ -48,6 +48,13 @@ class Policy:
     burst: int             # StartLimitBurst=
     why: str               # a comment line in the drop-in: what its coming back means
 
+    def __post_init__(self) -> None:
+        """A crash loop must end inside the window: burst restarts RestartSec apart fit in half of it, so
+        a daemon that cannot start stops trying (failed: the alerts) instead of restarting forever."""
+        if not (self.restart_sec >= 1 and self.burst >= 3 and self.burst * self.restart_sec * 2 <= self.interval_s):
+            raise ValueError(f"restart policy: {self.burst} restarts {self.restart_sec} s apart do not fit in half "
+                             f"of {self.interval_s} s (or RestartSec < 1, burst < 3)")
+
 
 FAST = dict(restart_sec=2, interval_s=120, burst=10)
 CALM = dict(restart_sec=5, interval_s=300, burst=10)
