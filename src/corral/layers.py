@@ -11,7 +11,8 @@ from __future__ import annotations
 LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("__main__",), "python -m corral"),
     (("cli",), "typer app, one module per command group; renders results; exit codes"),
-    (("workflows",), "what a command does: converge, driver and MIG rollouts, facts report"),
+    (("workflows", "backup"), "what a command does: converge, driver and MIG rollouts, facts report; "
+                              "backup and restore"),
     (("checks", "deploy", "virtual", "importers"), "doctor/validate/health; pyinfra deploys per component; "
                                                    "the virtual cluster; DeepOps import"),
     (("engine", "render"), "inventory, plan/apply, results, journal, host keys, operation contract, "

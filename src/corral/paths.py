@@ -8,6 +8,7 @@ PROLOG, EPILOG = f"{SBIN}/corral-prolog", f"{SBIN}/corral-epilog"  # Slurm's Pro
 ETC = "/etc/corral"                     # corral's state and configs on a node
 HEALTH_CONFIG = f"{ETC}/health.json"
 JOBHOOKS_CONFIG = f"{ETC}/jobhooks.json"
+SLURMCTLD_STATE = "/var/lib/slurm/slurmctld"  # slurmctld's StateSaveLocation (corral backup/restore)
 SLURMD_STATE = f"{ETC}/slurmd-state"    # what slurmd loaded when it started (SPANK plugins, GRES)
 CTK_RUNTIME_MARK = f"{ETC}/nvidia-ctk-runtime"
 DCGM_FIELDS = f"{ETC}/dcgm-exporter/fields.csv"

@@ -106,6 +106,7 @@ BASE: dict[str, Any] = {
                        "sha256": {"nvidia-mig-manager": SHA}},
     },
     "state_dir": ".corral",
+    "backup": {"dir": "backups", "keep": 3},
 }
 BASE_VIRTUAL: dict[str, Any] = {**BASE, "virtual": {"bridge": "corral0", "subnet": "10.213.0.0/24"}}
 # Nodes for a leaf outside `nodes`: a controller and two GPU nodes, no MIG (that would ask for mig_parted's sums)

@@ -1,6 +1,8 @@
 """The Slurm GPU cluster end to end on a real virtual cluster (1 controller + 2 compute x 4
 emulated H100): GPU jobs, device isolation, accounting, QOS limits, zero-change re-runs, drift in
-plan, adding a node without touching the others, and a bad spec that applies nothing."""
+plan, adding a node without touching the others, a bad spec that applies nothing; then faults:
+daemons killed, MariaDB restarted, and the controller lost and restored from a backup (last: it
+rebuilds the controller)."""
 
 from __future__ import annotations
 
@@ -240,3 +242,79 @@ def test_killed_slurmdbd_comes_back_and_accounting_catches_up(slurm):
             break
         time.sleep(1)
     assert ctl(slurm, f"sacct -n -X -P -j {job} -o State").stdout.strip() == "COMPLETED"
+
+
+def test_mariadb_restart_loses_no_accounting(slurm):
+    """slurmdbd across a MariaDB outage: a job that finishes while the database is down is recorded
+    once it is back (slurmctld and slurmdbd keep the record until the database takes it)."""
+    ctl(slurm, "systemctl stop mariadb")
+    try:
+        job = ctl(slurm, "sbatch --parsable --wait -A research -N1 --wrap true").stdout.strip()
+    finally:
+        ctl(slurm, "systemctl start mariadb")
+    for _ in range(120):
+        if ctl(slurm, f"sacct -n -X -P -j {job} -o State", check=False).stdout.strip() == "COMPLETED":
+            break
+        time.sleep(1)
+    assert ctl(slurm, f"sacct -n -X -P -j {job} -o State").stdout.strip() == "COMPLETED"
+    assert ctl(slurm, "systemctl is-active slurmdbd").stdout.strip() == "active"
+
+
+def _corral_json(capsys, *argv: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    rc = main(list(argv))
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_controller_lost_and_restored_from_backup(slurm, tmp_path, capsys):
+    """Jobs in history and in the queue, accounts and QOS -> corral backup -> the controller node is
+    destroyed (its disk deleted) and rebuilt (virtual up + apply) -> corral restore -> the history, the
+    associations and the queued jobs (same IDs) are back, and new job IDs do not reuse old ones."""
+    from corral.virtual.cluster import VirtualCluster
+    spec = slurm.cluster.path  # four nodes since the add-node test
+    vc = VirtualCluster(load(spec))
+    ctl(vc, "sacctmgr -i add account lab42 Description=by-hand Organization=none")  # not in the spec
+    done = ctl(vc, "sbatch --parsable --wait -A research -N1 --wrap true").stdout.strip()
+    held = [ctl(vc, "sbatch --parsable --hold -A research --wrap 'sleep 600'").stdout.strip() for _ in range(2)]
+    try:
+        for _ in range(60):
+            if ctl(vc, f"sacct -n -X -P -j {done} -o State").stdout.strip() == "COMPLETED":
+                break
+            time.sleep(1)
+        time.sleep(10)  # older than slurmctld's state save
+        rc, taken = _corral_json(capsys, "backup", "-f", str(spec), "--to", str(tmp_path), "--json")
+        assert rc == 0 and taken["ok"], taken
+        backup = tmp_path / taken["file"].rsplit("/", 1)[1]
+        assert oct(backup.stat().st_mode)[-3:] == "600"
+        assert set(taken["parts"]) == {"slurmctld-state.tar.gz", "accounting.sql.gz", "corral-state.tar.gz"}
+
+        bad = tmp_path / "damaged.tar"  # a damaged copy is refused before anything changes
+        data = bytearray(backup.read_bytes())
+        data[-2000] ^= 0xFF
+        bad.write_bytes(bytes(data))
+        rc, refused = _corral_json(capsys, "restore", str(bad), "-f", str(spec), "--yes", "--json")
+        assert rc == 1 and not refused["ok"] and "not a usable corral backup" in refused["error"], refused
+        assert refused["steps"] == []
+        assert sorted(ctl(vc, "squeue -h -o %i").stdout.split()) == sorted(held)
+
+        vc.destroy("ctl")
+        vc.up()
+        result = converge(vc.cluster, "apply", command="test-rebuild-controller")
+        assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+        assert ctl(vc, "squeue -h -o %i").stdout.split() == []  # the loss is real
+        assert ctl(vc, f"sacct -n -X -P -j {done} -o State").stdout.strip() == ""
+        assert "lab42" not in ctl(vc, "sacctmgr -n -P show account format=Account").stdout
+
+        rc, restored = _corral_json(capsys, "restore", str(backup), "-f", str(spec), "--yes", "--json")
+        assert rc == 0 and restored["ok"] and restored["validate"]["ok"], json.dumps(restored, indent=1)[:4000]
+        queue = dict(line.split() for line in ctl(vc, "squeue -h -o '%i %T'").stdout.splitlines() if line)
+        assert queue == {j: "PENDING" for j in held}
+        assert ctl(vc, f"sacct -n -X -P -j {done} -o State").stdout.strip() == "COMPLETED"
+        assert "lab42" in ctl(vc, "sacctmgr -n -P show account format=Account").stdout.split()
+        assert "research|root" in ctl(vc, "sacctmgr -n -P show assoc format=Account,User").stdout.split()
+        assert "short" in ctl(vc, "sacctmgr -n -P show qos format=Name").stdout.split()
+        new = ctl(vc, "sbatch --parsable --hold -A research --wrap true").stdout.strip()
+        held.append(new)
+        assert int(new) > max(int(j) for j in [done, *held[:-1]])
+    finally:
+        ctl(vc, f"scancel {' '.join(held)}", check=False)

@@ -33,7 +33,7 @@ from corral import paths
 
 ETC = "/etc/slurm"
 SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
-LOGDIR, STATE = "/var/log/slurm", "/var/lib/slurm/slurmctld"
+LOGDIR, STATE = "/var/log/slurm", paths.SLURMCTLD_STATE
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
 SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
 CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE, dropin_path("slurmctld")),

@@ -3,8 +3,10 @@ settings as the engine (for checks that read output, e.g. srun/sinfo on the cont
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
+from pathlib import Path
 
 from corral.engine.inventory import _write_private, ssh_config_text
 from corral.errors import NodeError
@@ -40,3 +42,22 @@ def run_on(cluster: Cluster, node: str, command: str, *, timeout: float = 120,
         raise NodeError("command failed", node=node, command=command, rc=proc.returncode,
                         stderr_tail="\n".join(proc.stderr.strip().splitlines()[-10:]))
     return proc
+
+
+def stream(cluster: Cluster, node: str, command: str, *, timeout: float, stdout: Path | None = None,
+           stdin: Path | None = None) -> None:
+    """Run `command` (under bash -o pipefail) on `node`, its stdout written to the file `stdout` or
+    its stdin read from the file `stdin`: bytes go through SSH, nothing is staged on the node.
+    Raises NodeError (with stderr's tail) on a failure or after `timeout` seconds."""
+    wrapped = f"bash -o pipefail -c {shlex.quote(command)}"
+    argv = ssh_argv(cluster, node, wrapped)
+    with open(stdin, "rb") if stdin else open(os.devnull, "rb") as fin, \
+            open(stdout, "wb") if stdout else open(os.devnull, "wb") as fout:
+        try:
+            proc = subprocess.run(argv, stdin=fin, stdout=fout, stderr=subprocess.PIPE, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise NodeError(f"command timed out after {timeout:.0f} s", node=node, command=command) from None
+    if proc.returncode != 0:
+        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-10:]
+        raise NodeError("command failed", node=node, command=command, rc=proc.returncode,
+                        stderr_tail="\n".join(tail))

@@ -193,7 +193,7 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     out += [f"SlurmctldHost={c.name}({c.address})" for c in controllers]
     out += ["SlurmctldParameters=enable_configless", "SlurmUser=slurm", "AuthType=auth/munge",
             "CredType=cred/munge" if version >= (19, 5) else "CryptoType=crypto/munge",
-            "StateSaveLocation=/var/lib/slurm/slurmctld", "SlurmdSpoolDir=/var/lib/slurm/slurmd",
+            f"StateSaveLocation={paths.SLURMCTLD_STATE}", "SlurmdSpoolDir=/var/lib/slurm/slurmd",
             "SlurmctldPidFile=/run/slurmctld.pid", "SlurmdPidFile=/run/slurmd.pid",
             "SlurmctldLogFile=/var/log/slurm/slurmctld.log", "SlurmdLogFile=/var/log/slurm/slurmd.log",
             "MpiDefault=none", "ReturnToService=2"]

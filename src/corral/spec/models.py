@@ -15,7 +15,7 @@ from pydantic import Field
 
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.mig import MigGroupSpec, MigPartedSpec
-from corral.spec.models_base import Strict
+from corral.spec.models_base import LOCAL_PATH, Strict  # noqa: F401 - LOCAL_PATH re-exported (reference.py)
 from corral.spec.models_monitoring import (AlertReceiver, AlertsSpec, DcgmExporterSpec, GrafanaSpec,
                                            MonitoringSpec, SmtpSpec)
 from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, DcgmSpec, DriverSpec,
@@ -23,6 +23,7 @@ from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, Dc
 from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, FairShare, Partition,
                                       SlurmSpec)
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
+from corral.spec.models_backup import BackupSpec
 from corral.spec.models_users import Group, IdentitySpec, User
 from corral.spec.types import AbsPath, UnitName, UnixUser
 
@@ -40,8 +41,6 @@ Role = Literal["controller", "compute", "login", "accounting", "monitoring", "nf
 GPU_MODEL = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
-# a path on the control host written into ssh_config: no whitespace, quotes or controls; ~ only as ~/
-LOCAL_PATH = r"^(~/|[^~\s\x00-\x1f\x7f-\x9f\"'\\])[^\s\x00-\x1f\x7f-\x9f\"'\\]*$"
 
 class GpuSpec(Strict):
     """GPUs of one node: `model` is the Slurm GRES type (lowercase), e.g. h100."""
@@ -145,6 +144,8 @@ class ClusterSpec(Strict):
     monitoring: MonitoringSpec = Field(default=MonitoringSpec(), description="monitoring and alerts")
     nvidia: NvidiaSpec = Field(default=NvidiaSpec(), description="NVIDIA software")
     storage: StorageSpec = Field(default=StorageSpec(), description="NFS exports and shared mounts")
+    backup: BackupSpec = Field(default=BackupSpec(), description="backups of controller state, accounting DB "
+                                                                 "and corral's state dir")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")
     groups: list[Group] = Field(default_factory=list, description="local groups, the same on every node")
     identity: IdentitySpec = Field(default=IdentitySpec(), description="homes and SSH access to compute nodes")

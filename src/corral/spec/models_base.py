@@ -7,6 +7,9 @@ from pydantic import BaseModel, ConfigDict
 
 from corral.spec.types import _url
 
+# a path on the control host written into ssh_config: no whitespace, quotes or controls; ~ only as ~/
+LOCAL_PATH = r"^(~/|[^~\s\x00-\x1f\x7f-\x9f\"'\\])[^\s\x00-\x1f\x7f-\x9f\"'\\]*$"
+
 Sums = dict[str, str] | Literal["skip"]  # package -> sha256 of its download, or "skip" (warned about)
 
 

@@ -192,6 +192,16 @@ class VirtualCluster:
             if not keep_disks:
                 self.known_hosts.unlink(missing_ok=True)
 
+    def destroy(self, name: str) -> None:
+        """Lose one node for good (a dead disk): power it off and delete its overlay (upper dir, host
+        key and all). The next `up` builds it again from the image, with a new host key."""
+        import shutil
+        host.require_root()
+        n = self.node(name)
+        with self.locked():
+            n.stop()
+            shutil.rmtree(n.dir, ignore_errors=True)
+
     def _orphan(self, name: str) -> vnode.VNode:
         """A node in the recorded state that the spec no longer has: stop it all the same."""
         from corral.spec.cluster import Node

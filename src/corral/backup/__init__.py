@@ -1,0 +1,1 @@
+"""Backups: take (corral backup), archive (the file format), local_state (corral state dir), restore."""

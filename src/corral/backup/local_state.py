@@ -1,0 +1,98 @@
+"""corral's own state dir in a backup: the secrets (munge key, DB passwords), the pinned host keys,
+the SSH keys corral made, the hardware facts cache and the journal. Not the virtual cluster's
+runtime files, logs, the emulated NAS or the backups themselves.
+
+Restoring puts back what is missing and never overwrites: a file that differs from the backup's
+is kept and reported (the nodes use the current one; replacing it is the admin's decision).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sqlite3
+import tarfile
+import tempfile
+from contextlib import closing
+from pathlib import Path, PurePosixPath
+
+from corral.engine.journal import FILE as JOURNAL
+from corral.engine.hostkeys import KNOWN_HOSTS
+from corral.facts.slurm import HW_CACHE
+
+DIRS = ("secrets", "ssh")
+FILES = (KNOWN_HOSTS, HW_CACHE)
+
+
+def _members(state_dir: Path) -> list[Path]:
+    found = [state_dir / f for f in FILES if (state_dir / f).is_file()]
+    for d in DIRS:
+        if (state_dir / d).is_dir():
+            found += sorted(p for p in (state_dir / d).rglob("*") if p.is_file() and not p.is_symlink())
+    return found
+
+
+def _journal_copy(path: Path) -> bytes:
+    """A consistent copy of the SQLite journal (the backup API, not a byte copy of a live file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "j.sqlite"
+        with closing(sqlite3.connect(path, timeout=10)) as src, closing(sqlite3.connect(copy)) as dst:
+            src.backup(dst)
+        return copy.read_bytes()
+
+
+def pack_state(state_dir: Path, dest: Path) -> list[str]:
+    """Write the state dir's kept files to the tar.gz `dest`; returns their relative names."""
+    state_dir = Path(state_dir)
+    names = []
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w:gz") as tar:
+        for p in _members(state_dir):
+            rel = p.relative_to(state_dir).as_posix()
+            tar.add(p, arcname=rel, recursive=False)
+            names.append(rel)
+        if (state_dir / JOURNAL).is_file():
+            data = _journal_copy(state_dir / JOURNAL)
+            info = tarfile.TarInfo(JOURNAL)
+            info.size, info.mode = len(data), 0o600
+            tar.addfile(info, io.BytesIO(data))
+            names.append(JOURNAL)
+    return names
+
+
+def _safe(name: str) -> bool:
+    p = PurePosixPath(name)
+    return not p.is_absolute() and ".." not in p.parts and (p.parts[0] in DIRS or name in (*FILES, JOURNAL))
+
+
+def compare_state(archive: Path, state_dir: Path) -> tuple[list[str], list[str], list[str]]:
+    """(missing here, differing from the backup, the same) for each file in the backup."""
+    missing, differ, same = [], [], []
+    with tarfile.open(archive, mode="r:gz") as tar:
+        for m in tar.getmembers():
+            if not (m.isfile() and _safe(m.name)):
+                continue
+            here = Path(state_dir) / m.name
+            if not here.is_file():
+                missing.append(m.name)
+            elif m.name == JOURNAL:
+                same.append(m.name)  # the journal grows; the current one is kept, never compared
+            elif here.read_bytes() != tar.extractfile(m).read():
+                differ.append(m.name)
+            else:
+                same.append(m.name)
+    return missing, differ, same
+
+
+def restore_missing(archive: Path, state_dir: Path) -> list[str]:
+    """Write back the backup's files that the state dir lacks (files 0600, dirs 0700)."""
+    missing, _, _ = compare_state(archive, state_dir)
+    with tarfile.open(archive, mode="r:gz") as tar:
+        for name in missing:
+            dest = Path(state_dir) / name
+            for parent in reversed(dest.relative_to(state_dir).parents[:-1]):
+                (Path(state_dir) / parent).mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(tar.extractfile(name).read())
+    return missing

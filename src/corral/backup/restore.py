@@ -1,0 +1,184 @@
+"""`corral restore FILE`: put a backup back onto the cluster's (freshly installed) controller.
+
+Order: the file is checked whole (cluster name, every checksum) and the nodes are checked ready
+(Slurm installed and not older than the backup's, MariaDB up) before anything changes. Then:
+slurmctld (every controller) and slurmdbd stop; the current database and state dir are kept aside
+on their nodes; the backup's are put in place; slurmdbd and slurmctld start; validate runs. If any
+step fails, the kept copies are put back and the daemons started again: the cluster is as it was.
+Missing files of corral's state dir are written back; differing ones are kept and reported.
+"""
+
+from __future__ import annotations
+
+import datetime
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from corral import paths
+from corral.backup import archive, local_state
+from corral.backup.take import DB_PART, LOCAL_PART, STATE_PART, primary_controller, slurm_version
+from corral.deploy.accounting import DB
+from corral.engine.remote import run_on, stream
+from corral.errors import CorralError
+from corral.spec.cluster import Cluster
+
+KEEP_DIR = "/var/lib/corral-restore"   # what was there before a restore (0700), named in the result
+WAIT_DBD = "for i in $(seq 60); do ss -ltn | grep -q ':6819 ' && exit 0; sleep 1; done; exit 1"
+WAIT_CTLD = "for i in $(seq 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && exit 0; sleep 1; done; exit 1"
+
+
+@dataclass
+class RestoreResult:
+    cluster: str
+    file: str
+    ok: bool = False
+    created: str = ""
+    steps: list[dict] = field(default_factory=list)
+    state_restored: list[str] = field(default_factory=list)
+    state_differs: list[str] = field(default_factory=list)
+    kept: dict[str, str] = field(default_factory=dict)   # node -> what was there before, kept aside
+    rolled_back: bool = False
+    validate: dict | None = None
+    duration_s: float = 0.0
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return {"cluster": self.cluster, "file": self.file, "ok": self.ok, "created": self.created,
+                "steps": self.steps, "state_restored": self.state_restored, "state_differs": self.state_differs,
+                "kept": self.kept, "rolled_back": self.rolled_back, "validate": self.validate,
+                "duration_s": round(self.duration_s, 1), "error": self.error}
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for word in text.split(".")[:2]:
+        digits = "".join(ch for ch in word if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+class _Steps:
+    """Runs and records the node steps; `undo` holds how to put back what was changed."""
+
+    def __init__(self, cluster: Cluster, result: RestoreResult, timeout: float, say: Callable[[str], None]):
+        self.cluster, self.result, self.timeout, self.say = cluster, result, timeout, say
+        self.undo: list[tuple[str, str, str]] = []
+
+    def run(self, what: str, node: str, command: str, *, stdin: Path | None = None) -> None:
+        self.say(f"{node}: {what}")
+        t = time.monotonic()
+        try:
+            if stdin is not None:
+                stream(self.cluster, node, command, stdin=stdin, timeout=self.timeout)
+            else:
+                run_on(self.cluster, node, command, timeout=self.timeout, check=True)
+        except CorralError as exc:
+            self.result.steps.append({"node": node, "step": what, "ok": False, "error": str(exc)})
+            raise
+        self.result.steps.append({"node": node, "step": what, "ok": True, "s": round(time.monotonic() - t, 1)})
+
+    def rollback(self) -> None:
+        self.say("restore failed: putting back what was there")
+        for what, node, command in reversed(self.undo):
+            try:
+                self.run(f"undo: {what}", node, command)
+            except CorralError:
+                pass  # recorded in steps; the remaining undo steps still run
+        self.result.rolled_back = True
+
+
+def _preflight(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path], controller: str,
+               acct: str, timeout: float) -> None:
+    have = slurm_version(cluster, controller)
+    if manifest.slurm_version and version_tuple(have) < version_tuple(manifest.slurm_version):
+        raise CorralError(f"the backup was written by Slurm {manifest.slurm_version}; {controller} has {have}, "
+                          "which cannot read newer state files", where=controller,
+                          fix="install the same or a newer Slurm on the controller, then restore")
+    parent = paths.SLURMCTLD_STATE.rsplit("/", 1)[0]
+    run_on(cluster, controller, f"test -d {parent} && id slurm >/dev/null", timeout=timeout, check=True)
+    if acct and DB_PART in parts:
+        run_on(cluster, acct, "systemctl is-active --quiet mariadb && command -v mysql >/dev/null",
+               timeout=timeout, check=True)
+
+
+def restore(cluster: Cluster, file: Path, *, timeout: float = 600, run_validate: bool = True,
+            say: Callable[[str], None] = lambda line: None) -> RestoreResult:
+    result = RestoreResult(cluster.name, str(file))
+    start = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="corral-restore-") as tmp:
+            manifest, parts = archive.verify(Path(file), cluster.name, Path(tmp))
+            result.created = manifest.created
+            _restore(cluster, manifest, parts, timeout, run_validate, say, result)
+    except CorralError as exc:
+        result.error = str(exc)
+    finally:
+        result.duration_s = time.monotonic() - start
+    return result
+
+
+def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path], timeout: float,
+             run_validate: bool, say: Callable[[str], None], result: RestoreResult) -> None:
+    controller = primary_controller(cluster)
+    controllers = [n.name for n in cluster.with_role("controller")]
+    acct = next((n.name for n in cluster.with_role("accounting")), "")
+    if DB_PART in parts and not acct:
+        say("warning: the backup holds an accounting database but the spec has no accounting node; not restored")
+    try:
+        _preflight(cluster, manifest, parts, controller, acct, timeout)
+    except CorralError as exc:
+        raise CorralError(f"the cluster is not ready for a restore: {exc}",
+                          fix="run `corral apply` so the controller and accounting node are installed, "
+                              "then restore") from None
+    if LOCAL_PART in parts:
+        result.state_restored = local_state.restore_missing(parts[LOCAL_PART], cluster.state_dir)
+        _, result.state_differs, _ = local_state.compare_state(parts[LOCAL_PART], cluster.state_dir)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    steps = _Steps(cluster, result, timeout, say)
+    state, kept_state = paths.SLURMCTLD_STATE, f"{KEEP_DIR}/slurmctld-{stamp}"
+    kept_db = f"{KEEP_DIR}/{DB}-{stamp}.sql.gz"
+    with_db = bool(acct and DB_PART in parts)
+    try:
+        for c in controllers:
+            steps.undo.append(("start slurmctld", c, "systemctl start slurmctld"))
+            steps.run("stop slurmctld", c, "systemctl stop slurmctld")
+        if with_db:
+            steps.undo.append(("start slurmdbd", acct, f"systemctl start slurmdbd && {WAIT_DBD}"))
+            steps.run("stop slurmdbd", acct, "systemctl stop slurmdbd")
+            steps.run(f"keep the current database as {kept_db}", acct,
+                      f"umask 077; install -d -m 700 {KEEP_DIR} && set -o pipefail && "
+                      f"mysqldump --single-transaction --quick --routines --triggers {DB} | gzip -c > {kept_db}")
+            result.kept[acct] = kept_db
+            steps.undo.append(("put the previous database back", acct,
+                               f"mysql -e 'DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}' && "
+                               f"set -o pipefail && gunzip -c {kept_db} | mysql {DB}"))
+            steps.run("empty the database", acct, f"mysql -e 'DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}'")
+            steps.run("load the backup's database", acct, f"gunzip -c | mysql {DB}", stdin=parts[DB_PART])
+        steps.run(f"keep the current state dir as {kept_state}", controller,
+                  f"install -d -m 700 {KEEP_DIR} && if [ -e {state} ]; then mv {state} {kept_state}; "
+                  f"else install -d -m 700 {kept_state}; fi")
+        result.kept[controller] = kept_state if controller not in result.kept else \
+            f"{result.kept[controller]}, {kept_state}"
+        steps.undo.append(("put the previous state dir back", controller, f"rm -rf {state} && mv {kept_state} {state}"))
+        parent = state.rsplit("/", 1)[0]
+        steps.run("unpack the backup's state dir", controller,
+                  f"tar -C {parent} -xzf - && chown -R slurm:slurm {state}", stdin=parts[STATE_PART])
+        if with_db:
+            steps.run("start slurmdbd", acct, f"systemctl start slurmdbd && {WAIT_DBD}")
+        for c in controllers:
+            steps.run("start slurmctld", c, "systemctl start slurmctld" + (f" && {WAIT_CTLD}" if c == controller else ""))
+    except CorralError:
+        steps.rollback()
+        raise
+    if run_validate:
+        from corral.checks.validate import validate
+        say("validate")
+        report = validate(cluster, timeout_s=min(int(timeout), 120))
+        result.validate = report.to_json()
+        if not report.ok:
+            raise CorralError("restored, but validate fails: " + "; ".join(report.failures),
+                              fix="see `corral validate`; the previous state is kept on the nodes (kept)")
+    result.ok = True
