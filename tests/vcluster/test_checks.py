@@ -198,7 +198,7 @@ def test_facts_show_the_emulated_gpus_and_no_pci_devices(deployed, capsys):
     assert ctl["gpus"] == [] and ctl["driver"] is None
 
 
-WATCH = ("cd /tmp; end=$(( $(date +%s) + {s} )); while [ $(date +%s) -lt $end ]; do "
+WATCH = ("cd /tmp; end=$(( $(date +%s) + {s} )); while [ $(date +%s) -lt $end ] && [ ! -e /tmp/stop-watch ]; do "
          "for f in /tmp/pyinfra-* /run/corral-stage/*; do [ -f \"$f\" ] && cat \"$f\" >> /tmp/leak 2>/dev/null; done; "
          "done")
 
@@ -214,7 +214,7 @@ def test_a_non_root_ssh_user_converges_checks_and_never_exposes_a_secret(deploye
             "install -d -m 700 -o deploy -g deploy ~deploy/.ssh; "
             "install -m 600 -o deploy -g deploy /root/.ssh/authorized_keys ~deploy/.ssh/authorized_keys; "
             "echo 'deploy ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/deploy; chmod 440 /etc/sudoers.d/deploy; "
-            "rm -f /tmp/leak")
+            "rm -f /tmp/leak /tmp/stop-watch")
     spec = vc.cluster.path.with_name("cluster-deploy.yaml")  # same directory: same state dir and pinned keys
     text = vc.cluster.path.read_text()
     assert "ssh:\n  user: root\n" in text
@@ -231,7 +231,9 @@ def test_a_non_root_ssh_user_converges_checks_and_never_exposes_a_secret(deploye
                 for n in ("ctl", "gpu01")]
     try:
         result = converge(cluster, "apply")
-    finally:
+    finally:  # the loops end at once (a loop left running would hold up the node's poweroff)
+        for n in ("ctl", "gpu01"):
+            ssh(vc, n, "touch /tmp/stop-watch", check=False)
         for w in watchers:
             w.terminate()
             w.wait(timeout=10)

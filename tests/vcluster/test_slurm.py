@@ -289,8 +289,11 @@ def test_controller_lost_and_restored_from_backup(slurm, tmp_path, capsys):
         assert set(taken["parts"]) == {"slurmctld-state.tar.gz", "accounting.sql.gz", "corral-state.tar.gz"}
 
         bad = tmp_path / "damaged.tar"  # a damaged copy is refused before anything changes
+        import tarfile
+        with tarfile.open(backup) as tar:
+            at = tar.getmember("accounting.sql.gz").offset_data + 100
         data = bytearray(backup.read_bytes())
-        data[-2000] ^= 0xFF
+        data[at] ^= 0xFF
         bad.write_bytes(bytes(data))
         rc, refused = _corral_json(capsys, "restore", str(bad), "-f", str(spec), "--yes", "--json")
         assert rc == 1 and not refused["ok"] and "not a usable corral backup" in refused["error"], refused

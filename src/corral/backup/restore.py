@@ -28,6 +28,10 @@ from corral.spec.cluster import Cluster
 KEEP_DIR = "/var/lib/corral-restore"   # what was there before a restore (0700), named in the result
 WAIT_DBD = "for i in $(seq 60); do ss -ltn | grep -q ':6819 ' && exit 0; sleep 1; done; exit 1"
 WAIT_CTLD = "for i in $(seq 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && exit 0; sleep 1; done; exit 1"
+# the compute nodes register again with the restarted slurmctld (UNKNOWN or '*' until then); bounded,
+# and not an error: validate names a node that does not come back
+WAIT_NODES = ("for i in $(seq 90); do sinfo -h -N -o '%T' | grep -qiE 'unknown|[*]' || exit 0; sleep 1; done; "
+              "exit 0")
 
 
 @dataclass
@@ -173,6 +177,10 @@ def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path
     except CorralError:
         steps.rollback()
         raise
+    try:  # restored and running: from here on nothing is undone; validate names a node that stays away
+        steps.run("wait for the compute nodes to register", controller, WAIT_NODES)
+    except CorralError:
+        pass
     if run_validate:
         from corral.checks.validate import validate
         say("validate")

@@ -174,8 +174,10 @@ def service(unit: str, want: Want, running: bool = True, enabled: bool = True, w
     name = unit
     active, is_enabled = snapshot(want).services.get(name, ("unknown", "unknown"))
     cmds = []
-    if enabled and is_enabled not in ("enabled", "static", "alias"):
-        cmds.append(cmd("systemctl", "enable", name))
+    if enabled and is_enabled not in ("enabled", "static", "alias"):  # a package installed in this run
+        # has mostly enabled it already: `enable` (through systemd-sysv-install for units with an init
+        # script: ~1 s) only when it still is not
+        cmds.append(cmd("systemctl", "is-enabled", "--quiet", name, OR, "systemctl", "enable", name))
     if running and active != "active":  # restart: a package's postinst may have started it with
         # its default config meanwhile; reset-failed first: a daemon that gave up restarting (its start
         # limit, render/restart.py) would refuse this start for the rest of the interval

@@ -102,6 +102,8 @@ class VNode:
             f"[Match]\nName=host0\n\n[Network]\nAddress={self.node.address}/{subnet.prefixlen}\n"
             "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
         (m / "etc/apt/sources.list").write_text(f"deb [trusted=yes] {repo_url} ./\n")
+        # a throwaway disk: dpkg need not fsync every file it unpacks (a real node keeps dpkg's default)
+        (m / "etc/dpkg/dpkg.cfg.d/corral-virtual").write_text("# corral virtual node: throwaway overlay\nforce-unsafe-io\n")
         ssh_dir = m / "root/.ssh"
         ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         (ssh_dir / "authorized_keys").write_text(authorized_key.strip() + "\n")
