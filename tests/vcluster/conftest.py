@@ -17,6 +17,13 @@ from corral.virtual.defaults import default_spec
 TEST_SUBNET = ipaddress.IPv4Network("10.213.77.0/24")
 TEST_BRIDGE = "corraltest0"
 TEST_PORT = 18080
+# the shared cluster (test_checks, test_monitoring, test_slurm use it one after the other) has its own,
+# so it can stay up while other modules boot theirs
+SHARED_SUBNET = ipaddress.IPv4Network("10.213.78.0/24")
+SHARED_BRIDGE = "corraltest1"
+SHARED_PORT = 18082
+# monitoring's test profile: scrape and evaluate every 2 s, every alert's `for:` 4 s
+MONITORING_PROFILE = "monitoring: {scrape_interval_s: 2, alerts: {for_s: 4}}\n"
 
 
 def vcluster_unavailable() -> str | None:
@@ -29,7 +36,8 @@ def vcluster_unavailable() -> str | None:
 
 
 def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: int = 4,
-              usable: bool = False) -> Path:
+              usable: bool = False, subnet: ipaddress.IPv4Network = TEST_SUBNET, bridge: str = TEST_BRIDGE,
+              port: int = TEST_PORT) -> Path:
     """The default virtual spec on the tests' subnet; `usable`: with the login node, shared /home and
     alice (her key generated as `corral up` does); without, the 3 nodes most modules need."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -38,7 +46,7 @@ def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: i
     if usable:
         from corral.virtual.keys import ensure_key, user_key_file
         key = ensure_key(user_key_file(directory / ".corral", "alice"), f"alice@{name}")
-    path.write_text(default_spec(name, compute, gpus, "h100", TEST_SUBNET, TEST_BRIDGE, TEST_PORT,
+    path.write_text(default_spec(name, compute, gpus, "h100", subnet, bridge, port,
                                  usable=usable, user_key=key))
     return path
 
@@ -60,6 +68,43 @@ def vcluster(tmp_path_factory):
         pytest.skip(reason)
     from corral.virtual.cluster import VirtualCluster
     vc = VirtualCluster(load(make_spec(tmp_path_factory.mktemp("vc"))))
+    try:
+        vc.up()
+        yield vc
+    finally:
+        vc.down()
+
+
+def settled(vc, command: str) -> None:
+    """Converged (apply succeeds) and every compute node idle in Slurm: what a module using the shared
+    cluster starts from, whatever the module before it did."""
+    import json
+    import time
+    from corral.workflows.converge import converge
+    result = converge(vc.cluster, "apply", command=command)
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
+    deadline = time.monotonic() + 90
+    while True:
+        states = ssh(vc, "ctl", "sinfo -h -N -o '%N %T'").stdout.split()
+        if all(s == "idle" for s in states[1::2]) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert all(s == "idle" for s in states[1::2]), states
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(tmp_path_factory):
+    """One default 3-node cluster (ctl + gpu01-02 x 4 emulated H100, monitoring test profile) shared by
+    test_checks, test_monitoring and test_slurm, in that order (each puts back what it changes; test_slurm
+    goes last: it adds a node and rebuilds the controller). Deployed by the first module's fixture."""
+    reason = vcluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from corral.virtual.cluster import VirtualCluster
+    path = make_spec(tmp_path_factory.mktemp("shared"), name="cshared", subnet=SHARED_SUBNET,
+                     bridge=SHARED_BRIDGE, port=SHARED_PORT)
+    path.write_text(path.read_text() + MONITORING_PROFILE)
+    vc = VirtualCluster(load(path))
     try:
         vc.up()
         yield vc

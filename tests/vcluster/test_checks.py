@@ -16,15 +16,15 @@ from corral.checks.validate import validate
 from corral.cli.main import main
 from corral.workflows.converge import converge
 from corral.spec.loader import load
-from tests.vcluster.conftest import ssh
+from tests.vcluster.conftest import settled, ssh
 
 pytestmark = pytest.mark.vcluster
 
 
 @pytest.fixture(scope="module")
-def deployed(vcluster):
-    assert converge(vcluster.cluster, "apply").ok
-    return vcluster
+def deployed(shared_cluster):
+    settled(shared_cluster, "test-checks-apply")
+    return shared_cluster
 
 
 def test_doctor_on_the_healthy_cluster_is_ok(deployed, capsys):
@@ -141,11 +141,14 @@ def wait_for(vc, name: str, predicate, timeout: float = 45.0) -> tuple[str, str]
 @pytest.fixture(scope="module")
 def health_every_5s(deployed):
     spec = deployed.cluster.path
-    spec.write_text(spec.read_text() + "health: {interval_s: 5}\n")
+    before = spec.read_text()
+    spec.write_text(before + "health: {interval_s: 5}\n")
     from corral.virtual.cluster import VirtualCluster
     vc = VirtualCluster(load(spec))
     assert converge(vc.cluster, "apply").ok
-    return vc
+    yield vc
+    spec.write_text(before)  # the shared cluster goes on to other modules as it was
+    assert converge(deployed.cluster, "apply").ok
 
 
 def test_health_drains_a_broken_node_and_resumes_it_when_fixed(health_every_5s):

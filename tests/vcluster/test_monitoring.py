@@ -19,32 +19,17 @@ from corral.cli.main import main
 from corral.workflows.converge import converge
 from corral.render.alerts import render_rules
 from corral.render.grafana import dashboards
-from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable
+from tests.vcluster.conftest import settled, ssh
 
 pytestmark = pytest.mark.vcluster
-# test profile: scrape and evaluate every 2 s, every alert's `for:` 4 s
-PROFILE = "monitoring: {scrape_interval_s: 2, alerts: {for_s: 4}}\n"
 GRAFANA_VARS = {"$__range_s": "3600", "$__range": "1h", "$__rate_interval": "1m", "$__interval": "15s",
                 "$node": ".*", "$job": ".*", "$partition": ".*"}
 
 
 @pytest.fixture(scope="module")
-def mon(tmp_path_factory):
-    reason = vcluster_unavailable()
-    if reason:
-        pytest.skip(reason)
-    from corral.spec.loader import load
-    from corral.virtual.cluster import VirtualCluster
-    path = make_spec(tmp_path_factory.mktemp("vcmon"), name="cmon")
-    path.write_text(path.read_text() + PROFILE)
-    vc = VirtualCluster(load(path))
-    try:
-        vc.up()
-        result = converge(vc.cluster, "apply", command="test-monitoring-apply")
-        assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
-        yield vc
-    finally:
-        vc.down()
+def mon(shared_cluster):
+    settled(shared_cluster, "test-monitoring-apply")
+    return shared_cluster
 
 
 def get(vc, port: int, path: str):
@@ -161,7 +146,7 @@ def test_stopping_slurmd_raises_an_alert_in_alertmanager(mon):
     ssh(mon, "gpu02", "systemctl stop slurmd")
     try:
         fired = wait_for("SlurmdDown for gpu02 in Alertmanager", alert, timeout=90)
-        assert fired[0]["labels"]["severity"] == "critical" and fired[0]["labels"]["cluster"] == "cmon"
+        assert fired[0]["labels"]["severity"] == "critical" and fired[0]["labels"]["cluster"] == mon.cluster.name
         assert fired[0]["annotations"]["summary"] == "slurmd is not running on gpu02"
         assert fired[0]["status"]["state"] == "active"
     finally:

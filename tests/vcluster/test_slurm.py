@@ -17,18 +17,18 @@ from corral.cli.main import main
 from corral.engine import journal
 from corral.workflows.converge import converge
 from corral.spec.loader import load
-from tests.vcluster.conftest import ssh
+from tests.vcluster.conftest import SHARED_SUBNET, settled, ssh
 
 pytestmark = pytest.mark.vcluster
+NET = str(SHARED_SUBNET.network_address)[:-2]  # "10.213.78"
 DAEMONS = {"ctl": ["slurmctld", "slurmdbd", "munge", "mariadb"], "gpu01": ["slurmd", "munge"],
            "gpu02": ["slurmd", "munge"]}
 
 
 @pytest.fixture(scope="module")
-def slurm(vcluster):
-    result = converge(vcluster.cluster, "apply", command="test-slurm-apply")
-    assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
-    return vcluster
+def slurm(shared_cluster):
+    settled(shared_cluster, "test-slurm-apply")
+    return shared_cluster
 
 
 def ctl(vc, command: str, check: bool = True):
@@ -137,7 +137,7 @@ FILES = "sha256sum /etc/systemd/system/slurmd.service.d/corral.conf /etc/hosts /
 def test_adding_a_node_touches_only_it_and_the_controller(slurm):
     spec = slurm.cluster.path
     spec.write_text(spec.read_text().replace("gpu[01-02]", "gpu[01-03]")
-                    .replace("10.213.77.11-10.213.77.12", "10.213.77.11-10.213.77.13"))
+                    .replace(f"{NET}.11-{NET}.12", f"{NET}.11-{NET}.13"))
     from corral.virtual.cluster import VirtualCluster
     vc = VirtualCluster(load(spec))
     vc.up()
