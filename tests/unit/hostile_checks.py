@@ -25,6 +25,7 @@ from corral.deploy.nvidia_driver import lock_restore_script
 from corral.deploy.nvidia_repo import KEYRING_DEB, keyring_script
 from corral.deploy.sacct_sync import AcctState, plan_sync
 from corral.deploy.slurm import dropin
+from corral.deploy.slurm_ha import make_state_script
 from corral.engine.inventory import ssh_config_text
 from corral.errors import SpecError
 from corral.render import render_cgroup_conf, render_gres_conf, render_slurm_conf, render_slurmdbd_conf
@@ -38,7 +39,8 @@ from corral.render.hosts import BEGIN, END, render_hosts_block
 from corral.render.mig import mig_parted_config
 from corral.render.nvidia import driver_package, pin_text, versionlock_block
 from corral.render.prometheus import listen_address, render_prometheus_yml
-from corral.render.storage import render_exports, render_mount_unit, requires_mounts_dropin
+from corral.render.storage import render_exports, render_mount_unit, requires_mounts_dropin, state_dropin
+from corral.spec.shared import state_mount, state_save_location
 from corral.deploy.users_plan import plan_accounts
 from corral.facts.accounts import Accounts
 from corral.render.sssd import render_sssd_conf
@@ -107,6 +109,11 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         dropin_text = requires_mounts_dropin(cluster, n)
         if dropin_text:
             out[f"slurmd mounts drop-in #{i}"] = ("systemd", dropin_text)
+    state = state_dropin(cluster)
+    if state is not None:
+        out["slurmctld state drop-in"] = ("systemd", state)
+        out["shared state script"] = ("shell", make_state_script(state_save_location(cluster),
+                                                                 state_mount(cluster).path) + "\n")
     if cluster.spec.identity.ldap is not None:
         ldap = cluster.spec.identity.ldap
         out["sssd.conf"] = ("sssd", render_sssd_conf(cluster, "bind-password" if ldap.bind_dn else None))

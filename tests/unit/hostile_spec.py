@@ -49,7 +49,8 @@ BASE: dict[str, Any] = {
                             "packages": ["nfs-common"]},
                            {"path": "/lustre", "fstype": "lustre", "source": "10.0.0.5@tcp:/lustre",
                             "nodes": "gpu[01-02]"},
-                           {"path": "/nas", "server": "nas.example.com", "export": "/export/data"}]},
+                           {"path": "/nas", "server": "nas.example.com", "export": "/export/data",
+                            "roles": ["compute", "login", "controller"]}]},
     "groups": [{"name": "ml", "gid": 3000}],
     "users": [{"name": "alice", "uid": 2001, "group": "ml", "groups": ["ml"], "shell": "/bin/bash",
                "full_name": "Alice Liddell", "ssh_keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMSXy+IKfJbqAmbJkf7ll8wgnvkLQm81CplM7d4miOLT alice@laptop"],
@@ -68,6 +69,7 @@ BASE: dict[str, Any] = {
                       "default_qos": "normal"},
                      {"name": "research", "fairshare": 10, "qos": ["normal", "high"], "default_qos": "normal"}],
         "fairshare": {"decay_half_life": "7-0"},
+        "state_save_location": "/nas/slurmctld",  # on a mount: slurmctld's RequiresMountsFor drop-in
         "extra": {"SchedulerParameters": "bf_continue"},
     },
     "health": {"mounts": ["/", "/scratch"], "services": ["nvidia-persistenced"],

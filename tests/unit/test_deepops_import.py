@@ -196,9 +196,11 @@ ctl2
     result = import_deepops(write(tmp_path, inv))
     nodes = by_name(load_text(result.yaml_text))
     assert nodes["ctl1"].roles == ("controller", "accounting", "login", "monitoring")
-    assert nodes["ctl2"].roles == ("controller", "login")  # the NFS server is listed, no nfs role yet
+    assert nodes["ctl2"].roles == ("login",)  # the NFS server is listed, no nfs role yet
     assert carried_not(result, "[slurm-nfs] ctl2 — imported without the nfs role")
-    assert carried_not(result, "slurm_enable_ha — off, but [slurm-master] has 2 hosts")
+    # no shared StateSaveLocation in the import: the backup controller is named, not made
+    assert carried_not(result, "[slurm-master] ctl2 — imported without the controller role: a backup controller "
+                               "needs slurmctld's StateSaveLocation on shared storage mounted on both controllers")
     assert carried_not(result, "[slurm-login] — not defined")
     assert carried_not(result, "[slurm-metric] — 2 hosts; corral monitors from one node: only ctl1")
 
@@ -387,7 +389,9 @@ def test_gpu_stack_fixture_maps_driver_cuda_dcgm_enroot_pyxis_and_ha():
     cluster = load_text(result.yaml_text)
     nodes = by_name(cluster)
     assert nodes["ctl01"].roles == ("controller", "accounting", "login")
-    assert nodes["ctl02"].roles == ("controller", "login")  # slurm_enable_ha: the backup controller
+    assert nodes["ctl02"].roles == ("login",)  # slurm_enable_ha: no shared state in the import, so no backup yet
+    assert carried_not(result, "[slurm-master] ctl02 — imported without the controller role")
+    assert carried_not(result, "slurm_enable_ha — a backup controller needs slurmctld's StateSaveLocation on shared")
     nv = cluster.spec.nvidia
     d = nv.driver
     assert (d.version, d.source, d.kernel_modules) == ("550.127.05", "cuda", "open")
@@ -402,18 +406,19 @@ def test_gpu_stack_fixture_maps_driver_cuda_dcgm_enroot_pyxis_and_ha():
     assert "nvidia.enroot.sha256: {enroot: <sha256>, enroot+caps: <sha256>}" in warn
     assert "nvidia.pyxis.sha256: <sha256>" in warn
     assert carried_not(result, "enroot_config — lines not carried (ENROOT_CONFIG_PATH ${HOME}/.config/enroot)")
-    assert carried_not(result, "slurm_ha_state_save_location — corral keeps slurmctld's state")
+    assert carried_not(result, "slurm_ha_state_save_location — set slurm.state_save_location to a directory on a "
+                               "storage.mounts entry mounted on both controllers")
     assert carried_not(result, "nvidia_driver_skip_reboot — corral's driver rollout always drains")
     for mapped in ("nvidia_driver_branch", "nvidia_driver_package_version", "cuda_version", "install_dcgm",
-                   "enroot_version", "slurm_pyxis_tarball_url", "slurm_enable_ha"):
+                   "enroot_version", "slurm_pyxis_tarball_url"):
         assert not carried_not(result, f" {mapped} "), mapped
 
 
 def test_ha_on_with_one_master_is_listed(tmp_path):
-    result = import_deepops(write(tmp_path, SMALL, **{"group_vars__slurm-cluster.yml": "slurm_enable_ha: true\n"}))
+    result = import_deepops(write(tmp_path, SMALL, **{"group_vars__all.yml": "slurm_enable_ha: true\n"}))
     assert by_name(load_text(result.yaml_text))["head"].roles[0] == "controller"
-    assert carried_not(result, "group_vars/slurm-cluster.yml:1: slurm_enable_ha — on, but [slurm-master] has one "
-                               "host: no backup controller to import")
+    assert carried_not(result, "group_vars/all.yml:1: slurm_enable_ha — a backup controller needs "
+                               "slurmctld's StateSaveLocation on shared storage")
 
 
 def test_duplicate_host_with_different_ips(tmp_path):

@@ -18,7 +18,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "deepops"
 CONFIGS = sorted(p for p in FIXTURES.glob("*/config") if p.is_dir())
 SMALL = "[all]\nhead ansible_host=10.9.0.1\nn1 ansible_host=10.9.0.11\nn2 ansible_host=10.9.0.12\n" \
         "[slurm-master]\nhead\n[slurm-node]\nn1\nn2\n"
-HA = SMALL.replace("[slurm-master]\nhead", "[slurm-master]\nhead\nn2")
 V = '\nnvidia_driver_package_version: "550.127.05"\n'  # a driver version, for the driver's other keys
 # wording that would call a supported setting unsupported
 UNSUPPORTED = re.compile(r"has no (NVIDIA|nvidia|driver|enroot|pyxis|CUDA|DCGM|GRES)|no enroot|no NVIDIA driver")
@@ -43,7 +42,6 @@ CASES = {
     "slurm_cluster_name": (SMALL, "slurm_cluster_name: pod7\n", lambda c: c.name, "pod7"),
     "slurm_max_job_timelimit": (SMALL, "slurm_max_job_timelimit: 2-00:00:00\n",
                                 lambda c: c.spec.slurm.partitions[0].max_time, "2-00:00:00"),
-    "slurm_enable_ha": (HA, "slurm_enable_ha: true\n", lambda c: _nodes(c)["n2"][0], "controller"),
     "slurm_enable_monitoring": (SMALL, "slurm_enable_monitoring: true\nslurm_monitoring_group: slurm-master\n",
                                 lambda c: "monitoring" in _nodes(c)["head"], True),
     "slurm_monitoring_group": (SMALL, "slurm_monitoring_group: slurm-node[1]\n",

@@ -75,6 +75,10 @@ def clusters(draw):
         spec["virtual"] = {"subnet": "10.0.0.0/8", "node_memory_mb": draw(st.integers(256, 8192))}
     spec["slurm"] = {"gres_autodetect": draw(st.sampled_from(["off", "nvml"])),
                      "qos": [{"name": "normal"}, {"name": "high", "preempt": ["normal"]}]}
+    if n_ctl == 2:  # a backup controller: the state on shared storage of both (spec/rules_ha.py)
+        spec["storage"] = {"mounts": [{"path": "/srv/slurmctld-state", "server": "nas1", "export": "/export/state",
+                                       "roles": ["controller"]}]}
+        spec["slurm"]["state_save_location"] = "/srv/slurmctld-state"
     return spec, draw(st.randoms(use_true_random=False))
 
 

@@ -193,6 +193,9 @@ nodes:
   - names: n1
     addresses: [10.0.0.11]
     roles: [compute]
+storage:
+  mounts: [{path: /srv/slurmctld-state, server: nas1, export: /export/state, roles: [controller]}]
+slurm: {state_save_location: /srv/slurmctld-state}
 """, "cluster.yaml")
     hosts = [ln for ln in render_slurm_conf(c, {}).splitlines() if ln.startswith("SlurmctldHost=")]
     assert hosts == ["SlurmctldHost=zz-primary(10.0.0.2)", "SlurmctldHost=aa-backup(10.0.0.1)"]

@@ -288,8 +288,9 @@ def test_anchors_and_merge_keys():
 
 def test_flow_style_json_spec():
     c = load_text(json.dumps({"name": "j", "nodes": [
-        {"names": "n[1-2]", "addresses": "10.0.0.[1-2]", "roles": ["controller", "compute"]}]}), "c.json")
-    assert [n.name for n in c.nodes] == ["n1", "n2"]
+        {"names": "n[1-2]", "addresses": "10.0.0.[1-2]", "roles": ["compute"]},
+        {"names": "ctl", "addresses": "10.0.0.9", "roles": ["controller"]}]}), "c.json")
+    assert [n.name for n in c.nodes] == ["n1", "n2", "ctl"]
 
 
 def test_two_controllers_are_allowed():
@@ -302,6 +303,11 @@ def test_two_controllers_are_allowed():
           - names: gpu1
             addresses: 10.0.0.3
             roles: [compute]
+        storage:
+          mounts:
+            - {path: /srv/slurmctld-state, server: nas1, export: /export/slurmstate, roles: [controller]}
+        slurm:
+          state_save_location: /srv/slurmctld-state
         """)
     assert len(c.with_role("controller")) == 2
 

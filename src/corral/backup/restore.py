@@ -2,8 +2,9 @@
 
 Order: the file is checked whole (cluster name, every checksum) and the nodes are checked ready
 (Slurm installed and not older than the backup's, MariaDB up) before anything changes. Then:
-slurmctld (every controller) and slurmdbd stop; the current database and state dir are kept aside
-on their nodes; the backup's are put in place; slurmdbd and slurmctld start; validate runs. If any
+slurmctld (every controller) and slurmdbd stop; the current database and the StateSaveLocation's
+contents are kept aside on their nodes (backup/state_dir.py: the directory stays, it may be a shared
+mount); the backup's are put in place; slurmdbd and slurmctld start; validate runs. If any
 step fails, the kept copies are put back and the daemons started again: the cluster is as it was.
 Missing files of corral's state dir are written back; differing ones are kept and reported.
 """
@@ -17,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from corral import paths
 from corral.backup import archive, local_state
+from corral.backup.state_dir import keep_command, put_back_command, ready_command, unpack_command
 from corral.backup.take import DB_PART, LOCAL_PART, STATE_PART, primary_controller, slurm_version
 from corral.deploy.accounting import DB
 from corral.engine.remote import run_on, stream
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
+from corral.spec.shared import state_save_location
 
 KEEP_DIR = "/var/lib/corral-restore"   # what was there before a restore (0700), named in the result
 WAIT_DBD = "for i in $(seq 60); do ss -ltn | grep -q ':6819 ' && exit 0; sleep 1; done; exit 1"
@@ -101,8 +103,7 @@ def _preflight(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Pa
         raise CorralError(f"the backup was written by Slurm {manifest.slurm_version}; {controller} has {have}, "
                           "which cannot read newer state files", where=controller,
                           fix="install the same or a newer Slurm on the controller, then restore")
-    parent = paths.SLURMCTLD_STATE.rsplit("/", 1)[0]
-    run_on(cluster, controller, f"test -d {parent} && id slurm >/dev/null", timeout=timeout, check=True)
+    run_on(cluster, controller, ready_command(state_save_location(cluster)), timeout=timeout, check=True)
     if acct and DB_PART in parts:
         run_on(cluster, acct, "systemctl is-active --quiet mariadb && command -v mysql >/dev/null",
                timeout=timeout, check=True)
@@ -142,7 +143,7 @@ def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path
         _, result.state_differs, _ = local_state.compare_state(parts[LOCAL_PART], cluster.state_dir)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     steps = _Steps(cluster, result, timeout, say)
-    state, kept_state = paths.SLURMCTLD_STATE, f"{KEEP_DIR}/slurmctld-{stamp}"
+    state, kept_state = state_save_location(cluster), f"{KEEP_DIR}/slurmctld-{stamp}"
     kept_db = f"{KEEP_DIR}/{DB}-{stamp}.sql.gz"
     with_db = bool(acct and DB_PART in parts)
     try:
@@ -161,15 +162,12 @@ def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path
                                f"set -o pipefail && gunzip -c {kept_db} | mysql {DB}"))
             steps.run("empty the database", acct, f"mysql -e 'DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}'")
             steps.run("load the backup's database", acct, f"gunzip -c | mysql {DB}", stdin=parts[DB_PART])
-        steps.run(f"keep the current state dir as {kept_state}", controller,
-                  f"install -d -m 700 {KEEP_DIR} && if [ -e {state} ]; then mv {state} {kept_state}; "
-                  f"else install -d -m 700 {kept_state}; fi")
+        steps.run(f"keep the current state dir as {kept_state}", controller, keep_command(state, kept_state, KEEP_DIR))
         result.kept[controller] = kept_state if controller not in result.kept else \
             f"{result.kept[controller]}, {kept_state}"
-        steps.undo.append(("put the previous state dir back", controller, f"rm -rf {state} && mv {kept_state} {state}"))
-        parent = state.rsplit("/", 1)[0]
-        steps.run("unpack the backup's state dir", controller,
-                  f"tar -C {parent} -xzf - && chown -R slurm:slurm {state}", stdin=parts[STATE_PART])
+        steps.undo.append(("put the previous state dir back", controller, put_back_command(state, kept_state)))
+        steps.run(f"unpack the backup's state dir into {state}", controller, unpack_command(state),
+                  stdin=parts[STATE_PART])
         if with_db:
             steps.run("start slurmdbd", acct, f"systemctl start slurmdbd && {WAIT_DBD}")
         for c in controllers:

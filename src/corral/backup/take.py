@@ -1,4 +1,4 @@
-"""`corral backup`: one file holding slurmctld's StateSaveLocation, the accounting database
+"""`corral backup`: one file holding slurmctld's StateSaveLocation (slurm.state_save_location), the accounting database
 (mysqldump --single-transaction: a consistent snapshot while slurmdbd keeps writing) and corral's
 state dir. Everything is streamed over SSH into a private temporary directory beside the backups;
 nothing is staged on a node. The file appears whole (renamed into place) or not at all.
@@ -12,13 +12,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corral import __version__, paths
+from corral import __version__
 from corral.backup import archive
 from corral.backup.local_state import pack_state
+from corral.backup.state_dir import pack_command
 from corral.deploy.accounting import DB
 from corral.engine.remote import run_on, stream
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
+from corral.spec.shared import state_save_location
 
 STATE_PART, DB_PART, LOCAL_PART = archive.PARTS
 
@@ -64,12 +66,9 @@ def slurm_version(cluster: Cluster, node: str) -> str:
     return words[-1] if words else ""
 
 
-def state_command() -> str:
-    """The controller's state dir as tar.gz on stdout (tar's "file changed as we read it", rc 1, is
-    fine: slurmctld writes each state file to a new name and renames it into place)."""
-    parent, base = paths.SLURMCTLD_STATE.rsplit("/", 1)
-    return (f"tar -C {parent} --warning=no-file-changed --warning=no-file-removed -czf - {base}; "
-            "rc=$?; [ $rc -le 1 ]")
+def state_command(cluster: Cluster) -> str:
+    """The controller's StateSaveLocation as tar.gz on stdout (backup/state_dir.py)."""
+    return pack_command(state_save_location(cluster))
 
 
 def dump_command() -> str:
@@ -104,7 +103,7 @@ def _take(cluster: Cluster, directory: Path, timeout: float, now: datetime.datet
     with tempfile.TemporaryDirectory(prefix=".backup-", dir=directory) as tmp:
         parts = {STATE_PART: Path(tmp) / STATE_PART}
         version = slurm_version(cluster, controller)
-        stream(cluster, controller, state_command(), stdout=parts[STATE_PART], timeout=timeout)
+        stream(cluster, controller, state_command(cluster), stdout=parts[STATE_PART], timeout=timeout)
         if acct:
             parts[DB_PART] = Path(tmp) / DB_PART
             stream(cluster, acct, dump_command(), stdout=parts[DB_PART], timeout=timeout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+PING = re.compile(r"^Slurmctld\((primary|backup\d*)\) at (\S+) is (UP|DOWN)\s*$", re.MULTILINE)
 UNAVAILABLE = ("DOWN", "DRAIN", "FAIL", "UNKNOWN", "NOT_RESPONDING", "FUTURE", "POWERED_DOWN", "MAINT")
 
 
@@ -43,9 +44,16 @@ def gres_counts(gres: str) -> dict[str, int]:
     return counts
 
 
+def parse_ping(text: str) -> list[tuple[str, str, bool]]:
+    """`scontrol ping`: one line per controller, in failover order -> [(role, host, up)]:
+    'Slurmctld(primary) at ctl is UP', 'Slurmctld(backup) at ctl2 is DOWN' ("backupN" with more than one
+    backup). Other lines (root's "RESTORE SLURMCTLD DAEMON TO SERVICE" banner) are skipped."""
+    return [(m.group(1), m.group(2), m.group(3) == "UP") for m in PING.finditer(text)]
+
+
 def ping_up(text: str) -> bool:
-    """`scontrol ping`: 'Slurmctld(primary) at ctl is UP'."""
-    return bool(re.search(r"Slurmctld\(primary\) at \S+ is UP", text))
+    """Some controller answers `scontrol ping` (the primary, or a backup that took over)."""
+    return any(up for _, _, up in parse_ping(text))
 
 
 def slurm_version(text: str) -> str | None:

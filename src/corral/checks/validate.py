@@ -25,7 +25,7 @@ from collections.abc import Callable
 from corral.checks.jobs import CANCEL_S, Budget, cancel_command, gpu_jobs, multi_node
 from corral.checks.reach import reach
 from corral.checks.result import Check, Report, error_text, summarize
-from corral.checks.slurm_parse import available, gres_counts, parse_show_node, ping_up, slurm_version
+from corral.checks.slurm_parse import available, gres_counts, parse_ping, parse_show_node, slurm_version
 from corral.checks.user_job import submitter, user_job
 from corral.engine.remote import run_on
 from corral.errors import CorralError
@@ -44,18 +44,48 @@ def remote(cluster: Cluster) -> Run:
     return run
 
 
-def _controller(run: Run, ctl: str, report: Report) -> bool:
-    try:
-        proc = run(ctl, "scontrol ping; scontrol version", timeout=30)
-    except CorralError as exc:
-        proc, err = None, str(exc)
-    up = proc is not None and ping_up(proc.stdout)
-    report.extra["controller_reachable"] = up
-    report.extra["slurm_version"] = slurm_version(proc.stdout) if proc else None
-    msg = f"slurmctld on {ctl} is up (Slurm {report.extra['slurm_version']})" if up else \
-        f"slurmctld on {ctl} not reachable: {(proc.stdout + proc.stderr).strip()[-300:] if proc else err}"
-    report.checks.append(Check("controller reachable", "OK" if up else "FAIL", msg))
-    return up
+def _controller(cluster: Cluster, run: Run, report: Report) -> str | None:
+    """`scontrol ping` on the primary controller's node (on the backup's when the primary's cannot be
+    reached): that node, where the other commands run, or None when no slurmctld answers. With two
+    controllers the check names the one answering (WARN: the backup, the primary being down), and a
+    check "backup controller" says whether the backup stands by (WARN when it is down)."""
+    names = [n.name for n in cluster.with_role("controller")]
+    proc, err, ctl = None, "", names[0]
+    for ctl in names:
+        try:
+            proc = run(ctl, "scontrol ping; scontrol version", timeout=30)
+            break
+        except CorralError as exc:
+            err += ("; " if err else "") + (f"{ctl}: {exc}" if len(names) > 1 else str(exc))
+    pings = parse_ping(proc.stdout) if proc is not None else []
+    up = [(role, host) for role, host, ok in pings if ok]
+    version = slurm_version(proc.stdout) if proc is not None else None
+    report.extra["controller_reachable"], report.extra["slurm_version"] = bool(up), version
+    if not up:
+        detail = (proc.stdout + proc.stderr).strip()[-300:] if proc is not None else err
+        report.checks.append(Check("controller reachable", "FAIL",
+                                   f"slurmctld on {', '.join(names)} not reachable: {detail}"))
+        return None
+    if len(names) == 1:
+        report.checks.append(Check("controller reachable", "OK", f"slurmctld on {names[0]} is up (Slurm {version})"))
+        return ctl
+    role, host = up[0]
+    primary_down = role != "primary"
+    report.checks.append(Check("controller reachable", "WARN" if primary_down else "OK",
+                               f"slurmctld on {host} ({role}) answers (Slurm {version})"
+                               + (f"; the primary {names[0]} is DOWN: the backup has taken over" if primary_down
+                                  else "")))
+    backups = [(h, ok) for r, h, ok in pings if r != "primary"]
+    if not backups:
+        check = Check("backup controller", "WARN", f"scontrol ping on {ctl} lists no backup controller: "
+                      f"its slurm.conf names one SlurmctldHost (apply to {', '.join(names)})")
+    elif all(ok for _, ok in backups):
+        check = Check("backup controller", "OK", f"slurmctld on {backups[0][0]} (backup) is UP, standing by")
+    else:
+        check = Check("backup controller", "WARN", f"slurmctld on {backups[0][0]} (backup) is DOWN: no failover "
+                      f"when {names[0]} fails (systemctl status slurmctld on {backups[0][0]})")
+    report.checks.append(check)
+    return ctl
 
 
 def _nodes(cluster: Cluster, run: Run, ctl: str, report: Report) -> dict[str, dict[str, str]]:
@@ -200,8 +230,10 @@ def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None,
     report = Report(extra=contract(len(compute)))
     submitted_as: list[str] = []  # whose corral-validate jobs the finally cancels
     try:
-        if not _controller(run, ctl, report):
+        answered = _controller(cluster, run, report)
+        if answered is None:
             return report
+        ctl = answered  # the node scontrol answered on: the backup's when the primary's is unreachable
         shown = _nodes(cluster, run, ctl, report)
         reached = reach(run, compute, shown)
         report.checks.append(reached.check)

@@ -3,8 +3,8 @@ on the controller, slurmd on compute nodes (fetching its configuration from slur
 tools and slurm.conf on login nodes.
 
 Disruption rules: a slurm.conf change is taken with `scontrol reconfigure`; a change of the node
-set or controller hosts needs a slurmctld restart (then reconfigure, so every slurmd re-reads it
-without restarting); slurmd restarts only when its own unit drop-in changed. The restart policies of
+set, the controller hosts or the StateSaveLocation needs a slurmctld restart (then reconfigure, so
+every slurmd re-reads it without restarting); slurmd restarts only when its own unit drop-in changed. The restart policies of
 slurmctld and slurmd (render/restart.py: systemd restarts them when they die) are drop-ins of their
 own: a change of one takes a `systemctl daemon-reload`, never a restart.
 """
@@ -18,6 +18,7 @@ from pyinfra.facts.files import FileContents
 from corral.deploy import operations
 from corral.deploy.context import hw_of, in_run_of, slurm_version
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.slurm_ha import state_directory
 from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
 from corral.engine.conditions import AnyChanged
 from corral.engine.shell import sh
@@ -28,15 +29,17 @@ from corral.render.mig import gres_text
 from corral.render.restart import dropin_path
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
+from corral.render.storage import STATE_DROPIN
 from corral.render.slurm_lint import lint_configs
 from corral import paths
 
 ETC = "/etc/slurm"
 SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"{ETC}/cgroup.conf"
-LOGDIR, STATE = "/var/log/slurm", paths.SLURMCTLD_STATE
+LOGDIR = "/var/log/slurm"  # the StateSaveLocation: spec/shared.py state_save_location, made by deploy/slurm_ha.py
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
 SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
-CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE, dropin_path("slurmctld")),
+CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE_DROPIN,
+                                 dropin_path("slurmctld")),
                           services=("slurmctld",),
                 packages=("slurmctld", "slurm-client")))
 NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd", dropin_path("slurmd")),
@@ -46,11 +49,17 @@ NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/s
 LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client", "python3-venv")))
 CTL_READY = "scontrol ping | grep -q 'is UP'"
 CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
-STRUCTURAL = ("NodeName=", "SlurmctldHost=", "PartitionName=")  # the node set; see _needs_restart
+# what slurmctld takes only at a restart: the node set, the controllers, where its state is (a reconfigure
+# would keep the old StateSaveLocation until the next restart, whenever that comes)
+STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=")
 
 
 def _structural(text: str) -> list[str]:
-    return sorted(line for line in text.splitlines() if line.startswith(STRUCTURAL[:2]))
+    return sorted(line for line in text.splitlines() if line.startswith(STRUCTURAL))
+
+
+def _state_line(text: str) -> str | None:
+    return next((line for line in text.splitlines() if line.startswith("StateSaveLocation=")), None)
 
 
 def node_ready(name: str) -> str:
@@ -62,7 +71,8 @@ def node_ready(name: str) -> str:
 @operation()
 def controller_config(files: dict[str, str], want: Want):
     """slurm.conf, gres.conf, cgroup.conf, plugstack.conf; a running slurmctld takes the change by reconfigure, or by
-    a restart when the node set changed (Slurm 22.05 cannot add nodes by reconfigure). Refused, nothing
+    a restart when the node set, the controllers or the StateSaveLocation changed (Slurm 22.05 cannot add
+    nodes by reconfigure). Refused, nothing
     uploaded, when the rendering does not lint clean (render/slurm_lint.py); a failed restart or reconfigure
     puts the previous files back and restarts slurmctld with them (deploy/slurm_guard.py)."""
     import hashlib
@@ -85,7 +95,9 @@ def controller_config(files: dict[str, str], want: Want):
         (SLURM_CONF in changed and _structural("\n".join(old or [])) != _structural(files[SLURM_CONF])))
     diffs = "".join(operations._diff(p, host.get_fact(FileContents, path=p) if p != SLURM_CONF else old, c)
                     for p, c in changed.items())
-    why = "cgroup.conf changed" if CGROUP_CONF in changed else "node set changed"
+    moved = SLURM_CONF in changed and _state_line("\n".join(old or [])) not in (None, _state_line(files[SLURM_CONF]))
+    why = ("cgroup.conf changed" if CGROUP_CONF in changed else
+           "StateSaveLocation changed: slurmctld starts from what is there" if moved else "node set changed")
     label = (f"restart slurmctld, then reconfigure ({why})" if restart
              else "reconfigure" if running else "none (slurmctld not running yet)")
     operations.annotate(disruption=label, diff=diffs)
@@ -132,8 +144,8 @@ def slurm_controller() -> None:
     if "controller" not in node.roles:
         return
     operations.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT)
-    for path in (LOGDIR, STATE):
-        operations.directory(name=path, path=path, user="slurm", group="slurm", want=CTL_WANT)
+    operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=CTL_WANT)
+    state_directory(cluster, CTL_WANT)  # local, or on a spec mount with slurmctld's RequiresMountsFor drop-in
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
                       want=CTL_WANT)
     operations.restart_policy(name="slurmctld restarted by systemd when it dies", unit="slurmctld", want=CTL_WANT)

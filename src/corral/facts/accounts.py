@@ -1,7 +1,7 @@
 """Local accounts of a node, read in one command each: LocalAccounts (`getent passwd`, `getent group`,
 the shadow lock/expiry fields of the users corral manages, and corral's record of them), ManagedUsers
 (the record alone: the accounting sync's question "whom did corral remove?"), HomeDirs (the entries of
-a homes directory). The parsers are pure; deploy/users_plan.py plans from what they return.
+a homes directory), SlurmAccount (the slurm user and group, and who holds Debian's uid/gid 64030 for it). The parsers are pure; deploy/users_plan.py plans from what they return.
 
 corral's record, /var/lib/corral/users (0600 root), holds one line per user corral manages:
 `NAME UID STATE`, STATE `active` or `locked` (removed from the spec: locked, home kept).
@@ -19,6 +19,8 @@ from pyinfra.api import FactBase
 from corral.errors import CorralError
 
 RECORD = "/var/lib/corral/users"
+SLURM_USER = "slurm"
+SLURM_ID = 64030  # Debian's fixed uid and gid of slurm (the slurm-wlm packages'; base-passwd's 60000-64999 range)
 STATES = ("active", "locked")
 _SHADOW = ("getent shadow | awk -F: -v f=" + RECORD + " 'BEGIN { while ((getline l < f) > 0) { split(l, a, \" \"); "
            "m[a[1]] = 1 } } ($1 in m) { print \"S|\" $1 \"|\" (substr($2, 1, 1) == \"!\" ? \"L\" : \"P\") "
@@ -162,3 +164,18 @@ class HomeDirs(FactBase):
 
     def process(self, output: list[str]) -> list[str]:
         return sorted(line for line in output if line)
+
+
+class SlurmAccount(FactBase):
+    """The passwd and group entries named slurm and those with id 64030 (Accounts: passwd, groups), as
+    the node resolves them (`getent`: local files, or LDAP through SSSD)."""
+
+    def command(self) -> str:
+        return (f"getent passwd {SLURM_USER} {SLURM_ID} | sed 's/^/P|/'; "
+                f"getent group {SLURM_USER} {SLURM_ID} | sed 's/^/G|/'; true")
+
+    def default(self) -> Accounts:
+        return Accounts()
+
+    def process(self, output: list[str]) -> Accounts:
+        return parse_accounts(list(output))

@@ -1,5 +1,6 @@
 """What is at a path on a node, for shared storage (deploy/storage.py: mount points and export
-directories): a mounted filesystem, a directory, something else, or nothing.
+directories): a mounted filesystem, a directory, something else, or nothing; and (OwnedDir) the owner
+and mode of a directory on shared storage (deploy/slurm_ha.py: slurmctld's shared state directory).
 
 Whether a filesystem is mounted there is read from /proc/self/mountinfo, which never touches the
 filesystem: a hung NFS server cannot hang the fact. Only a path with nothing mounted on it is stat'ed,
@@ -61,6 +62,43 @@ class MountPoint(FactBase):
 
     def process(self, output: list[str]) -> PathState:
         return parse_path_state(list(output))
+
+
+@dataclass(frozen=True)
+class DirOwner:
+    """kind: "dir" (mode, user, group as stat prints them), "other" (detail: stat's file type),
+    "missing", or "hung" (stat did not answer in time)."""
+
+    kind: str
+    mode: str = ""
+    user: str = ""
+    group: str = ""
+    detail: str = ""
+
+
+def parse_dir_owner(lines: list[str]) -> DirOwner:
+    line = next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
+    kind, _, rest = line.partition("|")
+    fields = rest.split("|")
+    if kind == "S" and len(fields) == 4:
+        ftype, mode, user, group = fields
+        return DirOwner("dir", mode, user, group) if ftype == "directory" else DirOwner("other", detail=ftype)
+    if kind == "E" and rest.isdigit():
+        return DirOwner("hung") if int(rest) in (124, 137) else DirOwner("missing")
+    raise CorralError("unexpected output of the directory owner check", value=line[:200],
+                      fix="run `stat -c '%F %a %U %G' PATH` on the node")
+
+
+class OwnedDir(FactBase):
+    """DirOwner of `path`: one stat within STAT_TIMEOUT_S (a hung NFS server answers "hung"; the
+    command never fails). For paths on shared storage, which the node snapshot never stat's."""
+
+    def command(self, path: str) -> str:
+        p = shlex.quote(path)
+        return f"timeout -k 2 {STAT_TIMEOUT_S} stat -c 'S|%F|%a|%U|%G' -- {p} 2>/dev/null || echo \"E|$?\""
+
+    def process(self, output: list[str]) -> DirOwner:
+        return parse_dir_owner(list(output))
 
 
 class CorralMountUnits(FactBase):

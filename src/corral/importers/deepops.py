@@ -27,7 +27,7 @@ SSH_VARS = {k: k.replace("ssh_user", "user").replace("ssh_port", "port") for k i
     "ansible_user", "ansible_ssh_user", "ansible_port", "ansible_ssh_port", "ansible_ssh_private_key_file",
     "ansible_ssh_common_args")}  # Ansible's old names map to the new ones
 SSH_KEYS = frozenset(SSH_VARS)
-USED_SLURM = {"slurm_cluster_name", "slurm_max_job_timelimit", "slurm_enable_ha", "slurm_enable_monitoring", "slurm_monitoring_group", "slurm_autodetect_nvml"}
+USED_SLURM = {"slurm_cluster_name", "slurm_max_job_timelimit", "slurm_enable_monitoring", "slurm_monitoring_group", "slurm_autodetect_nvml"}
 
 
 @dataclass
@@ -95,14 +95,14 @@ class _Importer:
         if len(masters) > 2:
             self.problem(self.inv.group_where("slurm-master"), "more than 2 hosts in [slurm-master] (Slurm "
                          "has one primary and one backup controller)", ",".join(masters), "keep 2 at most")
-        self.add(masters, "controller")
+        self.add(masters[:1], "controller")
         self.add(masters[:1], "accounting")
-        ha = self.var("slurm_enable_ha")
-        if len(masters) == 2 and not truthy(ha, False):
-            self.notes.append("slurm_enable_ha — off, but [slurm-master] has 2 hosts: both are controllers")
-        elif len(masters) == 1 and ha is not None and truthy(ha):
-            self.notes.append(f"{ha.where}: slurm_enable_ha — on, but [slurm-master] has one host: no backup "
-                              "controller to import; give a second node the controller role in cluster.yaml")
+        if len(masters) == 2:
+            self.notes.append(f"[slurm-master] {masters[1]} — imported without the controller role: a backup "
+                              "controller needs slurmctld's StateSaveLocation on shared storage mounted on both "
+                              "controllers, which the import does not write: add a storage.mounts entry for it "
+                              f"(roles: [controller]), set slurm.state_save_location and give {masters[1]} the "
+                              "controller role (docs/components/slurm.md, High availability)")
         self.add(self.inv.role_members("slurm-node"), "compute")
         if any(canon(g) == "slurm-login" for g in self.inv.groups):
             self.add(self.inv.role_members("slurm-login"), "login")

@@ -16,7 +16,6 @@ MAPPED = {  # DeepOps variable -> the cluster.yaml key it sets
     "ansible_port": "ssh.port", "ansible_ssh_port": "ssh.port", "ansible_ssh_private_key_file": "ssh.key",
     "ansible_ssh_common_args": "ssh.jump_host",
     "slurm_cluster_name": "name", "slurm_max_job_timelimit": "slurm.partitions[batch].max_time",
-    "slurm_enable_ha": "nodes[].roles (controller: the 2nd host of [slurm-master])",
     "slurm_enable_monitoring": "nodes[].roles (monitoring)",
     "slurm_monitoring_group": "nodes[].roles (monitoring)",
     "slurm_autodetect_nvml": "slurm.gres_autodetect",
@@ -91,8 +90,12 @@ REASONS = {  # a specific reason (else NO_SETTING's, by pattern); "!" = say this
         "enroot_max_user_namespaces", "enroot_max_mnt_namespaces"),
     "!corral does not resize /run; pyxis' directory is nvidia.pyxis.args.runtime_path": (
         "pyxis_run_tmpfs_size", "resize_run_partition"),
-    "!corral keeps slurmctld's state in /var/lib/slurm/slurmctld on each controller; cluster.yaml has no "
-    "shared StateSaveLocation yet": ("slurm_ha_state_save_location",),
+    "!a backup controller needs slurmctld's StateSaveLocation on shared storage, which the import does not write "
+    "(DeepOps' NFS mounts are not converted): give the 2nd host of [slurm-master] the controller role once a "
+    "storage.mounts entry of both controllers holds slurm.state_save_location (docs/components/slurm.md)": (
+        "slurm_enable_ha",),
+    "!set slurm.state_save_location to a directory on a storage.mounts entry mounted on both controllers "
+    "(DeepOps' NFS mounts are not converted)": ("slurm_ha_state_save_location",),
     "!corral always writes GPU GRES from each node group's gpus: (typed, e.g. gpu:h100:8)": ("slurm_manage_gpus",),
     "pam_slurm_adopt (SSH only to nodes with a job) setting": (
         "slurm_restrict_node_access", "slurm_allow_ssh_user"),

@@ -20,6 +20,7 @@ from corral.render.mig import gres_text, spec_types
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import generation
 from corral.spec.hosts import expand_names
+from corral.spec.shared import state_save_location
 from corral.spec.slurm_keys import RENDERED_KEYS, RENDERED_PARTITION_KEYS
 from corral import paths
 
@@ -193,10 +194,12 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     out += [f"SlurmctldHost={c.name}({c.address})" for c in controllers]
     out += ["SlurmctldParameters=enable_configless", "SlurmUser=slurm", "AuthType=auth/munge",
             "CredType=cred/munge" if version >= (19, 5) else "CryptoType=crypto/munge",
-            f"StateSaveLocation={paths.SLURMCTLD_STATE}", "SlurmdSpoolDir=/var/lib/slurm/slurmd",
+            f"StateSaveLocation={state_save_location(cluster)}", "SlurmdSpoolDir=/var/lib/slurm/slurmd",
             "SlurmctldPidFile=/run/slurmctld.pid", "SlurmdPidFile=/run/slurmd.pid",
             "SlurmctldLogFile=/var/log/slurm/slurmctld.log", "SlurmdLogFile=/var/log/slurm/slurmd.log",
             "MpiDefault=none", "ReturnToService=2"]
+    if slurm.slurmctld_timeout_s is not None:
+        out.append(f"SlurmctldTimeout={slurm.slurmctld_timeout_s}")
     if any(":" in n.address for n in [*controllers, *compute, *([acct] if acct else [])]):
         out.append("CommunicationParameters=EnableIPv6")
     out += ["", "# Scheduling: cores and memory are consumable; GPUs are typed GRES",

@@ -1,6 +1,7 @@
 """Shared storage, rendered (pure): the NFS server's /etc/exports.d/corral.exports, one systemd .mount
-unit per shared mount (named as `systemd-escape --path --suffix=mount` names it) and the slurmd drop-in
-that orders slurmd after the node's mounts. Used by deploy/storage.py.
+unit per shared mount (named as `systemd-escape --path --suffix=mount` names it), the slurmd drop-in
+that orders slurmd after the node's mounts (deploy/storage.py) and slurmctld's drop-in that needs the
+mount its StateSaveLocation is on (deploy/slurm.py).
 
 The spec types every value already (spec/types.py: paths, mount options, sources); each rendered value
 still passes a last guard: no whitespace, quote, `%` (a systemd specifier), `\\`, `$`, `;`, `#` or
@@ -15,11 +16,12 @@ import re
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster, Node
 from corral.spec.models_storage import Mount
-from corral.spec.shared import export_clients, mounts_of, what
+from corral.spec.shared import export_clients, mounts_of, state_mount, state_save_location, what
 
 EXPORTS = "/etc/exports.d/corral.exports"
 UNIT_DIR = "/etc/systemd/system"
 MOUNTS_DROPIN = "/etc/systemd/system/slurmd.service.d/corral-mounts.conf"
+STATE_DROPIN = "/etc/systemd/system/slurmctld.service.d/corral-state.conf"
 HEADER = "# Managed by corral"
 WIDTH = 80  # an exports line longer than this continues on the next (" \" then four spaces)
 TIMEOUT_S = 60  # TimeoutSec= of a mount unit: a server that does not answer fails the mount
@@ -140,3 +142,17 @@ def requires_mounts_dropin(cluster: Cluster, node: Node) -> str | None:
         return None
     return ("[Unit]\n# after the shared mounts; a lost mount drains the node (corral-health)\n"
             f"Wants={units}\nAfter={units}\n")
+
+
+def state_dropin(cluster: Cluster) -> str | None:
+    """slurmctld's drop-in when its StateSaveLocation is on a spec mount: `RequiresMountsFor=` the state
+    directory, so slurmctld starts only with that filesystem mounted (a start on the empty local
+    directory underneath would begin with an empty queue and lose every job) and stops when it is
+    unmounted (the backup controller, which still has it, takes over). Its Requires= also restarts
+    slurmctld when corral remounts a changed mount: slurmctld reads its state back. None: the state is
+    on the controller's local disk."""
+    if state_mount(cluster) is None:
+        return None
+    path = _guard(state_save_location(cluster), "slurm.state_save_location (RequiresMountsFor=)")
+    return (f"{HEADER}\n[Unit]\n# slurmctld's StateSaveLocation is on shared storage: never start without it\n"
+            f"RequiresMountsFor={path}\n")

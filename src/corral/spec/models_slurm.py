@@ -10,8 +10,9 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
+from corral import paths
 from corral.spec.models_base import Strict
-from corral.spec.types import ConfigWord, SlurmDuration, SlurmName, UserName
+from corral.spec.types import AbsPath, ConfigWord, SlurmDuration, SlurmName, UserName
 
 NAME = r"^[a-z0-9]([a-z0-9_-]{0,62})$"
 SLURM_TIME = r"^(INFINITE|UNLIMITED|\d+|\d+:\d{2}(:\d{2})?|\d+-\d{1,2}(:\d{2}(:\d{2})?)?)$"
@@ -119,6 +120,14 @@ class SlurmSpec(Strict):
     gres_autodetect: Literal["off", "nvml"] = Field(
         default="off", description="gres.conf AutoDetect: off lists /dev/nvidiaN from the spec; nvml lets "
                                    "slurmd find the GPUs")
+    state_save_location: AbsPath = Field(
+        default=paths.SLURMCTLD_STATE,
+        description="StateSaveLocation in slurm.conf: slurmctld's queue, node states and job IDs (corral backup); "
+                    "with two controllers it must be on a storage.mounts entry mounted on both")
+    slurmctld_timeout_s: int | None = Field(
+        default=None, ge=3, le=3600,
+        description="SlurmctldTimeout in slurm.conf: seconds the backup controller waits for the primary "
+                    "before it takes over; unset: Slurm's default (120)")
     extra: dict[str, SlurmValue] = Field(
         default_factory=dict,
         description="more slurm.conf parameters (slurm.conf(5)) corral does not render, e.g. "

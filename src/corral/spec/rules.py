@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from corral.errors import Problem
 from corral.spec.rules_download import check_checksums, check_urls, download_warnings
+from corral.spec.rules_ha import check_ha, ha_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
 from corral.spec.rules_users import check_users, users_warnings
@@ -291,7 +292,7 @@ def check_mig(cluster: Cluster, where: Where) -> list[Problem]:
 def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     problems = check_nodes(cluster, where) + check_roles(cluster, where)
     if cluster.spec.scheduler == "slurm":
-        problems += check_slurm(cluster, where)
+        problems += check_slurm(cluster, where) + check_ha(cluster, where)
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
@@ -300,4 +301,5 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
 
 def spec_warnings(cluster: Cluster) -> list[str]:
     """What a valid spec does that is unsafe or surprising, said on every spec check, plan and apply."""
-    return download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
+    return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
+            + ha_warnings(cluster))

@@ -1,5 +1,6 @@
-"""Who serves and who mounts the spec's shared storage, and where homes are made (pure; used by the
-deploys, corral-health's config, validate and `corral virtual`)."""
+"""Who serves and who mounts the spec's shared storage, where homes are made and where slurmctld keeps
+its state (pure; used by the deploys, the renderers, backup/restore, corral-health's config, validate
+and `corral virtual`)."""
 
 from __future__ import annotations
 
@@ -67,9 +68,7 @@ def export_clients(cluster: Cluster, export: NfsExport) -> list[str]:
 
 def home_mount(cluster: Cluster) -> Mount | None:
     """The spec mount holding identity.homes (the deepest enclosing mount point), if any."""
-    homes = cluster.spec.identity.homes
-    found = [m for m in cluster.spec.storage.mounts if under(homes, m.path)]
-    return max(found, key=lambda m: len(m.path)) if found else None
+    return enclosing_mount(cluster, cluster.spec.identity.homes)
 
 
 def home_maker(cluster: Cluster) -> tuple[Node, str] | None:
@@ -90,3 +89,20 @@ def home_maker(cluster: Cluster) -> tuple[Node, str] | None:
 
 def home_of(cluster: Cluster, name: str) -> str:
     return posixpath.join(cluster.spec.identity.homes, name)
+
+
+def enclosing_mount(cluster: Cluster, path: str) -> Mount | None:
+    """The spec mount holding `path` (the deepest enclosing mount point), if any."""
+    found = [m for m in cluster.spec.storage.mounts if under(path, m.path)]
+    return max(found, key=lambda m: len(m.path)) if found else None
+
+
+def state_save_location(cluster: Cluster) -> str:
+    """slurmctld's StateSaveLocation, the one place render/slurm.py, deploy/slurm.py and corral
+    backup/restore read it from: `slurm.state_save_location` (default /var/lib/slurm/slurmctld)."""
+    return cluster.spec.slurm.state_save_location
+
+
+def state_mount(cluster: Cluster) -> Mount | None:
+    """The spec mount the StateSaveLocation is on (None: the controller's local disk)."""
+    return enclosing_mount(cluster, state_save_location(cluster))

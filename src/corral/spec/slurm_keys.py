@@ -76,7 +76,8 @@ PROGRAM_KEYS = _keys("""Prolog Epilog PrologSlurmctld EpilogSlurmctld TaskProlog
 # What render/slurm.py writes itself: key -> the spec key that sets it ("" when corral sets it alone).
 RENDERED_KEYS: dict[str, str] = {
     "ClusterName": "name", "SlurmctldHost": "nodes[].roles (controller)", "SlurmctldParameters": "",
-    "SlurmUser": "", "AuthType": "", "CredType": "", "CryptoType": "", "StateSaveLocation": "",
+    "SlurmUser": "", "AuthType": "", "CredType": "", "CryptoType": "",
+    "StateSaveLocation": "slurm.state_save_location", "SlurmctldTimeout": "slurm.slurmctld_timeout_s",
     "SlurmdSpoolDir": "", "SlurmctldPidFile": "", "SlurmdPidFile": "", "SlurmctldLogFile": "",
     "SlurmdLogFile": "", "MpiDefault": "", "ReturnToService": "", "CommunicationParameters": "",
     "SelectType": "", "SelectTypeParameters": "", "GresTypes": "", "ProctrackType": "", "TaskPlugin": "",
