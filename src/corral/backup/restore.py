@@ -12,6 +12,7 @@ Missing files of corral's state dir are written back; differing ones are kept an
 from __future__ import annotations
 
 import datetime
+import shlex
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -79,8 +80,9 @@ class _Steps:
         try:
             if stdin is not None:
                 stream(self.cluster, node, command, stdin=stdin, timeout=self.timeout)
-            else:
-                run_on(self.cluster, node, command, timeout=self.timeout, check=True)
+            else:  # bash: the steps use pipefail, which sh (dash) lacks under sudo for a non-root ssh.user
+                run_on(self.cluster, node, f"bash -o pipefail -c {shlex.quote(command)}", timeout=self.timeout,
+                       check=True)
         except CorralError as exc:
             self.result.steps.append({"node": node, "step": what, "ok": False, "error": str(exc)})
             raise
