@@ -1,5 +1,7 @@
 """Heterogeneous GPUs (one group h100 x 4, one group a100 x 2): typed GRES and features per group;
---constraint and --gres=gpu:<type>:N land on the right nodes."""
+--constraint and --gres=gpu:<type>:N land on the right nodes. The cluster has a backup controller
+(ctl2) with slurmctld's state on the emulated NAS: the backup takes over when the primary stops and
+hands back when it returns."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vc
 
 pytestmark = pytest.mark.vcluster
 NET = str(TEST_SUBNET.network_address)[:-2]  # "10.213.77"
+TAKEOVER_S = 10  # SlurmctldTimeout: how long the backup controller waits for the primary
 SPEC = f"""\
 name: hetero
 ssh: {{user: root, key: .corral/ssh/id_ed25519}}
 nodes:
   - {{names: ctl, addresses: [{NET}.10], roles: [controller, accounting]}}
+  - {{names: ctl2, addresses: [{NET}.9], roles: [controller]}}
   - names: hopper1
     addresses: [{NET}.11]
     roles: [compute]
@@ -28,6 +32,11 @@ nodes:
     gpus: {{model: a100, count: 2}}
 slurm:
   partitions: [{{name: all, nodes: ALL, default: true}}]
+  state_save_location: /srv/slurmctld-state
+  slurmctld_timeout_s: {TAKEOVER_S}
+storage:
+  mounts:
+    - {{path: /srv/slurmctld-state, server: nas1, export: /export/slurmstate, roles: [controller]}}
 virtual: {{subnet: {TEST_SUBNET}, bridge: {TEST_BRIDGE}, repo_port: {TEST_PORT}}}
 """
 
@@ -93,3 +102,55 @@ def test_a_new_node_never_meets_a_prolog_it_does_not_have(hetero):
     assert "Prolog=/usr/local/sbin/corral-prolog" in ssh(vc, "ctl", "cat /etc/slurm/slurm.conf").stdout
     assert ssh(vc, "ctl", "srun -N1 -w cpu1 hostname").stdout.strip() == "cpu1"
     assert ssh(vc, "ctl", "sinfo -h -n cpu1 -o %T").stdout.strip() == "idle"
+
+
+def _ping(vc, node: str) -> str:
+    return ssh(vc, node, "scontrol ping", check=False).stdout
+
+
+def test_backup_controller_takes_over_and_hands_back(hetero):
+    """slurmctld stopped on the primary: the backup answers and accepts jobs within SlurmctldTimeout +
+    10 s, a running job finishes, the queue is intact; the primary started again takes control back."""
+    import time
+    ping = _ping(hetero, "ctl")
+    assert "Slurmctld(primary) at ctl is UP" in ping and "Slurmctld(backup) at ctl2 is UP" in ping, ping
+    for node in ("ctl", "ctl2"):  # one directory (the NAS), the same slurm user (uid) on both
+        assert ssh(hetero, node, "stat -c '%U %u' /srv/slurmctld-state").stdout.split() == ["slurm", "64030"]
+    running = ssh(hetero, "ctl", "sbatch --parsable -N1 -w hopper1 --wrap 'sleep 25'").stdout.strip()
+    held = ssh(hetero, "ctl", "sbatch --parsable --hold --wrap 'sleep 600'").stdout.strip()
+    new = ""
+    try:
+        for _ in range(40):
+            if ssh(hetero, "ctl", f"squeue -h -j {running} -o %T").stdout.strip() == "RUNNING":
+                break
+            time.sleep(0.5)
+        start = time.monotonic()
+        ssh(hetero, "ctl", "systemctl stop slurmctld")
+        while time.monotonic() - start < TAKEOVER_S + 10:
+            new = ssh(hetero, "ctl2", "sbatch --parsable --hold --wrap true", check=False).stdout.strip()
+            if new:
+                break
+            time.sleep(0.5)
+        took = time.monotonic() - start
+        assert new, f"the backup accepted no job within {TAKEOVER_S + 10} s: {_ping(hetero, 'ctl2')}"
+        assert "Slurmctld(backup) at ctl2 is UP" in _ping(hetero, "ctl2")
+        queue = dict(line.split() for line in ssh(hetero, "ctl2", "squeue -h -o '%i %T'").stdout.splitlines() if line)
+        assert queue.get(held) == "PENDING" and queue.get(running) in ("RUNNING", "COMPLETING", None), queue
+        for _ in range(60):  # the running job ends under the backup controller
+            state = ssh(hetero, "ctl2", f"sacct -n -X -P -j {running} -o State", check=False).stdout.strip()
+            if state == "COMPLETED":
+                break
+            time.sleep(1)
+        assert state == "COMPLETED", state
+        ssh(hetero, "ctl", "systemctl start slurmctld")
+        for _ in range(60):  # control returns to the primary, the queue with it
+            if "Slurmctld(primary) at ctl is UP" in _ping(hetero, "ctl"):
+                break
+            time.sleep(1)
+        assert "Slurmctld(primary) at ctl is UP" in _ping(hetero, "ctl")
+        ids = ssh(hetero, "ctl", "squeue -h -o %i").stdout.split()
+        assert held in ids and new in ids, ids
+        print(f"takeover in {took:.1f} s")
+    finally:
+        ssh(hetero, "ctl", "systemctl start slurmctld", check=False)
+        ssh(hetero, "ctl", f"scancel {held} {new}", check=False)
