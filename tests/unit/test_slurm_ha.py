@@ -8,6 +8,7 @@ shared_state_dir/, tests/facts/SlurmAccount/, OwnedDir/."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tarfile
 import textwrap
@@ -274,10 +275,42 @@ def test_a_backup_restores_into_another_location_and_a_failed_restore_puts_back_
     assert (shared / "job_state").read_text().startswith("empty")
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs the commands as nobody (needs root)")
+def test_state_commands_work_as_an_unprivileged_user_started_in_roots_home(tmp_path):
+    """As on a node: the SSH command starts in root's home (0700), the files are slurm's (here nobody's):
+    every command still works (a `find` as slurm there failed: "Failed to restore initial working directory")."""
+    import pwd
+    import shutil
+    import tempfile
+    nobody = pwd.getpwnam("nobody")
+    base = Path(tempfile.mkdtemp(prefix="corral-state-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        home = base / "root-home"
+        home.mkdir(mode=0o700)
+        state = base / "state"
+        state.mkdir()
+        (state / "job_state").write_text("queue\n")
+        for p in (state, state / "job_state"):
+            os.chown(p, nobody.pw_uid, nobody.pw_gid)
+        as_nobody = "runuser -u nobody --"
+        run = lambda c, stdin=None: subprocess.run(["bash", "-c", c], input=stdin, capture_output=True,  # noqa: E731
+                                                   check=True, cwd=home)
+        packed = run(state_dir.pack_command(str(state), as_slurm=as_nobody)).stdout
+        run(state_dir.keep_command(str(state), str(base / "keep" / "k1"), str(base / "keep"), as_slurm=as_nobody))
+        assert list(state.iterdir()) == []
+        run(state_dir.unpack_command(str(state), as_slurm=as_nobody), stdin=packed)
+        assert (state / "job_state").read_text() == "queue\n" and (state / "job_state").stat().st_uid == nobody.pw_uid
+        run(state_dir.put_back_command(str(state), str(base / "keep" / "k1"), as_slurm=as_nobody))
+        assert (state / "job_state").read_text() == "queue\n"
+    finally:
+        shutil.rmtree(base)
+
+
 def test_state_commands_quote_the_path_and_read_as_slurm():
     cluster = load_text(HA, "cluster.yaml")
     from corral.backup.take import state_command
-    assert state_command(cluster) == ("runuser -u slurm -- tar -C /srv --warning=no-file-changed "
+    assert state_command(cluster) == ("cd / && runuser -u slurm -- tar -C /srv --warning=no-file-changed "
                                       "--warning=no-file-removed -czf - slurmctld-state; rc=$?; [ $rc -le 1 ]")
-    assert state_dir.unpack_command("/srv/a b") == "runuser -u slurm -- tar -C '/srv/a b' --strip-components=1 -xzf -"
+    assert state_dir.unpack_command("/srv/a b") == "cd / && runuser -u slurm -- tar -C '/srv/a b' --strip-components=1 -xzf -"
     assert state_dir.ready_command("/srv/x") == "test -d /srv/x && id slurm >/dev/null"
