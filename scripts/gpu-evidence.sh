@@ -2,8 +2,10 @@
 # GPU evidence: run corral's GPU facts, node health checks and a short matmul burn against a REAL
 # NVIDIA GPU (no emulation) and print a table. Run from the repository root on a GPU machine:
 #   bash scripts/gpu-evidence.sh > gpu-evidence.txt
-# Needs python3 and nvidia-smi; the burn needs PyTorch with CUDA (skipped with a reason otherwise).
-# It changes nothing on the machine: read-only queries, a temporary health config, no Slurm actions.
+# Needs python3 and nvidia-smi; the burn needs PyTorch with CUDA (skipped with a reason otherwise); the
+# acceptance section runs dcgmi / gpu_burn / all_reduce_perf where present (validate's parsers on them).
+# It changes nothing on the machine: read-only queries, a temporary health config, no Slurm actions,
+# no GPU setting touched.
 set -u
 cd "$(dirname "$0")/.."
 echo "# corral GPU evidence — $(date -u +%FT%TZ) on $(hostname)"
@@ -97,4 +99,81 @@ for i in range(torch.cuda.device_count()):
     floor = next((v for k, v in FLOOR.items() if k in name.upper()), None)
     verdict = "n/a" if floor is None else ("OK" if tflops >= floor else "BELOW FLOOR")
     print(f"{i:<4}{name:<28}{tflops:>10.1f}{floor or '-':>8}  {verdict}")
+PY
+echo
+echo "## validate's acceptance parsers on this machine's tools (corral/checks/acceptance_*.py)"
+# Read-only and bounded: dcgmi diag -r 1 (software checks), a 30 s gpu_burn, one all_reduce_perf sweep,
+# each under `timeout`; nothing changes GPU settings. A tool that is absent is skipped, saying so
+# (GPU_BURN_DIR / NCCL_TESTS_DIR may point at a tree built by hand; nothing is downloaded).
+PYTHONPATH=src python3 - <<'PY'
+import os, shutil, subprocess
+from corral.checks.acceptance_eval import burn_verdict, dcgm_verdict, nccl_verdict
+from corral.checks.acceptance_parse import parse_dcgm_diag
+from corral.spec.gpus import GPU_MODELS
+from corral.spec.models_acceptance import default_floors
+
+def sh(argv, timeout, cwd=None):
+    try:
+        p = subprocess.run(["timeout", "-k", "10", str(timeout), *argv], capture_output=True, text=True, cwd=cwd)
+    except OSError as e:
+        return 127, "", str(e)
+    return p.returncode, p.stdout, p.stderr
+
+def raw(text, n=6):
+    for line in text.replace("\r", "\n").strip().splitlines()[-n:]:
+        print("   |", line[:160])
+
+def find(names, corral_path, env):
+    if os.environ.get(env):
+        for n in names:
+            p = os.path.join(os.environ[env], n)
+            if os.access(p, os.X_OK):
+                return p
+    for n in names:
+        if shutil.which(n):
+            return shutil.which(n)
+    return corral_path if os.access(corral_path, os.X_OK) else None
+
+names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                       text=True).stdout.strip().splitlines()
+gpus = len(names)
+model = next((m for m in sorted(GPU_MODELS, key=len, reverse=True) if names and m in names[0].lower()), None)
+floor = default_floors().get(model) if model else None
+print(f"{gpus} GPUs ({names[0] if names else '?'}): spec model {model or 'unknown'}, corral's burn floor {floor}")
+
+print("\n### dcgm diag (dcgmi diag -r 1 -j)")
+if not shutil.which("dcgmi"):
+    print("SKIPPED: dcgmi not found (DCGM not installed)")
+else:
+    rc, out, err = sh(["dcgmi", "diag", "-r", "1", "-j"], 600)
+    status, detail, fig = dcgm_verdict(out, err, rc, 1)
+    print(f"rc={rc} -> {status}: {detail}")
+    try:
+        for r in parse_dcgm_diag(out).results:
+            print(f"   {r.category}/{r.test} {r.entity or '-'}: {r.status} {' '.join(r.messages)[:120]}")
+    except ValueError:
+        raw(out or err)
+
+print("\n### gpu burn (gpu_burn -stts 5 [-c compare] 30)")
+burn = find(["gpu_burn", "gpu-burn"], "/usr/local/lib/corral/gpuburn/gpu_burn", "GPU_BURN_DIR")
+if burn is None:
+    print("SKIPPED: gpu_burn not found (PATH, /usr/local/lib/corral/gpuburn, $GPU_BURN_DIR)")
+else:
+    here = os.path.dirname(burn)
+    compare = next((os.path.join(here, c) for c in ("compare.ptx", "compare.fatbin")
+                    if os.path.exists(os.path.join(here, c))), None)
+    rc, out, err = sh([burn, "-stts", "5", *(["-c", compare] if compare else []), "30"], 180, cwd=here)
+    print(f"{burn} rc={rc} -> %s: %s" % burn_verdict(out, err, rc, gpus, floor, model or "unknown")[:2])
+    raw(out, 12)
+
+print("\n### nccl all-reduce (all_reduce_perf -b 8M -e 1G -f 2 -g N)")
+ar = find(["all_reduce_perf"], "/usr/local/lib/corral/nccl-tests/all_reduce_perf", "NCCL_TESTS_DIR")
+if ar is None:
+    print("SKIPPED: all_reduce_perf not found (PATH, /usr/local/lib/corral/nccl-tests, $NCCL_TESTS_DIR)")
+else:
+    rc, out, err = sh([ar, "-b", "8M", "-e", "1G", "-f", "2", "-g", str(max(gpus, 1))], 300)
+    print(f"{ar} rc={rc} -> %s: %s" % nccl_verdict(out, err, rc, max(gpus, 1), None)[:2])
+    if gpus < 2:
+        print("   (1 GPU: busbw is 0 by definition, 2(n-1)/n; the parse is what is shown)")
+    raw(out, 8)
 PY

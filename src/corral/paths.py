@@ -16,6 +16,11 @@ MIG_CONFIG = f"{ETC}/mig-parted.json"   # JSON is YAML: nvidia-mig-parted reads 
 ADOPT_ACCESS = "/etc/security/corral-adopt.conf"  # pam_access: who may SSH to a compute node without a job
 SHARE = "/usr/local/share/corral"
 PYXIS_MARK = f"{SHARE}/pyxis-build"     # what pyxis was built from and against
+GPU_BURN_DIR = f"{LIB}/gpuburn"         # gpu_burn + compare.ptx (no "-d"/"-l"/"-h" in the path: gpu_burn
+                                        # reads those anywhere in an argument as its options)
+NCCL_TESTS_DIR = f"{LIB}/nccl-tests"    # all_reduce_perf
+GPU_BURN_MARK = f"{SHARE}/gpu-burn-build"      # what gpu-burn was built from and for
+NCCL_TESTS_MARK = f"{SHARE}/nccl-tests-build"  # what nccl-tests was built from and against
 STAGE_DIR = "/run/corral-stage"         # uploads through sudo (0700, the SSH user's)
 REBOOT_MARKER = "/run/corral-reboot-pending"
 DB_SQL = "/run/corral-slurmdbd.sql"     # the DB user's SQL, 0600, removed at once

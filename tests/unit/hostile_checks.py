@@ -32,6 +32,7 @@ from corral.render import render_cgroup_conf, render_gres_conf, render_slurm_con
 from corral.render.adopt import access_conf
 from corral.render.alertmanager import render_alertmanager_yml
 from corral.render.alerts import render_rules
+from corral.render.acceptance import gpu_burn_build_script, nccl_tests_build_script
 from corral.render.containers import enroot_conf, plugstack_conf, pyxis_build_script
 from corral.render.debs import release_debs_script
 from corral.render.grafana import render_datasource, render_ini
@@ -132,6 +133,11 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
             "enroot", "nvidia.enroot.sha256", e.packages, e.version, e.url, e.sha256))
     if nv.pyxis is not None:
         out["pyxis build script"] = ("shell", pyxis_build_script(nv.pyxis))
+    acc = cluster.spec.acceptance
+    if nv.cuda_toolkit is not None and acc.burn.enabled:
+        out["gpu-burn build script"] = ("shell", gpu_burn_build_script(acc.burn, nv.cuda_toolkit.version, "h100"))
+    if nv.cuda_toolkit is not None and acc.nccl.enabled:
+        out["nccl-tests build script"] = ("shell", nccl_tests_build_script(acc.nccl, nv.cuda_toolkit.version, "h100"))
     m = nv.mig_parted
     out["mig-parted install script"] = ("shell", release_debs_script(
         "mig-parted", "nvidia.mig_parted.sha256", m.packages, m.version, m.url, m.sha256))

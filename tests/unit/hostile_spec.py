@@ -109,6 +109,13 @@ BASE: dict[str, Any] = {
     },
     "state_dir": ".corral",
     "backup": {"dir": "backups", "keep": 3},
+    "acceptance": {"dcgm_diag_level": 1,
+                   "burn": {"enabled": True, "seconds": 60, "floor_tflops": {"h100": 30.0},
+                            "version": "671f4be92477ce01cd9b536bc534a006dbee058f",
+                            "url": "https://github.com/wilicc/gpu-burn/archive/{version}.tar.gz", "sha256": SHA},
+                   "nccl": {"enabled": True, "floor_busbw_gbps": 200.0, "version": "2.17.10",
+                            "url": "https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v{version}.tar.gz",
+                            "sha256": SHA, "nccl_version": "2.21.5-1+cuda12.4"}},
 }
 BASE_VIRTUAL: dict[str, Any] = {**BASE, "virtual": {"bridge": "corral0", "subnet": "10.213.0.0/24"}}
 # Nodes for a leaf outside `nodes`: a controller and two GPU nodes, no MIG (that would ask for mig_parted's sums)
@@ -126,7 +133,8 @@ TWEAKS: dict[str, dict[tuple, Any]] = {
 NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",),
          ("storage", "mounts"): ("exports",), ("storage", "exports"): ("mounts",),
          ("identity", "homes"): ("ldap",)}  # homes reach sssd.conf's fallback_homedir
-TOP_NEEDS = {"users": ("groups", "slurm")}  # what a section refers to; storage is in every doc (the nfs role)
+TOP_NEEDS = {"users": ("groups", "slurm"),  # what a section refers to; storage is in every doc (the nfs role)
+             "acceptance": ("nvidia",)}      # the burn and nccl-tests are built with nvidia.cuda_toolkit's nvcc
 
 
 @lru_cache(maxsize=None)

@@ -45,7 +45,8 @@ def checks(report) -> dict[str, tuple[str, str]]:
 
 
 def srun_sent(run) -> list[str]:
-    return [c for c in run.sent("ctl") if " srun " in c]
+    """The job phase's sruns (--timeout); not the acceptance jobs (--exclusive, bounds of their own)."""
+    return [c for c in run.sent("ctl") if " srun " in c and " --exclusive " not in c]
 
 
 # --- the reachability pass ---------------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
     data = report.to_json()
     assert report.ok and data["failures"] == []
     assert list(data) == ["ok", "failures", "slurm_version", "controller_reachable", "nodes_total", "nodes_available",
-                          "gpus_configured", "gpu_job_ok", "checks"]
+                          "gpus_configured", "gpu_job_ok", "acceptance", "checks"]
     assert {k: data[k] for k in list(data)[2:8]} == {
         "slurm_version": "22.05.8", "controller_reachable": True, "nodes_total": 2, "nodes_available": 2,
         "gpus_configured": 8, "gpu_job_ok": True}
@@ -50,8 +50,10 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
         "job accounted": ("OK", "job 4242 recorded: 4242|COMPLETED|root"),
         "user job": ("SKIPPED", "no login node in the spec"),
         "munge": ("OK", "every node decodes the controller's munge credential"),
-        "gpu burn": ("SKIPPED", "no burn tool deployed yet (NVIDIA stack component)"),
-        "nccl all-reduce": ("SKIPPED", "nccl-tests not installed")}
+        "dcgm diag": ("OK", "dcgm diag: every GPU compute node passed"),
+        "gpu burn": ("SKIPPED", "acceptance.burn.enabled is false"),
+        "nccl all-reduce": ("SKIPPED", "acceptance.nccl.enabled is false")}
+    assert data["acceptance"]["dcgm_diag"]["gpu01"] == {"level": 1, "version": "4.1.1", "fail": [], "warn": []}
     assert report.checks[3].nodes == {"gpu01": "OK: slurmd and munge active; Slurm: IDLE",
                                       "gpu02": "OK: slurmd and munge active; Slurm: IDLE"}
     # every compute node asked (bounded) whether slurmd and munge run, before any job
@@ -64,9 +66,14 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
            "$(nvidia-smi -L | grep -c '\"'\"'^GPU '\"'\"')\"'")
     multi = ("timeout -k 5 65 srun -J corral-validate --immediate=60 -t 1 -N2 -w 'gpu[01-02]' "
              "bash -c 'echo $SLURM_JOB_ID $(hostname)'")
-    assert run.sent("ctl") == ["scontrol ping; scontrol version", "scontrol show node -o", gpu, multi,
-                               "sacct -n -X -P -j 4242 -o JobID,State,Account", "munge -n", "unmunge",
-                               "scancel --name=corral-validate --user=root"]
+    diag = ("timeout -k 5 335 srun -J corral-validate --immediate=30 -t 6 -N1 -w {} --exclusive --gres=gpu:4 "
+            "bash -c 'dcgmi diag -r 1 -j'")
+    sent = run.sent("ctl")
+    assert sent[:7] == ["scontrol ping; scontrol version", "scontrol show node -o", gpu, multi,
+                        "sacct -n -X -P -j 4242 -o JobID,State,Account", "munge -n", "unmunge"]
+    assert sorted(sent[7:9]) == [diag.format("gpu01"), diag.format("gpu02")]  # the nodes' diagnostics in parallel
+    assert sent[9:] == ["scancel --name=corral-validate --user=root"]
+    assert run.timeouts[diag.format("gpu01")] == 345  # 30 s to start, level 1's 300 s, 15 s for SSH and teardown
     assert run.timeouts[gpu] == run.timeouts[multi] == 75  # the job phase's 60 s + 15 s for SSH and teardown
     # the controller's credential goes to every node's unmunge on stdin
     assert sorted((n, i) for n, c, i in run.calls if c == "unmunge") == [("ctl", CRED), ("gpu01", CRED), ("gpu02", CRED)]

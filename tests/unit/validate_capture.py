@@ -1,6 +1,7 @@
 """validate's seam answered with captured Slurm output (tests/fixtures/slurm*, and srun/sacct/munge lines
-in the shapes those print): the runner and the captures tests/unit/test_validate_seam.py and
-test_validate_bounds.py share."""
+in the shapes those print) and the acceptance tools' output (tests/fixtures/acceptance/): the runner and
+the captures tests/unit/test_validate_seam.py, test_validate_bounds.py and test_validate_acceptance.py
+share."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ MULTI = "4242 gpu01\n4242 gpu02\n"
 SACCT = "4242|COMPLETED|root\n"
 CRED = "MUNGE:AwQFAAC9cXzJ0Fv0pLxW:\n"
 UNMUNGE = "STATUS:          Success (0)\nENCODE_HOST:     ctl (10.0.0.10)\n"
+ACCEPT = FIX / "acceptance"
+DCGM_PASS = (ACCEPT / "dcgm4_diag_r1_pass.json").read_text()   # 4 H100s, as the spec's nodes
+DIAG = "dcgmi diag "                        # in the DCGM diagnostics' srun only (validate's default level 1)
 
 
 class Captured:
@@ -49,6 +53,7 @@ class Captured:
                         "sacct ": (0, SACCT, ""),
                         "munge -n": (0, CRED, ""),
                         "unmunge": (0, UNMUNGE, ""),
+                        DIAG: (0, DCGM_PASS, ""),
                         "scancel ": (0, "", "")}
         self.answers.update({k.replace("_", " "): v for k, v in over.items()})
         self.nodes = nodes or {}

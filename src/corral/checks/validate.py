@@ -1,7 +1,8 @@
 """`corral validate` (after deploy, Slurm): one verdict on "is this cluster fit for jobs?".
 
 JSON: a superset of DeepOps' validate_slurm.py contract (ok, slurm_version, controller_reachable,
-nodes_total, nodes_available, gpus_configured, gpu_job_ok, failures) plus `checks`.
+nodes_total, nodes_available, gpus_configured, gpu_job_ok, failures) plus `acceptance` (the GPU
+acceptance figures: dcgm_diag, gpu_tflops, nccl_busbw_gbps per node; checks/acceptance.py) and `checks`.
 
 Every command goes through one seam, `run(node, command, *, timeout, input=None)` -> CompletedProcess:
 by default engine.remote.run_on over SSH; tests pass a runner answering with captured Slurm output.
@@ -11,7 +12,8 @@ over the compute nodes (checks/reach.py, each ~10 s, in parallel); jobs (checks/
 go only to the nodes that passed, within one `timeout_s` for the whole job phase. A CorralError
 (a command timed out, a node unreachable) becomes a FAIL check naming the node and what failed; it
 never leaves validate(). Every job is named corral-validate and whatever is left of them is
-cancelled in a `finally` (KeyboardInterrupt included).
+cancelled in a `finally` (KeyboardInterrupt included). Last, on real GPUs, the acceptance jobs
+(checks/acceptance.py: DCGM diagnostics, gpu burn, NCCL all-reduce), each with a bound of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
+from corral.checks.acceptance import acceptance, figures
 from corral.checks.jobs import CANCEL_S, Budget, cancel_command, gpu_jobs, multi_node
 from corral.checks.reach import reach
 from corral.checks.result import Check, Report, error_text, summarize
@@ -175,14 +178,6 @@ def _munge(cluster: Cluster, run: Run, ctl: str, unreachable: set[str]) -> Check
     return summarize("munge", per_node, "every node decodes the controller's munge credential")
 
 
-def _real_gpu_checks(cluster: Cluster) -> list[Check]:
-    if cluster.spec.virtual is not None:
-        reason = "emulated GPUs (virtual cluster): no compute to measure"
-        return [Check("gpu burn", "SKIPPED", reason), Check("nccl all-reduce", "SKIPPED", reason)]
-    return [Check("gpu burn", "SKIPPED", "no burn tool deployed yet (NVIDIA stack component)"),
-            Check("nccl all-reduce", "SKIPPED", "nccl-tests not installed")]
-
-
 def _jobs(cluster: Cluster, run: Run, ctl: str, report: Report, skipped: dict[str, str],
           shown: dict, budget: Budget) -> None:
     gpu = gpu_jobs(cluster, run, ctl, skipped, budget)
@@ -212,7 +207,7 @@ def _cancel(run: Run, ctl: str, users: list[str]) -> Check | None:
 def contract(nodes_total: int | None = None) -> dict:
     """The DeepOps validate_slurm.py fields, before anything is known."""
     return {"slurm_version": None, "controller_reachable": False, "nodes_total": nodes_total,
-            "nodes_available": 0, "gpus_configured": 0, "gpu_job_ok": None}
+            "nodes_available": 0, "gpus_configured": 0, "gpu_job_ok": None, "acceptance": figures()}
 
 
 def failed(message: str, nodes_total: int | None = None) -> Report:
@@ -243,7 +238,8 @@ def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None,
         else:
             report.checks.append(Check("jobs", "SKIPPED", "--skip-jobs: read-only run"))
         report.checks.append(_munge(cluster, run, ctl, reached.unreachable))
-        report.checks += _real_gpu_checks(cluster)
+        checks, report.extra["acceptance"] = acceptance(cluster, run, ctl, reached.skipped, jobs)
+        report.checks += checks
     except CorralError as exc:
         report.checks.append(Check("validate", "FAIL", error_text(exc, command=True)))
     finally:

@@ -11,6 +11,7 @@ def components(cluster) -> list:
         from corral.errors import UsageError
         raise UsageError("only scheduler: slurm can be deployed so far", value=cluster.spec.scheduler,
                          fix="set scheduler: slurm")
+    from corral.deploy.acceptance import acceptance
     from corral.deploy.accounting import accounting
     from corral.deploy.adopt import adopt
     from corral.deploy.base import base
@@ -33,4 +34,4 @@ def components(cluster) -> list:
     from corral.deploy.storage import storage_mounts, storage_server
     from corral.deploy.users import users
     return [base, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, slurm_controller, slurm_compute, adopt, slurm_login,
-            accounting_sync, dcgm, nvidia_tools, monitoring, slurm_exporter, dcgm_exporter, grafana]
+            accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]

@@ -50,16 +50,16 @@ def plugstack_conf(pyxis: PyxisSpec | None) -> str:
     return head + f"required {PYXIS_SO} {args}".rstrip() + "\n"
 
 
-def checksum_script(sha256: str | None) -> str:
-    """Check the download against the spec's sha256; `skip` says so; none at all refuses (spec check
-    asks for one first: this is the last line of defence)."""
+def checksum_script(sha256: str | None, label: str = "pyxis", key: str = "nvidia.pyxis.sha256") -> str:
+    """Check the download ("$tmp/src.tar.gz") against the spec's sha256 (`key`); `skip` says so; none at
+    all refuses (spec check asks for one first: this is the last line of defence)."""
     q = shlex.quote
     if sha256 == "skip":
-        return "echo 'pyxis: source installed unchecked (nvidia.pyxis.sha256: skip)' >&2\n"
+        return f"echo {q(f'{label}: source installed unchecked ({key}: skip)')} >&2\n"
     if not sha256:
-        return "echo 'pyxis: no nvidia.pyxis.sha256: nothing installed' >&2; exit 1\n"
+        return f"echo {q(f'{label}: no {key}: nothing installed')} >&2; exit 1\n"
     return (f"echo {q(sha256)} \"$tmp/src.tar.gz\" | sha256sum -c --quiet - || "
-            "{ echo 'pyxis: the source does not match nvidia.pyxis.sha256; nothing installed' >&2; exit 1; }\n")
+            f"{{ echo {q(f'{label}: the source does not match {key}; nothing installed')} >&2; exit 1; }}\n")
 
 
 def pyxis_build_script(p: PyxisSpec) -> str:

@@ -2,8 +2,8 @@
 
 Every model forbids unknown keys so a typo is an error (with the closest valid key suggested), and
 every field has a description: docs/spec.md is generated from them (spec/reference.py). The sections
-live in models_slurm.py, models_monitoring.py, models_nvidia.py, containers.py and mig.py; this module
-re-exports them.
+live in models_slurm.py, models_monitoring.py, models_nvidia.py, models_acceptance.py, containers.py and
+mig.py; this module re-exports them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic import Field
 
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.mig import MigGroupSpec, MigPartedSpec
-from corral.spec.models_base import LOCAL_PATH, Strict  # noqa: F401 - LOCAL_PATH re-exported (reference.py)
+from corral.spec.models_base import GPU_MODEL, LOCAL_PATH, Strict  # noqa: F401 - re-exported (reference.py)
 from corral.spec.models_monitoring import (AlertReceiver, AlertsSpec, DcgmExporterSpec, GrafanaSpec,
                                            MonitoringSpec, SmtpSpec)
 from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, DcgmSpec, DriverSpec,
@@ -23,6 +23,7 @@ from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, Dc
 from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, FairShare, Partition,
                                       SlurmSpec)
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
+from corral.spec.models_acceptance import AcceptanceSpec, BurnSpec, NcclSpec
 from corral.spec.models_backup import BackupSpec
 from corral.spec.models_users import Group, IdentitySpec, User
 from corral.spec.types import AbsPath, UnitName, UnixUser
@@ -32,13 +33,12 @@ __all__ = ["SLURM_ROLES", "K8S_ROLES", "Role", "NAME", "SLURM_TIME", "HOSTLIST",
            "HealthSpec", "AlertReceiver", "SmtpSpec", "AlertsSpec", "GrafanaSpec", "DcgmExporterSpec",
            "MonitoringSpec", "DriverSpec", "RolloutSpec", "DcgmSpec", "CudaToolkitSpec", "ContainerToolkitSpec",
            "NvidiaSpec", "EnrootSpec", "PyxisSpec", "MigGroupSpec", "MigPartedSpec", "VirtualSpec", "ClusterSpec",
-           "StorageSpec", "NfsExport", "Mount", "User", "Group", "IdentitySpec"]
+           "StorageSpec", "NfsExport", "Mount", "User", "Group", "IdentitySpec", "AcceptanceSpec", "BurnSpec", "NcclSpec"]
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
 Role = Literal["controller", "compute", "login", "accounting", "monitoring", "nfs",
                "control-plane", "worker"]
-GPU_MODEL = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
 
@@ -146,6 +146,8 @@ class ClusterSpec(Strict):
     storage: StorageSpec = Field(default=StorageSpec(), description="NFS exports and shared mounts")
     backup: BackupSpec = Field(default=BackupSpec(), description="backups of controller state, accounting DB "
                                                                  "and corral's state dir")
+    acceptance: AcceptanceSpec = Field(default=AcceptanceSpec(), description="GPU acceptance checks of `corral "
+                                                                             "validate` (real GPUs only)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")
     groups: list[Group] = Field(default_factory=list, description="local groups, the same on every node")
     identity: IdentitySpec = Field(default=IdentitySpec(), description="homes and SSH access to compute nodes")

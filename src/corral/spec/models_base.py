@@ -10,6 +10,7 @@ from corral.spec.types import _url
 # a path on the control host written into ssh_config: no whitespace, quotes or controls; ~ only as ~/
 LOCAL_PATH = r"^(~/|[^~\s\x00-\x1f\x7f-\x9f\"'\\])[^\s\x00-\x1f\x7f-\x9f\"'\\]*$"
 
+GPU_MODEL = r"^[a-z0-9][a-z0-9_.-]*$"  # a GPU model as the spec names it: the GRES type (h100, a100, ...)
 Sums = dict[str, str] | Literal["skip"]  # package -> sha256 of its download, or "skip" (warned about)
 
 

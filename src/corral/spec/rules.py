@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
+from corral.spec.rules_acceptance import acceptance_warnings, check_acceptance
 from corral.spec.rules_download import check_checksums, check_urls, download_warnings
 from corral.spec.rules_ha import check_ha, ha_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
@@ -296,10 +297,10 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
-            + check_users(cluster, where) + check_ldap(cluster, where))
+            + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:
     """What a valid spec does that is unsafe or surprising, said on every spec check, plan and apply."""
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
-            + ha_warnings(cluster))
+            + ha_warnings(cluster) + acceptance_warnings(cluster))

@@ -43,8 +43,13 @@ def check_urls(cluster: Cluster, where: Where) -> list[Problem]:
 def downloads(cluster: Cluster) -> list[tuple[tuple, list[str], object]]:
     """(spec path of the sha256 key, packages downloaded, the sha256 value) for each download the
     spec asks for: enroot and pyxis when set, nvidia-mig-parted where a node has a MIG layout on a
-    real cluster (the virtual cluster's emulation brings its own)."""
+    real cluster (the virtual cluster's emulation brings its own), the acceptance tools' sources when
+    enabled on a real cluster (the virtual cluster does not build them)."""
     nv, out = cluster.spec.nvidia, []
+    acc = cluster.spec.acceptance
+    for key, tool, label in (("burn", acc.burn, "gpu-burn source"), ("nccl", acc.nccl, "nccl-tests source")):
+        if tool.enabled and cluster.spec.virtual is None:
+            out.append((("acceptance", key, "sha256"), [label], tool.sha256))
     if nv.enroot is not None:
         out.append((("nvidia", "enroot", "sha256"), list(nv.enroot.packages), nv.enroot.sha256))
     if nv.pyxis is not None:
@@ -69,8 +74,8 @@ def check_checksums(cluster: Cluster, where: Where) -> list[Problem]:
         missing = _missing(packages, sums)
         if missing:
             key = ".".join(path)
-            example = (f"{key}: <64 hex digits>" if path[1] == "pyxis"
-                       else f"{key}: {{{missing[0]}: <64 hex digits>}}")
+            example = (f"{key}: {{{missing[0]}: <64 hex digits>}}" if isinstance(sums, dict)
+                       else f"{key}: <64 hex digits>")
             problems.append(Problem(where(path[:-1]), f"no sha256 for {', '.join(missing)}: corral installs a "
                                     "download as root only after checking it", ", ".join(missing),
                                     f"add {example} (sha256sum of the file), or {key}: skip to install unchecked"))
