@@ -173,7 +173,10 @@ def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path
         if with_db:
             steps.run("start slurmdbd", acct, f"systemctl start slurmdbd && {WAIT_DBD}")
         for c in controllers:
-            steps.run("start slurmctld", c, "systemctl start slurmctld" + (f" && {WAIT_CTLD}" if c == controller else ""))
+            # the primary then asks every slurmd to register again (reconfigure) rather than waiting for
+            # its next ping (SlurmdTimeout/3: up to 100 s), e.g. nodes that followed a backup controller
+            steps.run("start slurmctld", c, "systemctl start slurmctld" +
+                      (f" && {WAIT_CTLD} && scontrol reconfigure" if c == controller else ""))
     except CorralError:
         steps.rollback()
         raise
