@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict, Sums, check_sums, check_url_template
+from corral.spec.models_base import DebUrl, SourceUrl, Strict, Sums, check_sums
 from corral.spec.types import ConfigWord, PackageName, Sha256, ShellSafeValue
 
 PLACEHOLDERS = ("$(id -u)", "$(id -g)")
@@ -36,8 +36,8 @@ class EnrootSpec(Strict):
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$", description="enroot release, e.g. 3.5.0")
     packages: list[PackageName] = Field(default=["enroot", "enroot+caps"], min_length=1,
                                 description="the release's .deb packages to install")
-    url: str = Field(default="https://github.com/NVIDIA/enroot/releases/download/v{version}/"
-                             "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$",
+    url: DebUrl = Field(default="https://github.com/NVIDIA/enroot/releases/download/v{version}/"
+                             "{package}_{version}-1_{arch}.deb",
                      description="download URL template of each package ({version}, {package}, {arch})")
     sha256: Sums = Field(default={}, description="package -> sha256 of its .deb (checked before installing), "
                                                  "or skip")
@@ -50,11 +50,6 @@ class EnrootSpec(Strict):
                            description="ENROOT_DATA_PATH in enroot.conf (placeholders as runtime_path)")
     settings: dict[str, ShellSafeValue] = Field(default={}, description="more enroot.conf lines, e.g. "
                                                                      "ENROOT_SQUASH_OPTIONS: -comp lz4")
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return check_url_template(v, "version", "package", "arch")
 
     @field_validator("runtime_path", "cache_path", "data_path")
     @classmethod
@@ -91,18 +86,13 @@ class PyxisSpec(Strict):
     """pyxis, built on each Slurm node against the installed Slurm, enabled in plugstack.conf."""
 
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$", description="pyxis release, e.g. 0.20.0")
-    url: str = Field(default="https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz",
-                     pattern=r"^https?://[^\s]+$", description="source tarball URL template ({version})")
+    url: SourceUrl = Field(default="https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz",
+                           description="source tarball URL template ({version})")
     sha256: Sha256 | Literal["skip"] | None = Field(default=None, description="sha256 of the source tarball "
                                                                               "(required), or skip")
     args: dict[str, ConfigWord] = Field(default={"runtime_path": "/run/pyxis"},
                                         description="arguments of its plugstack.conf line, e.g. "
                                                     "container_scope: job")
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return check_url_template(v, "version")
 
     @field_validator("args")
     @classmethod

@@ -11,7 +11,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from corral.spec.models_base import Strict, Sums, check_sums, check_url_template
+from corral.spec.models_base import DebUrl, Strict, Sums, check_sums
 from corral.spec.types import PackageName
 
 PROFILE = re.compile(r"(\d)g\.(\d+)gb(\+me)?")  # whole-string matches only (fullmatch)
@@ -115,15 +115,10 @@ class MigPartedSpec(Strict):
     version: str = Field(default="0.12.2", pattern=r"^\d+\.\d+\.\d+$", description="mig-parted release")
     packages: list[PackageName] = Field(default=["nvidia-mig-manager"], min_length=1,
                                 description="the release's .deb packages to install")
-    url: str = Field(default="https://github.com/NVIDIA/mig-parted/releases/download/v{version}/"
-                             "{package}_{version}-1_{arch}.deb", pattern=r"^https?://[^\s]+$",
+    url: DebUrl = Field(default="https://github.com/NVIDIA/mig-parted/releases/download/v{version}/"
+                             "{package}_{version}-1_{arch}.deb",
                      description="download URL template of each package ({version}, {package}, {arch})")
     sha256: Sums = Field(default={}, description="package -> sha256 of its .deb, or skip")
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return check_url_template(v, "version", "package", "arch")
 
     @field_validator("sha256")
     @classmethod

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints
 
 from corral.spec.gpus import GPU_MODELS
-from corral.spec.models_base import GPU_MODEL, Strict, check_url_template
+from corral.spec.models_base import GPU_MODEL, SourceUrl, Strict
 from corral.spec.models_monitoring import APT_VERSION
 from corral.spec.types import Sha256
 
@@ -32,6 +32,9 @@ def default_floors() -> dict[str, float]:
     return {m: round(g.fp32_tflops * FLOOR_FRACTION, 1) for m, g in GPU_MODELS.items() if g.fp32_tflops}
 
 
+SOURCE_SHA = "sha256 of the source tarball (required when enabled on a real cluster), or skip"
+
+
 class BurnSpec(Strict):
     """gpu-burn (github.com/wilicc/gpu-burn), built with nvcc on each GPU compute node; validate runs it
     on every GPU of a node and judges each GPU's TFLOPS and its compare errors."""
@@ -46,16 +49,9 @@ class BurnSpec(Strict):
                                                                              default_floors().items()))
     version: str = Field(default=GPU_BURN_COMMIT, pattern=r"^[0-9a-f]{40}$",
                          description="the gpu-burn commit built (the project has no releases)")
-    url: str = Field(default="https://github.com/wilicc/gpu-burn/archive/{version}.tar.gz",
-                     pattern=r"^https?://[^\s]+$", description="source tarball URL template ({version})")
-    sha256: Sha256 | Literal["skip"] | None = Field(default=None, description="sha256 of the source tarball "
-                                                                              "(required when enabled on a real "
-                                                                              "cluster), or skip")
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return check_url_template(v, "version")
+    url: SourceUrl = Field(default="https://github.com/wilicc/gpu-burn/archive/{version}.tar.gz",
+                           description="source tarball URL template ({version})")
+    sha256: Sha256 | Literal["skip"] | None = Field(default=None, description=SOURCE_SHA)
 
 
 class NcclSpec(Strict):
@@ -71,19 +67,12 @@ class NcclSpec(Strict):
                                                        "unset: measured and reported, not judged")
     version: str = Field(default=NCCL_TESTS_VERSION, pattern=r"^\d+\.\d+\.\d+$",
                          description="nccl-tests release (tag v{version})")
-    url: str = Field(default="https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v{version}.tar.gz",
-                     pattern=r"^https?://[^\s]+$", description="source tarball URL template ({version})")
-    sha256: Sha256 | Literal["skip"] | None = Field(default=None, description="sha256 of the source tarball "
-                                                                              "(required when enabled on a real "
-                                                                              "cluster), or skip")
+    url: SourceUrl = Field(default="https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v{version}.tar.gz",
+                           description="source tarball URL template ({version})")
+    sha256: Sha256 | Literal["skip"] | None = Field(default=None, description=SOURCE_SHA)
     nccl_version: str | None = Field(default=None, pattern=APT_VERSION,
                                      description="apt version of libnccl2 and libnccl-dev (NVIDIA's CUDA "
                                                  "repository), e.g. 2.21.5-1+cuda12.4; unset: the newest")
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return check_url_template(v, "version")
 
 
 class AcceptanceSpec(Strict):

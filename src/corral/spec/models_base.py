@@ -1,9 +1,9 @@
 """The base of every spec model: unknown keys are errors, models are frozen."""
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
 from corral.spec.types import _url
 
@@ -35,3 +35,11 @@ def check_url_template(url: str, *names: str) -> str:
     except (KeyError, IndexError, ValueError) as exc:
         raise ValueError(f"the URL may use only {', '.join('{' + n + '}' for n in names)} ({exc})") from None
     return _url(url, names)
+
+
+URL_PATTERN = r"^https?://[^\s]+$"
+# a source tarball's URL template ({version}) and a release's .deb URL template ({version}, {package}, {arch})
+SourceUrl = Annotated[str, StringConstraints(pattern=URL_PATTERN),
+                      AfterValidator(lambda v: check_url_template(v, "version"))]
+DebUrl = Annotated[str, StringConstraints(pattern=URL_PATTERN),
+                   AfterValidator(lambda v: check_url_template(v, "version", "package", "arch"))]
