@@ -144,8 +144,16 @@ def _keyring_deb(tmp: Path) -> tuple[Path, str]:
     return deb, fpr
 
 
+@pytest.fixture
+def gnupg_home(tmp_path):
+    """The test's GNUPGHOME; the gpg-agent that gpg starts there is stopped afterwards (it daemonizes)."""
+    yield tmp_path / "gnupg"
+    subprocess.run(["gpgconf", "--kill", "all"], env=dict(os.environ, GNUPGHOME=str(tmp_path / "gnupg")),
+                   capture_output=True)
+
+
 @pytest.mark.skipif(not all(Path(f"/usr/bin/{t}").exists() for t in ("gpg", "dpkg-deb")), reason="needs gpg, dpkg-deb")
-def test_cuda_keyring_is_installed_only_with_nvidias_key(tmp_path, monkeypatch):
+def test_cuda_keyring_is_installed_only_with_nvidias_key(tmp_path, monkeypatch, gnupg_home):
     deb, fpr = _keyring_deb(tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -155,7 +163,7 @@ def test_cuda_keyring_is_installed_only_with_nvidias_key(tmp_path, monkeypatch):
     (bin_dir / "dpkg").write_text(f"#!/bin/sh\necho \"dpkg $*\" >> {log}\n")
     for f in bin_dir.iterdir():
         f.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", GNUPGHOME=str(tmp_path / "gnupg"))
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", GNUPGHOME=str(gnupg_home))
     url = "https://mirror.example/cuda/debian12/x86_64/cuda-keyring_1.1-1_all.deb?a=1&b=$(id)"
     refused = subprocess.run(["bash", "-c", nvidia_repo.keyring_script(url)], env=env, capture_output=True, text=True)
     assert refused.returncode == 1 and "does not carry exactly NVIDIA's CUDA key" in refused.stderr
