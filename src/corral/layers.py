@@ -13,8 +13,9 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("cli",), "typer app, one module per command group; renders results; exit codes"),
     (("workflows", "backup"), "what a command does: converge, driver and MIG rollouts, facts report; "
                               "backup and restore"),
-    (("checks", "deploy", "virtual", "importers"), "doctor/validate/health; pyinfra deploys per component; "
-                                                   "the virtual cluster; DeepOps import"),
+    (("checks", "deploy", "virtual", "importers", "reports"), "doctor/validate/health; pyinfra deploys per "
+                                                              "component; the virtual cluster; DeepOps import; "
+                                                              "usage reports"),
     (("engine", "render"), "inventory, plan/apply, results, journal, host keys, operation contract, "
                            "command quoting; config text"),
     (("facts",), "pyinfra facts (command + pure parser) and the fact records the cache holds"),

@@ -1,7 +1,7 @@
 """Every value interpolated into a command is quoted: a scan of the code that builds commands.
 
 Rules (engine/shell.py says why):
-- deploy/, workflows/ and checks/ never call pyinfra's StringCommand themselves: `cmd()` quotes each part.
+- deploy/, workflows/, checks/ and reports/ never call pyinfra's StringCommand themselves: `cmd()` quotes each part.
 - An f-string that becomes a command (yielded by an operation, passed to cmd()/sh()/StringCommand/
   run_on/install_commands/readiness, or returned by a function named *_script/*_command(s)/*_cmd)
   interpolates only q()/shlex.quote() calls, UPPER_CASE constants, or numbers (int()/len()/
@@ -19,6 +19,7 @@ from corral.engine.shell import cmd, q, sh
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "corral"
 SCANNED = sorted([*SRC.glob("deploy/*.py"), *SRC.glob("workflows/*.py"), *SRC.glob("checks/*.py"),
+                  *SRC.glob("reports/*.py"),
                   SRC / "render" / "debs.py", SRC / "render" / "containers.py", SRC / "render" / "nvidia.py",
                   SRC / "render" / "acceptance.py"])
 SINKS = {"Raw", "sh", "StringCommand", "run_on", "install_commands", "readiness", "run_when_changed", "sc"}

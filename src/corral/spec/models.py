@@ -25,6 +25,7 @@ from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, 
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
 from corral.spec.models_acceptance import AcceptanceSpec, BurnSpec, NcclSpec
 from corral.spec.models_backup import BackupSpec
+from corral.spec.models_reports import ReportsSpec
 from corral.spec.models_users import Group, IdentitySpec, User
 from corral.spec.types import AbsPath, UnitName, UnixUser
 
@@ -33,7 +34,8 @@ __all__ = ["SLURM_ROLES", "K8S_ROLES", "Role", "NAME", "SLURM_TIME", "HOSTLIST",
            "HealthSpec", "AlertReceiver", "SmtpSpec", "AlertsSpec", "GrafanaSpec", "DcgmExporterSpec",
            "MonitoringSpec", "DriverSpec", "RolloutSpec", "DcgmSpec", "CudaToolkitSpec", "ContainerToolkitSpec",
            "NvidiaSpec", "EnrootSpec", "PyxisSpec", "MigGroupSpec", "MigPartedSpec", "VirtualSpec", "ClusterSpec",
-           "StorageSpec", "NfsExport", "Mount", "User", "Group", "IdentitySpec", "AcceptanceSpec", "BurnSpec", "NcclSpec"]
+           "StorageSpec", "NfsExport", "Mount", "User", "Group", "IdentitySpec", "AcceptanceSpec", "BurnSpec", "NcclSpec",
+           "ReportsSpec"]
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
@@ -146,6 +148,8 @@ class ClusterSpec(Strict):
     storage: StorageSpec = Field(default=StorageSpec(), description="NFS exports and shared mounts")
     backup: BackupSpec = Field(default=BackupSpec(), description="backups of controller state, accounting DB "
                                                                  "and corral's state dir")
+    reports: ReportsSpec = Field(default=ReportsSpec(), description="chargeback prices for `corral report "
+                                                                   "usage`")
     acceptance: AcceptanceSpec = Field(default=AcceptanceSpec(), description="GPU acceptance checks of `corral "
                                                                              "validate` (real GPUs only)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")

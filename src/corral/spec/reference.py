@@ -20,6 +20,7 @@ from pydantic_core import PydanticUndefined
 
 from corral.spec import types as T
 from corral.spec.models import HOSTLIST, LOCAL_PATH, NAME, ClusterSpec
+from corral.spec.models_reports import CURRENCY, GRES_TYPE
 
 _NAMED = [(T.Url, "https URL"), (T.AbsPath, "absolute path"), (T.SlurmDuration, "Slurm duration"),
           (T.SlurmName, "name"), (T.UnixUser, "Unix user name"), (T.UserName, "user name"),
@@ -33,7 +34,8 @@ PATTERNS = {NAME: "name", HOSTLIST: "Slurm hostlist", r"^[0-9A-Za-z.+~:-]+$": "a
             r"^\d+(\.\d+){1,3}$": "version", r"^[a-z0-9][a-z0-9_.-]*$": "GPU model name",
             LOCAL_PATH: "local path (no blanks or quotes; ~/ allowed)",
             r"^([a-z_][a-z0-9_-]*@)?[A-Za-z0-9][A-Za-z0-9.:-]*(:\d+)?$": "[user@]host[:port]",
-            r"^(all|\d+(-\d+)?(,\d+(-\d+)?)*)$": "GPU indices", r"^[a-z][a-z0-9]{0,14}$": "interface name"}
+            r"^(all|\d+(-\d+)?(,\d+(-\d+)?)*)$": "GPU indices", r"^[a-z][a-z0-9]{0,14}$": "interface name",
+            GRES_TYPE: "GPU model or MIG profile", CURRENCY: "currency code (letters, digits, _; up to 16)"}
 PLAIN = {str: "str", int: "int", float: "number", bool: "bool", ipaddress.IPv4Address: "IPv4 address",
          ipaddress.IPv6Address: "IPv6 address", ipaddress.IPv4Network: "IPv4 network"}
 

@@ -14,6 +14,7 @@ from corral.spec.rules_download import check_checksums, check_urls, download_war
 from corral.spec.rules_ha import check_ha, ha_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
+from corral.spec.rules_reports import check_reports
 from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec.models import K8S_ROLES, SLURM_ROLES
@@ -297,7 +298,8 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
-            + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where))
+            + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
+            + check_reports(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:

@@ -1,0 +1,109 @@
+"""`corral report usage`: GPU usage and chargeback from Slurm accounting (the work is in corral/reports/).
+A table, one JSON object (always, ok: false and the error on a failure) or CSV; exit 1 when the
+controller cannot be reached or sacct fails, 2 on a usage or spec error."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json
+from corral.errors import CorralError, UsageError
+
+report_app = typer.Typer(no_args_is_help=True, help="Reports from the cluster's records (read-only).")
+CSV_FIELDS = ("jobs", "gpu_hours", "cpu_hours", "wait_p50_s", "wait_p95_s", "failed_share", "cancelled_share",
+              "cost", "unpriced_gpu_hours")
+
+
+def duration(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def _table(data: dict, priced: bool) -> Table:
+    w = data["window"]
+    table = Table(title=f"GPU usage by {data['by']}, {w['since']} .. {w['until']} (sacct on {data['controller']})",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    width = max(len(r["key"]) for r in [*data["rows"], data["totals"], {"key": data["by"]}])
+    table.add_column(data["by"], overflow="fold", min_width=min(width, 24))
+    for col in ("jobs", "GPU-h", "CPU-h", "wait p50", "wait p95", "failed", "cancel", *(
+            [data["currency"]] if priced else [])):
+        table.add_column(col, justify="right", no_wrap=True)
+    for i, r in enumerate([*data["rows"], data["totals"]]):
+        cells = [r["key"], str(r["jobs"]), f"{r['gpu_hours']:,.1f}", f"{r['cpu_hours']:,.1f}",
+                 duration(r["wait_p50_s"]), duration(r["wait_p95_s"]), f"{r['failed_share']:.1%}",
+                 f"{r['cancelled_share']:.1%}"]
+        if priced:
+            cells.append(f"{r['cost']:,.2f}")
+        table.add_row(*cells, end_section=i == len(data["rows"]) - 1)
+    return table
+
+
+def _text(data: dict, prices: dict[str, float]) -> None:
+    out.print(_table(data, bool(prices)))
+    totals = data["totals"]
+    if prices and totals["unpriced_gpu_hours"]:
+        types = sorted(t for t in totals["gpu_hours_by_type"] if t not in prices)
+        out.print(f"{totals['unpriced_gpu_hours']:,.1f} GPU-hours of types without a price in reports.gpu_hour_cost "
+                  f"({', '.join(types)}) are not in the cost", markup=False)
+    if data["skipped_lines"]:
+        out.print(f"{data['skipped_lines']} lines not understood (not counted), e.g. {data['skipped_sample'][0]!r}",
+                  markup=False)
+
+
+def _csv(data: dict) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow([data["by"], *CSV_FIELDS, "currency"])
+    for r in data["rows"]:
+        writer.writerow([r["key"], *("" if r[k] is None else r[k] for k in CSV_FIELDS), data["currency"]])
+
+
+@report_app.command("usage")
+def usage(spec: Optional[Path] = SpecOpt,
+          since: Optional[str] = typer.Option(None, "--since", help="start of the window, UTC: YYYY-MM-DD or "
+                                              "YYYY-MM-DDTHH:MM[:SS] (default: 00:00 UTC 30 days ago)"),
+          until: Optional[str] = typer.Option(None, "--until", help="end of the window (excluded), UTC, same "
+                                              "formats (default: now)"),
+          by: str = typer.Option("account", "--by", help="one row per: account, user, partition, gpu-type, qos"),
+          as_json: bool = JsonOpt,
+          as_csv: bool = typer.Option(False, "--csv", help="print CSV: a header and one line per row (no totals)"),
+          ) -> None:
+    """GPU usage and chargeback from Slurm accounting: one sacct query on the controller; per group jobs,
+    GPU-hours and CPU-hours inside the window, queue wait p50/p95, failed and cancelled shares, cost."""
+    from corral.reports.report import failed, usage as run_usage, window
+    now = dt.datetime.now(dt.timezone.utc)
+    try:
+        if as_json and as_csv:
+            raise UsageError("--json and --csv are two outputs; choose one")
+        start, end = window(since, until, now)
+        cluster = load_cluster(spec)
+        report = run_usage(cluster, start, end, by, now=now)
+    except CorralError as exc:  # usage or spec: exit 2, but --json still gets its object
+        if as_json:
+            print_json(failed(str(exc), by))
+        raise
+    data = report.to_json()
+    if as_json:
+        print_json(data)
+    elif not report.ok:
+        err.print(f"error: {report.error}", markup=False)
+    elif as_csv:
+        _csv(data)
+    else:
+        _text(data, dict(cluster.spec.reports.gpu_hour_cost))
+    if not report.ok:
+        raise typer.Exit(1)
