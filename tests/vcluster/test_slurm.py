@@ -82,6 +82,27 @@ def test_batch_job_is_accounted_with_typed_gpu_tres(slurm):
     assert "gres/gpu:h100=2" in tres and "gres/gpu=2" in tres
 
 
+def test_usage_report_counts_the_gpu_hours_of_real_jobs(slurm, capsys):
+    """corral report usage over the real accounting: a 2-GPU job of 3 s is in the h100 row with its GPU
+    time (from sacct's ElapsedRaw), the research account has every job of the window."""
+    job = ctl(slurm, "sbatch --parsable --wait -A research --gres=gpu:2 -N1 --wrap 'sleep 3'").stdout.strip()
+    for _ in range(40):
+        elapsed = ctl(slurm, f"sacct -n -X -P -j {job} -o State,ElapsedRaw").stdout.strip()
+        if elapsed.startswith("COMPLETED"):
+            break
+        time.sleep(0.5)
+    seconds = int(elapsed.split("|")[1])
+    spec = str(slurm.cluster.path)
+    rc, by_type = _corral_json(capsys, "report", "usage", "-f", spec, "--by", "gpu-type", "--json")
+    assert rc == 0 and by_type["ok"], by_type
+    h100 = next(r for r in by_type["rows"] if r["key"] == "h100")
+    assert h100["gpu_hours"] >= 2 * seconds / 3600 and h100["jobs"] >= 2  # this job and the accounting test's
+    rc, by_account = _corral_json(capsys, "report", "usage", "-f", spec, "--json")
+    research = next(r for r in by_account["rows"] if r["key"] == "research")
+    all_jobs = ctl(slurm, "sacct -n -X -a -P -S now-1days -o JobIDRaw,Account").stdout.split()
+    assert research["jobs"] == sum(1 for line in all_jobs if line.endswith("|research")), (research, all_jobs)
+
+
 def test_qos_limit_from_the_spec_is_enforced(slurm):
     # QOS 'short' allows 4 GPUs per user; 2 nodes x 4 GPUs stays pending with the QOS reason
     job = ctl(slurm, "sbatch --parsable -A research --qos=short -N2 --gres=gpu:4 --wrap 'sleep 1'").stdout.strip()
