@@ -85,13 +85,14 @@ def in_sacct(vc, job: str) -> bool:
 
 
 def node_down_mid_apply(vc) -> dict:
-    for n in ("ctl", "gpu01", "gpu02"):  # drift on every node, so apply has work everywhere
-        sh(vc, n, "rm -f /etc/corral/health.json")
+    for n in ("ctl", "gpu01", "gpu02"):  # drift on every node that takes apply some seconds to put back
+        sh(vc, n, "rm -f /etc/corral/health.json; DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "
+                  "prometheus-node-exporter >/dev/null 2>&1")
     holder = {}
     t = threading.Thread(target=lambda: holder.update(r=converge(vc.cluster, "apply", command="chaos")))
     start = time.monotonic()
     t.start()
-    time.sleep(1.0)
+    time.sleep(3.0)  # connected and installing
     vc.node("gpu02").stop()
     t.join()
     verdict = time.monotonic() - start
@@ -171,8 +172,10 @@ def controller_loss(vc, work: Path) -> dict:
     assert converge(vc.cluster, "apply", command="chaos-rebuild").ok
     done = restore(vc.cluster, Path(taken.file))
     assert done.ok, done.error
+    slowest = max(done.steps, key=lambda s: s.get("s", 0))
     return {"recover": time.monotonic() - start, "lost": lost(vc, jobs), "verdict": None,
-            "note": f"rebuild + apply + restore ({done.duration_s:.0f} s of it restore)"}
+            "note": f"rebuild + apply + restore ({done.duration_s:.0f} s of it restore; slowest step: "
+                    f"{slowest['step']} {slowest.get('s', 0):.0f} s)"}
 
 
 FAULTS = [("node down mid-apply", node_down_mid_apply),

@@ -46,6 +46,9 @@ def packages(names: list[str], want: Want, disruption: str = "none"):
         host.noop(f"packages installed: {', '.join(names)}")
         return
     annotate(disruption=disruption)
+    # a node that lost power (or was killed) during an earlier install has dpkg "interrupted": apt
+    # refuses to install anything until the half-configured packages are finished (fast when none are)
+    yield cmd(APT_ENV, "dpkg", "--configure", "-a")
     if snap.apt_lists_age_s is None or snap.apt_lists_age_s > APT_MAX_AGE_S:
         yield cmd(APT_ENV, "apt-get", "update", "-q")
         yield "touch /var/lib/apt/periodic/update-success-stamp 2>/dev/null || true"
