@@ -11,15 +11,13 @@ import os
 import subprocess
 from pathlib import Path
 
-from pyinfra.api import Config, State
-from pyinfra.api.deploy import add_deploy
 
 from corral.deploy import acceptance as deploy_acceptance
-from corral.engine.inventory import build_inventory
 from corral.render.acceptance import (compute, gpu_burn_build_script, gpu_burn_mark, nccl_tests_build_script,
                                       nccl_tests_mark)
 from corral.spec.loader import load_text
 from corral.spec.models_acceptance import BurnSpec, NcclSpec
+from tests.unit.deploy_ops import planned_ops
 
 SUM = "a" * 64
 SPEC = f"""\
@@ -35,15 +33,7 @@ acceptance: {{burn: {{enabled: true, sha256: {SUM}}}, nccl: {{enabled: true, sha
 
 
 def op_names(tmp_path: Path, text: str) -> dict[str, list[str]]:
-    cluster = load_text(text, str(tmp_path / "cluster.yaml"))
-    inventory = build_inventory(cluster)
-    state = State(inventory, Config(), check_for_changes=False)
-    out: dict[str, list[str]] = {}
-    for host in inventory:
-        before = len(host.op_hash_order)
-        add_deploy(state, deploy_acceptance.acceptance, host=host)
-        out[host.name] = [state.ops[host][h].global_arguments["name"] for h in host.op_hash_order[before:]]
-    return out
+    return planned_ops(tmp_path, text, (deploy_acceptance.acceptance,), labelled=False)
 
 
 def test_real_cluster_builds_on_gpu_compute_nodes_only(tmp_path):

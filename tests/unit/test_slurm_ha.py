@@ -15,8 +15,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pyinfra.api import Config, State
-from pyinfra.api.deploy import add_deploy
 
 import corral.checks.validate as V
 from corral.backup import state_dir
@@ -24,7 +22,6 @@ from corral.checks.slurm_parse import parse_ping, ping_up
 from corral.deploy import components
 from corral.deploy.slurm import slurm_controller
 from corral.deploy.slurm_ha import slurm_user
-from corral.engine.inventory import build_inventory
 from corral.errors import SpecError
 from corral.render.slurm import render_slurm_conf
 from corral.render.storage import state_dropin
@@ -32,6 +29,7 @@ from corral.spec.loader import load_text
 from corral.spec.rules import spec_warnings
 from corral.spec.shared import state_save_location
 from tests.unit.validate_capture import Captured
+from tests.unit.deploy_ops import planned_ops
 
 NODES = """\
 name: ha
@@ -147,18 +145,9 @@ def test_the_drop_in_requires_the_state_mount_only_when_there_is_one():
 
 
 def op_names(tmp_path: Path, text: str) -> dict[str, list[str]]:
-    cluster = load_text(text, str(tmp_path / "cluster.yaml"))
-    inventory = build_inventory(cluster)
-    state = State(inventory, Config(), check_for_changes=False)
-    state.corral_hw, state.corral_in_run, state.corral_slurm_version = {}, None, (22, 5)
-    out: dict[str, list[str]] = {}
-    for host in inventory:
-        for deploy in (slurm_user, slurm_controller):
-            before = len(host.op_hash_order)
-            add_deploy(state, deploy, host=host)
-            out.setdefault(host.name, []).extend(
-                f"{deploy.deploy_name} | {state.ops[host][h].global_arguments['name']}" for h in host.op_hash_order[before:])
-    return out
+    def prepare(state):
+        state.corral_hw, state.corral_in_run, state.corral_slurm_version = {}, None, (22, 5)
+    return planned_ops(tmp_path, text, (slurm_user, slurm_controller), prepare=prepare)
 
 
 def test_each_controller_gets_the_slurm_user_then_the_shared_state_and_its_drop_in(tmp_path):

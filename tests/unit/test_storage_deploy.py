@@ -9,12 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pyinfra.api import Config, State
-from pyinfra.api.deploy import add_deploy
 
 from corral.deploy import storage
-from corral.engine.inventory import build_inventory
-from corral.spec.loader import load_text
+from tests.unit.deploy_ops import planned_ops
 
 SPEC = """\
 name: lab
@@ -42,18 +39,7 @@ storage:
 
 
 def op_names(tmp_path: Path, text: str) -> dict[str, list[str]]:
-    """Each node's own ops, "deploy | name", in order (pyinfra shares op meta between hosts by position)."""
-    cluster = load_text(text, str(tmp_path / "cluster.yaml"))
-    inventory = build_inventory(cluster)
-    state = State(inventory, Config(), check_for_changes=False)
-    out: dict[str, list[str]] = {}
-    for host in inventory:
-        for deploy in (storage.storage_server, storage.storage_mounts):
-            before = len(host.op_hash_order)
-            add_deploy(state, deploy, host=host)
-            out.setdefault(host.name, []).extend(
-                f"{deploy.deploy_name} | {state.ops[host][h].global_arguments['name']}" for h in host.op_hash_order[before:])
-    return out
+    return planned_ops(tmp_path, text, (storage.storage_server, storage.storage_mounts))
 
 
 def test_real_cluster_ops_per_node(tmp_path):
