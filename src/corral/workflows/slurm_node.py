@@ -29,7 +29,7 @@ def _why(p) -> str:
 
 class SlurmNode:
     """Mixed into Rollout, which gives `sc(command)` (run on the controller), `controller` and `r`
-    (the spec's nvidia.rollout)."""
+    (the rollout policy, spec/rules_rollout.py policy())."""
 
     def _ask(self, command: str):
         """(the CompletedProcess, None) or (None, why it could not be run)."""
@@ -74,7 +74,7 @@ class SlurmNode:
 
     def wait_for_jobs(self, node: str) -> None:
         """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline."""
-        deadline = time.monotonic() + self.r.drain_timeout_s
+        deadline = time.monotonic() + self.r.drain_timeout
         while True:
             p, failed = self._ask(f"squeue -h -w {shlex.quote(node)} -t RUNNING,COMPLETING,SUSPENDED -o %i")
             if p is not None and p.returncode != 0:
@@ -84,10 +84,10 @@ class SlurmNode:
                 return
             if time.monotonic() >= deadline:
                 if failed is not None:
-                    raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout_s} s; "
+                    raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout} s; "
                                      f"{failed}): whether jobs run there is unknown, the node was not changed; check "
                                      f"slurmctld on {self.controller}, then apply again", keep_drained=True)
-                raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout_s} s "
+                raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout} s "
                                  f"({', '.join(jobs[:5])}); the node was resumed unchanged: apply again later",
                                  keep_drained=False)
             time.sleep(POLL_S)
