@@ -2,7 +2,8 @@
 `corral-test-nvidia-driver` at any version, built with dpkg-deb into a test repository beside
 corral's local repository, served on the virtual bridge only. It installs one file, the version
 the virtual node's emulated driver "loads" at its next boot (see corral/virtual/gpu.py);
-the version "1.2" is built broken (the emulated driver then fails to load)."""
+the version "1.2" is built broken (the emulated driver then fails to load); a version built
+with broken="marker" is broken only on a node where BREAK_MARKER exists (its postinst says so)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from pathlib import Path
 PACKAGE = "corral-test-nvidia-driver"
 
 
-def build_deb(out: Path, version: str, broken: bool = False) -> Path:
+BREAK_MARKER = "/etc/corral-test-break-driver"
+
+
+def build_deb(out: Path, version: str, broken: bool | str = False) -> Path:
+    """broken: True (everywhere), False, or "marker" (only on nodes with BREAK_MARKER)."""
     root = out / f"build-{version}"
     (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
     (root / "DEBIAN" / "control").write_text(
@@ -23,15 +28,20 @@ def build_deb(out: Path, version: str, broken: bool = False) -> Path:
         " Installs no driver: a version file read by the virtual cluster's emulated nvidia-smi.\n")
     lib = root / "usr/lib" / PACKAGE
     lib.mkdir(parents=True, exist_ok=True)
-    (lib / "version").write_text(("broken" if broken else version) + "\n")
+    (lib / "version").write_text(("broken" if broken is True else version) + "\n")
+    if broken == "marker":
+        post = root / "DEBIAN" / "postinst"
+        post.write_text(f"#!/bin/sh\nset -e\n# TEST stand-in: broken on this node only\n"
+                        f"if [ -e {BREAK_MARKER} ]; then echo broken > /usr/lib/{PACKAGE}/version; fi\n")
+        post.chmod(0o755)
     deb = out / "pool" / f"{PACKAGE}_{version}-1_all.deb"
     deb.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
     return deb
 
 
-def build_repo(out: Path, versions: dict[str, bool]) -> Path:
-    """versions: {"1.0": False, "1.2": True (broken)} -> a flat apt repository in `out`."""
+def build_repo(out: Path, versions: dict[str, bool | str]) -> Path:
+    """versions: {"1.0": False, "1.2": True (broken), "1.3": "marker"} -> a flat apt repository in `out`."""
     for version, broken in versions.items():
         build_deb(out, version, broken)
     index = subprocess.run(["dpkg-scanpackages", "--multiversion", "pool", "/dev/null"], cwd=out, check=True,

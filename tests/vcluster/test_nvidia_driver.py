@@ -1,12 +1,16 @@
-"""NVIDIA driver lifecycle on a real virtual cluster with TEST stand-in packages
-(corral-test-nvidia-driver 1.0, 1.1 and a broken 1.2; tests/vcluster/standin.py): the real apt
-flow, pinning, plan's "reboot + drain", and apply's drain -> wait for jobs -> install -> reboot
-(the nspawn node really reboots) -> verify -> resume; a failed verification leaves the node drained."""
+"""NVIDIA driver lifecycle and the rollout policy on a real virtual cluster of 4 GPU nodes with TEST
+stand-in packages (corral-test-nvidia-driver 1.0, 1.1, a broken 1.2 and a 1.3 broken only on a node
+with a marker file; tests/vcluster/standin.py): the real apt flow, pinning, plan's "reboot + drain"
+and its batches, and apply's drain -> wait for jobs -> install -> reboot (the nspawn nodes really
+reboot) -> verify -> resume, batch after batch: a canary failing verification is rolled back and
+nothing else is touched; a failure in batch 2 is rolled back and stops the rollout; all good, every
+node is upgraded and no job runs on a node while it is being changed."""
 
 from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 
 import pytest
 
@@ -15,12 +19,14 @@ from corral.workflows.converge import converge
 from corral.spec.loader import load
 from corral.virtual.repo import start_server, stop_server
 from tests.vcluster.conftest import TEST_SUBNET, make_spec, ssh, vcluster_unavailable
-from tests.vcluster.standin import PACKAGE, build_repo
+from tests.vcluster.standin import BREAK_MARKER, PACKAGE, build_repo
 
 pytestmark = pytest.mark.vcluster
 PORT = 18081
-DRIVER = ("nvidia:\n  driver: {{version: \"{v}\", package: " + PACKAGE + "}}\n"
-          "  rollout: {{drain_timeout_s: 60, reboot_timeout_s: 180}}\n")
+NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
+ALL_AT_ONCE = '{canary: 0, batch: "100%", drain_timeout: 60, reboot_timeout: 180}'
+POLICY = '{canary: 1, batch: "50%", max_failed: 1, drain_timeout: 60, reboot_timeout: 180}'
+DRIVER = "nvidia:\n  driver: {{version: \"{v}\", package: " + PACKAGE + "}}\nrollout: {p}\n"
 
 
 @pytest.fixture(scope="module")
@@ -30,17 +36,18 @@ def drv(tmp_path_factory):
         pytest.skip(reason)
     from corral.virtual.cluster import VirtualCluster
     work = tmp_path_factory.mktemp("vcdrv")
-    path = make_spec(work, name="cdrv", compute=1)
+    path = make_spec(work, name="cdrv", compute=4)
     base = path.read_text()
-    path.write_text(base + DRIVER.format(v="1.0"))
-    repo = build_repo(work / "test-repo", {"1.0": False, "1.1": False, "1.2": True})
+    path.write_text(base + DRIVER.format(v="1.0", p=ALL_AT_ONCE))
+    repo = build_repo(work / "test-repo", {"1.0": False, "1.1": False, "1.2": True, "1.3": "marker"})
     gateway = str(TEST_SUBNET.network_address + 1)
     vc = VirtualCluster(load(path))
     server = None
     try:
         vc.up()
         server = start_server(repo, gateway, PORT, work / "test-repo.log")
-        ssh(vc, "gpu01", f"echo 'deb [trusted=yes] http://{gateway}:{PORT} ./' > /etc/apt/sources.list.d/corral-test.list")
+        for n in NODES:
+            ssh(vc, n, f"echo 'deb [trusted=yes] http://{gateway}:{PORT} ./' > /etc/apt/sources.list.d/corral-test.list")
         vc.base_spec = base  # noqa: B010 - the tests rewrite the driver section
         yield vc
     finally:
@@ -49,17 +56,19 @@ def drv(tmp_path_factory):
         vc.down()
 
 
-def set_version(vc, version: str):
-    vc.cluster.path.write_text(vc.base_spec + DRIVER.format(v=version))
+def set_version(vc, version: str, policy: str = POLICY):
+    vc.cluster.path.write_text(vc.base_spec + DRIVER.format(v=version, p=policy))
     return load(vc.cluster.path)
 
 
-def driver_on(vc) -> str:
-    return ssh(vc, "gpu01", "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u").stdout.strip()
+def drivers(vc) -> dict[str, str]:
+    return {n: ssh(vc, n, "nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | sort -u",
+                   check=False).stdout.strip() or "failing" for n in NODES}
 
 
-def slurm_state(vc) -> str:
-    return ssh(vc, "ctl", "sinfo -h -n gpu01 -o '%T|%E'").stdout.strip()
+def slurm_states(vc) -> dict[str, str]:
+    lines = ssh(vc, "ctl", "sinfo -h -N -o '%N|%T|%E'").stdout.split("\n")
+    return {n: f"{s}|{r}" for n, s, r in (line.split("|", 2) for line in lines if line)}
 
 
 def rollout_ops(result, node="gpu01"):
@@ -67,15 +76,22 @@ def rollout_ops(result, node="gpu01"):
             if o.name.startswith("driver rollout")]
 
 
+def in_service(vc) -> None:
+    states = slurm_states(vc)
+    assert all(states[n].startswith(("idle", "mixed", "allocated")) for n in NODES), states
+
+
 def test_first_apply_installs_and_pins_the_driver_through_a_reboot(drv):
-    assert driver_on(drv) == "emulated"  # no driver package yet
-    result = converge(set_version(drv, "1.0"), "apply", command="test-driver-1.0")
+    assert set(drivers(drv).values()) == {"emulated"}  # no driver package yet
+    result = converge(set_version(drv, "1.0", ALL_AT_ONCE), "apply", command="test-driver-1.0")
     assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
-    assert rollout_ops(result) == [("drain", "changed"), ("wait for jobs", "changed"), ("install", "changed"),
-                                   ("reboot", "changed"), ("verify", "changed"), ("resume", "changed")]
-    assert driver_on(drv) == "1.0"
-    assert slurm_state(drv).startswith("idle")
-    assert "ctl" not in {n for n, r in result.nodes.items() if any(o.name.startswith("driver") for o in r.ops)}
+    for n in NODES:
+        assert rollout_ops(result, n) == [("drain", "changed"), ("wait for jobs", "changed"), ("install", "changed"),
+                                          ("reboot", "changed"), ("verify", "changed"), ("resume", "changed")]
+    assert [(b["batch"], b["nodes"]) for b in result.rollouts] == [("batch 1", NODES)]  # canary 0, 100 %
+    assert set(drivers(drv).values()) == {"1.0"}
+    in_service(drv)
+    assert not any(o.name.startswith("driver") for o in result.nodes["ctl"].ops)
 
 
 def test_second_apply_changes_nothing(drv):
@@ -88,44 +104,85 @@ def test_the_pin_holds_an_upgrade_back(drv):
     out = ssh(drv, "gpu01", "apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
                             f"--only-upgrade {PACKAGE} 2>&1; dpkg-query -W -f '${{Version}}' {PACKAGE}").stdout
     assert out.endswith("1.0-1") and "1.1-1" in ssh(drv, "gpu01", f"apt-cache madison {PACKAGE}").stdout
-    policy = ssh(drv, "gpu01", f"apt-cache policy {PACKAGE}").stdout
-    assert "Candidate: 1.0-1" in policy
+    assert "Candidate: 1.0-1" in ssh(drv, "gpu01", f"apt-cache policy {PACKAGE}").stdout
 
 
-def test_a_new_version_shows_in_plan_as_reboot_and_drain(drv, capsys):
-    set_version(drv, "1.1")
+def test_plan_shows_reboot_and_drain_and_the_batches(drv, capsys):
+    set_version(drv, "1.2")
     assert main(["plan", "-f", str(drv.cluster.path)]) == 0
     out = capsys.readouterr().out
-    assert "~ nvidia driver | NVIDIA driver 1.1  [reboot + drain]" in out
-    assert f"{PACKAGE}: 1.0-1 -> 1.1\n      (drain, wait for jobs, install, reboot, verify, resume" in out
-    assert driver_on(drv) == "1.0" and slurm_state(drv).startswith("idle")  # plan changed nothing
+    assert "~ nvidia driver | NVIDIA driver 1.2  [reboot + drain]" in out
+    assert f"{PACKAGE}: 1.0-1 -> 1.2\n      (drain, wait for jobs, install, reboot, verify, resume" in out
+    assert ("driver rollout: canary gpu01 -> batch 2 gpu[02-03] -> batch 3 gpu04; stops at 1 failed node "
+            "(any in the canary)") in out
+    assert set(drivers(drv).values()) == {"1.0"}  # plan changed nothing
+    in_service(drv)
 
 
-def test_apply_waits_for_the_running_job_then_upgrades(drv):
-    job = ssh(drv, "ctl", "sbatch --parsable -A research -w gpu01 --gres=gpu:1 --wrap 'sleep 10'").stdout.strip()
-    for _ in range(30):
-        if ssh(drv, "ctl", f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING":
-            break
-        time.sleep(0.5)
-    result = converge(set_version(drv, "1.1"), "apply", command="test-driver-1.1")
-    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
-    assert [s for s, _ in rollout_ops(result)] == ["drain", "wait for jobs", "install", "reboot", "verify", "resume"]
-    state = ssh(drv, "ctl", f"sacct -n -X -j {job} -o State").stdout.split()
-    assert state == ["COMPLETED"]  # the job ran to its end; the reboot came after it
-    assert driver_on(drv) == "1.1" and slurm_state(drv).startswith("idle")
-
-
-def test_a_driver_that_fails_verification_leaves_the_node_drained(drv):
+def test_a_canary_failing_verification_is_rolled_back_and_nothing_else_is_touched(drv):
     result = converge(set_version(drv, "1.2"), "apply", command="test-driver-broken")
     assert not result.ok and result.nodes["ctl"].ok
-    assert rollout_ops(result)[-1] == ("verify", "failed")
-    assert "nvidia-smi failed" in result.nodes["gpu01"].error and "left drained" in result.nodes["gpu01"].error
-    state, _, reason = slurm_state(drv).partition("|")
-    assert state.startswith("drain") and reason.startswith("corral: driver 1.2 verify failed")
-    # back to a good version: the rollout takes over its own drain and resumes the node
-    result = converge(set_version(drv, "1.1"), "apply", command="test-driver-back")
+    assert rollout_ops(result) == [
+        ("drain", "changed"), ("wait for jobs", "changed"), ("install", "changed"), ("reboot", "changed"),
+        ("verify", "failed"), ("rollback install", "changed"), ("rollback reboot", "changed"),
+        ("rollback verify", "changed"), ("rollback resume", "changed")]
+    error = result.nodes["gpu01"].error
+    assert "verify failed: nvidia-smi failed" in error and error.endswith("(rolled back to 1.0, verified and resumed)")
+    for n in ("gpu02", "gpu03", "gpu04"):
+        assert rollout_ops(result, n) == [("not started", "skipped")] and result.nodes[n].ok
+    assert any("stopped after the canary" in w for w in result.warnings)
+    assert set(drivers(drv).values()) == {"1.0"}
+    in_service(drv)
+
+
+def test_a_failure_in_batch_two_is_rolled_back_and_stops_the_rollout(drv):
+    ssh(drv, "gpu03", f"touch {BREAK_MARKER}")  # 1.3 does not load on gpu03
+    result = converge(set_version(drv, "1.3"), "apply", command="test-driver-batch2")
+    assert not result.ok
+    assert [(b["batch"], b["nodes"], b["failed"]) for b in result.rollouts] == [
+        ("canary", ["gpu01"], []), ("batch 2", ["gpu02", "gpu03"], ["gpu03"])]
+    assert "rolled back to 1.0, verified and resumed" in result.nodes["gpu03"].error
+    assert rollout_ops(result, "gpu04") == [("not started", "skipped")]
+    assert drivers(drv) == {"gpu01": "1.3", "gpu02": "1.3", "gpu03": "1.0", "gpu04": "1.0"}
+    in_service(drv)
+
+
+def test_all_good_every_node_upgraded_and_no_job_runs_on_a_node_being_changed(drv):
+    ssh(drv, "gpu03", f"rm -f {BREAK_MARKER}")
+    first = ssh(drv, "ctl", "sbatch --parsable -A research -w gpu03 --gres=gpu:1 --wrap 'sleep 8'").stdout.strip()
+    for _ in range(30):
+        if ssh(drv, "ctl", f"squeue -h -j {first} -o %T").stdout.strip() == "RUNNING":
+            break
+        time.sleep(0.5)
+    stream = ssh(drv, "ctl", "sbatch --parsable -A research --gres=gpu:1 --array=0-23 --wrap 'sleep 2'").stdout.strip()
+    lines: list[tuple[float, str]] = []
+    result = converge(set_version(drv, "1.3"), "apply", command="test-driver-1.3",
+                      say=lambda line: lines.append((time.time(), line)))
     assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
-    assert driver_on(drv) == "1.1" and slurm_state(drv).startswith("idle")
+    assert [(b["batch"], b["nodes"]) for b in result.rollouts] == [("canary", ["gpu03"]), ("batch 2", ["gpu04"])]
+    assert [s for s, _ in rollout_ops(result, "gpu03")] == ["drain", "wait for jobs", "install", "reboot", "verify",
+                                                            "resume"]
+    assert ssh(drv, "ctl", f"sacct -n -X -j {first} -o State").stdout.split() == ["COMPLETED"]  # not cut off
+    assert set(drivers(drv).values()) == {"1.3"}
+    in_service(drv)
+    # every job of the stream ran outside its node's drain..resume window
+    windows = {}
+    for t, line in lines:
+        for n in ("gpu03", "gpu04"):
+            if line.startswith(f"node {n}: driver rollout: drain:"):
+                windows[n] = [t, None]
+            elif line.startswith(f"node {n}: driver rollout: resume:"):
+                windows[n][1] = t
+    assert set(windows) == {"gpu03", "gpu04"} and all(w[1] for w in windows.values()), lines
+    ssh(drv, "ctl", f"for i in $(seq 60); do squeue -h -j {stream} | grep -q . || break; sleep 1; done")
+    rows = ssh(drv, "ctl", f"sacct -n -X -P -j {stream} -o NodeList,Start,End,State").stdout.split()
+    ran = [r.split("|") for r in rows if r.endswith("|COMPLETED")]
+    assert len(ran) == 24, rows
+    for node, start, end, _ in ran:
+        if node in windows:
+            s, e = (datetime.fromisoformat(x).timestamp() for x in (start, end))
+            drained, resumed = windows[node]
+            assert not (s >= drained - 1 and s < resumed - 1), (node, start, end, windows[node])
 
 
 def test_a_driver_installed_but_not_running_is_rebooted_into(drv, capsys):
@@ -133,10 +190,10 @@ def test_a_driver_installed_but_not_running_is_rebooted_into(drv, capsys):
     ssh(drv, "gpu01", "sed -i 's/Module  [0-9.]*/Module  1.0/' /run/corral-emulated/proc-driver/nvidia/version")
     assert main(["plan", "-f", str(drv.cluster.path)]) == 0
     out = capsys.readouterr().out
-    assert "~ nvidia driver | NVIDIA driver 1.1  [reboot + drain]" in out
-    assert "nvidia kernel module: 1.0 running, 1.1 installed: reboot required" in out
+    assert "~ nvidia driver | NVIDIA driver 1.3  [reboot + drain]" in out
+    assert "nvidia kernel module: 1.0 running, 1.3 installed: reboot required" in out
     result = converge(load(drv.cluster.path), "apply", command="test-driver-loaded")
     assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
     assert [s for s, _ in rollout_ops(result)] == ["drain", "wait for jobs", "install", "reboot", "verify", "resume"]
-    assert "Module  1.1 " in ssh(drv, "gpu01", "cat /proc/driver/nvidia/version").stdout
-    assert slurm_state(drv).startswith("idle")
+    assert "Module  1.3 " in ssh(drv, "gpu01", "cat /proc/driver/nvidia/version").stdout
+    in_service(drv)
