@@ -60,6 +60,7 @@ def stop_script(units: list[str]) -> str:
     lines.append(f"for u in {' '.join(q(u) for u in units)}; do")
     lines.extend(['  systemctl cat -- "$u.service" >/dev/null 2>&1 || continue',
                   '  systemctl disable --now -- "$u.service" >/dev/null 2>&1',
+                  '  systemctl reset-failed -- "$u.service" >/dev/null 2>&1',  # stopped reads inactive, not failed
                   '  if systemctl is-active --quiet -- "$u.service"; then failed="$failed $u"; '
                   'else stopped="$stopped $u"; fi',
                   "done",
