@@ -102,7 +102,7 @@ class Removal(SlurmNode):
         rest = "then stops its services (its data stays)"
         try:
             if not self.known(name):
-                return op("", "changed", f"Slurm does not know it: apply stops its services (its data stays)",
+                return op("", "changed", "Slurm does not know it: apply stops its services (its data stays)",
                           STOP_ONLY)
         except StepFailed as exc:
             return op("", "changed", f"running jobs unknown ({exc}); apply drains it first")

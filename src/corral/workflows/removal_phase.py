@@ -86,9 +86,10 @@ def around(cluster: Cluster, mode: str, run_components: Callable[[], RunResult],
         for d in gone:
             ops, error, _ = second[d.name]
             _node(result, d, first[d.name][0] + ops, error)
-        for name in back:
-            if name in result.nodes:
-                result.nodes[name].ops.extend(r.lift(name))
+        for name in (n for n in back if n in result.nodes):  # put back after an unfinished removal
+            ops = r.lift(name)
+            _node(result, cluster.node(name), ops, next((f"{name}: {o.name}: {o.reason}" for o in ops
+                                                         if o.status == "failed"), None))
         _save(cluster, record, result, {name: pending for name, (_, _, pending) in second.items()})
     result.duration_s += time.monotonic() - start
     _journal(cluster, result)
