@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import threading
 import time
 
 import pytest
@@ -25,6 +26,7 @@ NET = str(SUBNET.network_address)[:-2]  # "10.213.86"
 DRAIN_TIMEOUT_S = 90  # how long apply waits for gpu03's jobs (workflows/removal.py drain_timeout_s reads it)
 DRAIN = f"nvidia: {{rollout: {{drain_timeout_s: {DRAIN_TIMEOUT_S}}}}}\n"
 ALL, WITHOUT = ("gpu[01-03]", f"{NET}.11-{NET}.13"), ("gpu[01-02]", f"{NET}.11-{NET}.12")
+RELEASE, HOLD_S = "/var/tmp/corral-test-release", 15  # the job on gpu03 ends when this file is there
 # what a removed node keeps: corral's files, the munge key, Slurm's packages and state directory
 KEPT = ("test -f /etc/systemd/system/slurmd.service.d/corral.conf && test -f /etc/munge/munge.key && "
         "test -d /var/lib/slurm/slurmd && dpkg -s slurmd >/dev/null && echo kept")
@@ -71,8 +73,10 @@ def _idle(vc, nodes: list[str], within: float = 60) -> None:
     assert all(rows.get(n) == "idle" for n in nodes) and set(rows) == set(nodes), rows
 
 
-def _job_on_gpu03(vc, seconds: int) -> str:
-    job = ssh(vc, "ctl", f"sbatch --parsable -w gpu03 -N1 --gres=gpu:1 --wrap 'sleep {seconds}'").stdout.strip()
+def _job_on_gpu03(vc, until: str = "false") -> str:
+    """A running job on gpu03 that ends when the file `until` is there (never, by default)."""
+    wrap = f"while [ ! -e {until} ]; do sleep 1; done" if until != "false" else "sleep 600"
+    job = ssh(vc, "ctl", f"sbatch --parsable -w gpu03 -N1 --gres=gpu:1 --wrap '{wrap}'").stdout.strip()
     for _ in range(30):
         if ssh(vc, "ctl", f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING":
             return job
@@ -94,7 +98,7 @@ def _pid(vc, node: str, unit: str) -> str:
 
 
 def test_removed_node_is_drained_waited_for_then_out_of_slurm_with_its_daemons_stopped(vc, capsys):
-    job = _job_on_gpu03(vc, 40)
+    job = _job_on_gpu03(vc, until=RELEASE)
     pids = {n: _pid(vc, n, "slurmd") for n in ("gpu01", "gpu02")}
     ctld = _pid(vc, "ctl", "slurmctld")
     without = _spec(vc, WITHOUT)
@@ -104,11 +108,17 @@ def test_removed_node_is_drained_waited_for_then_out_of_slurm_with_its_daemons_s
     assert [(o["name"], o["status"], o["disruption"]) for o in planned] == [("remove node", "changed", DISRUPTION)]
     assert planned[0]["reason"].startswith("1 running job(s): apply drains it, waits up to 90 s")
     assert "DRAIN" not in ssh(vc, "ctl", "scontrol show node gpu03").stdout
-    # apply: the job was still running, and completes (a slurmctld restart with gpu03 gone would kill it)
-    assert ssh(vc, "ctl", f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING"
-    result = converge(without, "apply", command="test-remove-node")
+    # apply waits for the job, which ends HOLD_S after apply began and completes (a slurmctld restart
+    # with gpu03 gone while it ran would have killed it)
+    release = threading.Timer(HOLD_S, lambda: ssh(vc, "gpu03", f"touch {RELEASE}"))
+    start = time.monotonic()
+    release.start()
+    try:
+        result = converge(without, "apply", command="test-remove-node")
+    finally:
+        release.cancel()
     assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
-    assert _accounted(vc, job) == "COMPLETED"
+    assert time.monotonic() - start >= HOLD_S and _accounted(vc, job) == "COMPLETED"
     assert [(o.name, o.status) for o in result.nodes["gpu03"].ops] == [
         ("remove node | drain", "changed"), ("remove node | wait for jobs", "changed"),
         ("remove node | out of Slurm", "changed"), ("remove node | stop services", "changed")]
@@ -147,7 +157,7 @@ def test_a_node_put_back_comes_back_idle_and_touches_no_other_compute_node(vc):
 
 
 def test_force_cancels_the_running_job_instead_of_waiting(vc):
-    job = _job_on_gpu03(vc, 600)
+    job = _job_on_gpu03(vc)
     without = _spec(vc, WITHOUT)
     start = time.monotonic()
     result = converge(without, "apply", command="test-remove-force", force=True)
