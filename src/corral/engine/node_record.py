@@ -10,6 +10,7 @@ corral's record is a located error, never read as "no node": that would forget r
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Iterable
@@ -53,19 +54,27 @@ def _bad(path: Path, what: str) -> CorralError:
 
 
 def _word(value: object) -> bool:
-    """A name, address or role as corral writes them: never an option (-x) nor shell."""
-    return isinstance(value, str) and bool(NAME.match(value.replace(":", "_")))
+    """A name, role or user as corral writes them: never an option (-x) nor shell."""
+    return isinstance(value, str) and bool(NAME.match(value))
+
+
+def _address(value: object) -> bool:
+    """An IP address, as the spec's addresses are (spec/hosts.py)."""
+    try:
+        return isinstance(value, str) and str(ipaddress.ip_address(value)) == value
+    except ValueError:
+        return False
 
 
 def _entry(path: Path, name: str, raw: object) -> Deployed:
-    if not isinstance(raw, dict) or not _word(name) or ":" in name:
+    if not isinstance(raw, dict) or not _word(name):
         raise _bad(path, f"entry {str(name)[:40]!r} is not a node")
     try:
         address, roles, port, user = raw["address"], raw["roles"], raw["ssh_port"], raw["ssh_user"]
     except KeyError as exc:
         raise _bad(path, f"node {name!r} lacks {exc}") from None
     pending = raw.get("pending")
-    if not (_word(address) and isinstance(roles, list) and all(_word(r) for r in roles) and _word(user)
+    if not (_address(address) and isinstance(roles, list) and all(_word(r) for r in roles) and _word(user)
             and type(port) is int and 0 < port < 65536
             and (pending is None or isinstance(pending, str) and pending.isprintable())):
         raise _bad(path, f"node {name!r} has a bad address, role, port, user or pending step")
