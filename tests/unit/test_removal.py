@@ -361,3 +361,23 @@ def test_plan_text_shows_the_removal_and_its_jobs(cluster, capsys):
     i = out.index("gpu03: 1 change(s)")
     assert out[i + 1] == f"  ~ remove node  [{DISRUPTION}]"
     assert out[i + 2].startswith("      1 running job(s): apply drains it, waits up to 60 s for its jobs")
+
+
+def test_the_cli_carries_the_removal_and_force_through_converge(cluster, monkeypatch, capsys):
+    """`corral plan --json` and `corral apply --yes --force` through converge (the engine's run faked)."""
+    import corral.workflows.converge as C
+    import corral.workflows.removal as RM
+    from corral.cli.main import main
+    recorded(cluster, GPU03)
+    fake = Fake(jobs=["41\n"])
+    monkeypatch.setattr(RM, "ssh_run", lambda cluster, gone: fake)
+    monkeypatch.setattr(C, "run", lambda cluster, deploys, mode, **kw: Components(cluster, fake, mode=mode)())
+    assert main(["plan", "--json", "-f", str(cluster.path)]) == 0
+    ops = json.loads(capsys.readouterr().out)["nodes"]["gpu03"]["ops"]
+    assert [(o["name"], o["disruption"]) for o in ops] == [("remove node", DISRUPTION)]
+    assert fake.log == ["show", "squeue"]
+    fake.log = []
+    assert main(["apply", "--yes", "--force", "--json", "-f", str(cluster.path)]) == 0
+    assert fake.log == ["show", "drain", "scancel -w gpu03", "squeue", "show", "stop"]
+    assert json.loads(capsys.readouterr().out)["nodes"]["gpu03"]["ok"]
+    assert "gpu03" not in node_record.read(cluster.state_dir)
