@@ -109,6 +109,7 @@ BASE: dict[str, Any] = {
     },
     "state_dir": ".corral",
     "backup": {"dir": "backups", "keep": 3},
+    "rollout": {"canary": 1, "batch": "50%", "max_failed": 1, "drain_timeout": "1h"},
     "reports": {"gpu_hour_cost": {"h100": 2.5}, "currency": "EUR"},
     "acceptance": {"dcgm_diag_level": 1,
                    "burn": {"enabled": True, "seconds": 60, "floor_tflops": {"h100": 30.0},

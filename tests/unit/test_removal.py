@@ -24,7 +24,7 @@ name: lab
 nodes:
   - {names: ctl, addresses: [10.0.0.10], roles: [controller, accounting]}
   - {names: "gpu[01-02]", addresses: "10.0.0.[11-12]", roles: [compute], gpus: {model: h100, count: 2}}
-nvidia: {rollout: {drain_timeout_s: 60}}
+rollout: {drain_timeout: 60}
 """
 GPU03 = Deployed("gpu03", "10.0.0.13", ("compute",), 22, "root")
 NOT_FOUND = (1, "", "Node gpu03 not found\n")
@@ -381,3 +381,12 @@ def test_the_cli_carries_the_removal_and_force_through_converge(cluster, monkeyp
     assert fake.log == ["show", "drain", "scancel -w gpu03", "squeue", "show", "stop"]
     assert json.loads(capsys.readouterr().out)["nodes"]["gpu03"]["ok"]
     assert "gpu03" not in node_record.read(cluster.state_dir)
+
+
+@pytest.mark.parametrize("policy, seconds", [("rollout: {drain_timeout: 2m}\n", 120),
+                                             ("nvidia: {rollout: {drain_timeout_s: 30}}\n", 30), ("", 3600)])
+def test_the_drain_timeout_is_the_rollout_policys(tmp_path, policy, seconds):
+    from corral.workflows.removal import drain_timeout_s
+    path = tmp_path / "cluster.yaml"
+    path.write_text(SPEC.replace("rollout: {drain_timeout: 60}\n", "") + policy)
+    assert drain_timeout_s(load(path)) == seconds

@@ -21,7 +21,8 @@ name: lab
 nodes:
   - {names: ctl, addresses: [10.0.0.10], roles: [controller, accounting]}
   - {names: gpu01, addresses: [10.0.0.11], roles: [compute], gpus: {model: h100, count: 2}}
-nvidia: {driver: {version: "550.127.05"}, rollout: {drain_timeout_s: 60}}
+nvidia: {driver: {version: "550.127.05"}}
+rollout: {drain_timeout: 60}
 """
 MIG_SPEC = """\
 name: lab
@@ -31,7 +32,8 @@ nodes:
     addresses: [10.0.0.11]
     roles: [compute]
     gpus: {model: a100, count: 4, mig: [{gpus: "0", profiles: [3g.40gb, 4g.40gb]}]}
-nvidia: {mig_parted: {sha256: skip}, rollout: {drain_timeout_s: 60}}
+nvidia: {mig_parted: {sha256: skip}}
+rollout: {drain_timeout: 60}
 """
 DOWN = (1, "", "slurm_load_node error: Unable to contact slurm controller (connect failure)\n")
 SQUEUE_DOWN = (1, "", "squeue: error: Unable to contact slurm controller (connect failure)\n")

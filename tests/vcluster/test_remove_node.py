@@ -24,7 +24,7 @@ pytestmark = pytest.mark.vcluster
 SUBNET, BRIDGE, PORT = ipaddress.IPv4Network("10.213.86.0/24"), "corraltest6", 18096
 NET = str(SUBNET.network_address)[:-2]  # "10.213.86"
 DRAIN_TIMEOUT_S = 90  # how long apply waits for gpu03's jobs (workflows/removal.py drain_timeout_s reads it)
-DRAIN = f"nvidia: {{rollout: {{drain_timeout_s: {DRAIN_TIMEOUT_S}}}}}\n"
+DRAIN = f"rollout: {{drain_timeout: {DRAIN_TIMEOUT_S}}}\n"
 ALL, WITHOUT = ("gpu[01-03]", f"{NET}.11-{NET}.13"), ("gpu[01-02]", f"{NET}.11-{NET}.12")
 RELEASE, HOLD_S = "/var/tmp/corral-test-release", 15  # the job on gpu03 ends when this file is there
 # what a removed node keeps: corral's files, the munge key, Slurm's packages and state directory

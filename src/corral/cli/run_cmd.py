@@ -55,6 +55,8 @@ def show_plan(result, verbose: bool = False) -> None:
             elif verbose:
                 for cmd in op.commands[:6]:
                     out.print(f"      $ {cmd[:200]}", markup=False)
+    for r in result.rollouts:
+        out.print(f"{r['what']}: {r['summary']}", markup=False, highlight=False)
 
 
 def show_summary(result) -> None:

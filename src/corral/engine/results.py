@@ -63,6 +63,7 @@ class RunResult:
     duration_s: float = 0.0
     nodes: dict[str, NodeResult] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    rollouts: list[dict] = field(default_factory=list)  # batches of the rollouts (workflows/batches.py)
 
     @property
     def ok(self) -> bool:
@@ -85,5 +86,5 @@ class RunResult:
         return {"run_id": self.run_id, "command": self.command, "mode": self.mode,
                 "spec_hash": self.spec_hash, "started": self.started, "finished": self.finished,
                 "duration_s": round(self.duration_s, 3), "ok": self.ok, "totals": self.totals,
-                "warnings": list(self.warnings),
+                "warnings": list(self.warnings), "rollouts": list(self.rollouts),
                 "nodes": {name: n.to_json() for name, n in self.nodes.items()}}

@@ -30,13 +30,14 @@ class DriverSpec(Strict):
 
 
 class RolloutSpec(Strict):
-    """How a change that needs a reboot goes through the nodes: drain, wait, install, reboot, verify, resume."""
+    """Deprecated: the rollout policy moved to the top-level `rollout:` (it covers every change that
+    drains or reboots nodes). Values set here are used there, with a warning."""
 
-    parallel: int = Field(default=1, ge=1, le=64, description="nodes at a time")
-    drain_timeout_s: int = Field(default=3600, ge=0, le=7 * 86400,
-                                 description="how long to wait for a drained node's running jobs, seconds")
-    reboot_timeout_s: int = Field(default=900, ge=30, le=7200,
-                                  description="how long until SSH answers with a new boot id, seconds")
+    parallel: int | None = Field(default=None, ge=1, le=64, description="deprecated: rollout.batch")
+    drain_timeout_s: int | None = Field(default=None, ge=0, le=7 * 86400, description="deprecated: "
+                                                                                      "rollout.drain_timeout")
+    reboot_timeout_s: int | None = Field(default=None, ge=30, le=7200, description="deprecated: "
+                                                                                  "rollout.reboot_timeout")
 
 
 class DcgmSpec(Strict):
@@ -70,7 +71,7 @@ class NvidiaSpec(Strict):
     """NVIDIA software on the nodes; every part unset is left alone (or not installed)."""
 
     driver: DriverSpec | None = Field(default=None, description="unset: corral leaves the driver alone")
-    rollout: RolloutSpec = Field(default=RolloutSpec(), description="how reboots go through the nodes")
+    rollout: RolloutSpec = Field(default=RolloutSpec(), description="deprecated: the top-level `rollout:`")
     dcgm: DcgmSpec = Field(default=DcgmSpec(), description="DCGM host engine")
     cuda_toolkit: CudaToolkitSpec | None = Field(default=None, description="unset: not installed")
     container_toolkit: ContainerToolkitSpec | None = Field(default=None, description="unset: not installed")

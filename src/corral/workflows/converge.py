@@ -8,9 +8,10 @@ from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.errors import CorralError
-from corral.workflows import mig_rollout, removal_phase, rollout
+from corral.workflows import batches, mig_rollout, removal_phase, rollout
 from corral.engine.results import RunResult
 from corral.spec.rules import spec_warnings
+from corral.spec.rules_rollout import policy
 from corral.spec.cluster import Cluster
 
 
@@ -22,13 +23,16 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
         cluster, components(cluster), mode=mode, limit=limit, on_event=on_event, command=command or mode,
         prepare=gather(cluster)), limit=limit, force=force, command=command or mode, say=say)
     result.warnings[:0] = spec_warnings(cluster)  # sha256: skip, allow_http: said on every run
-    if mode == "apply":
-        mark_job_hooks(cluster, result)
-    nodes = rollout.pending(result) if mode == "apply" else []
+    if mode != "apply":
+        show_rollouts(cluster, result)
+        return result
+    mark_job_hooks(cluster, result)
+    nodes = rollout.pending(result)
     start = time.monotonic()
     if nodes:
         rollout.roll_out(cluster, result, nodes, say)
-    mig_nodes = mig_rollout.pending(result) if mode == "apply" else []
+    stopped = batches.not_started(result, rollout.WHAT)  # a stopped driver rollout: those nodes stay as they are
+    mig_nodes = [n for n in mig_rollout.pending(result) if n not in stopped]
     if mig_nodes:
         controllers = [n.name for n in cluster.with_role("controller")]
 
@@ -43,3 +47,11 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
         except CorralError as exc:
             result.warnings.append(f"journal not written: {exc}")
     return result
+
+
+def show_rollouts(cluster: Cluster, result: RunResult) -> None:
+    """plan: the batches each pending rollout would go through (result.rollouts, state "planned")."""
+    p = policy(cluster.spec)
+    for what, nodes in ((rollout.WHAT, rollout.pending(result)), (mig_rollout.WHAT, mig_rollout.pending(result))):
+        if nodes:
+            result.rollouts.append(batches.planned(what, nodes, p))

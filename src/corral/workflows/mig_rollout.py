@@ -1,5 +1,5 @@
-"""MIG layout changes, carried out after every other component (and after a driver rollout),
-`nvidia.rollout.parallel` nodes at a time:
+"""MIG layout changes, carried out after every other component (and after a driver rollout), in
+the batches of the rollout policy (`rollout:`, workflows/batches.py):
 
   drain -> wait for running jobs (bounded) -> nvidia-mig-parted apply -> verify (the node's MIG
   devices are the spec's) -> apply again for the controller and these nodes (their facts now hold
@@ -18,6 +18,7 @@ from corral.deploy.mig import MIG_CHANGE, apply_command
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError
 from corral.facts.mig import COMMAND, by_gpu, split_output
+from corral.workflows import batches
 from corral.workflows.rollout import Rollout
 from corral.workflows.slurm_node import StepFailed, settle
 from corral.parallel import pmap
@@ -69,22 +70,27 @@ def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
         return done, f"MIG rollout: {step} failed: {message} ({after})"
 
 
+WHAT = "MIG rollout"
+
+
 def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], follow: Callable[[list[str]], RunResult],
-             say: Callable[[str], None] | None = None) -> None:
-    """Per batch: reconfigure the nodes, then `follow` (an apply limited to the controller and the
-    reconfigured nodes) so Slurm describes their new devices, then resume them."""
+             say: Callable[[str], None] | None = None) -> bool:
+    """In the policy's batches (workflows/batches.py): reconfigure the nodes, then `follow` (an apply
+    limited to the controller and the reconfigured nodes) so Slurm describes their new devices, then
+    resume them. False when the rollout stopped early."""
     r = Rollout(cluster, say)
-    for i in range(0, len(nodes), r.r.parallel):
-        batch = nodes[i:i + r.r.parallel]
-        ready = []
+
+    def do_batch(batch: list[str]) -> list[str]:
+        ready, failed = [], []
         for name, (ops, error) in zip(batch, pmap(lambda n: reconfigure(r, n), batch)):
             result.nodes[name].ops.extend(ops)
             if error:
                 result.nodes[name].error, result.nodes[name].error_kind = error, "op-failed"
+                failed.append(name)
             else:
                 ready.append(name)
         if not ready:
-            continue
+            return failed
         after = follow(ready)
         for node_name, node_result in after.nodes.items():
             if node_name in result.nodes:
@@ -99,6 +105,9 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], follow: Call
                 result.nodes[name].ops.append(op)
             if error:
                 result.nodes[name].error, result.nodes[name].error_kind = f"MIG rollout: {error}", "op-failed"
+                failed.append(name)
+        return failed
+    return batches.run_batches(WHAT, nodes, r.r, do_batch, result, say, disruption=MIG_CHANGE)
 
 
 def _resume(r: Rollout, name: str, fine: bool) -> tuple[OpResult | None, str | None]:

@@ -4,8 +4,8 @@ steps on one such node. workflows/removal_phase.py runs them around the componen
   plan:   one op, "remove node" [drain + remove from Slurm], with its running jobs when slurmctld
           answers ([stop services] for a node Slurm does not know); nothing is changed.
   before: drain (reason `corral: removing`) -> --force: `scancel -w NODE` -> wait for its jobs, bounded
-          by drain_timeout_s(). This comes before any component: a restart of slurmctld with a
-          slurm.conf that lost a node kills that node's jobs.
+          by drain_timeout_s() (`rollout.drain_timeout`). This comes before any component: a restart of
+          slurmctld with a slurm.conf that lost a node kills that node's jobs.
   (the components: slurm.conf without the node; a node-set change restarts slurmctld, then reconfigure)
   after:  Slurm no longer knows it (scontrol: `Node X not found`) -> on the node, corral's daemons for
           its roles (UNITS) stopped and disabled. Its data, packages, users, mounts and host key stay.
@@ -29,6 +29,7 @@ from corral.engine.results import OpResult
 from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
+from corral.spec.rules_rollout import policy
 from corral.workflows.slurm_node import SlurmNode, StepFailed, _why
 
 REASON = "corral: removing"
@@ -44,8 +45,9 @@ Run = Callable[[str, str, float], object]  # (node, command, timeout) -> Complet
 
 
 def drain_timeout_s(cluster: Cluster) -> int:
-    """How long apply waits for a removed node's jobs: the one place that says where the timeout is."""
-    return cluster.spec.nvidia.rollout.drain_timeout_s
+    """How long apply waits for a removed node's jobs: the one place that says where the timeout is
+    (`rollout.drain_timeout`, or an older spec's nvidia.rollout.drain_timeout_s: spec/rules_rollout.py)."""
+    return policy(cluster.spec).drain_timeout
 
 
 def units_of(roles) -> list[str]:
@@ -87,7 +89,7 @@ class Removal(SlurmNode):
         self.say = say or (lambda line: None)
         ctl = cluster.with_role("controller")
         self.controller = ctl[0].name if ctl else None
-        self.r = SimpleNamespace(drain_timeout_s=drain_timeout_s(cluster))
+        self.r = SimpleNamespace(drain_timeout=drain_timeout_s(cluster))  # what SlurmNode.wait_for_jobs reads
         self.run = run or ssh_run(cluster, gone)
 
     def sc(self, command: str, timeout: float = 30):
@@ -108,7 +110,7 @@ class Removal(SlurmNode):
             return op("", "changed", f"running jobs unknown ({exc}); apply drains it first")
         jobs, failed = self.running_jobs(name)
         count = f"running jobs unknown ({failed})" if jobs is None else f"{len(jobs)} running job(s)"
-        wait = "cancels its jobs (--force)" if self.force else f"waits up to {self.r.drain_timeout_s} s for its jobs"
+        wait = "cancels its jobs (--force)" if self.force else f"waits up to {self.r.drain_timeout} s for its jobs"
         return op("", "changed", f"{count}: apply drains it, {wait}, takes it out of slurm.conf, {rest}")
 
     def _step(self, name: str, done: list[OpResult], step: str, status: str, reason: str) -> None:

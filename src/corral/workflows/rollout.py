@@ -1,5 +1,5 @@
 """Changes that need a reboot (an NVIDIA driver version), carried out after every other component,
-`nvidia.rollout.parallel` nodes at a time:
+in the batches of the rollout policy (`rollout:`, workflows/batches.py):
 
   drain (Slurm: no new jobs) -> wait for running jobs (bounded) -> install the pinned version (apt
   preferences; RHEL family: module stream + dnf versionlock, workflows/driver_dnf.py) ->
@@ -8,7 +8,9 @@
 
 Nothing half-done: jobs still running at the deadline -> the node is resumed unchanged; an install
 that fails -> the old pin is put back and the node resumed; a node that fails verification stays
-drained with a `corral:` reason saying why. Slurm not answering (scontrol, squeue, a refused drain;
+drained with a `corral:` reason saying why, unless it can be rolled back (workflows/driver_rollback.py:
+the previous version installed, rebooted into, verified, the node resumed; it still counts as failed
+for the policy). Slurm not answering (scontrol, squeue, a refused drain;
 workflows/slurm_node.py) stops the node's rollout before the install: never a reboot without a drain.
 Each step is an OpResult on the node's result.
 """
@@ -26,10 +28,13 @@ from corral.engine.remote import run_on
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
+from corral.workflows import driver_rollback
 from corral.workflows.driver_dnf import dnf_install_script
 from corral.workflows.slurm_node import POLL_S, SlurmNode, StepFailed, settle
 from corral.render.nvidia import PIN, dnf_packages, dnf_stream, pin_text, versionlock_block
 from corral.spec.cluster import Cluster
+from corral.spec.rules_rollout import policy
+from corral.workflows import batches
 from corral import paths
 
 MARKER = paths.REBOOT_MARKER
@@ -81,7 +86,7 @@ class Rollout(SlurmNode):
         self.cluster, self.say = cluster, say or (lambda line: None)
         ctl = cluster.with_role("controller")
         self.controller = ctl[0].name if ctl else None
-        self.r = cluster.spec.nvidia.rollout
+        self.r = policy(cluster.spec)
 
     def sc(self, command: str, timeout: float = 30):
         return run_on(self.cluster, self.controller, command, timeout=timeout)
@@ -91,7 +96,7 @@ class Rollout(SlurmNode):
 
     def reboot(self, node: str) -> None:
         self.on(node, f"touch {MARKER} && systemd-run --on-active=1 systemctl reboot >/dev/null", check=True)
-        deadline = time.monotonic() + self.r.reboot_timeout_s
+        deadline = time.monotonic() + self.r.reboot_timeout
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             try:
@@ -99,7 +104,7 @@ class Rollout(SlurmNode):
                     return
             except NodeError:
                 continue  # not answering yet
-        raise StepFailed("reboot", f"no answer with slurmd running within {self.r.reboot_timeout_s} s after the reboot",
+        raise StepFailed("reboot", f"no answer with slurmd running within {self.r.reboot_timeout} s after the reboot",
                          keep_drained=True)
 
     def verify(self, node: str, version: str, count: int, fabricmanager: bool) -> str:
@@ -122,6 +127,19 @@ class Rollout(SlurmNode):
             time.sleep(POLL_S)
         raise StepFailed("verify", last, keep_drained=True)
 
+    def install(self, node_name: str, packages: list[str], os_family: str, version: str) -> None:
+        """Pin and install `version` (the old pin comes back when it fails: the node is as before)."""
+        node, driver = self.cluster.node(node_name), self.cluster.spec.nvidia.driver
+        if os_family == "rhel":
+            installs = [driver.package] if driver.package else dnf_packages(driver, node, len(packages) > 1)
+            script = dnf_install_script(dnf_stream(driver, node), installs, version, versionlock_block(version))
+        else:
+            script = install_script(packages, version, pin_text(packages[0], version, driver.package is not None))
+        p = self.on(node_name, script, timeout=900)
+        if p.returncode != 0:
+            raise StepFailed("install", f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
+                             keep_drained=False)
+
     def one(self, node_name: str) -> tuple[list[OpResult], str | None]:
         node, driver = self.cluster.node(node_name), self.cluster.spec.nvidia.driver
         done: list[OpResult] = []
@@ -133,23 +151,15 @@ class Rollout(SlurmNode):
         ours = f"corral: driver {driver.version} rollout"
         known: bool | None = None  # None: Slurm not asked yet, or not answering (nothing changed)
         touched = False  # the install began, the node may differ from before
+        packages, os_family, previous = [], "", None
         try:
             packages, os_family = package_names(self.cluster, node)
+            previous = driver_rollback.previous_version(self, node_name, packages[0], os_family)
             known = self.controller is not None and self.node_reason(node_name) is not None
             if known:
                 self.drain_and_wait(node_name, ours, ok)
             touched = True
-            if os_family == "rhel":
-                installs = [driver.package] if driver.package else dnf_packages(driver, node, len(packages) > 1)
-                script = dnf_install_script(dnf_stream(driver, node), installs, driver.version,
-                                            versionlock_block(driver.version))
-            else:
-                script = install_script(packages, driver.version,
-                                        pin_text(packages[0], driver.version, driver.package is not None))
-            p = self.on(node_name, script, timeout=900)
-            if p.returncode != 0:
-                raise StepFailed("install", f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
-                                 keep_drained=False)
+            self.install(node_name, packages, os_family, driver.version)
             ok("install", f"{', '.join(packages)} {driver.version} installed and pinned")
             self.reboot(node_name)
             ok("reboot", "rebooted; SSH and slurmd back")
@@ -162,6 +172,17 @@ class Rollout(SlurmNode):
             step = exc.step if isinstance(exc, StepFailed) else "remote command"
             keep = exc.keep_drained if isinstance(exc, StepFailed) else touched
             message = str(exc).replace("\n", " ")
+            if keep and touched and step in ("reboot", "verify"):  # the new driver does not work
+                done.append(OpResult(name=f"driver rollout | {step}", status="failed", reason=message,
+                                     disruption=REBOOT))
+                self.say(f"node {node_name}: driver rollout: {step} FAILED: {message}")
+                rolled, text = driver_rollback.attempt(self, node_name, packages, os_family, previous, known, ours,
+                                                       done)
+                if not rolled:
+                    after, note = settle(self, node_name, known, True, ours,
+                                         f"corral: driver {driver.version} {step} failed: {message}")
+                    text = f"{text}; {after}{note}"
+                return done, f"driver rollout: {step} failed: {message} ({text})"
             after, note = settle(self, node_name, known, keep, ours,
                                  f"corral: driver {driver.version} {step} failed: {message}")
             message += note
@@ -171,13 +192,21 @@ class Rollout(SlurmNode):
             return done, f"driver rollout: {step} failed: {message} ({after})"
 
 
-def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], say: Callable[[str], None] | None = None) -> None:
-    """Carry out the pending reboots, `parallel` nodes at a time; results go into `result`."""
+WHAT = "driver rollout"
+
+
+def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], say: Callable[[str], None] | None = None) -> bool:
+    """Carry out the pending reboots in the policy's batches; results go into `result`. False when
+    the rollout stopped early (workflows/batches.py)."""
     r = Rollout(cluster, say)
-    for i in range(0, len(nodes), r.r.parallel):
-        batch = nodes[i:i + r.r.parallel]
+
+    def do_batch(batch: list[str]) -> list[str]:
+        failed = []
         for name, (ops, error) in zip(batch, pmap(r.one, batch)):
             n = result.nodes[name]
             n.ops.extend(ops)
             if error:
                 n.error, n.error_kind = error, "op-failed"
+                failed.append(name)
+        return failed
+    return batches.run_batches(WHAT, nodes, r.r, do_batch, result, say, disruption=REBOOT)

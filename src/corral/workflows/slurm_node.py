@@ -29,7 +29,7 @@ def _why(p) -> str:
 
 class SlurmNode:
     """Mixed into Rollout, which gives `sc(command)` (run on the controller), `controller` and `r`
-    (the spec's nvidia.rollout)."""
+    (the rollout policy, spec/rules_rollout.py policy())."""
 
     def _ask(self, command: str):
         """(the CompletedProcess, None) or (None, why it could not be run)."""
@@ -84,17 +84,17 @@ class SlurmNode:
                       unknown: str = "the node was not changed") -> None:
         """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline.
         `still` / `unknown`: what the caller leaves the node as when jobs still run / squeue kept failing."""
-        deadline = time.monotonic() + self.r.drain_timeout_s
+        deadline = time.monotonic() + self.r.drain_timeout
         while True:
             jobs, failed = self.running_jobs(node)
             if jobs == []:
                 return
             if time.monotonic() >= deadline:
                 if failed is not None:
-                    raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout_s} s; "
+                    raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout} s; "
                                      f"{failed}): whether jobs run there is unknown, {unknown}; check "
                                      f"slurmctld on {self.controller}, then apply again", keep_drained=True)
-                raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout_s} s "
+                raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout} s "
                                  f"({', '.join(jobs[:5])}); {still}", keep_drained=False)
             time.sleep(POLL_S)
 
