@@ -133,6 +133,7 @@ class Removal(SlurmNode):
                 if p is None or p.returncode != 0:
                     raise StepFailed("cancel jobs", f"scancel -w {name} failed ({failed or _why(p)}); {left}", True)
                 self._step(name, done, "cancel jobs", "changed", "its jobs cancelled (--force)")
+            self.say(f"node {name}: remove: waiting for its jobs (up to {self.r.drain_timeout} s)")
             self.wait_for_jobs(name, still=f"{left}: apply again when they end, or with --force to cancel them",
                                unknown=left)
             self._step(name, done, "wait for jobs", "changed", "no job running on the node")
