@@ -28,7 +28,8 @@ def _why(p) -> str:
 
 
 class SlurmNode:
-    """Mixed into Rollout, which gives `sc(command)` (run on the controller), `controller` and `r`
+    """Mixed into Rollout (and workflows/removal.py's Removal), which gives `sc(command)` (run on the
+    controller), `controller` and `r`
     (the rollout policy, spec/rules_rollout.py policy())."""
 
     def _ask(self, command: str):
