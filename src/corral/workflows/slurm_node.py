@@ -29,8 +29,7 @@ def _why(p) -> str:
 
 class SlurmNode:
     """Mixed into Rollout (and workflows/removal.py's Removal), which gives `sc(command)` (run on the
-    controller), `controller` and `r`
-    (the rollout policy, spec/rules_rollout.py policy())."""
+    controller), `controller` and `r` (the rollout policy, spec/rules_rollout.py policy())."""
 
     def _ask(self, command: str):
         """(the CompletedProcess, None) or (None, why it could not be run)."""
