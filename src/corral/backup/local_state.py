@@ -1,6 +1,6 @@
 """corral's own state dir in a backup: the secrets (munge key, DB passwords), the pinned host keys,
-the SSH keys corral made, the hardware facts cache and the journal. Not the virtual cluster's
-runtime files, logs, the emulated NAS or the backups themselves.
+the SSH keys corral made, the hardware facts cache, the record of deployed nodes and the journal. Not
+the virtual cluster's runtime files, logs, the emulated NAS or the backups themselves.
 
 Restoring puts back what is missing and never overwrites: a file that differs from the backup's
 is kept and reported (the nodes use the current one; replacing it is the admin's decision).
@@ -18,10 +18,11 @@ from pathlib import Path, PurePosixPath
 
 from corral.engine.journal import FILE as JOURNAL
 from corral.engine.hostkeys import KNOWN_HOSTS
+from corral.engine.node_record import RECORD
 from corral.facts.slurm import HW_CACHE
 
 DIRS = ("secrets", "ssh")
-FILES = (KNOWN_HOSTS, HW_CACHE)
+FILES = (KNOWN_HOSTS, HW_CACHE, RECORD)
 
 
 def _members(state_dir: Path) -> list[Path]:

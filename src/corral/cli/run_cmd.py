@@ -16,12 +16,13 @@ from corral.spec.cluster import Cluster
 
 
 
-def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool):
+def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool,
+               force: bool = False):
     from corral.engine.progress import make_reporter
     from corral.workflows.converge import converge
     say = None if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return converge(cluster, mode, limit=limit, on_event=None if quiet else make_reporter(sys.stderr),
-                    command=command, say=say)
+                    command=command, say=say, force=force)
 
 
 def show_warnings(result) -> None:
@@ -45,6 +46,8 @@ def show_plan(result, verbose: bool = False) -> None:
             out.print(f"  - {op.name}: {op.reason}", markup=False, highlight=False)
         for op in changes:
             out.print(f"  ~ {op.name}  [{op.disruption or 'none'}]", markup=False)
+            if op.name == "remove node" and op.reason:  # its running jobs (workflows/removal.py)
+                out.print(f"      {op.reason}", markup=False, highlight=False)
             if op.diff:
                 for line in op.diff.splitlines()[:40]:
                     style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
@@ -96,6 +99,8 @@ def plan(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt, as_jso
 
 def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
           yes: bool = typer.Option(False, "--yes", "-y", help="apply without asking"),
+          force: bool = typer.Option(False, "--force", help="a node taken out of the spec: cancel its running "
+                                     "jobs instead of waiting for them"),
           as_json: bool = JsonOpt) -> None:
     """Converge the nodes to the spec: shows the plan, asks (unless --yes), applies."""
     cluster = load_cluster(spec)
@@ -104,14 +109,14 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
         if not sys.stdin.isatty():
             raise UsageError("apply needs confirmation and there is no terminal to ask on",
                              fix="review `corral plan`, then run `corral apply --yes`")
-        planned = engine_run(cluster, "plan", names, "plan", quiet=False)
+        planned = engine_run(cluster, "plan", names, "plan", quiet=False, force=force)
         show_plan(planned)
         if planned.changed == 0 and planned.ok:
             out.print("nothing to change", markup=False)
             return
         if not typer.confirm("apply these changes?", default=False):
             raise typer.Exit(1)
-    result = engine_run(cluster, "apply", names, "apply", quiet=as_json)
+    result = engine_run(cluster, "apply", names, "apply", quiet=as_json, force=force)
     print_json(result.to_json()) if as_json else show_summary(result)
     if not result.ok:
         raise typer.Exit(1)
@@ -130,12 +135,16 @@ def up(as_json: bool = JsonOpt) -> None:
         raise typer.Exit(1)
 
 
-def trust(node: str = typer.Argument(..., help="node name from the spec"), spec: Optional[Path] = SpecOpt,
+def trust(node: str = typer.Argument(..., help="node name from the spec (--forget: also one no longer in it)"), spec: Optional[Path] = SpecOpt,
           replace: bool = typer.Option(False, "--replace", help="replace a pinned key that changed"),
+          forget: bool = typer.Option(False, "--forget", help="drop the node's pinned keys (also a node no longer "
+                                      "in the spec)"),
           yes: bool = typer.Option(False, "--yes", "-y", help="pin without asking")) -> None:
-    """Read a node's SSH host key, show its fingerprint and pin it in the state dir."""
+    """Read a node's SSH host key, show its fingerprint and pin it in the state dir (--forget: drop it)."""
     from corral.engine import hostkeys, trust as pinning
     cluster = load_cluster(spec)
+    if forget:
+        return forget_keys(cluster, node, replace)
     known_hosts = hostkeys.known_hosts_path(cluster.state_dir)
     for name in limit_names(cluster, node) or []:
         found = pinning.inspect(known_hosts, name, cluster.node(name).address, cluster.spec.ssh.port)
@@ -144,6 +153,25 @@ def trust(node: str = typer.Argument(..., help="node name from the spec"), spec:
             raise typer.Exit(1)
         pinning.pin(known_hosts, found, replace=replace)
         out.print(f"pinned {name}", markup=False)
+
+
+def forget_keys(cluster: Cluster, node: str, replace: bool) -> None:
+    """`corral trust NODE --forget`: NODE a hostlist of nodes of the spec or of corral's record."""
+    from corral.engine import trust as pinning
+    from corral.spec.hosts import RangeError, expand_names
+    if replace:
+        raise UsageError("--forget and --replace together", fix="forget the key, or replace it: one of the two")
+    try:
+        names = expand_names(node)
+    except RangeError as exc:
+        raise UsageError(f"node: {exc}", value=node, fix="give a node name or a hostlist like 'gpu[01-04]'") from None
+    for done in pinning.forget(cluster, names):
+        name = done.node
+        keys = ", ".join(f"{k.host} {k.fingerprint}" for k in done.keys)
+        out.print(f"forgot {name}: {keys}" if keys else f"{name}: no key pinned", markup=False)
+        if done.unrecorded:
+            out.print(f"{name}: dropped from corral's record of deployed nodes (its services were never stopped)",
+                      markup=False)
 
 
 def history(spec: Optional[Path] = SpecOpt, count: int = typer.Option(20, "--count", "-n", min=1),

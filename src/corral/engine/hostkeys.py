@@ -126,6 +126,15 @@ def remove(path: Path, address: str, port: int = 22) -> int:
     return len(keys) - len(kept)
 
 
+def remove_hosts(path: Path, hosts: set[str]) -> list[HostKey]:
+    """Drop every pinned key whose host is one of `hosts` (known_hosts names); returns those removed."""
+    keys = read(path)
+    gone = [k for k in keys if k.host in hosts]
+    if gone:
+        _write(path, [k for k in keys if k.host not in hosts])
+    return gone
+
+
 def scan(address: str, port: int = 22, *, timeout: int = 5) -> str:
     """Read (not trust) the node's ed25519 host key: returns 'ssh-ed25519 BASE64'."""
     tool = shutil.which("ssh-keyscan")

@@ -1,7 +1,8 @@
-"""`corral trust`: read a node's ed25519 host key, say what pinning it would do, pin it.
+"""`corral trust`: read a node's ed25519 host key, say what pinning it would do, pin it; forget it.
 
 Two steps so that a person can compare the fingerprint in between: `inspect` scans (trusts nothing)
-and compares with the state dir's known_hosts; `pin` writes it there.
+and compares with the state dir's known_hosts; `pin` writes it there. `forget` (`--forget`) drops a
+node's pinned keys, the node named in the spec or only in corral's record of deployed nodes.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from corral.engine import hostkeys
+from corral.engine import hostkeys, node_record
 from corral.engine.hostkeys import HostKey
+from corral.errors import UsageError
+from corral.spec.cluster import Cluster
 
 
 @dataclass(frozen=True)
@@ -52,3 +55,32 @@ def pin(known_hosts: Path, found: Scanned, *, replace: bool = False) -> HostKey:
     CorralError unless replace; the same key again changes nothing."""
     Path(known_hosts).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     return hostkeys.add(known_hosts, found.address, found.port, found.pubkey, replace=replace)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    node: str
+    keys: tuple[HostKey, ...]   # the pinned keys removed
+    unrecorded: bool            # dropped from the record of deployed nodes (a removal left unfinished)
+
+
+def forget(cluster: Cluster, names: list[str]) -> list[Forgotten]:
+    """Drop every key pinned for each node: under its name and its address (spec and record), at the
+    spec's and the recorded SSH port, as known_hosts holds them. A node out of the spec whose removal
+    could not stop its services (gone for good) also leaves the record. A node neither in the spec nor
+    in the record is a UsageError, before anything is dropped."""
+    record = node_record.read(cluster.state_dir)
+    spec = {n.name: n for n in cluster.nodes}
+    unknown = [name for name in names if name not in spec and name not in record]
+    if unknown:
+        raise UsageError(f"unknown node {unknown[0]!r}: not in the spec nor in corral's record of deployed nodes",
+                         value=",".join(unknown),
+                         fix="give a node of the spec, or one an apply deployed: " + ", ".join(sorted(record)[:20]))
+    done = []
+    for name in names:
+        addresses = {name} | {d.address for d in (spec.get(name), record.get(name)) if d is not None}
+        ports = {int(cluster.spec.ssh.port)} | ({record[name].ssh_port} if name in record else set())
+        hosts = {hostkeys.host_entry(a, p) for a in addresses for p in ports}
+        keys = hostkeys.remove_hosts(hostkeys.known_hosts_path(cluster.state_dir), hosts)
+        done.append(Forgotten(name, tuple(keys), name not in spec and node_record.forget(cluster.state_dir, name)))
+    return done

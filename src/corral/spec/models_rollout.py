@@ -67,7 +67,8 @@ class RolloutPolicy(Strict):
     pause_s: int = Field(default=0, ge=0, le=86400, description="seconds to wait between batches")
     drain_timeout: Duration = Field(default=3600, ge=0, le=7 * 86400,
                                     description="how long a drained node's running jobs may take (seconds, or "
-                                                "30m, 2h); then the node is resumed unchanged")
+                                                "30m, 2h); then the node is resumed unchanged (a node taken out "
+                                                "of the spec stays drained, docs/operations.md)")
     reboot_timeout: Duration = Field(default=900, ge=30, le=7200,
                                      description="how long a rebooting node may take to answer with slurmd "
                                                  "running (seconds, or 15m)")

@@ -8,7 +8,7 @@ from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.errors import CorralError
-from corral.workflows import batches, mig_rollout, rollout
+from corral.workflows import batches, mig_rollout, removal_phase, rollout
 from corral.engine.results import RunResult
 from corral.spec.rules import spec_warnings
 from corral.spec.rules_rollout import policy
@@ -16,11 +16,12 @@ from corral.spec.cluster import Cluster
 
 
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
-             command: str | None = None, say=None) -> RunResult:
+             command: str | None = None, say=None, force: bool = False) -> RunResult:
     """Plan or apply every component; in apply, then roll out the changes that need a reboot
     (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), and journal the run again with their steps."""
-    result = run(cluster, components(cluster), mode=mode, limit=limit, on_event=on_event,
-                 command=command or mode, prepare=gather(cluster))
+    result = removal_phase.around(cluster, mode, lambda: run(  # nodes taken out of the spec: workflows/removal.py
+        cluster, components(cluster), mode=mode, limit=limit, on_event=on_event, command=command or mode,
+        prepare=gather(cluster)), limit=limit, force=force, command=command or mode, say=say)
     result.warnings[:0] = spec_warnings(cluster)  # sha256: skip, allow_http: said on every run
     if mode != "apply":
         show_rollouts(cluster, result)

@@ -28,8 +28,8 @@ def _why(p) -> str:
 
 
 class SlurmNode:
-    """Mixed into Rollout, which gives `sc(command)` (run on the controller), `controller` and `r`
-    (the rollout policy, spec/rules_rollout.py policy())."""
+    """Mixed into Rollout (and workflows/removal.py's Removal), which gives `sc(command)` (run on the
+    controller), `controller` and `r` (the rollout policy, spec/rules_rollout.py policy())."""
 
     def _ask(self, command: str):
         """(the CompletedProcess, None) or (None, why it could not be run)."""
@@ -72,24 +72,30 @@ class SlurmNode:
         self.wait_for_jobs(node)
         ok("wait for jobs", "no job running on the node")
 
-    def wait_for_jobs(self, node: str) -> None:
-        """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline."""
+    def running_jobs(self, node: str) -> tuple[list[str] | None, str | None]:
+        """The ids of the jobs running (or completing, suspended) on the node, or (None, why squeue
+        could not say): a failing squeue is never "no jobs"."""
+        p, failed = self._ask(f"squeue -h -w {shlex.quote(node)} -t RUNNING,COMPLETING,SUSPENDED -o %i")
+        if p is not None and p.returncode != 0:
+            failed = _why(p)
+        return (p.stdout.split(), None) if failed is None else (None, failed)
+
+    def wait_for_jobs(self, node: str, *, still: str = "the node was resumed unchanged: apply again later",
+                      unknown: str = "the node was not changed") -> None:
+        """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline.
+        `still` / `unknown`: what the caller leaves the node as when jobs still run / squeue kept failing."""
         deadline = time.monotonic() + self.r.drain_timeout
         while True:
-            p, failed = self._ask(f"squeue -h -w {shlex.quote(node)} -t RUNNING,COMPLETING,SUSPENDED -o %i")
-            if p is not None and p.returncode != 0:
-                failed = _why(p)
-            jobs = p.stdout.split() if failed is None else None
+            jobs, failed = self.running_jobs(node)
             if jobs == []:
                 return
             if time.monotonic() >= deadline:
                 if failed is not None:
                     raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout} s; "
-                                     f"{failed}): whether jobs run there is unknown, the node was not changed; check "
+                                     f"{failed}): whether jobs run there is unknown, {unknown}; check "
                                      f"slurmctld on {self.controller}, then apply again", keep_drained=True)
                 raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout} s "
-                                 f"({', '.join(jobs[:5])}); the node was resumed unchanged: apply again later",
-                                 keep_drained=False)
+                                 f"({', '.join(jobs[:5])}); {still}", keep_drained=False)
             time.sleep(POLL_S)
 
 
