@@ -9,8 +9,8 @@ Per job (one job id; the runs of a requeued job share it and its figures):
 - kWh: the increase of DCGM's energy counter on its GPUs / 3.6e9 (mJ); CO2: kWh x
   reports.co2_g_per_kwh (kg). A job's runs share its figures in proportion to their GPU-hours.
 Per group (the rows of `--by`, split like the GPU-hours for gpu-type): the observed jobs' sums; the mean
-weighted by GPU-hours; `unobserved_gpu_hours`: GPU-hours of jobs Prometheus has no sample of. A figure
-no job of the row has is None.
+weighted by GPU-hours; `unobserved_gpu_hours`: GPU-hours of jobs without a utilisation sample (their
+energy still counts where DCGM has it). A figure no job of the row has is None.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ class Sums:
     unobserved_h: float = 0.0
 
     def add(self, gpu_h: float, use: JobUse | None, share_of_job: float) -> None:
+        """`share_of_job`: this part's share of the job's GPU-hours (a run, a GPU type): of its energy."""
+        if use is not None and use.energy_mj is not None:
+            self.kwh = (self.kwh or 0.0) + use.energy_mj / MJ_PER_KWH * share_of_job
         mean = use.mean_util if use else None
         if mean is None:
             self.unobserved_h += gpu_h
@@ -48,8 +51,6 @@ class Sums:
         self.gpu_h += gpu_h
         self.util_h += mean * gpu_h
         self.idle_h += gpu_h * (idle_share(use) or 0.0)
-        if use.energy_mj is not None:
-            self.kwh = (self.kwh or 0.0) + use.energy_mj / MJ_PER_KWH * share_of_job
 
     def row(self, co2_g_per_kwh: float | None) -> dict:
         seen = self.gpu_h > 0

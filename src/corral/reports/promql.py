@@ -46,4 +46,4 @@ def usage_query(window_s: int, step: int) -> str:
         "steps": f"sum by (hpc_job) (count_over_time({util}[{w}:{s}]))",
         "energy_mj": f'sum by (hpc_job) (increase({ENERGY}{{hpc_job!=""}}[{w}]))',
     }
-    return "\nor ".join(f'label_replace({expr}, "{LABEL}", "{name}", "", "")' for name, expr in parts.items())
+    return " or ".join(f'label_replace({expr}, "{LABEL}", "{name}", "", "")' for name, expr in parts.items())
