@@ -100,8 +100,8 @@ def test_a_job_too_short_for_a_step_is_idle_by_its_mean():
 
 
 class Seam:
-    """The report's runner: sacct's week on the controller, `curl` answered with (rc, stdout, stderr) or
-    an exception; records (node, first word, timeout)."""
+    """The report's runner: sacct's week on the controller, the Prometheus client (`timeout 75 python3
+    -c ...`) answered with (rc, stdout, stderr) or an exception; records (node, first word, timeout)."""
 
     def __init__(self, rc: int = 0, out: str | None = None, err: str = "", raises: Exception | None = None,
                  sacct: str | None = None):
@@ -114,7 +114,7 @@ class Seam:
     def __call__(self, node: str, command: str, *, timeout: float = 120):
         self.calls.append((node, command.split()[0], timeout))
         self.commands.append(command)
-        if command.startswith("curl"):
+        if command.startswith("timeout "):
             if self.raises:
                 raise self.raises
             return subprocess.CompletedProcess(command, *self.curl)
@@ -153,11 +153,11 @@ def test_json_adds_the_gpu_figures_and_keeps_every_key_it_had(tmp_path, capsys, 
                                 "step_s": 61, "co2_g_per_kwh": 400.0, "gpu_jobs": 8, "gpu_jobs_observed": 7,
                                 "notes": []}
     assert [j["job_id"] for j in data["idle_jobs"]] == ["1004", "1009", "1007"]
-    # sacct on the controller, then curl on the monitoring node against its own Prometheus, bounded
-    assert run.calls == [("ctl", "TZ=UTC", 120), ("mon", "curl", 90)]
+    # sacct on the controller, then the client on the monitoring node against its own Prometheus, bounded
+    assert run.calls == [("ctl", "TZ=UTC", 120), ("mon", "timeout", 90)]
     words = shlex.split(run.commands[1])
-    assert words[words.index("--max-time") + 1] == "75" and words[-1] == "http://10.0.0.9:9090/api/v1/query"
-    assert "time=1772928000" in words and "timeout=60s" in words
+    assert words[:3] == ["timeout", "75", "python3"] and words[5] == "http://10.0.0.9:9090/api/v1/query"
+    assert words[7:] == ["1772928000", "60"] and "[604800s:61s]" in words[6]
 
 
 def test_the_table_has_the_gpu_columns_and_the_idle_jobs(tmp_path, capsys, seam, monkeypatch):
@@ -193,15 +193,19 @@ def test_csv_appends_the_gpu_columns_and_with_jobs_lists_the_jobs(tmp_path, caps
 
 
 @pytest.mark.parametrize("kw, words", [
-    ({"rc": 7, "out": "", "err": "curl: (7) Failed to connect to 10.0.0.9 port 9090 after 0 ms: Couldn't connect to server\n"},
-     "Prometheus on mon (10.0.0.9:9090) is not answering (is it running?): curl: (7) Failed to connect"),
-    ({"rc": 28, "out": "", "err": "curl: (28) Operation timed out after 75001 milliseconds with 0 bytes received\n"},
+    ({"rc": 7, "out": "", "err": "ConnectionRefusedError: [Errno 111] Connection refused\n"},
+     "Prometheus on mon (10.0.0.9:9090) is not answering (is it running?): ConnectionRefusedError: [Errno 111] "
+     "Connection refused"),
+    ({"rc": 28, "out": "", "err": "TimeoutError: timed out\n"},
      "Prometheus on mon (10.0.0.9:9090) did not answer within 75 s"),
-    ({"rc": 127, "out": "", "err": "bash: line 1: curl: command not found\n"},
-     "curl is not installed on mon (apt-get install curl): bash: line 1: curl: command not found"),
+    ({"rc": 124, "out": "", "err": ""}, "Prometheus on mon (10.0.0.9:9090) did not answer within 75 s"),
+    ({"rc": 127, "out": "", "err": "bash: line 1: python3: command not found\n"},
+     "python3 or timeout is missing on mon: bash: line 1: python3: command not found"),
+    ({"rc": 1, "out": "", "err": "Traceback (most recent call last):\n  ...\nMemoryError\n"},
+     "the query on mon failed (rc=1):   ... / MemoryError"),
     ({"rc": 255, "out": "", "err": "ssh: connect to host 10.0.0.9 port 22: No route to host\n"},
      "cannot reach mon over SSH: ssh: connect to host 10.0.0.9 port 22: No route to host"),
-    ({"raises": NodeError("command timed out after 90 s", node="mon", command="curl ...")},
+    ({"raises": NodeError("command timed out after 90 s", node="mon", command="timeout 75 python3 ...")},
      "cannot query Prometheus on mon: mon: command timed out after 90 s"),
     ({"out": (FIX / "prometheus" / "too_many_samples.json").read_text()},
      "Prometheus on mon refused the query: execution: query processing would load too many samples into memory"),

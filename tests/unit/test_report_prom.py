@@ -1,17 +1,26 @@
 """`corral report usage`'s Prometheus query and answers: the PromQL (reports/promql.py) evaluated by the
-real promtool on series shaped like dcgm-exporter's, the curl command (reports/prom_query.py), the parser
-(reports/prom_api.py) on the answers of tests/fixtures/prometheus/ (README there)."""
+real promtool on series shaped like dcgm-exporter's, the command and the python3 client it runs on the
+monitoring node (reports/prom_query.py; here against a local stand-in), the parser (reports/prom_api.py)
+on the answers of tests/fixtures/prometheus/ (README there)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
 
 from corral.reports.prom_api import JobUse, NotUnderstood, Refused, figures
-from corral.reports.prom_query import prom_command
+from corral.reports.prom_query import CLIENT, prom_command
 from corral.reports.promql import FIGURES, step_s, usage_query
 from tests.unit.promql_eval import DCGM_SERIES as SERIES, promtool_test
 
@@ -122,11 +131,72 @@ def test_elements_of_another_shape_are_ignored_never_raised():
     assert got.jobs == {"7": JobUse(util_sum=50, util_samples=2)} and got.ignored == 8
 
 
-def test_the_command_is_curl_on_the_node_bounded_every_value_one_word():
+def test_the_command_is_the_client_on_the_node_bounded_every_value_one_word():
     q = usage_query(604800, 61)
     words = shlex.split(prom_command("10.0.0.10", 9090, q, 1772928000))
-    assert words[:5] == ["curl", "-sS", "--globoff", "--max-time", "75"]
-    assert words[-1] == "http://10.0.0.10:9090/api/v1/query"
-    forms = [words[i + 1] for i, w in enumerate(words) if w == "--data-urlencode"]
-    assert forms == [f"query={q}", "time=1772928000", "timeout=60s"]
-    assert shlex.split(prom_command("fd00::10", 9090, q, 1))[-1] == "http://[fd00::10]:9090/api/v1/query"
+    assert words[:5] == ["timeout", "75", "python3", "-c", CLIENT]
+    assert words[5:] == ["http://10.0.0.10:9090/api/v1/query", q, "1772928000", "60"]
+    assert shlex.split(prom_command("fd00::10", 9090, q, 1))[5] == "http://[fd00::10]:9090/api/v1/query"
+
+
+class Prometheus(BaseHTTPRequestHandler):
+    """A stand-in answering /api/v1/query with (status, body) from the server's `answer`; records the form."""
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        form = self.rfile.read(int(self.headers["Content-Length"])).decode()
+        self.server.forms.append((self.path, self.headers["Content-Type"], urllib.parse.parse_qs(form)))
+        status, body = self.server.answer
+        if status is None:
+            time.sleep(1.5)
+            status = 200
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def prometheus():
+    server = HTTPServer(("127.0.0.1", 0), Prometheus)
+    server.forms, server.answer = [], (200, read("week.json"))
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def client(port: int, limit: str = "60", env: dict | None = None) -> subprocess.CompletedProcess:
+    """The client as the node runs it (without `timeout`), here against 127.0.0.1."""
+    return subprocess.run([sys.executable, "-c", CLIENT, f"http://127.0.0.1:{port}/api/v1/query", "up", "1772928000",
+                           limit], capture_output=True, text=True, timeout=30, env=env)
+
+
+def test_the_client_posts_the_form_and_prints_the_answer(prometheus, monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # root's proxy: never used for the cluster's address
+    out = client(prometheus.server_port, env=dict(os.environ))
+    assert out.returncode == 0 and out.stdout == read("week.json")
+    [(path, kind, form)] = prometheus.forms
+    assert path == "/api/v1/query" and kind == "application/x-www-form-urlencoded"
+    assert form == {"query": ["up"], "time": ["1772928000"], "timeout": ["60s"]}
+
+
+def test_the_client_prints_prometheus_s_error_body_whatever_the_http_status(prometheus):
+    prometheus.answer = (422, read("too_many_samples.json"))
+    out = client(prometheus.server_port)
+    assert out.returncode == 0 and out.stdout == read("too_many_samples.json")
+
+
+def test_the_client_exits_7_when_nothing_listens_and_28_when_too_slow(prometheus):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    out = client(port)
+    assert out.returncode == 7 and "Connection refused" in out.stderr and out.stdout == ""
+    prometheus.answer = (None, "{}")  # answers after 1.5 s; the client waits limit + 10 s: 0.5 s here
+    out = client(prometheus.server_port, limit="-9.5")
+    assert out.returncode == 28 and "timed out" in out.stderr

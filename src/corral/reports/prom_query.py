@@ -2,14 +2,17 @@
 
 Prometheus runs on the monitoring node and binds the node's cluster address (monitoring.listen), which
 the host running corral may not reach (corral reaches nodes over SSH, perhaps through ssh.jump_host).
-So the query goes where the sacct query goes: over SSH (pinned host keys), `curl` on the monitoring
-node against its own Prometheus, the same `run(node, command, *, timeout)` seam (tests answer with
-captured API answers). Bounded three times: Prometheus's own `timeout` parameter (60 s), curl's
-`--max-time` (75 s), the SSH command (90 s).
+So the query goes where the sacct query goes: over SSH (pinned host keys), through the same
+`run(node, command, *, timeout)` seam (tests answer with captured API answers), run on the monitoring
+node against its own Prometheus. The client there is python3's urllib (CLIENT below), not curl: corral
+installs no curl on the monitoring node (nor has the virtual cluster's image one), while python3 is
+already what corral's readiness checks of Prometheus run there (deploy/monitoring.py: http_ready).
+Bounded three times: Prometheus's own `timeout` parameter (60 s), `timeout 75` around the client, the
+SSH command (90 s).
 
-Never fails the report: every way this can go wrong (no monitoring node, SSH, curl missing, Prometheus
-down or refusing, an answer not understood, no sample) is a `reason`, printed as "no GPU utilisation
-data: <reason>", while the sacct figures stand.
+Never fails the report: every way this can go wrong (no monitoring node, SSH, Prometheus down or
+refusing, an answer not understood, no sample) is a `reason`, printed as "no GPU utilisation data:
+<reason>", while the sacct figures stand.
 """
 
 from __future__ import annotations
@@ -24,7 +27,26 @@ from corral.reports.prom_api import JobUse, NotUnderstood, Refused, figures
 from corral.reports.promql import UTIL, step_s, usage_query
 from corral.spec.cluster import Cluster
 
-TIMEOUT_S, CURL_MAX_S, PROM_TIMEOUT_S = 90, 75, 60
+TIMEOUT_S, CLIENT_MAX_S, PROM_TIMEOUT_S = 90, 75, 60
+REFUSED, TIMED_OUT = 7, 28  # the client's exit codes (curl's numbers) when nothing answers, too slowly
+# argv: URL, query, evaluation time, Prometheus's timeout (s). POSTs the form (a long query fits), never
+# through a proxy (an http_proxy of root's would not know the cluster's address), and prints the body
+# whatever the HTTP status: Prometheus explains a refusal (400, 422, 503) in JSON.
+CLIENT = """\
+import socket, sys, urllib.error, urllib.parse, urllib.request
+url, query, at, limit = sys.argv[1:5]
+form = urllib.parse.urlencode({"query": query, "time": at, "timeout": limit + "s"}).encode()
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+try:
+    with opener.open(url, data=form, timeout=float(limit) + 10) as answer:
+        sys.stdout.write(answer.read().decode("utf-8", "replace"))
+except urllib.error.HTTPError as e:
+    sys.stdout.write(e.read().decode("utf-8", "replace"))
+except OSError as e:
+    reason = getattr(e, "reason", e)
+    print(f"{type(reason).__name__}: {reason}", file=sys.stderr)
+    sys.exit(28 if isinstance(reason, (socket.timeout, TimeoutError)) else 7)
+"""
 
 
 @dataclass
@@ -38,12 +60,10 @@ class GpuData:
 
 
 def prom_command(address: str, port: int, query: str, at: int) -> str:
-    """curl POSTs the form (a long query fits), prints the body whatever the HTTP status (Prometheus
-    explains its errors in JSON); --globoff: an IPv6 URL's brackets are not a glob."""
+    """The client on the node, bounded by coreutils' timeout (exit 124 past it)."""
     host = f"[{address}]" if ":" in address else address
-    return cmd("curl", "-sS", "--globoff", "--max-time", CURL_MAX_S, "--data-urlencode", f"query={query}",
-               "--data-urlencode", f"time={int(at)}", "--data-urlencode", f"timeout={PROM_TIMEOUT_S}s",
-               f"http://{host}:{int(port)}/api/v1/query").get_raw_value()
+    return cmd("timeout", CLIENT_MAX_S, "python3", "-c", CLIENT, f"http://{host}:{int(port)}/api/v1/query", query,
+               int(at), PROM_TIMEOUT_S).get_raw_value()
 
 
 def _tail(text: str) -> str:
@@ -55,13 +75,13 @@ def _failure(node: str, target: str, proc) -> str:
     rc, tail = proc.returncode, _tail(proc.stderr or proc.stdout)
     if rc == 255:
         return f"cannot reach {node} over SSH: {tail}"
-    if rc == 127:
-        return f"curl is not installed on {node} (apt-get install curl): {tail}"
-    if rc in (7, 52, 56):
+    if rc == REFUSED:
         return f"Prometheus on {node} ({target}) is not answering (is it running?): {tail}"
-    if rc == 28:
-        return f"Prometheus on {node} ({target}) did not answer within {CURL_MAX_S} s"
-    return f"curl on {node} failed (rc={rc}): {tail}"
+    if rc in (TIMED_OUT, 124):
+        return f"Prometheus on {node} ({target}) did not answer within {CLIENT_MAX_S} s"
+    if rc == 127:
+        return f"python3 or timeout is missing on {node}: {tail}"
+    return f"the query on {node} failed (rc={rc}): {tail}"
 
 
 def _no_dcgm(cluster: Cluster) -> str:
