@@ -90,6 +90,18 @@ def test_the_top_idle_jobs_one_entry_per_job_id_runs_merged():
     assert [j["job_id"] for j in top_idle(jobs, uses, SINCE, UNTIL, UNTIL, 400, 2)] == ["1004", "1009"]
 
 
+def test_a_partial_answer_counts_what_it_has():
+    """partial.json: 1001 util only (never idle, no energy), 1004 energy only, 1002 util_sum NaN."""
+    jobs, _ = week()
+    uses = figures((FIX / "prometheus" / "partial.json").read_text()).jobs
+    rows, totals = by_group(jobs, uses, "account", SINCE, UNTIL, UNTIL, None)
+    assert rows["vision"] == {"mean_gpu_util_pct": 80.0, "idle_gpu_hours": 0.0, "energy_kwh": None, "co2_kg": None,
+                              "unobserved_gpu_hours": 2.5}                   # 1002 and 1007 unobserved
+    assert rows["physics"] == {"mean_gpu_util_pct": None, "idle_gpu_hours": None, "energy_kwh": 4.0,
+                               "co2_kg": None, "unobserved_gpu_hours": 50.5}  # 1004's energy still counts
+    assert totals["unobserved_gpu_hours"] == 59.0 and totals["energy_kwh"] == 4.0
+
+
 def test_a_job_too_short_for_a_step_is_idle_by_its_mean():
     jobs, _ = week()
     uses = figures(json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
@@ -169,7 +181,7 @@ def test_the_table_has_the_gpu_columns_and_the_idle_jobs(tmp_path, capsys, seam,
     total = next(line for line in out.splitlines() if "TOTAL" in line).split()
     assert total[-4:] == ["66.4", "16.0", "6.77", "2.71"]
     assert "GPU utilisation from Prometheus on mon: 7 of 8 GPU jobs observed; idle: samples under 10 % utilisation" in out
-    assert "0.5 GPU-hours of jobs without utilisation data are not in util, idle GPU-h, kWh" in out
+    assert "0.5 GPU-hours of jobs without utilisation data are not in util % and idle GPU-h" in out
     assert "2 jobs with the most idle GPU-hours" in out
     assert next(line for line in out.splitlines() if line.split()[:1] == ["1004"]).split() == [
         "1004", "carol", "physics", "4", "16.0", "40.0", "8.0", "4.00", "1.60"]

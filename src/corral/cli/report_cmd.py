@@ -96,7 +96,7 @@ def _gpu_lines(data: dict) -> list[str]:
              f"GPU jobs observed; idle: samples under {g['idle_below_pct']} % utilisation"]
     if totals["unobserved_gpu_hours"]:
         lines.append(f"{totals['unobserved_gpu_hours']:,.1f} GPU-hours of jobs without utilisation data are not in "
-                     "util, idle GPU-h, kWh")
+                     "util % and idle GPU-h")
     if totals["energy_kwh"] is None:
         lines.append("no GPU energy data (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION): kWh unknown")
     elif g["co2_g_per_kwh"] is None:
