@@ -15,6 +15,7 @@ from corral.errors import SpecError
 from corral.render.grafana import dashboards, render_datasource, render_ini
 from corral.render.prometheus import dcgm_skip_reason
 from corral.spec.loader import load_text
+from tests.unit.promql_eval import DCGM_SERIES, promtool_test
 
 SPEC = """\
 name: lab
@@ -55,8 +56,46 @@ def test_dashboards_are_valid_and_use_the_provisioned_datasource():
     gpu = json.loads(boards["corral-gpu.json"])
     exprs = " ".join(t["expr"] for p in gpu["panels"] for t in p["targets"])
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
-                   "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS", "hpc_job", "GPU_I_ID"):
+                   "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS", "hpc_job", "GPU_I_ID",
+                   "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"):
         assert metric in exprs
+    for p in gpu["panels"]:  # the grid: no two panels overlap
+        for o in gpu["panels"]:
+            a, b = p["gridPos"], o["gridPos"]
+            assert p is o or not (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and
+                                  a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]), (p["title"], o["title"])
+
+
+def _panel_exprs(title: str) -> list[str]:
+    """A GPU dashboard panel's expressions, Grafana's variables as on a 2-hour range, every node and job."""
+    panel = next(p for p in json.loads(dashboards()["corral-gpu.json"])["panels"] if p["title"] == title)
+    subst = {"$__range": "7200s", "$job": ".*", "$node": ".*"}
+    out = []
+    for t in panel["targets"]:
+        expr = t["expr"]
+        for var, value in subst.items():
+            expr = expr.replace(var, value)
+        out.append(expr)
+    return out
+
+
+def test_the_idle_and_energy_panels_show_the_report_s_figures_from_the_same_series(tmp_path):
+    """Evaluated by promtool on the series of test_report_prom.py: job 42 (two GPUs, an hour, 90 of 121
+    GPU-minutes under 10 %, 1.785e9 mJ) and job 43 (one busy GPU, running)."""
+    [idle_now, allocated_now] = _panel_exprs("Allocated GPUs idle (< 10 % utilisation)")
+    [idle_h] = _panel_exprs("Idle allocated GPU-hours (time range)")
+    [kwh] = _panel_exprs("GPU energy of jobs (time range)")
+    util, job_idle, job_kwh = _panel_exprs("Jobs: mean GPU utilisation, idle GPU-hours, energy (time range)")
+    energy_mj = 59 * 30e6 * 59.5 / 59  # as the report's query gives it (test_report_prom.py)
+    out = promtool_test(tmp_path, DCGM_SERIES, [
+        (idle_now, "20m", {"{}": 2}), (allocated_now, "20m", {"{}": 2}), (allocated_now, "120m", {"{}": 1}),
+        (idle_h, "120m", {"{}": 90 / 60}),
+        (kwh, "120m", {"{}": energy_mj / 3.6e9}),
+        (util, "120m", {'{hpc_job="42"}': (31 * 100 + 60 * 5) / 121, '{hpc_job="43"}': 90}),  # the report's mean
+        (job_idle, "120m", {'{hpc_job="42"}': 90 / 60}),      # idle GPU-minutes / 60; 43 never idle
+        (job_kwh, "120m", {'{hpc_job="42"}': energy_mj / 3.6e9}),
+    ])
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_dcgm_exporter_only_on_real_gpu_compute_nodes():

@@ -73,7 +73,7 @@ def test_the_json_object(spec, capsys, runner):
     data = json.loads(out)
     assert rc == 0 and data["ok"] is True and data["error"] is None
     assert list(data) == ["ok", "error", "window", "by", "currency", "controller", "rows", "totals", "skipped_lines",
-                          "skipped_sample"]
+                          "skipped_sample", "gpu_util", "idle_jobs"]
     assert data["window"] == {"since": "2026-03-01T00:00:00Z", "until": "2026-03-08T00:00:00Z"}
     assert (data["by"], data["currency"], data["controller"], data["skipped_lines"]) == ("account", "EUR", "ctl", 0)
     assert [r["key"] for r in data["rows"]] == ["physics", "vision", "(none)"]
@@ -105,9 +105,11 @@ def test_csv_is_a_header_and_the_rows(spec, capsys, runner):
     rc, out, _ = report(spec, capsys, *WEEK, "--by", "user", "--csv")
     rows = list(csv.reader(io.StringIO(out)))
     assert rc == 0 and rows[0] == ["user", "jobs", "gpu_hours", "cpu_hours", "wait_p50_s", "wait_p95_s",
-                                   "failed_share", "cancelled_share", "cost", "unpriced_gpu_hours", "currency"]
+                                   "failed_share", "cancelled_share", "cost", "unpriced_gpu_hours", "currency",
+                                   # the GPU figures after currency (test_report_gpu.py); none here: no monitoring node
+                                   "mean_gpu_util_pct", "idle_gpu_hours", "energy_kwh", "co2_kg", "unobserved_gpu_hours"]
     assert [r[0] for r in rows[1:]] == ["carol", "bob", "alice", "dave", "erin"]
-    assert rows[1][:3] == ["carol", "2", "48.0"] and rows[1][-1] == "EUR"
+    assert rows[1][:3] == ["carol", "2", "48.0"] and rows[1][10:] == ["EUR", "", "", "", "", ""]
     assert rows[4][:10] == ["dave", "2", "2.0", "8.0", "5", "10", "0.0", "0.5", "4.0", "0.0"]  # 1006 and 1010
 
 
@@ -156,7 +158,7 @@ def test_a_date_in_another_format_is_a_usage_error_naming_the_format(spec, capsy
     data = json.loads(out)
     assert rc == 2 and data["ok"] is False and "YYYY-MM-DD" in data["error"] and run.calls == []
     assert list(data) == ["ok", "error", "window", "by", "currency", "controller", "rows", "totals", "skipped_lines",
-                          "skipped_sample"]
+                          "skipped_sample", "gpu_util", "idle_jobs"]
 
 
 @pytest.mark.parametrize("args, words", [

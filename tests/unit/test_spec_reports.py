@@ -31,9 +31,10 @@ def problems(extra: str) -> str:
     return str(e.value)
 
 
-def test_defaults_no_prices_in_usd():
+def test_defaults_no_prices_in_usd_no_carbon_intensity():
     reports = load().spec.reports
-    assert reports.gpu_hour_cost == {} and reports.currency == "USD"
+    assert reports.gpu_hour_cost == {} and reports.currency == "USD" and reports.co2_g_per_kwh is None
+    assert load("reports: {co2_g_per_kwh: 350}\n").spec.reports.co2_g_per_kwh == 350.0
 
 
 def test_prices_for_the_models_and_mig_profiles_of_the_nodes():
@@ -53,7 +54,10 @@ def test_a_price_for_a_gpu_type_no_node_has_is_a_located_error():
     ("reports: {gpu_hour_cost: {'h100;id': 1}}\n", "cluster.yaml:10:"),
     ("reports: {currency: 'US$'}\n", "cluster.yaml:10:"),
     ("reports: {currency: ''}\n", "cluster.yaml:10:"),
-    ("reports: {currency: EUR, cost: 1}\n", "unknown key 'reports.cost'; fix: valid keys here: currency, gpu_hour_cost"),
+    ("reports: {co2_g_per_kwh: -5}\n", "cluster.yaml:10:26: reports.co2_g_per_kwh: must be at least 0.0 (got -5)"),
+    ("reports: {co2_g_per_kwh: 20000}\n", "reports.co2_g_per_kwh: must be at most 5000.0 (got 20000)"),
+    ("reports: {co2_g_per_kwh: low}\n", "reports.co2_g_per_kwh: must be a number (got 'low')"),
+    ("reports: {currency: EUR, cost: 1}\n", "unknown key 'reports.cost'; fix: valid keys here: co2_g_per_kwh, currency, gpu_hour_cost"),
 ])
 def test_bad_values_are_located_errors(extra, words):
     assert words in problems(extra)
