@@ -53,6 +53,33 @@ def excluded(cluster: Cluster) -> list[str]:
     return [n.name for n in cluster.with_role("compute") if n.name in skip or set(n.roles) & set(NEVER_OFF)]
 
 
+def virtual_bmc_listen(cluster: Cluster) -> tuple[str, int] | None:
+    """Where a virtual cluster's emulated BMC listens: the bridge's host address and the port of the
+    `address` entries (None: power off, or not a virtual cluster)."""
+    v, power = cluster.spec.virtual, cluster.spec.power
+    if v is None or not power.enabled or power.bmc is None:
+        return None
+    gateway = str(v.subnet.network_address + 1)
+    for entry in power.bmc.nodes:
+        host, _, port = (entry.address or "").rpartition(":")
+        if host == gateway and port.isdigit() and 1024 <= int(port) <= 65535:
+            return gateway, int(port)
+    return None
+
+
+def _check_virtual(cluster: Cluster, where: Where) -> list[Problem]:
+    """A virtual cluster's BMC is the emulated one on the host side of the bridge: every entry names it."""
+    gateway = str(cluster.spec.virtual.subnet.network_address + 1)
+    listen = virtual_bmc_listen(cluster)
+    want = f"{gateway}:{listen[1] if listen else 18623}"
+    for i, entry in enumerate(cluster.spec.power.bmc.nodes):
+        if entry.address != want:
+            return [Problem(where(("power", "bmc", "nodes", i)), "a virtual cluster's BMC is the emulated one on "
+                            f"the bridge's host address ({gateway}) with one port from 1024", entry.address or
+                            entry.addresses, f"write address: {want}")]
+    return []
+
+
 def check_power(cluster: Cluster, where: Where) -> list[Problem]:
     power = cluster.spec.power
     if not power.enabled:
@@ -75,6 +102,8 @@ def check_power(cluster: Cluster, where: Where) -> list[Problem]:
             problems.append(Problem(where(at + ("exclude",)), f"{unknown[0]} is not a compute node",
                                     power.exclude, "name compute nodes of the spec"))
     problems += _check_entries(cluster, where, compute)
+    if cluster.spec.virtual is not None:
+        problems += _check_virtual(cluster, where)
     if power.bmc.scheme == "http" and not cluster.spec.allow_http and cluster.spec.virtual is None:
         problems.append(Problem(where(at + ("bmc", "scheme")), "http sends the BMC credentials in clear",
                                 "http", "use https (or set allow_http: true for a trusted management network)"))
