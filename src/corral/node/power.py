@@ -87,6 +87,9 @@ def setup_logging(path: str | None) -> None:
     except OSError:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    for old in list(log.handlers):  # one run, one log file
+        log.removeHandler(old)
+        old.close()
     log.addHandler(handler)
     log.setLevel(logging.INFO)
 
