@@ -58,7 +58,7 @@ def test_off_by_default_renders_nothing(tmp_path):
 def test_enabled_renders_programs_times_and_exclusions(tmp_path):
     cluster = load(tmp_path, NODES.replace("roles: [controller]", "roles: [controller, compute]") + POWER
                    .replace("enabled: true", "enabled: true\n  suspend_after: 30s\n  exclude: gpu03")
-                   .replace('"gpu[01-03]", addresses: "10.1.0.[11-13]"', '"gpu[01-02]", addresses: [10.1.0.11, 10.1.0.12]'))
+                   .replace('"gpu[01-03]", addresses: "10.1.0.[11-13]"', '"gpu[01-02]", addresses: "10.1.0.11,10.1.0.12"'))
     lines = slurm_lines(cluster)
     assert lines[2:] == ["SuspendProgram=/usr/local/sbin/corral-power-suspend",
                          "ResumeProgram=/usr/local/sbin/corral-power-resume",
@@ -100,7 +100,7 @@ def test_durations(value, expected):
     (("credentials_file: bmc.cred", "credentials_file: bmc.cred\n    scheme: http"), "power.bmc.scheme",
      "in clear"),
     (('addresses: "10.1.0.[11-13]"', 'address: "bmc;reboot"'), "power.bmc.nodes[0].address",
-     "power.bmc.nodes.0.address: does not have the expected form"),
+     "not host[:port]"),
 ])
 def test_bad_power_sections_are_located(tmp_path, change, where, message):
     """Each problem names the file and a line of the power section (NODES is 4 lines), and what is wrong."""

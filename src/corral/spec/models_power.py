@@ -9,9 +9,10 @@ each found by the node's name). spec/rules_power.py checks the mapping against t
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from corral.spec.models_base import LOCAL_PATH, Strict
 from corral.spec.models_slurm import HOSTLIST
@@ -20,7 +21,17 @@ DURATION = r"^\d{1,6}[smh]$"  # 30s, 30m, 2h
 _UNIT_S = {"s": 1, "m": 60, "h": 3600}
 MIN_SUSPEND_S = 10  # short, for a test cluster; a real one powers down after many minutes
 # a BMC: an IPv4 address or a DNS name, an optional :port (an IPv6 BMC is written in brackets: [fd00::5]:443)
-BMC_ADDRESS = r"^([A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\])(:\d{1,5})?$"
+_BMC_ADDRESS = re.compile(r"([A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\])(:\d{1,5})?")
+
+
+def _bmc_address(v: str) -> str:
+    if not _BMC_ADDRESS.fullmatch(v):
+        raise PydanticCustomError("corral_value", "not host[:port] (an IP address or DNS name, then an optional "
+                                                  "port; an IPv6 address in brackets)")
+    return v
+
+
+BmcAddress = Annotated[str, AfterValidator(_bmc_address)]
 
 
 def seconds(duration: str) -> int:
@@ -35,10 +46,10 @@ class BmcNodes(Strict):
     """Which BMC answers for which nodes."""
 
     names: str = Field(pattern=HOSTLIST, description="node names (a hostlist: gpu[01-16])")
-    addresses: list[str] | str | None = Field(
-        default=None, description="one BMC address per name, in the same order: a list, a hostlist "
-                                  "10.1.0.[11-26] or a range 10.1.0.11-26 (no ports; `port` sets it)")
-    address: str | None = Field(default=None, pattern=BMC_ADDRESS, max_length=260,
+    addresses: str | None = Field(
+        default=None, description="one BMC IP address per name, in the same order: a hostlist 10.1.0.[11-26], "
+                                  "a range 10.1.0.11-26 or a comma-separated list (no ports: `port` sets it)")
+    address: BmcAddress | None = Field(default=None, max_length=260,
                                 description="one BMC for all these names (host[:port]); each node is "
                                             "the Redfish system named as the node")
 

@@ -38,7 +38,7 @@ def bmc_urls(cluster: Cluster) -> dict[str, str]:
                 addresses = [entry.address] * len(names)
             else:
                 port = f":{bmc.port}" if bmc.port else ""
-                addresses = [_host(a) + port for a in expand_addresses(entry.addresses or [])]
+                addresses = [_host(a) + port for a in expand_addresses(entry.addresses or "")]
         except RangeError:
             continue
         for name, address in zip(names, addresses):
@@ -81,16 +81,10 @@ def _check_virtual(cluster: Cluster, where: Where) -> list[Problem]:
 
 
 def check_power(cluster: Cluster, where: Where) -> list[Problem]:
+    """The BMC mapping and exclude are checked whenever given (a bad one is an error even while power is
+    off); what power saving needs (BMCs for every node it may power off, credentials) only when enabled."""
     power = cluster.spec.power
-    if not power.enabled:
-        return []
     at, problems = ("power",), []
-    if seconds(power.suspend_after) < MIN_SUSPEND_S:
-        problems.append(Problem(where(at + ("suspend_after",)), f"shorter than {MIN_SUSPEND_S}s",
-                                power.suspend_after, f"give at least {MIN_SUSPEND_S}s (e.g. 30m)"))
-    if power.bmc is None:
-        return problems + [Problem(where(at + ("enabled",)), "power saving without BMCs: nothing could power a "
-                                   "node on again", True, "add power.bmc (credentials_file and nodes)")]
     compute = {n.name for n in cluster.with_role("compute")}
     if power.exclude:
         try:
@@ -101,7 +95,16 @@ def check_power(cluster: Cluster, where: Where) -> list[Problem]:
         if unknown:
             problems.append(Problem(where(at + ("exclude",)), f"{unknown[0]} is not a compute node",
                                     power.exclude, "name compute nodes of the spec"))
-    problems += _check_entries(cluster, where, compute)
+    if power.bmc is not None:
+        problems += _check_entries(cluster, where, compute)
+    if not power.enabled:
+        return problems
+    if seconds(power.suspend_after) < MIN_SUSPEND_S:
+        problems.append(Problem(where(at + ("suspend_after",)), f"shorter than {MIN_SUSPEND_S}s",
+                                power.suspend_after, f"give at least {MIN_SUSPEND_S}s (e.g. 30m)"))
+    if power.bmc is None:
+        return problems + [Problem(where(at + ("enabled",)), "power saving without BMCs: nothing could power a "
+                                   "node on again", True, "add power.bmc (credentials_file and nodes)")]
     if cluster.spec.virtual is not None:
         problems += _check_virtual(cluster, where)
     if power.bmc.scheme == "http" and not cluster.spec.allow_http and cluster.spec.virtual is None:
