@@ -182,6 +182,7 @@ def ensure_credentials(path: Path) -> tuple[str, str]:
 def start_server(spec: Path, log: Path) -> int:
     """`python -m corral.virtual.bmc SPEC` in its own session; returns its PID once it listens."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    start = log.stat().st_size if log.exists() else 0  # an earlier run's "listening" does not count
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "corral.virtual.bmc", str(spec)], stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=out, start_new_session=True)
@@ -190,7 +191,7 @@ def start_server(spec: Path, log: Path) -> int:
         if proc.poll() is not None:
             raise HostToolError(f"virtual BMC exited (rc={proc.returncode}); see {log}",
                                 fix="free the port of power.bmc.nodes[].address")
-        if b"listening" in log.read_bytes()[-4096:]:
+        if b"listening" in log.read_bytes()[start:]:
             return proc.pid
         time.sleep(0.05)
     raise HostToolError(f"virtual BMC did not start listening; see {log}")
