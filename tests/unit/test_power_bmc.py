@@ -218,3 +218,18 @@ def test_sushy_drives_the_emulator(bmc):
     assert system.power_state == sushy.PowerState.ON and power.calls == [("on", "gpu02")]
     with pytest.raises(sushy.exceptions.AccessError):
         sushy.Sushy(f"{url}/redfish/v1", auth=auth.BasicAuth(USER, "wrong")).get_system("/redfish/v1/Systems/gpu01")
+
+
+def test_program_reads_the_config_paths_installs():
+    from corral import paths
+    from corral.render.power import RESUME_FAIL_REASON
+    assert program.CONFIG == paths.POWER_CONFIG and RESUME_FAIL_REASON == "corral: power: resume failed"
+
+
+def test_health_check_never_resumes_a_failed_power_on():
+    """A node that came up after its ResumeTimeout stays drained for an admin (the BMC or boot failed once)."""
+    from corral.node.health_slurm import RESUME, decide
+    node = {"name": "gpu02", "state": "IDLE+DRAIN", "base": "IDLE", "flags": {"DRAIN"},
+            "reason": "corral: power: resume failed"}
+    action, _, why = decide(node, [("gpu_count", "OK", "gpu count 4")])
+    assert action != RESUME and "not corral's to resume" in why
