@@ -7,6 +7,7 @@ hostlist, drain and log (no credential in it)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import socket
 import subprocess
 import threading
@@ -233,3 +234,43 @@ def test_health_check_never_resumes_a_failed_power_on():
             "reason": "corral: power: resume failed"}
     action, _, why = decide(node, [("gpu_count", "OK", "gpu count 4")])
     assert action != RESUME and "not corral's to resume" in why
+
+
+def test_the_bmc_process_as_virtual_up_starts_it(tmp_path):
+    """`python -m corral.virtual.bmc SPEC` (start_server): listens where the spec says, with credentials it
+    made 0600, answers for each compute node (Off: no node runs here), and stops by its PID."""
+    from corral.virtual.bmc import start_server, stop_server
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "cluster.yaml").write_text(f"""\
+name: bmctest
+nodes:
+  - {{names: ctl, addresses: [127.0.0.10], roles: [controller]}}
+  - {{names: "gpu[01-02]", addresses: "127.0.0.[11-12]", roles: [compute]}}
+power:
+  enabled: true
+  bmc:
+    scheme: http
+    credentials_file: .corral/secrets/bmc-credentials
+    nodes: [{{names: "gpu[01-02]", address: "127.0.0.1:{port}"}}]
+virtual: {{subnet: 127.0.0.0/24}}
+""")
+    pid = start_server(tmp_path / "cluster.yaml", tmp_path / "bmc.log")
+    try:
+        cred = tmp_path / ".corral/secrets/bmc-credentials"
+        assert cred.stat().st_mode & 0o777 == 0o600
+        user, password = cred.read_text().strip().split(":", 1)
+        client = Redfish(f"http://127.0.0.1:{port}", user, password, 5)
+        assert client.system("gpu02")[1]["PowerState"] == "Off"
+        with pytest.raises(RedfishError, match="refused the credentials"):
+            Redfish(f"http://127.0.0.1:{port}", user, "x", 5).system("gpu01")
+    finally:
+        stop_server(pid)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and \
+            Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[-1][:1] != "Z":
+        time.sleep(0.1)
+    with pytest.raises(RedfishError, match="unreachable"):
+        client.system("gpu01")
+    assert password not in (tmp_path / "bmc.log").read_text()

@@ -126,9 +126,14 @@ class BmcServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
 
     def log(self, line: str) -> None:
-        if self.log_file is not None:
+        if self.log_file is None:
+            return
+        try:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_file, "a") as f:
                 f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+        except OSError:  # a log that cannot be written never fails a request
+            pass
 
     def refused(self) -> set[str]:
         try:
@@ -183,9 +188,12 @@ def start_server(spec: Path, log: Path) -> int:
     """`python -m corral.virtual.bmc SPEC` in its own session; returns its PID once it listens."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = log.stat().st_size if log.exists() else 0  # an earlier run's "listening" does not count
+    import corral  # the child runs this very corral (a source tree on PYTHONPATH included)
+    src = str(Path(corral.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "corral.virtual.bmc", str(spec)], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=out, start_new_session=True)
+                                stdout=out, stderr=out, start_new_session=True, env=env)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if proc.poll() is not None:
