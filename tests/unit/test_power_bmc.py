@@ -274,3 +274,30 @@ virtual: {{subnet: 127.0.0.0/24}}
     with pytest.raises(RedfishError, match="unreachable"):
         client.system("gpu01")
     assert password not in (tmp_path / "bmc.log").read_text()
+
+
+def test_a_redirect_is_not_followed():
+    """The credentials go to the configured BMC URL only: a 302 elsewhere is an error, not a second request."""
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+    seen = []
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            seen.append((self.path, self.headers.get("Authorization")))
+            self.send_response(302)
+            self.send_header("Location", "/elsewhere/redfish/v1/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(RedfishError, match="HTTP 302"):
+            Redfish(f"http://127.0.0.1:{server.server_address[1]}", USER, PASSWORD, 5).system("gpu01")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [path for path, _ in seen] == ["/redfish/v1/"]
