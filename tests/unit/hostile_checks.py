@@ -29,6 +29,7 @@ from corral.deploy.slurm_ha import make_state_script
 from corral.engine.inventory import ssh_config_text
 from corral.errors import SpecError
 from corral.render import render_cgroup_conf, render_gres_conf, render_slurm_conf, render_slurmdbd_conf
+from corral.render.power import power_config
 from corral.render.adopt import access_conf
 from corral.render.alertmanager import render_alertmanager_yml
 from corral.render.alerts import render_rules
@@ -99,6 +100,8 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         if n.gpus is not None and "compute" in n.roles and nv.driver is not None:
             package = nv.driver.package or driver_package(nv.driver, n, "ubuntu", "22.04")
             out[f"driver pin #{i}"] = ("words", pin_text(package, nv.driver.version, nv.driver.package is not None))
+    if cluster.spec.power.enabled:
+        out["power.json"] = ("json", power_config(cluster))
     if cluster.spec.users or cluster.spec.groups:
         plan = plan_accounts(cluster.spec.users, cluster.spec.groups, cluster.spec.identity.homes, "node01", Accounts())
         out["account commands"] = ("shell", "\n".join(c.get_raw_value() for c in plan.commands) + "\n")
@@ -357,7 +360,8 @@ CHECKS = {"exports": check_exports, "slurm": check_slurm, "yaml": check_yaml, "j
 LINE_BREAKS = set("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # str.splitlines() splits at each
 # Parsed, not copied: spec/hosts.py strips the blanks around an address and writes it back as ipaddress
 # formats it (" 10.0.0.1\n" is accepted; the rendered files have 10.0.0.1)
-NORMALIZED = {"nodes[].addresses", "nodes[].addresses[]"}
+NORMALIZED = {"nodes[].addresses", "nodes[].addresses[]",  # parsed as IP addresses, never copied
+              "power.bmc.nodes[].addresses"}
 
 
 def _bad_chars(text: str, newline: bool = True) -> Counter:

@@ -25,6 +25,7 @@ SHA = "0123456789abcdef" * 4
 # identity.ldap's files must exist (spec/rules_ldap.py): absolute, so the spec loads from any directory
 LDAP_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ldap"
 LDAP_CA, LDAP_BIND = str(LDAP_FIXTURES / "ca.pem"), str(LDAP_FIXTURES / "bind-password")
+BMC_CREDENTIALS = str(Path(__file__).resolve().parents[1] / "fixtures" / "power" / "bmc-credentials")
 
 # --- the base spec: every optional section set, so that every string field is reachable ----------
 
@@ -108,6 +109,10 @@ BASE: dict[str, Any] = {
                        "sha256": {"nvidia-mig-manager": SHA}},
     },
     "state_dir": ".corral",
+    "power": {"enabled": True, "suspend_after": "30m", "resume_timeout": "10m", "suspend_timeout": "2m",
+              "exclude": "gpu02",
+              "bmc": {"credentials_file": BMC_CREDENTIALS, "nodes": [{"names": "gpu01", "addresses": "10.9.0.11"},
+                                                                    {"names": "gpu02", "address": "bmc2.example.com:443"}]}},
     "backup": {"dir": "backups", "keep": 3},
     "rollout": {"canary": 1, "batch": "50%", "max_failed": 1, "drain_timeout": "1h"},
     "reports": {"gpu_hour_cost": {"h100": 2.5}, "currency": "EUR"},
@@ -119,7 +124,8 @@ BASE: dict[str, Any] = {
                             "url": "https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v{version}.tar.gz",
                             "sha256": SHA, "nccl_version": "2.21.5-1+cuda12.4"}},
 }
-BASE_VIRTUAL: dict[str, Any] = {**BASE, "virtual": {"bridge": "corral0", "subnet": "10.213.0.0/24"}}
+BASE_VIRTUAL: dict[str, Any] = {**BASE, "virtual": {"bridge": "corral0", "subnet": "10.213.0.0/24"},
+                                 "power": {**BASE["power"], "enabled": False}}  # BMCs of a real cluster
 # Nodes for a leaf outside `nodes`: a controller and two GPU nodes, no MIG (that would ask for mig_parted's sums)
 MIN_NODES = [{"names": "ctl1", "addresses": "10.213.0.10",
               "roles": ["controller", "accounting", "monitoring", "login", "nfs"]},

@@ -6,6 +6,7 @@ render/slurm.py writes."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -179,6 +180,8 @@ def test_rendered_keys_are_exactly_what_the_renderer_writes():
         f, p = _keys(_conf(text, version))
         flat |= f
         part |= p
+    from corral.spec.loader import load  # power saving's keys: the golden case (its credentials file is there)
+    flat |= _keys(render_slurm_conf(load(Path(__file__).parents[1] / "golden/render/power/cluster.yaml"), {}))[0]
     assert flat == set(RENDERED_KEYS)
     assert part == set(RENDERED_PARTITION_KEYS)
 

@@ -26,6 +26,7 @@ def components(cluster) -> list:
     from corral.deploy.munge import munge
     from corral.deploy.nvidia_driver import nvidia_driver
     from corral.deploy.nvidia_tools import nvidia_tools
+    from corral.deploy.power import power
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
@@ -33,5 +34,5 @@ def components(cluster) -> list:
     from corral.deploy.sssd import sssd
     from corral.deploy.storage import storage_mounts, storage_server
     from corral.deploy.users import users
-    return [base, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, slurm_controller, slurm_compute, adopt, slurm_login,
+    return [base, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
             accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]

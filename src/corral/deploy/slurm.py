@@ -50,8 +50,9 @@ LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-clien
 CTL_READY = "scontrol ping | grep -q 'is UP'"
 CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 # what slurmctld takes only at a restart: the node set, the controllers, where its state is (a reconfigure
-# would keep the old StateSaveLocation until the next restart, whenever that comes)
-STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=")
+# would keep the old StateSaveLocation until the next restart, whenever that comes); power saving is
+# switched on or off only by a restart (Slurm's power saving guide)
+STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=", "SuspendProgram=")
 
 
 def _structural(text: str) -> list[str]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 
 PREFIX = "corral:"
-# drains of corral's rollouts (workflows/rollout.py, workflows/mig_rollout.py): the rollout, not the health check, lifts them
-ROLLOUT_PREFIX = ("corral: driver ", "corral: MIG ")
+# drains of corral's rollouts (workflows/rollout.py, workflows/mig_rollout.py): the rollout, not the health check, lifts them;
+# a failed power-on (node/power.py: the BMC or the boot failed) waits for an admin
+ROLLOUT_PREFIX = ("corral: driver ", "corral: MIG ", "corral: power:")
 MAX_REASON = 200
 
 _STATE = re.compile(r"(?:^|\s)State=(\S+)")

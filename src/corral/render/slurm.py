@@ -17,6 +17,7 @@ from corral.errors import CorralError
 from corral.facts.records import NodeHW
 from corral.render.hw import hostlist, name_key, node_runs, real_memory
 from corral.render.mig import gres_text, spec_types
+from corral.render.power import slurm_lines as power_lines
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import generation
 from corral.spec.hosts import expand_names
@@ -240,6 +241,7 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     else:
         out += ["", "# Job hooks on compute nodes (GPU job mapping, per-user enroot directories)", f"Prolog={PROLOG}",
                 f"Epilog={EPILOG}"]
+    out += power_lines(cluster)  # render/power.py: SuspendProgram & co. when power.enabled
     flags = prolog_flags(cluster)
     if flags:
         out += ["", "# pam_slurm_adopt: every job gets an extern step on its nodes; its user's SSH sessions join it",

@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Mapping
 
+from corral import paths
 from corral.render.slurm import EPILOG, HEALTH_PROGRAM, PROLOG
 from corral.spec.slurm_keys import PROGRAM_KEYS, SLURM_KEYS, SLURM_LINES, SLURM_REPEATABLE
 
@@ -22,7 +23,8 @@ def _keys(words: str) -> frozenset[str]:
     return frozenset(w.lower() for w in words.split())
 
 
-CORRAL_PROGRAMS = frozenset({PROLOG, EPILOG, HEALTH_PROGRAM})
+CORRAL_PROGRAMS = frozenset({PROLOG, EPILOG, HEALTH_PROGRAM, paths.POWER_SUSPEND, paths.POWER_RESUME,
+                             paths.POWER_RESUME_FAIL})
 
 GRES_KEYS = _keys("AutoDetect")
 GRES_LINES = {k: _keys("NodeName Name Type File Cores Links Count MultipleFiles Flags AutoDetect")

@@ -25,6 +25,7 @@ from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, 
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
 from corral.spec.models_acceptance import AcceptanceSpec, BurnSpec, NcclSpec
 from corral.spec.models_backup import BackupSpec
+from corral.spec.models_power import PowerSpec
 from corral.spec.models_reports import ReportsSpec
 from corral.spec.models_rollout import RolloutPolicy
 from corral.spec.models_users import Group, IdentitySpec, User
@@ -36,7 +37,7 @@ __all__ = ["SLURM_ROLES", "K8S_ROLES", "Role", "NAME", "SLURM_TIME", "HOSTLIST",
            "MonitoringSpec", "DriverSpec", "RolloutSpec", "DcgmSpec", "CudaToolkitSpec", "ContainerToolkitSpec",
            "NvidiaSpec", "EnrootSpec", "PyxisSpec", "MigGroupSpec", "MigPartedSpec", "VirtualSpec", "ClusterSpec",
            "StorageSpec", "NfsExport", "Mount", "User", "Group", "IdentitySpec", "AcceptanceSpec", "BurnSpec", "NcclSpec",
-           "ReportsSpec"]
+           "ReportsSpec", "PowerSpec"]
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
@@ -153,6 +154,8 @@ class ClusterSpec(Strict):
                                                                  "and corral's state dir")
     reports: ReportsSpec = Field(default=ReportsSpec(), description="chargeback prices for `corral report "
                                                                    "usage`")
+    power: PowerSpec = Field(default=PowerSpec(), description="power saving: idle compute nodes powered off "
+                                                           "through their BMCs (Redfish), on again for a job")
     acceptance: AcceptanceSpec = Field(default=AcceptanceSpec(), description="GPU acceptance checks of `corral "
                                                                              "validate` (real GPUs only)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")

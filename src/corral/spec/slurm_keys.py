@@ -91,6 +91,9 @@ RENDERED_KEYS: dict[str, str] = {
     "PreemptMode": "slurm.qos[].preempt_mode", "HealthCheckProgram": "health.enabled",
     "HealthCheckInterval": "health.interval_s", "HealthCheckNodeState": "", "Prolog": "", "Epilog": "",
     "PrologFlags": "identity.pam_slurm_adopt",
+    "SuspendProgram": "power.enabled", "ResumeProgram": "power.enabled", "ResumeFailProgram": "power.enabled",
+    "SuspendTime": "power.suspend_after", "SuspendTimeout": "power.suspend_timeout",
+    "ResumeTimeout": "power.resume_timeout", "SuspendExcNodes": "power.exclude",
 }
 RENDERED_PARTITION_KEYS: dict[str, str] = {
     "PartitionName": "slurm.partitions[].name", "Nodes": "slurm.partitions[].nodes",

@@ -107,6 +107,7 @@ class VirtualCluster:
                 network.host_address(self.v.subnet), self.v.repo_port):
             state["repo_pid"] = repo.start_server(repo_dir, network.host_address(self.v.subnet),
                                                   self.v.repo_port, self.state_dir / "logs/repo-http.log")
+        self._bmc_up(state)
         keys = pmap(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey), self.nodes, 8)
         self._write_known_hosts(keys)
         for n in self.nodes:
@@ -120,6 +121,24 @@ class VirtualCluster:
         state["cg_prefix"] = self.cg_prefix
         self.wait_ssh(timeout)
         return self.status()
+
+    def _bmc_up(self, state: dict) -> None:
+        """With power enabled, the emulated BMC (virtual/bmc.py) on the bridge's host address."""
+        from corral.spec.rules_power import credentials_path, virtual_bmc_listen
+        from corral.virtual import bmc
+        listen = virtual_bmc_listen(self.cluster)
+        if listen is None:
+            return
+        bmc.ensure_credentials(credentials_path(self.cluster))
+        if not vnode.pid_alive(state.get("bmc_pid")) or not _listening(*listen):
+            state["bmc_pid"] = bmc.start_server(self.cluster.path.resolve(), self.state_dir / "logs/bmc.log")
+
+    def power_on(self, name: str) -> int:
+        """Boot one node as `up` does (overlay, identity, its NAS binds): the emulated BMC's Reset On."""
+        n = self.node(name)
+        base = image.ensure_image()
+        n.prepare(base, self.v.subnet, self.repo_url(), self.key.with_suffix(".pub").read_text())
+        return n.start(self.v.bridge, nas.prepare(self.cluster, n.node, self.workdir / "nas"))
 
     def _write_known_hosts(self, keys: list[str]) -> None:
         """Pin the host keys `up` generated itself (a re-created node's new key replaces the old)."""
@@ -172,6 +191,9 @@ class VirtualCluster:
             known = [spec_nodes.get(name) or self._orphan(name) for name in sorted(names)]
             first = [n for n in known if not set(n.node.roles) & set(ORDER_LAST)]
             last = [n for n in known if set(n.node.roles) & set(ORDER_LAST)]
+            if state.get("bmc_pid"):  # first: no Reset On while the nodes go down
+                from corral.virtual import bmc
+                bmc.stop_server(state.pop("bmc_pid"))
             for batch in (first, last):
                 pmap(lambda n: n.stop(), batch, 64)
             for h in vnode.CG_HIER:
