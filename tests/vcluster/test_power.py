@@ -98,6 +98,18 @@ def until(what: str, test, timeout: float, every: float = 2.0):
         time.sleep(every)
 
 
+def diagnosed(vc, node: str, job: str, wait):
+    """wait(); on a timeout, what Slurm and the node said (for the failure message)."""
+    try:
+        return wait()
+    except AssertionError as exc:
+        said = [ssh(vc, "ctl", c, check=False).stdout + ssh(vc, "ctl", c, check=False).stderr for c in (
+            f"scontrol show node -o {node}", f"scontrol show job -o {job}", "tail -n 30 /var/log/slurm/slurmctld.log",
+            "tail -n 20 /var/log/slurm/corral-power.log")]
+        said.append(ssh(vc, node, "systemctl status slurmd --no-pager -n 20", check=False).stdout)
+        raise AssertionError(f"{exc}\n" + "\n---\n".join(said)) from None
+
+
 def test_programs_installed_for_the_slurm_user(powered):
     out = ssh(powered, "ctl", "stat -c '%a %U' /etc/corral/bmc-credentials /usr/local/sbin/corral-power-resume; "
                               "scontrol show config | grep -E '^(SuspendProgram|ResumeFailProgram|SuspendTime) '").stdout
@@ -119,10 +131,10 @@ def test_a_job_powers_its_node_on(powered):
     until("gpu01 powered down", lambda: state(powered, "gpu01")[0] == "idle~", SUSPEND_S + 60)
     job = ssh(powered, "ctl", "sbatch --parsable -w gpu01 -t 2 -o /dev/null --wrap 'hostname'").stdout.strip()
     until("gpu01 on (the BMC booted it)", lambda: running(powered, "gpu01"), 30, 1)
-    done = until(f"job {job} ended", lambda: next((w for w in ssh(powered, "ctl", f"scontrol show job -o {job}")
+    done = diagnosed(powered, "gpu01", job, lambda: until(f"job {job} ended", lambda: next((w for w in ssh(powered, "ctl", f"scontrol show job -o {job}")
                                                    .stdout.split() if w.startswith("JobState=") and w not in
                                                    ("JobState=PENDING", "JobState=CONFIGURING", "JobState=RUNNING",
-                                                    "JobState=COMPLETING")), None), RESUME_TIMEOUT_S + 30)
+                                                    "JobState=COMPLETING")), None), RESUME_TIMEOUT_S + 30))
     assert done == "JobState=COMPLETED", done
     until("gpu01 idle again, powered up", lambda: state(powered, "gpu01")[0] == "idle", 15, 1)
     assert "POWER" not in state(powered, "gpu01")[1] and running(powered, "gpu01")

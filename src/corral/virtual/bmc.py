@@ -38,6 +38,10 @@ class Power(Protocol):
     def off(self, name: str, force: bool) -> None: ...
 
 
+POST_S = 2.0  # the emulated power-on self test; Slurm takes a powered-up node back only when its boot
+# time (from its uptime, virtual/node.py) is after the resume request
+
+
 def _error(message: str) -> dict:
     return {"error": {"code": "Base.1.0.GeneralError", "message": message,
                       "@Message.ExtendedInfo": [{"MessageId": "Base.1.0.GeneralError", "Message": message}]}}
@@ -164,6 +168,8 @@ class BmcServer(ThreadingHTTPServer):
         def act() -> None:
             with self._locks[name]:
                 try:
+                    if reset == "On":
+                        time.sleep(POST_S)  # power-on self test: the node boots after the request, as a machine
                     self.power.on(name) if reset == "On" else self.power.off(name, force=reset == "ForceOff")
                     self.log(f"{name}: {reset} done")
                 except Exception as exc:  # noqa: BLE001 - a BMC logs and goes on

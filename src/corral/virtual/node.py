@@ -21,8 +21,15 @@ from corral.virtual.host import run
 CG_HIER = ("systemd", "unified", "freezer", "pids", "devices", "cpu", "cpuacct", "cpuset", "blkio")
 CG_ROOT = Path("/sys/fs/cgroup")
 # runs systemd-nspawn ("$@") again when the node rebooted itself (exit 133); a SIGTERM to this
-# shell waits for nspawn's own exit (stop() signals nspawn first)
-SUPERVISOR = 'while :; do "$@"; rc=$?; [ "$rc" -eq 133 ] || exit "$rc"; echo "corral: node rebooted"; done'
+# shell waits for nspawn's own exit (stop() signals nspawn first). Each boot runs in a time namespace
+# whose CLOCK_BOOTTIME starts below 1 s (unshare --time --boottime, where the kernel has time namespaces):
+# the node's uptime counts from its own boot, as a machine's does, not the host's. Slurm needs that: it
+# takes a powered-up node back only when the boot time slurmd reports is after the resume request.
+SUPERVISOR = (
+    'ns=; unshare --time --boottime=-1 true 2>/dev/null && ns=1; '
+    'while :; do if [ -n "$ns" ]; then up=$(cut -d. -f1 /proc/uptime); '
+    'unshare --time --boottime=-$up "$@"; else "$@"; fi; rc=$?; '
+    '[ "$rc" -eq 133 ] || exit "$rc"; echo "corral: node rebooted"; done')
 
 
 def is_mounted(path: Path) -> bool:
@@ -179,6 +186,20 @@ class VNode:
                 return int(stat.parent.name)
         return None
 
+    @classmethod
+    def _nspawn_under(cls, pid: int) -> int | None:
+        """The systemd-nspawn process below the supervisor (directly, or below `unshare`)."""
+        child = cls._child(pid)
+        for _ in range(2):
+            try:
+                arg0 = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0] if child else b""
+            except OSError:
+                return None
+            if not arg0.endswith(b"unshare"):
+                return child
+            child = cls._child(child)
+        return child
+
     def stop(self, timeout: float = 20.0) -> None:
         """Orderly poweroff (SIGTERM to nspawn, the supervisor then exits); SIGRTMIN+14 to the
         node's init; SIGKILL last."""
@@ -187,7 +208,7 @@ class VNode:
         if pid is None and orphan is not None:
             pid = orphan
         if pid is not None:
-            nspawn = self._child(pid) if orphan is None else orphan
+            nspawn = self._nspawn_under(pid) if orphan is None else orphan
             init = self._child(nspawn) if nspawn else None
             os.kill(nspawn or pid, signal.SIGTERM)
             if not _wait_gone(pid, timeout) and init and pid_alive(init):
