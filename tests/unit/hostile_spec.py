@@ -115,6 +115,7 @@ BASE: dict[str, Any] = {
                                                                     {"names": "gpu02", "address": "bmc2.example.com:443"}]}},
     "backup": {"dir": "backups", "keep": 3},
     "rollout": {"canary": 1, "batch": "50%", "max_failed": 1, "drain_timeout": "1h"},
+    "packages": {"upgrade": "security", "hold": ["libc6"]},
     "reports": {"gpu_hour_cost": {"h100": 2.5}, "currency": "EUR"},
     "acceptance": {"dcgm_diag_level": 1,
                    "burn": {"enabled": True, "seconds": 60, "floor_tflops": {"h100": 30.0},

@@ -33,6 +33,7 @@ def components(cluster) -> list:
     from corral.deploy.slurm_ha import slurm_user
     from corral.deploy.sssd import sssd
     from corral.deploy.storage import storage_mounts, storage_server
+    from corral.deploy.upgrades import package_upgrades
     from corral.deploy.users import users
-    return [base, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
+    return [base, package_upgrades, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
             accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]

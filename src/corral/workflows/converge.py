@@ -18,7 +18,8 @@ from corral.spec.cluster import Cluster
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
              command: str | None = None, say=None, force: bool = False) -> RunResult:
     """Plan or apply every component; in apply, then roll out the changes that need a reboot
-    (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), and journal the run again with their steps."""
+    (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), then package upgrades
+    (workflows/upgrade_rollout.py), each under the rollout policy, and journal the run again with their steps."""
     result = removal_phase.around(cluster, mode, lambda: run(  # nodes taken out of the spec: workflows/removal.py
         cluster, components(cluster), mode=mode, limit=limit, on_event=on_event, command=command or mode,
         prepare=gather(cluster)), limit=limit, force=force, command=command or mode, say=say)
@@ -40,7 +41,11 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
             return run(cluster, components(cluster), mode="apply", limit=sorted(set(controllers + ready)),
                        on_event=on_event, command=f"{command or mode} (after MIG)", prepare=gather(cluster))
         mig_rollout.roll_out(cluster, result, mig_nodes, follow, say)
-    if nodes or mig_nodes:
+    stopped |= batches.not_started(result, mig_rollout.WHAT)
+    up_nodes = [n for n in upgrade_rollout.pending(result) if n not in stopped and result.nodes[n].ok]
+    if up_nodes:
+        upgrade_rollout.roll_out(cluster, result, up_nodes, say)
+    if nodes or mig_nodes or up_nodes:
         result.duration_s += time.monotonic() - start
         try:
             journal.record(cluster.state_dir, result)
@@ -52,6 +57,7 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
 def show_rollouts(cluster: Cluster, result: RunResult) -> None:
     """plan: the batches each pending rollout would go through (result.rollouts, state "planned")."""
     p = policy(cluster.spec)
-    for what, nodes in ((rollout.WHAT, rollout.pending(result)), (mig_rollout.WHAT, mig_rollout.pending(result))):
+    for what, nodes in ((rollout.WHAT, rollout.pending(result)), (mig_rollout.WHAT, mig_rollout.pending(result)),
+                        (upgrade_rollout.WHAT, upgrade_rollout.pending(result))):
         if nodes:
             result.rollouts.append(batches.planned(what, nodes, p))
