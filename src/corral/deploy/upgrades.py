@@ -28,6 +28,12 @@ WANT = register(Want(paths=(HOLDS,)))
 
 @operation()
 def apt_holds(hold: list[str]):
+    if not hold and (snapshot(WANT).files.get(HOLDS) or {}).get("kind") != "file":
+        host.noop("apt holds: none in the spec, none of corral's on the node")
+        return
+    if family(os_of()[0]) != "debian":
+        host.noop("skipped: apt holds: Debian family only")
+        return
     held, ours = map(set, host.get_fact(AptHolds))
     want = set(hold)
     add, release = sorted(want - held), sorted((ours - want) & held)
@@ -39,12 +45,18 @@ def apt_holds(hold: list[str]):
         yield cmd("apt-mark", "hold", *add)
     if release:
         yield cmd("apt-mark", "unhold", *release)
-    write = f"printf '%s\\n' {' '.join(q(p) for p in sorted(want))}" if want else ":"
-    yield sh(f"mkdir -p /var/lib/corral && {write} > {HOLDS}.new && mv -f {HOLDS}.new {HOLDS}")
+    if want:
+        yield sh(f"mkdir -p /var/lib/corral && printf '%s\\n' {' '.join(q(p) for p in sorted(want))} > {HOLDS}.new "
+                 f"&& mv -f {HOLDS}.new {HOLDS}")
+    else:
+        yield sh(f"mkdir -p /var/lib/corral && : > {HOLDS}.new && mv -f {HOLDS}.new {HOLDS}")
 
 
 @operation()
 def upgrades(kind: str):
+    if family(os_of()[0]) != "debian":
+        host.noop("skipped: package upgrades: Debian family only (apt)")
+        return
     state = host.get_fact(AptUpgrades)
     todo = select(state, kind)
     stale = f" (the package lists could not be refreshed: {state.refresh_failed})" if state.refresh_failed else ""
@@ -62,14 +74,7 @@ def upgrades(kind: str):
 def package_upgrades() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     p = cluster.spec.packages
-    recorded = (snapshot(WANT).files.get(HOLDS) or {}).get("kind") == "file"  # from the run's one snapshot
-    if not p.hold and p.upgrade == "none" and not recorded:
-        return
-    if family(os_of()[0]) != "debian":
-        operations.skip(name="package upgrades", reason="apt holds and upgrades: Debian family only")
-        return
-    if p.hold or recorded:
-        apt_holds(name="apt holds from the spec", hold=list(p.hold))
+    apt_holds(name="apt holds from the spec", hold=list(p.hold))  # also releases corral's when the spec drops them
     if p.upgrade == "none":
         return
     if "compute" not in node.roles or set(node.roles) & set(SERVICE_ROLES):

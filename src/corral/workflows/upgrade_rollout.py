@@ -41,9 +41,10 @@ def pending(result: RunResult) -> list[str]:
 
 def install_script(versions: list[tuple[str, str]], downgrade: bool = False) -> str:
     """apt-get update, then exactly these name=version (the old ones back with `downgrade`)."""
-    pins = " ".join(shlex.quote(f"{n}={v}") for n, v in versions)
+    flag = " --allow-downgrades" if downgrade else ""
     return (f"set -u; apt-get update -q >/dev/null 2>&1 || {{ echo 'apt-get update failed' >&2; exit 1; }}; "
-            f"dpkg --configure -a >/dev/null 2>&1; {APT}{' --allow-downgrades' if downgrade else ''} install {pins}")
+            f"dpkg --configure -a >/dev/null 2>&1; {APT}{flag} install "  # shell-ok: a constant flag
+            f"{' '.join(shlex.quote(f'{n}={v}') for n, v in versions)}")
 
 
 def installed_check(versions: list[tuple[str, str]]) -> str:
