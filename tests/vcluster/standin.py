@@ -51,6 +51,46 @@ def build_repo(out: Path, versions: dict[str, bool | str]) -> Path:
     return out
 
 
+TOOL = "corral-test-tool"
+
+
+def build_tool_deb(out: Path, version: str, breaks_slurmd: bool = False, asks_reboot: bool = False) -> Path:
+    """A TEST stand-in for an OS package upgrade: `corral-test-tool` installs one file; `asks_reboot`: its
+    postinst asks for a reboot (/var/run/reboot-required, as Debian's kernel packages do);
+    `breaks_slurmd`: its postinst stops slurmd (as a broken library upgrade would); every other version
+    starts slurmd again when installed (so a rollback to it mends the node)."""
+    root = out / f"build-tool-{version}"
+    (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {TOOL}\nVersion: {version}-1\nArchitecture: all\nMaintainer: corral tests <root@localhost>\n"
+        "Section: misc\nPriority: optional\nDescription: corral TEST stand-in for an OS package upgrade\n"
+        " Installs a version file; its maintainer script can break slurmd or ask for a reboot.\n")
+    (root / "usr/lib" / TOOL).mkdir(parents=True, exist_ok=True)
+    (root / "usr/lib" / TOOL / "version").write_text(version + "\n")
+    act = ("systemctl mask --runtime slurmd; systemctl stop slurmd" if breaks_slurmd else
+           "systemctl unmask --runtime slurmd 2>/dev/null; systemctl is-enabled --quiet slurmd && systemctl start slurmd")
+    post = root / "DEBIAN" / "postinst"
+    post.write_text(f"#!/bin/sh\n# corral TEST stand-in\n{act} || true\n"
+                    + ("touch /var/run/reboot-required\n" if asks_reboot else "") + "exit 0\n")
+    post.chmod(0o755)
+    deb = out / "pool" / f"{TOOL}_{version}-1_all.deb"
+    deb.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
+    return deb
+
+
+def index_repo(out: Path, debs: list[Path]) -> Path:
+    """Packages(.gz) of `out` listing exactly `debs` (a repository offering only those versions)."""
+    names = {d.name for d in debs}
+    index = subprocess.run(["dpkg-scanpackages", "--multiversion", "pool", "/dev/null"], cwd=out, check=True,
+                           capture_output=True, text=True).stdout
+    kept = [e for e in index.split("\n\n") if e.strip() and any(f"Filename: pool/{n}" in e for n in names)]
+    text = "\n\n".join(kept) + "\n"
+    (out / "Packages").write_text(text)
+    (out / "Packages.gz").write_bytes(gzip.compress(text.encode()))
+    return out
+
+
 ENROOT = "corral-test-enroot"
 PYXIS = "corral-test-pyxis"
 

@@ -78,7 +78,7 @@ def package_upgrades() -> None:
     if p.upgrade == "none":
         return
     if "compute" not in node.roles or set(node.roles) & set(SERVICE_ROLES):
-        operations.skip(name="package upgrades", reason="a service node: corral upgrades compute nodes only "
+        operations.skip(name="apt upgrades", reason="a service node: corral upgrades compute nodes only "
                                                         "(no Slurm drain protects the daemons here)")
         return
-    upgrades(name="package upgrades", kind=p.upgrade)
+    upgrades(name="apt upgrades", kind=p.upgrade)

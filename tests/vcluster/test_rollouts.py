@@ -1,10 +1,13 @@
-"""NVIDIA driver lifecycle and the rollout policy on a real virtual cluster of 4 GPU nodes with TEST
-stand-in packages (corral-test-nvidia-driver 1.0, 1.1, a broken 1.2 and a 1.3 broken only on a node
-with a marker file; tests/vcluster/standin.py): the real apt flow, pinning, plan's "reboot + drain"
+"""NVIDIA driver lifecycle, OS package upgrades and the rollout policy on a real virtual cluster of 4
+GPU nodes with TEST stand-in packages (corral-test-nvidia-driver 1.0, 1.1, a broken 1.2 and a 1.3
+broken only on a node with a marker file; corral-test-tool 1.0, 1.1 asking for a reboot, 1.2 stopping
+slurmd; tests/vcluster/standin.py): the real apt flow, pinning, plan's "reboot + drain"
 and its batches, and apply's drain -> wait for jobs -> install -> reboot (the nspawn nodes really
 reboot) -> verify -> resume, batch after batch: a canary failing verification is rolled back and
 nothing else is touched; a failure in batch 2 is rolled back and stops the rollout; all good, every
-node is upgraded and no job runs on a node while it is being changed."""
+node is upgraded and no job runs on a node while it is being changed; package upgrades planned with
+their versions and batches, rolled out with the reboot the package asks for, a package that breaks
+slurmd rolled back on the canary, apt holds kept and released."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from corral.workflows.converge import converge
 from corral.spec.loader import load
 from corral.virtual.repo import start_server, stop_server
 from tests.vcluster.conftest import TEST_SUBNET, make_spec, ssh, vcluster_unavailable
-from tests.vcluster.standin import BREAK_MARKER, PACKAGE, build_repo
+from tests.vcluster.standin import BREAK_MARKER, PACKAGE, TOOL, build_repo, build_tool_deb, index_repo
 
 pytestmark = pytest.mark.vcluster
 PORT = 18081
@@ -40,6 +43,10 @@ def drv(tmp_path_factory):
     base = path.read_text()
     path.write_text(base + DRIVER.format(v="1.0", p=ALL_AT_ONCE))
     repo = build_repo(work / "test-repo", {"1.0": False, "1.1": False, "1.2": True, "1.3": "marker"})
+    drivers_debs = sorted((repo / "pool").glob(f"{PACKAGE}_*.deb"))
+    tools = {"1.0": build_tool_deb(repo, "1.0"), "1.1": build_tool_deb(repo, "1.1", asks_reboot=True),
+             "1.2": build_tool_deb(repo, "1.2", breaks_slurmd=True)}
+    index_repo(repo, drivers_debs)
     gateway = str(TEST_SUBNET.network_address + 1)
     vc = VirtualCluster(load(path))
     server = None
@@ -49,6 +56,7 @@ def drv(tmp_path_factory):
         for n in NODES:
             ssh(vc, n, f"echo 'deb [trusted=yes] http://{gateway}:{PORT} ./' > /etc/apt/sources.list.d/corral-test.list")
         vc.base_spec = base  # noqa: B010 - the tests rewrite the driver section
+        vc.offer = lambda versions: index_repo(repo, drivers_debs + [tools[v] for v in versions])  # noqa: B010
         yield vc
     finally:
         if server:
@@ -56,8 +64,8 @@ def drv(tmp_path_factory):
         vc.down()
 
 
-def set_version(vc, version: str, policy: str = POLICY):
-    vc.cluster.path.write_text(vc.base_spec + DRIVER.format(v=version, p=policy))
+def set_version(vc, version: str, policy: str = POLICY, packages: str = ""):
+    vc.cluster.path.write_text(vc.base_spec + DRIVER.format(v=version, p=policy) + packages)
     return load(vc.cluster.path)
 
 
@@ -197,3 +205,69 @@ def test_a_driver_installed_but_not_running_is_rebooted_into(drv, capsys):
     assert [s for s, _ in rollout_ops(result)] == ["drain", "wait for jobs", "install", "reboot", "verify", "resume"]
     assert "Module  1.3 " in ssh(drv, "gpu01", "cat /proc/driver/nvidia/version").stdout
     in_service(drv)
+
+
+# --- OS package upgrades under the same policy ------------------------------------------------
+
+UPGRADE_ALL = "packages: {upgrade: all}\n"
+
+
+def tool_versions(vc) -> dict[str, str]:
+    return {n: ssh(vc, n, f"dpkg-query -W -f '${{Version}}' {TOOL}", check=False).stdout.strip() for n in NODES}
+
+
+def upgrade_ops(result, node):
+    return [(o.name.removeprefix("package upgrade | "), o.status) for o in result.nodes[node].ops
+            if o.name.startswith("package upgrade |")]
+
+
+def test_package_upgrades_are_planned_then_rolled_out_with_the_reboot_asked_for(drv, capsys):
+    drv.offer(["1.0"])  # corral-test-tool 1.0 installed outside corral, as any OS package
+    for n in NODES:
+        ssh(drv, n, f"apt-get update -q >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
+                    f"{TOOL}=1.0-1 >/dev/null")
+    drv.offer(["1.0", "1.1"])
+    spec = set_version(drv, "1.3", POLICY, UPGRADE_ALL)
+    assert main(["plan", "-f", str(drv.cluster.path)]) == 0
+    out = capsys.readouterr().out
+    assert "~ package upgrades | apt upgrades  [drain + package upgrade]" in out
+    assert f"{TOOL}: 1.0-1 -> 1.1-1" in out
+    assert "package upgrade: canary gpu01 -> batch 2 gpu[02-03] -> batch 3 gpu04" in out
+    assert set(tool_versions(drv).values()) == {"1.0-1"}  # plan changed nothing
+    result = converge(spec, "apply", command="test-upgrade-1.1")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    for n in NODES:
+        assert [s for s, _ in upgrade_ops(result, n)] == ["drain", "wait for jobs", "upgrade", "reboot", "verify",
+                                                          "resume"], n
+    assert [b["batch"] for b in result.rollouts] == ["canary", "batch 2", "batch 3"]
+    assert set(tool_versions(drv).values()) == {"1.1-1"}
+    in_service(drv)
+    again = converge(load(drv.cluster.path), "apply", command="test-upgrade-noop")
+    assert again.ok and again.changed == 0, [(n, o.name) for n, r in again.nodes.items() for o in r.ops
+                                             if o.status == "changed"]
+
+
+def test_a_package_that_breaks_slurmd_is_rolled_back_on_the_canary(drv):
+    drv.offer(["1.0", "1.1", "1.2"])
+    result = converge(set_version(drv, "1.3", POLICY, UPGRADE_ALL), "apply", command="test-upgrade-broken")
+    assert not result.ok
+    assert upgrade_ops(result, "gpu01")[-4:] == [("verify", "failed"), ("rollback install", "changed"),
+                                                 ("rollback verify", "changed"), ("rollback resume", "changed")]
+    assert "slurmd/munge not active" in result.nodes["gpu01"].error
+    for n in NODES[1:]:
+        assert upgrade_ops(result, n) == [("not started", "skipped")]
+    assert set(tool_versions(drv).values()) == {"1.1-1"}
+    assert ssh(drv, "gpu01", "systemctl is-active slurmd").stdout.strip() == "active"
+    in_service(drv)
+
+
+def test_a_held_package_is_not_upgraded_and_the_hold_is_released_with_the_spec(drv, capsys):
+    set_version(drv, "1.3", POLICY, f"packages: {{upgrade: all, hold: [{TOOL}]}}\n")
+    result = converge(load(drv.cluster.path), "apply", command="test-upgrade-hold")
+    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    assert not any(o.name.startswith("package upgrade |") for r in result.nodes.values() for o in r.ops)
+    assert all(ssh(drv, n, "apt-mark showhold").stdout.split() == [TOOL] for n in NODES)
+    assert set(tool_versions(drv).values()) == {"1.1-1"}
+    result = converge(set_version(drv, "1.3", POLICY), "apply", command="test-upgrade-unhold")
+    assert result.ok and all(ssh(drv, n, "apt-mark showhold").stdout.split() == [] for n in NODES)
+    drv.offer(["1.0", "1.1"])
