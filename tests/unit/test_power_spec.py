@@ -16,7 +16,9 @@ from corral.render.power import power_config, slurm_lines
 from corral.render.slurm import render_slurm_conf
 from corral.render.slurm_lint import lint_slurm_conf
 from corral.spec.loader import load_text
-from corral.spec.models_power import seconds
+from pydantic import TypeAdapter
+
+from corral.spec.types import Duration
 from corral.spec.rules_power import bmc_urls, excluded, virtual_bmc_listen
 
 NODES = """\
@@ -79,9 +81,9 @@ def test_lint_refuses_another_suspend_program():
     assert any("not one of corral's programs" in p for p in lint_slurm_conf(text))
 
 
-@pytest.mark.parametrize("value, expected", [("30s", 30), ("30m", 1800), ("2h", 7200)])
+@pytest.mark.parametrize("value, expected", [("30s", 30), ("30m", 1800), ("2h", 7200), (45, 45)])
 def test_durations(value, expected):
-    assert seconds(value) == expected
+    assert TypeAdapter(Duration).validate_python(value) == expected
 
 
 @pytest.mark.parametrize("change, where, message", [
@@ -94,7 +96,7 @@ def test_durations(value, expected):
     (('"gpu[01-03]", addresses: "10.1.0.[11-13]"', '"ctl,gpu[01-03]", addresses: "10.1.0.[10-13]"'),
      "power.bmc.nodes[0].names", "ctl is not a compute node"),
     (("enabled: true", "enabled: true\n  suspend_after: 5s"), "power.suspend_after", "shorter than 10s"),
-    (("enabled: true", "enabled: true\n  suspend_after: soon"), "power.suspend_after", "power.suspend_after: does not have the expected form"),
+    (("enabled: true", "enabled: true\n  suspend_after: soon"), "power.suspend_after", "power.suspend_after: not a duration"),
     (("enabled: true", "enabled: true\n  exclude: gpu09"), "power.exclude", "gpu09 is not a compute node"),
     (("credentials_file: bmc.cred", "credentials_file: nowhere.cred"), "power.bmc.credentials_file", "no such file"),
     (("credentials_file: bmc.cred", "credentials_file: bmc.cred\n    scheme: http"), "power.bmc.scheme",

@@ -9,7 +9,6 @@ import json
 from corral import paths
 from corral.render.hw import hostlist
 from corral.spec.cluster import Cluster
-from corral.spec.models_power import seconds
 from corral.spec.rules_power import bmc_urls, excluded
 
 RESUME_FAIL_REASON = "corral: power: resume failed"
@@ -23,8 +22,8 @@ def slurm_lines(cluster: Cluster) -> list[str]:
         return []
     out = ["", f"# Power saving: idle nodes powered off through their BMCs ({power.bmc.protocol}), on for a job",
            f"SuspendProgram={paths.POWER_SUSPEND}", f"ResumeProgram={paths.POWER_RESUME}",
-           f"ResumeFailProgram={paths.POWER_RESUME_FAIL}", f"SuspendTime={seconds(power.suspend_after)}",
-           f"SuspendTimeout={seconds(power.suspend_timeout)}", f"ResumeTimeout={seconds(power.resume_timeout)}"]
+           f"ResumeFailProgram={paths.POWER_RESUME_FAIL}", f"SuspendTime={power.suspend_after}",
+           f"SuspendTimeout={power.suspend_timeout}", f"ResumeTimeout={power.resume_timeout}"]
     never = excluded(cluster)
     if never:
         out.append(f"SuspendExcNodes={hostlist(never)}")

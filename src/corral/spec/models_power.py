@@ -16,9 +16,8 @@ from pydantic_core import PydanticCustomError
 
 from corral.spec.models_base import LOCAL_PATH, Strict
 from corral.spec.models_slurm import HOSTLIST
+from corral.spec.types import Duration
 
-DURATION = r"^\d{1,6}[smh]$"  # 30s, 30m, 2h
-_UNIT_S = {"s": 1, "m": 60, "h": 3600}
 MIN_SUSPEND_S = 10  # short, for a test cluster; a real one powers down after many minutes
 # a BMC: an IPv4 address or a DNS name, an optional :port (an IPv6 BMC is written in brackets: [fd00::5]:443)
 _BMC_ADDRESS = re.compile(r"([A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\])(:\d{1,5})?")
@@ -32,14 +31,6 @@ def _bmc_address(v: str) -> str:
 
 
 BmcAddress = Annotated[str, AfterValidator(_bmc_address)]
-
-
-def seconds(duration: str) -> int:
-    """'30s' -> 30, '30m' -> 1800, '2h' -> 7200."""
-    m = re.fullmatch(DURATION[1:-1], duration)
-    if not m:
-        raise ValueError(f"not a duration: {duration!r}")
-    return int(duration[:-1]) * _UNIT_S[duration[-1]]
 
 
 class BmcNodes(Strict):
@@ -76,11 +67,11 @@ class PowerSpec(Strict):
     """Slurm power saving: idle compute nodes powered off by their BMC, powered on for a job."""
 
     enabled: bool = Field(default=False, description="SuspendProgram/ResumeProgram in slurm.conf")
-    suspend_after: str = Field(default="30m", pattern=DURATION, description="SuspendTime: a node idle this "
-                               f"long is powered off (30s, 30m, 2h; at least {MIN_SUSPEND_S}s)")
-    resume_timeout: str = Field(default="10m", pattern=DURATION, description="ResumeTimeout: a node not "
+    suspend_after: Duration = Field(default=1800, le=7 * 86400, description="SuspendTime: a node idle this "
+                                    f"long is powered off (seconds, or 30s, 30m, 2h; at least {MIN_SUSPEND_S}s)")
+    resume_timeout: Duration = Field(default=600, ge=1, le=86400, description="ResumeTimeout: a node not "
                                 "back in Slurm this long after its power-on is drained (its boot time and more)")
-    suspend_timeout: str = Field(default="2m", pattern=DURATION, description="SuspendTimeout: how long a "
+    suspend_timeout: Duration = Field(default=120, ge=1, le=86400, description="SuspendTimeout: how long a "
                                  "node takes to power off")
     exclude: str | None = Field(default=None, pattern=HOSTLIST, description="compute nodes never powered "
                                 "off (SuspendExcNodes; compute nodes with another role are excluded anyway)")

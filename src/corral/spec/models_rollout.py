@@ -16,22 +16,9 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from corral.spec.models_base import Strict
+from corral.spec.types import Duration
 
-_DURATION = re.compile(r"(\d{1,7})([smhd]?)")
-_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _SHARE = re.compile(r"(\d{1,3})%")
-
-
-def _duration(v: object) -> int:
-    """Seconds from an int or "90s", "30m", "2h", "1d"."""
-    if isinstance(v, bool):
-        raise PydanticCustomError("corral", "not a duration (seconds, or a number with s, m, h or d: 30m, 2h)")
-    if isinstance(v, int):
-        return v
-    m = _DURATION.fullmatch(v) if isinstance(v, str) else None
-    if not m:
-        raise PydanticCustomError("corral", "not a duration (seconds, or a number with s, m, h or d: 30m, 2h)")
-    return int(m.group(1)) * _UNIT[m.group(2)]
 
 
 def _batch(v: object) -> int | str:
@@ -48,8 +35,6 @@ def _batch(v: object) -> int | str:
     raise PydanticCustomError("corral", "not a batch size (a node count such as 2, or a share from 1% to 100%)")
 
 
-Duration = Annotated[int, BeforeValidator(_duration),
-                     WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string", "pattern": _DURATION.pattern}]})]
 BatchSize = Annotated[int | str, BeforeValidator(_batch),
                       WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1},
                                                 {"type": "string", "pattern": _SHARE.pattern}]})]

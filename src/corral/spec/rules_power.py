@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from corral.errors import Problem
 from corral.spec.hosts import RangeError, count_addresses, expand_addresses, expand_names
-from corral.spec.models_power import MIN_SUSPEND_S, seconds
+from corral.spec.models_power import MIN_SUSPEND_S
 from corral.spec.rules_ldap import _file_problem as file_problem
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def check_power(cluster: Cluster, where: Where) -> list[Problem]:
         problems += _check_entries(cluster, where, compute)
     if not power.enabled:
         return problems
-    if seconds(power.suspend_after) < MIN_SUSPEND_S:
+    if power.suspend_after < MIN_SUSPEND_S:
         problems.append(Problem(where(at + ("suspend_after",)), f"shorter than {MIN_SUSPEND_S}s",
                                 power.suspend_after, f"give at least {MIN_SUSPEND_S}s (e.g. 30m)"))
     if power.bmc is None:

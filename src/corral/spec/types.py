@@ -6,7 +6,8 @@ newline never slips through a `$`):
   shell characters. `http://` is refused later unless the spec sets `allow_http: true`
   (spec/rules_download.py finds every `UrlStr` in the spec).
 - `AbsPath`: absolute, normalised (no `.`/`..`/`//`), a safe character set (no whitespace, quotes, `$`).
-- `SlurmDuration`: a Slurm time value (`7-0`, `12:00:00`, `INFINITE`).
+- `SlurmDuration`: a Slurm time value (`7-0`, `12:00:00`, `INFINITE`). `Duration`: seconds, written as
+  an integer or `90s`, `30m`, `2h`, `1d` (an int after validation).
 - `SlurmName`, `UnixUser` (an account corral logs in as), `UserName` (a cluster user, directory
   names too), `UnitName`, `Hostname` (RFC 1123), `HostPort`, `Email`, `Sha256`.
 - `MountOption`, `MountSource`, `SshPublicKey`, `Gecos`: storage and user fields (spec/models_storage.py,
@@ -23,7 +24,7 @@ import re
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 _URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?@%+,=&-]+")
@@ -171,3 +172,23 @@ SshPublicKey = Annotated[str, _pattern(SSH_KEY_RE, "an OpenSSH public key line (
 Gecos = Annotated[str, _pattern(re.compile(r"([A-Za-z0-9._@+][A-Za-z0-9 ._@+-]{0,127})?"),
                                 "a full name (letters, digits, spaces and . _ @ + - only; not starting "
                                 "with - or a space)")]
+
+
+_DURATION = re.compile(r"(\d{1,7})([smhd]?)")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(v: object) -> int:
+    """Seconds from an int or "90s", "30m", "2h", "1d"."""
+    if isinstance(v, bool):
+        raise PydanticCustomError("corral", "not a duration (seconds, or a number with s, m, h or d: 30m, 2h)")
+    if isinstance(v, int):
+        return v
+    m = _DURATION.fullmatch(v) if isinstance(v, str) else None
+    if not m:
+        raise PydanticCustomError("corral", "not a duration (seconds, or a number with s, m, h or d: 30m, 2h)")
+    return int(m.group(1)) * _UNIT[m.group(2)]
+
+
+Duration = Annotated[int, BeforeValidator(_duration),
+                     WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string", "pattern": _DURATION.pattern}]})]
