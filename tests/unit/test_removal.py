@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 import corral.workflows.slurm_node as S
+from tests.unit.fake_clock import Clock
 from corral.engine import node_record
 from corral.engine.node_record import DRAINED, SERVICES_LEFT, Deployed
 from corral.engine.results import NodeResult, OpResult, RunResult
@@ -29,16 +30,6 @@ rollout: {drain_timeout: 60}
 GPU03 = Deployed("gpu03", "10.0.0.13", ("compute",), 22, "root")
 NOT_FOUND = (1, "", "Node gpu03 not found\n")
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Fake:

@@ -12,6 +12,7 @@ import pytest
 
 import corral.workflows.rollout as R
 import corral.workflows.slurm_node as S
+from tests.unit.fake_clock import Clock
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.errors import SpecError
 from corral.spec.loader import load_text
@@ -149,16 +150,6 @@ def test_a_failure_in_the_last_batch_stops_nothing_more(monkeypatch):
 
 
 # --- the driver rollback -----------------------------------------------------------------------
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 class Fleet:

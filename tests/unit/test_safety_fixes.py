@@ -12,6 +12,7 @@ import pytest
 import corral.workflows.mig_rollout as M
 import corral.workflows.rollout as R
 import corral.workflows.slurm_node as S
+from tests.unit.fake_clock import Clock
 from corral.engine.results import NodeResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.spec.loader import load_text
@@ -39,18 +40,6 @@ DOWN = (1, "", "slurm_load_node error: Unable to contact slurm controller (conne
 SQUEUE_DOWN = (1, "", "squeue: error: Unable to contact slurm controller (connect failure)\n")
 OURS = "corral: driver 550.127.05 rollout"
 
-
-class Clock:
-    """time for the rollouts: sleeping moves the clock, nothing waits."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Cluster:

@@ -14,6 +14,7 @@ import pytest
 import corral.workflows.rollout as R
 import corral.workflows.slurm_node as S
 import corral.workflows.upgrade_rollout as U
+from tests.unit.fake_clock import Clock
 from corral.engine.results import NodeResult, RunResult
 from corral.spec.loader import load_text
 from corral.workflows import batches
@@ -28,16 +29,6 @@ rollout: {batch: "50%", drain_timeout: 60}
 """
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 class Fleet:

@@ -13,7 +13,6 @@ import subprocess
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from corral.errors import CorralError, HostToolError, UsageError
 from corral.parallel import pmap

@@ -8,7 +8,7 @@ from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.errors import CorralError
-from corral.workflows import batches, mig_rollout, removal_phase, rollout
+from corral.workflows import batches, mig_rollout, removal_phase, rollout, upgrade_rollout
 from corral.engine.results import RunResult
 from corral.spec.rules import spec_warnings
 from corral.spec.rules_rollout import policy
