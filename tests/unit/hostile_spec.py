@@ -60,6 +60,7 @@ BASE: dict[str, Any] = {
                                             "ca_cert": LDAP_CA, "bind_dn": "cn=reader,dc=example,dc=com",
                                             "bind_password_file": LDAP_BIND}},
     "slurm": {
+        "version": "22.05",
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
                         "qos": "normal", "extra": {"AllowAccounts": "research"}},
                        {"name": "all"}],

@@ -18,11 +18,12 @@ from corral.spec.cluster import Cluster
 
 def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool,
                force: bool = False):
+    from corral.backup.take import take
     from corral.engine.progress import make_reporter
     from corral.workflows.converge import converge
     say = None if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return converge(cluster, mode, limit=limit, on_event=None if quiet else make_reporter(sys.stderr),
-                    command=command, say=say, force=force)
+                    command=command, say=say, force=force, backup=take)
 
 
 def show_warnings(result) -> None:
@@ -125,6 +126,7 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
 def up(as_json: bool = JsonOpt) -> None:
     """The main job: virtual cluster up -> apply -> validate (the embedded default)."""
     from corral.cli.virtual_cmd import DEFAULT_DIR
+    from corral.backup.take import take
     from corral.engine.progress import make_reporter
     from corral.workflows.up import up as run_up
     result = run_up(DEFAULT_DIR, say=lambda line: err.print(line, markup=False),

@@ -31,9 +31,10 @@ def components(cluster) -> list:
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
     from corral.deploy.slurm_ha import slurm_user
+    from corral.deploy.slurm_version import slurm_version
     from corral.deploy.sssd import sssd
     from corral.deploy.storage import storage_mounts, storage_server
     from corral.deploy.upgrades import package_upgrades
     from corral.deploy.users import users
-    return [base, package_upgrades, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
+    return [base, package_upgrades, slurm_version, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
             accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]

@@ -102,8 +102,19 @@ class FairShare(Strict):
                                                                       "past usage is forgotten")
 
 
+SLURM_VERSION = r"^\d{2}\.\d{2}(\.\d{1,3})?$"  # a major release (22.05) or a maintenance release (22.05.8)
+
+
 class SlurmSpec(Strict):
     """slurm.conf, gres.conf and the accounting database (scheduler: slurm)."""
+
+    version: str | None = Field(
+        default=None, pattern=SLURM_VERSION,
+        description="the Slurm release on every Slurm node: `22.05` (any 22.05.x) or `22.05.8`; an apt pin "
+                    "(/etc/apt/preferences.d/corral-slurm) holds the packages there; a different installed "
+                    "version is upgraded in Slurm's order (backup, slurmdbd, slurmctld, then slurmd under "
+                    "`rollout:`; docs/operations.md); downgrades and jumps Slurm does not support are refused. "
+                    "Unset: the distribution's version, no pin")
 
     partitions: list[Partition] = Field(default_factory=list,
                                         description="partitions; none: one partition `gpu` (`batch` without "

@@ -8,7 +8,7 @@ from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.errors import CorralError
-from corral.workflows import batches, mig_rollout, removal_phase, rollout, upgrade_rollout
+from corral.workflows import batches, mig_rollout, removal_phase, rollout, slurm_upgrade, upgrade_rollout
 from corral.engine.results import RunResult
 from corral.spec.rules import spec_warnings
 from corral.spec.rules_rollout import policy
@@ -16,7 +16,7 @@ from corral.spec.cluster import Cluster
 
 
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
-             command: str | None = None, say=None, force: bool = False) -> RunResult:
+             command: str | None = None, say=None, force: bool = False, backup=None) -> RunResult:
     """Plan or apply every component; in apply, then roll out the changes that need a reboot
     (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), then package upgrades
     (workflows/upgrade_rollout.py), each under the rollout policy, and journal the run again with their steps."""
@@ -45,7 +45,10 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     up_nodes = [n for n in upgrade_rollout.pending(result) if n not in stopped and result.nodes[n].ok]
     if up_nodes:
         upgrade_rollout.roll_out(cluster, result, up_nodes, say)
-    if nodes or mig_nodes or up_nodes:
+    slurm_nodes = slurm_upgrade.pending(result)  # `backup`: backup/take.py's take, from the CLI
+    if slurm_nodes:
+        slurm_upgrade.roll_out(cluster, result, slurm_nodes, backup, say)
+    if nodes or mig_nodes or up_nodes or slurm_nodes:
         result.duration_s += time.monotonic() - start
         try:
             journal.record(cluster.state_dir, result)
@@ -61,3 +64,6 @@ def show_rollouts(cluster: Cluster, result: RunResult) -> None:
                         (upgrade_rollout.WHAT, upgrade_rollout.pending(result))):
         if nodes:
             result.rollouts.append(batches.planned(what, nodes, p))
+    slurm = slurm_upgrade.planned(cluster, result, p)
+    if slurm:
+        result.rollouts.append(slurm)

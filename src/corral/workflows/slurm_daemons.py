@@ -1,0 +1,73 @@
+"""One step of a Slurm upgrade (workflows/slurm_upgrade.py) on one node: stop the daemon, pin and
+install `slurm.version` (render/slurm_pin.py), start it, wait (bounded) until it answers at that
+version. A failure raises StepFailed; the caller decides what stops."""
+
+from __future__ import annotations
+
+import time
+
+from corral.engine.shell import cmd
+from corral.facts.slurm import upstream_version
+from corral.render.slurm_pin import install_script
+from corral.spec.slurm_releases import matches
+from corral.workflows.slurm_node import POLL_S, StepFailed
+
+DBD_TIMEOUT_S = 3600   # slurmdbd converts the accounting database at its first start: long on a big one
+CTL_TIMEOUT_S = 600    # slurmctld reads (and converts) its state save files
+SLURMD_TIMEOUT_S = 180  # slurmd registered and responding
+INSTALL_TIMEOUT_S = 1800
+# every Slurm package depends on slurm-wlm-basic-plugins at its own version
+INSTALLED_VERSION = "dpkg-query -W -f '${Version}' slurm-wlm-basic-plugins"  # shell-ok: a constant
+READY = {"slurmdbd": "sacctmgr -n show cluster", "slurmctld": "scontrol ping | grep -q 'is UP'"}
+
+
+def running_version(r, node: str, binary: str) -> str:
+    """`slurmd -V` -> 'slurm 23.02.7' -> '23.02.7' ('' when it does not answer)."""
+    p = r.on(node, cmd(binary, "-V"), timeout=30)
+    words = p.stdout.split()
+    return words[-1] if p.returncode == 0 and words else ""
+
+
+def install(r, node: str, version: str) -> None:
+    p = r.on(node, install_script(version), timeout=INSTALL_TIMEOUT_S)
+    if p.returncode != 0:
+        raise StepFailed("install", f"{node}: rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
+                         keep_drained=True)
+    p = r.on(node, INSTALLED_VERSION, timeout=30)
+    found = upstream_version(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else ""
+    if not matches(found or "0.0", version):
+        raise StepFailed("install", f"{node}: Slurm {found or 'unknown'} installed, not {version} (is {version} in "
+                         "the node's repositories?)", keep_drained=True)
+
+
+def wait_until(r, check, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if check():
+            return
+        if time.monotonic() >= deadline:
+            raise StepFailed("wait", f"{what} not answering within {int(seconds)} s", keep_drained=True)
+        time.sleep(POLL_S)
+
+
+def service(r, node: str, daemon: str, version: str, action: str) -> None:
+    p = r.on(node, cmd("systemctl", action, daemon), timeout=120)
+    if p.returncode != 0:
+        raise StepFailed(action, f"{node}: systemctl {action} {daemon}: {(p.stderr or p.stdout).strip()[-200:]}",
+                         keep_drained=True)
+
+
+def upgrade_daemon(r, node: str, daemon: str, version: str, timeout: float) -> str:
+    """slurmdbd or slurmctld on `node`: stop, install, start, wait for it to answer at `version`."""
+    service(r, node, daemon, version, "stop")
+    install(r, node, version)
+    service(r, node, daemon, version, "start")
+    wait_until(r, lambda: r.on(node, READY[daemon], timeout=30).returncode == 0
+               and matches(running_version(r, node, daemon) or "0.0", version), timeout, f"{daemon} on {node}")
+    return f"{daemon} {running_version(r, node, daemon)} answering"
+
+
+def slurmd_responding(r, node: str) -> bool:
+    p = r.sc(cmd("scontrol", "show", "node", node), timeout=30)
+    state = next((w.split("=", 1)[1] for w in p.stdout.split() if w.startswith("State=")), "")
+    return p.returncode == 0 and bool(state) and not any(s in state for s in ("NOT_RESPONDING", "DOWN"))

@@ -1,0 +1,173 @@
+"""A Slurm upgrade (`slurm.version` differs from what the nodes run; deploy/slurm_version.py marks
+them), carried out after every other component and rollout, in the order Slurm's Upgrade Guide
+gives (https://slurm.schedmd.com/upgrades.html; the release notes: "If using the slurmdbd ... you
+must update this first"):
+
+  1. `corral backup` (backup/take.py, passed in by the CLI): a failed backup stops everything;
+  2. slurmdbd on the accounting node: stop, install, start, wait until it answers
+     (`sacctmgr show cluster`, bounded by DBD_TIMEOUT_S: the first start converts the database);
+  3. slurmctld on every controller: all stopped (the backup controllers first, so none takes over
+     at the old version), installed, the primary started and answering, then the backups;
+     login nodes' client tools next;
+  4. slurmd on compute nodes under the rollout policy (workflows/batches.py): drain, wait for jobs,
+     stop slurmd, install, start, `slurmd -V` at the version and the node responding, resume.
+
+Slurm runs slurmd older than slurmctld (within the window), so a stop in step 4 leaves a working
+cluster; the result says so. slurmdbd and slurmctld cannot be rolled back (they rewrite the
+database and the state files in the new format): a failure in steps 2-3 stops the upgrade with the
+daemon as it is and says so; the backup taken in step 1 is the way back (`corral restore` with the
+old version installed by hand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from corral.deploy.slurm_version import ROLES, UPGRADE
+from corral.engine.results import OpResult, RunResult
+from corral.errors import CorralError
+from corral.parallel import pmap
+from corral.spec.cluster import Cluster
+from corral.spec.hosts import compress_names
+from corral.workflows import batches
+from corral.workflows.rollout import Rollout
+from corral.workflows.slurm_daemons import (CTL_TIMEOUT_S, DBD_TIMEOUT_S, SLURMD_TIMEOUT_S, install, running_version,
+                                            service, slurmd_responding, upgrade_daemon, wait_until)
+from corral.workflows.slurm_node import StepFailed, settle
+
+WHAT = "slurm upgrade"
+OURS = "corral: slurm upgrade"
+NO_ROLLBACK = ("not rolled back: the new {daemon} has converted its {data}, which the old one cannot read; "
+               "the backup of this run is the way back (old version installed by hand, then corral restore)")
+
+
+def pending(result: RunResult) -> list[str]:
+    return [name for name, n in result.nodes.items()
+            if n.ok and any(o.status == "changed" and o.disruption == UPGRADE for o in n.ops)]
+
+
+def _from(result: RunResult, nodes: list[str]) -> str:
+    diffs = [o.diff or "" for n in nodes for o in result.nodes[n].ops if o.disruption == UPGRADE]
+    return sorted({d.split()[1] for d in diffs if d.startswith("Slurm ")} or {"?"})[0]
+
+
+def order(cluster: Cluster, nodes: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(accounting, controllers backups first, login, compute) among `nodes`."""
+    def role(r): return [n.name for n in cluster.with_role(r) if n.name in nodes]
+    ctl = role("controller")
+    return role("accounting"), ctl[1:][::-1] + ctl[:1], [n for n in role("login") if n not in ctl], \
+        [n for n in role("compute") if n not in ctl]
+
+
+def planned(cluster: Cluster, result: RunResult, policy) -> dict | None:
+    nodes = pending(result)
+    if not nodes:
+        return None
+    dbd, ctl, login, compute = order(cluster, nodes)
+    steps = (["backup"] + [f"slurmdbd on {n}" for n in dbd] + [f"slurmctld on {n}" for n in ctl]
+             + ([f"client tools on {compress_names(login)}"] if login else []))
+    entry = batches.planned(WHAT, compute, policy) if compute else {"what": WHAT, "state": "planned", "batches": []}
+    entry["summary"] = (f"{WHAT} {_from(result, nodes)} -> {cluster.spec.slurm.version}: {', '.join(steps)}"
+                        + (f", then slurmd: {entry['summary']}" if compute else ""))
+    return entry
+
+
+def _fail(result: RunResult, node: str, step: str, message: str) -> None:
+    n = result.nodes[node]
+    n.ops.append(OpResult(name=f"{WHAT} | {step}", status="failed", reason=message, disruption=UPGRADE))
+    n.error, n.error_kind = f"{WHAT}: {step} failed: {message}", "op-failed"
+
+
+def _ok(result: RunResult, node: str, step: str, reason: str, say) -> None:
+    result.nodes[node].ops.append(OpResult(name=f"{WHAT} | {step}", status="changed", reason=reason,
+                                           disruption=UPGRADE))
+    say(f"node {node}: {WHAT}: {step}: {reason}")
+
+
+def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], backup: Callable | None,
+             say: Callable[[str], None] | None = None) -> bool:
+    say, r, version = say or (lambda line: None), Rollout(cluster, None), cluster.spec.slurm.version
+    r.say = say
+    unknown = sorted(n.name for n in cluster.nodes if set(n.roles) & set(ROLES) and not result.nodes[n.name].ok)
+    if unknown:
+        result.warnings.append(f"{WHAT} to {version} not started: {compress_names(unknown)} failed or did not answer "
+                               "(its Slurm version is unknown or refused); nothing was upgraded")
+        return False
+    dbd, ctl, login, compute = order(cluster, nodes)
+    first = (dbd + ctl + login + compute)[0]
+    if backup is None:
+        _fail(result, first, "backup", "no backup available in this command (use corral apply); nothing upgraded")
+        return False
+    taken = backup(cluster)
+    if not taken.ok:
+        _fail(result, first, "backup", f"{taken.error}; nothing was upgraded")
+        return False
+    _ok(result, first, "backup", f"taken: {taken.file}", say)
+    for group, daemon, data, timeout in ((dbd, "slurmdbd", "database", DBD_TIMEOUT_S),
+                                         (ctl, "slurmctld", "state files", CTL_TIMEOUT_S)):
+        try:
+            if daemon == "slurmctld" and len(group) > 1:
+                for node in group:
+                    service(r, node, daemon, version, "stop")
+            for node in (group[::-1] if daemon == "slurmctld" else group):  # the primary first
+                _ok(result, node, daemon, upgrade_daemon(r, node, daemon, version, timeout), say)
+        except (StepFailed, CorralError) as exc:
+            later = "slurmctld and slurmd" if daemon == "slurmdbd" else "slurmd"
+            _fail(result, node, daemon, f"{' '.join(str(exc).split())}; {NO_ROLLBACK.format(daemon=daemon, data=data)}"
+                  f"; {later} not touched (still at the old version)")
+            result.warnings.append(f"{WHAT}: stopped at {daemon} on {node}: fix it by hand before anything else")
+            return False
+    for node in login:
+        try:
+            install(r, node, version)
+            _ok(result, node, "client tools", f"Slurm {version} installed", say)
+        except (StepFailed, CorralError) as exc:
+            _fail(result, node, "client tools", " ".join(str(exc).split()))
+
+    def one(name: str) -> tuple[list[OpResult], str | None]:
+        return slurmd_one(r, name, version)
+
+    def do_batch(batch: list[str]) -> list[str]:
+        failed = []
+        for name, (ops, error) in zip(batch, pmap(one, batch)):
+            result.nodes[name].ops.extend(ops)
+            if error:
+                result.nodes[name].error, result.nodes[name].error_kind = error, "op-failed"
+                failed.append(name)
+        return failed
+    done = batches.run_batches(WHAT, compute, r.r, do_batch, result, say, disruption=UPGRADE) if compute else True
+    if not done:
+        result.warnings.append(f"{WHAT}: slurmdbd and slurmctld are at {version}; the compute nodes not started "
+                               "keep their older slurmd, which Slurm supports: the cluster works; apply again")
+    return done
+
+
+def slurmd_one(r, name: str, version: str) -> tuple[list[OpResult], str | None]:
+    done: list[OpResult] = []
+
+    def ok(step: str, reason: str) -> None:
+        done.append(OpResult(name=f"{WHAT} | {step}", status="changed", reason=reason, disruption=UPGRADE))
+        r.say(f"node {name}: {WHAT}: {step}: {reason}")
+    known, touched = None, False
+    try:
+        known = r.controller is not None and r.node_reason(name) is not None
+        if known:
+            r.drain_and_wait(name, OURS, ok)
+        touched = True
+        service(r, name, "slurmd", version, "stop")
+        install(r, name, version)
+        service(r, name, "slurmd", version, "start")
+        wait_until(r, lambda: bool(running_version(r, name, "slurmd")) and slurmd_responding(r, name),
+                   SLURMD_TIMEOUT_S, f"slurmd on {name}")
+        ok("install", f"slurmd {running_version(r, name, 'slurmd')} responding")
+        if known and r.node_reason(name) in (OURS, ""):
+            r.resume(name)
+            ok("resume", "resumed in Slurm")
+        return done, None
+    except (StepFailed, CorralError) as exc:
+        step = exc.step if isinstance(exc, StepFailed) else "remote command"
+        message = " ".join(str(exc).split())
+        after, note = settle(r, name, known, touched, OURS, f"{OURS} {step} failed: {message}")
+        done.append(OpResult(name=f"{WHAT} | {step}", status="failed", reason=f"{message}{note} ({after})",
+                             disruption=UPGRADE))
+        return done, f"{WHAT}: {step} failed: {message}{note} ({after})"
