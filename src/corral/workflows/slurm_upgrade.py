@@ -67,7 +67,7 @@ def planned(cluster: Cluster, result: RunResult, policy) -> dict | None:
     steps = (["backup"] + [f"slurmdbd on {n}" for n in dbd] + [f"slurmctld on {n}" for n in ctl]
              + ([f"client tools on {compress_names(login)}"] if login else []))
     entry = batches.planned(WHAT, compute, policy) if compute else {"what": WHAT, "state": "planned", "batches": []}
-    entry["summary"] = (f"{WHAT} {_from(result, nodes)} -> {cluster.spec.slurm.version}: {', '.join(steps)}"
+    entry["summary"] = (f"{_from(result, nodes)} -> {cluster.spec.slurm.version}: {', '.join(steps)}"
                         + (f", then slurmd: {entry['summary']}" if compute else ""))
     return entry
 
