@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from corral.engine.shell import cmd
+from corral.engine.shell import q
 from corral.facts.slurm import upstream_version
 from corral.render.slurm_pin import install_script
 from corral.spec.slurm_releases import matches
@@ -23,7 +23,7 @@ READY = {"slurmdbd": "sacctmgr -n show cluster", "slurmctld": "scontrol ping | g
 
 def running_version(r, node: str, binary: str) -> str:
     """`slurmd -V` -> 'slurm 23.02.7' -> '23.02.7' ('' when it does not answer)."""
-    p = r.on(node, cmd(binary, "-V"), timeout=30)
+    p = r.on(node, f"{q(binary)} -V", timeout=30)
     words = p.stdout.split()
     return words[-1] if p.returncode == 0 and words else ""
 
@@ -51,7 +51,7 @@ def wait_until(r, check, seconds: float, what: str) -> None:
 
 
 def service(r, node: str, daemon: str, version: str, action: str) -> None:
-    p = r.on(node, cmd("systemctl", action, daemon), timeout=120)
+    p = r.on(node, f"systemctl {q(action)} {q(daemon)}", timeout=120)
     if p.returncode != 0:
         raise StepFailed(action, f"{node}: systemctl {action} {daemon}: {(p.stderr or p.stdout).strip()[-200:]}",
                          keep_drained=True)
@@ -62,12 +62,13 @@ def upgrade_daemon(r, node: str, daemon: str, version: str, timeout: float) -> s
     service(r, node, daemon, version, "stop")
     install(r, node, version)
     service(r, node, daemon, version, "start")
-    wait_until(r, lambda: r.on(node, READY[daemon], timeout=30).returncode == 0
+    ask = r.sc if daemon == "slurmdbd" else (lambda c, timeout: r.on(node, c, timeout=timeout))  # sacctmgr: a client
+    wait_until(r, lambda: ask(READY[daemon], timeout=30).returncode == 0
                and matches(running_version(r, node, daemon) or "0.0", version), timeout, f"{daemon} on {node}")
     return f"{daemon} {running_version(r, node, daemon)} answering"
 
 
 def slurmd_responding(r, node: str) -> bool:
-    p = r.sc(cmd("scontrol", "show", "node", node), timeout=30)
+    p = r.sc(f"scontrol show node -o {q(node)}", timeout=30)
     state = next((w.split("=", 1)[1] for w in p.stdout.split() if w.startswith("State=")), "")
     return p.returncode == 0 and bool(state) and not any(s in state for s in ("NOT_RESPONDING", "DOWN"))
