@@ -48,3 +48,19 @@ def test_downgrades_refused(installed, requested):
 def test_unknown_releases_refused():
     assert "not a Slurm major release corral knows" in refusal("ctl", "22.05.8", "22.06")[0]
     assert "older than the releases corral knows" in refusal("ctl", "19.05.5", "20.02")[0]
+
+
+def test_the_pin_holds_a_major_or_an_exact_release():
+    from corral.render.slurm_pin import pin_text, version_glob
+    assert version_glob("22.05") == "22.05.*" and version_glob("22.05.8") == "22.05.8-*"
+    text = pin_text("23.02")
+    assert "Pin: version 23.02.*\nPin-Priority: 1001\n" in text
+    assert all(p in text.split("\n")[1].split() for p in ("slurmctld", "slurmd", "slurmdbd", "slurm-client",
+                                                          "libpam-slurm-adopt"))
+
+
+def test_the_install_script_writes_the_pin_and_keeps_daemons_as_they_are():
+    from corral.workflows.slurm_daemons import install_script
+    script = install_script("23.02")
+    assert "Pin: version 23.02.*" in script and "/etc/apt/preferences.d/corral-slurm" in script
+    assert "exit 101" in script and script.index("policy-rc.d") < script.index("apt-get install")

@@ -8,7 +8,7 @@ import time
 
 from corral.engine.shell import q
 from corral.facts.slurm import upstream_version
-from corral.render.slurm_pin import install_script
+from corral.render.slurm_pin import INSTALLED, PIN, pin_text
 from corral.spec.slurm_releases import matches
 from corral.workflows.slurm_node import POLL_S, StepFailed
 
@@ -19,6 +19,24 @@ INSTALL_TIMEOUT_S = 1800
 # every Slurm package depends on slurm-wlm-basic-plugins at its own version
 INSTALLED_VERSION = "dpkg-query -W -f '${Version}' slurm-wlm-basic-plugins"  # shell-ok: a constant
 READY = {"slurmdbd": "sacctmgr -n show cluster", "slurmctld": "scontrol ping | grep -q 'is UP'"}
+
+
+def install_script(version: str) -> str:
+    """The pin, then every installed Slurm package at the pinned version (the daemons stay as the
+    caller left them: a policy-rc.d of its own, where none is, keeps the package scripts from
+    starting or restarting them; the caller starts them and waits)."""
+    return f"""set -u
+printf '%s' {q(pin_text(version))} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || exit 1
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null 2>&1 || {{ echo 'apt-get update failed' >&2; exit 1; }}
+pkgs=$(dpkg-query -W -f '${{db:Status-Abbrev}} ${{Package}}\\n' {INSTALLED} 2>/dev/null | awk '$1 ~ /^.i/ {{print $2}}')
+[ -n "$pkgs" ] || {{ echo 'no Slurm package installed' >&2; exit 1; }}
+rc=/usr/sbin/policy-rc.d; mine=
+[ -e $rc ] || {{ printf '#!/bin/sh\nexit 101\n' > $rc && chmod 755 $rc && mine=1; }}
+apt-get install -y -q -o Dpkg::Options::=--force-confold $pkgs; status=$?
+[ -n "$mine" ] && rm -f $rc
+exit $status
+"""
 
 
 def running_version(r, node: str, binary: str) -> str:
