@@ -55,8 +55,8 @@ def order(cluster: Cluster, nodes: list[str]) -> tuple[list[str], list[str], lis
     """(accounting, controllers backups first, login, compute) among `nodes`."""
     def role(r): return [n.name for n in cluster.with_role(r) if n.name in nodes]
     ctl = role("controller")
-    return role("accounting"), ctl[1:][::-1] + ctl[:1], [n for n in role("login") if n not in ctl], \
-        [n for n in role("compute") if n not in ctl]
+    compute = role("compute")  # a controller that is also a compute node too: its slurmd restarts there
+    return role("accounting"), ctl[1:][::-1] + ctl[:1], [n for n in role("login") if n not in ctl + compute], compute
 
 
 def planned(cluster: Cluster, result: RunResult, policy) -> dict | None:
