@@ -195,3 +195,20 @@ def test_plan_shows_the_order():
     assert entry["summary"] == ("22.05.8 -> 23.02: backup, slurmdbd on db, slurmctld on ctl, then slurmd: "
                                 "canary gpu01 -> batch 2 gpu[02-03] -> batch 3 gpu04; stops at 1 failed node "
                                 "(any in the canary)")
+
+
+def test_a_limited_run_upgrades_nothing(monkeypatch):
+    fake = Cluster()
+    cluster = load_text(SPEC, "cluster.yaml")
+    result = marked(cluster)
+    del result.nodes["gpu04"]  # apply --limit gpu[01-03]
+    monkeypatch.setattr(R, "run_on", fake)
+    assert not U.roll_out(cluster, result, U.pending(result), lambda c: pytest.fail("no backup"))
+    assert fake.log == [] and "--limit" in result.warnings[0]
+
+
+def test_a_controller_that_is_also_a_compute_node_gets_its_slurmd_step():
+    cluster = load_text(SPEC.replace("roles: [controller]", "roles: [controller, compute]"), "cluster.yaml")
+    entry = U.planned(cluster, marked(cluster), policy(cluster.spec))
+    assert entry["summary"].startswith("22.05.8 -> 23.02: backup, slurmdbd on db, slurmctld on ctl, then slurmd: "
+                                       "canary ctl -> ")

@@ -40,7 +40,7 @@ def slurm_pin(version: str, node: str):
     if installed:
         refused = refusal(node, installed, version)
         if refused:
-            raise CorralError(refused[0], where="slurm.version", value=version, fix=refused[1])
+            raise CorralError(refused[0], fix=refused[1])  # the message names slurm.version, the node, both versions
         if not matches(installed, version):
             annotate(disruption=UPGRADE, diff=f"Slurm {installed} -> {version}\n(after the other components: "
                                               "backup, slurmdbd, slurmctld, then slurmd under the rollout policy)\n")

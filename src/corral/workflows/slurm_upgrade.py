@@ -88,7 +88,12 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], backup: Call
              say: Callable[[str], None] | None = None) -> bool:
     say, r, version = say or (lambda line: None), Rollout(cluster, None), cluster.spec.slurm.version
     r.say = say
-    unknown = sorted(n.name for n in cluster.nodes if set(n.roles) & set(ROLES) and not result.nodes[n.name].ok)
+    slurm_nodes = [n.name for n in cluster.nodes if set(n.roles) & set(ROLES)]
+    if any(n not in result.nodes for n in slurm_nodes):
+        result.warnings.append(f"{WHAT} to {version} not started: this run was limited (--limit); an apply "
+                               "without --limit upgrades Slurm")
+        return False
+    unknown = sorted(n for n in slurm_nodes if not result.nodes[n].ok)
     if unknown:
         result.warnings.append(f"{WHAT} to {version} not started: {compress_names(unknown)} failed or did not answer "
                                "(its Slurm version is unknown or refused); nothing was upgraded")
