@@ -212,3 +212,19 @@ def test_a_controller_that_is_also_a_compute_node_gets_its_slurmd_step():
     entry = U.planned(cluster, marked(cluster), policy(cluster.spec))
     assert entry["summary"].startswith("22.05.8 -> 23.02: backup, slurmdbd on db, slurmctld on ctl, then slurmd: "
                                        "canary ctl -> ")
+
+
+def test_a_slurmdbd_install_that_fails_starts_the_old_one_again(upgrade, monkeypatch):
+    fake = Cluster()
+    answer = fake.answer
+
+    def failing(node, command):
+        if node == "db" and "apt-get install" in command:
+            fake.log.append((node, "install failed"))
+            return 100, "", "E: Unable to locate package"
+        return answer(node, command)
+    monkeypatch.setattr(fake, "answer", failing)
+    went, result = upgrade(fake)
+    assert not went and fake.log[1:] == [("db", "stop slurmdbd"), ("db", "install failed"), ("db", "start slurmdbd")]
+    assert "the new version never ran; slurmdbd on db started again" in result.nodes["db"].error
+    assert fake.running["db"] == "22.05.8" and fake.installed["ctl"] == "22.05.8"

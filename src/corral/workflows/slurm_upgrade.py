@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from corral.deploy.slurm_version import ROLES, UPGRADE
 from corral.engine.results import OpResult, RunResult
+from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.parallel import pmap
 from corral.spec.cluster import Cluster
@@ -70,6 +71,19 @@ def planned(cluster: Cluster, result: RunResult, policy) -> dict | None:
     entry["summary"] = (f"{_from(result, nodes)} -> {cluster.spec.slurm.version}: {', '.join(steps)}"
                         + (f", then slurmd: {entry['summary']}" if compute else ""))
     return entry
+
+
+def left_as(r, node: str, daemon: str, step: str, data: str) -> str:
+    """What a failed slurmdbd/slurmctld step leaves: before the new version ran, the old daemon is
+    started again; after, no rollback (the new one has converted its data)."""
+    if step in ("stop", "install", "remote command"):
+        try:
+            p = r.on(node, f"systemctl start {q(daemon)}", timeout=120)
+            back = "started again" if p.returncode == 0 else f"did not start again (rc={p.returncode})"
+        except CorralError as exc:
+            back = f"could not be started again ({' '.join(str(exc).split())[:160]})"
+        return f"the new version never ran; {daemon} on {node} {back}"
+    return NO_ROLLBACK.format(daemon=daemon, data=data)
 
 
 def _fail(result: RunResult, node: str, step: str, message: str) -> None:
@@ -118,7 +132,8 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], backup: Call
                 _ok(result, node, daemon, upgrade_daemon(r, node, daemon, version, timeout), say)
         except (StepFailed, CorralError) as exc:
             later = "slurmctld and slurmd" if daemon == "slurmdbd" else "slurmd"
-            _fail(result, node, daemon, f"{' '.join(str(exc).split())}; {NO_ROLLBACK.format(daemon=daemon, data=data)}"
+            step = exc.step if isinstance(exc, StepFailed) else "remote command"
+            _fail(result, node, daemon, f"{' '.join(str(exc).split())}; {left_as(r, node, daemon, step, data)}"
                   f"; {later} not touched (still at the old version)")
             result.warnings.append(f"{WHAT}: stopped at {daemon} on {node}: fix it by hand before anything else")
             return False
