@@ -65,7 +65,7 @@ def planned(cluster: Cluster, result: RunResult, policy) -> dict | None:
     if not nodes:
         return None
     dbd, ctl, login, compute = order(cluster, nodes)
-    steps = (["backup"] + [f"slurmdbd on {n}" for n in dbd] + [f"slurmctld on {n}" for n in ctl]
+    steps = (["backup"] + [f"slurmdbd on {n}" for n in dbd] + [f"slurmctld on {n}" for n in ctl[::-1]]  # started primary first
              + ([f"client tools on {compress_names(login)}"] if login else []))
     entry = batches.planned(WHAT, compute, policy) if compute else {"what": WHAT, "state": "planned", "batches": []}
     entry["summary"] = (f"{_from(result, nodes)} -> {cluster.spec.slurm.version}: {', '.join(steps)}"
