@@ -126,7 +126,6 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
 def up(as_json: bool = JsonOpt) -> None:
     """The main job: virtual cluster up -> apply -> validate (the embedded default)."""
     from corral.cli.virtual_cmd import DEFAULT_DIR
-    from corral.backup.take import take
     from corral.engine.progress import make_reporter
     from corral.workflows.up import up as run_up
     result = run_up(DEFAULT_DIR, say=lambda line: err.print(line, markup=False),
