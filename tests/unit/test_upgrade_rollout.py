@@ -94,7 +94,7 @@ class Fleet:
 @pytest.fixture
 def fleet(monkeypatch):
     clock = Clock()
-    for mod in (S, R, batches):
+    for mod in (S, R, batches, U):
         monkeypatch.setattr(mod, "time", clock)
 
     def setup(fake: Fleet, spec: str = SPEC):
