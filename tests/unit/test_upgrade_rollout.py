@@ -153,3 +153,9 @@ def test_install_script_installs_exactly_the_planned_versions_quoted():
 
 def test_the_reboot_test_runs_under_sh():
     assert subprocess.run(["sh", "-n", "-c", U.REBOOT_DUE]).returncode == 0
+
+
+def test_no_output_means_nothing_to_upgrade_not_none():
+    """pyinfra answers default() for an empty output (a converged node prints nothing)."""
+    from corral.facts.apt_upgrades import AptHolds, AptState, AptUpgrades
+    assert AptUpgrades.default() == AptState((), False) and AptHolds.default() == ((), ())

@@ -243,8 +243,9 @@ def test_package_upgrades_are_planned_then_rolled_out_with_the_reboot_asked_for(
     assert set(tool_versions(drv).values()) == {"1.1-1"}
     in_service(drv)
     again = converge(load(drv.cluster.path), "apply", command="test-upgrade-noop")
-    assert again.ok and again.changed == 0, [(n, o.name) for n, r in again.nodes.items() for o in r.ops
-                                             if o.status == "changed"]
+    assert again.ok and again.changed == 0, "\n".join(
+        [f"{n}: {r.error}" for n, r in again.nodes.items() if r.error]
+        + [f"{n}: {o.name}: {o.reason}" for n, r in again.nodes.items() for o in r.ops if o.status in ("changed", "failed")])
 
 
 def test_a_package_that_breaks_slurmd_is_rolled_back_on_the_canary(drv):

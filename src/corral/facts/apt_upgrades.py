@@ -74,10 +74,14 @@ def command() -> str:
 
 
 class AptUpgrades(FactBase):
-    """AptState of the node (the command never fails)."""
+    """AptState of the node (the command never fails; no output: nothing to upgrade)."""
 
     def command(self) -> str:
         return command()
+
+    @staticmethod
+    def default() -> AptState:  # pyinfra's answer for an empty output
+        return AptState((), False)
 
     def process(self, output: list[str]) -> AptState:
         return parse_upgrades(list(output))
@@ -85,6 +89,10 @@ class AptUpgrades(FactBase):
 
 class AptHolds(FactBase):
     """(apt's holds, the holds corral recorded)."""
+
+    @staticmethod
+    def default() -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return (), ()
 
     def command(self) -> str:
         return f"apt-mark showhold 2>/dev/null; echo '--- corral'; cat {HOLDS} 2>/dev/null || true"
