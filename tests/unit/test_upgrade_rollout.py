@@ -158,4 +158,4 @@ def test_the_reboot_test_runs_under_sh():
 def test_no_output_means_nothing_to_upgrade_not_none():
     """pyinfra answers default() for an empty output (a converged node prints nothing)."""
     from corral.facts.apt_upgrades import AptHolds, AptState, AptUpgrades
-    assert AptUpgrades.default() == AptState((), False) and AptHolds.default() == ((), ())
+    assert AptUpgrades.default() == AptState((), False) and AptHolds.default() == ((), (), ())

@@ -67,8 +67,8 @@ def build_tool_deb(out: Path, version: str, breaks_slurmd: bool = False, asks_re
         " Installs a version file; its maintainer script can break slurmd or ask for a reboot.\n")
     (root / "usr/lib" / TOOL).mkdir(parents=True, exist_ok=True)
     (root / "usr/lib" / TOOL / "version").write_text(version + "\n")
-    act = ("systemctl mask --runtime slurmd; systemctl stop slurmd" if breaks_slurmd else
-           "systemctl unmask --runtime slurmd 2>/dev/null; systemctl is-enabled --quiet slurmd && systemctl start slurmd")
+    act = ("systemctl mask slurmd; systemctl stop slurmd" if breaks_slurmd else  # stays broken across a reboot
+           "systemctl unmask slurmd 2>/dev/null; systemctl enable slurmd >/dev/null 2>&1; systemctl start slurmd")
     post = root / "DEBIAN" / "postinst"
     post.write_text(f"#!/bin/sh\n# corral TEST stand-in\n{act} || true\n"
                     + ("touch /var/run/reboot-required\n" if asks_reboot else "") + "exit 0\n")

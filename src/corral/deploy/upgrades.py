@@ -34,11 +34,13 @@ def apt_holds(hold: list[str]):
     if family(os_of()[0]) != "debian":
         host.noop("skipped: apt holds: Debian family only")
         return
-    held, ours = map(set, host.get_fact(AptHolds))
-    want = set(hold)
+    held, ours, installed = map(set, host.get_fact(AptHolds, names=" ".join(sorted(set(hold)))))
+    want = set(hold) & installed  # a package not installed on this node is not held here
+    absent = sorted(set(hold) - installed)
     add, release = sorted(want - held), sorted((ours - want) & held)
+    note = f" (not installed here: {', '.join(absent)})" if absent else ""
     if not add and not release and ours == want:
-        host.noop(f"apt holds: {', '.join(sorted(want)) or 'none'}")
+        host.noop(f"apt holds: {', '.join(sorted(want)) or 'none'}{note}")
         return
     annotate(disruption="none", diff="".join(f"hold {p}\n" for p in add) + "".join(f"release {p}\n" for p in release))
     if add:

@@ -12,6 +12,7 @@ become Upgrade records; `security` keeps those from a -security suite.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 
 from pyinfra.api import FactBase
@@ -88,16 +89,22 @@ class AptUpgrades(FactBase):
 
 
 class AptHolds(FactBase):
-    """(apt's holds, the holds corral recorded)."""
+    """(apt's holds, the holds corral recorded, which of `names` are installed)."""
 
     @staticmethod
-    def default() -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return (), ()
+    def default() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        return (), (), ()
 
-    def command(self) -> str:
-        return f"apt-mark showhold 2>/dev/null; echo '--- corral'; cat {HOLDS} 2>/dev/null || true"
+    def command(self, names: str = "") -> str:
+        """names: the spec's holds, space-separated (package names have no space)."""
+        installed = (f"dpkg-query -W -f '${{Package}}\\n' {' '.join(shlex.quote(n) for n in names.split())} 2>/dev/null"
+                     if names else "true")
+        return (f"apt-mark showhold 2>/dev/null; echo '--- corral'; cat {HOLDS} 2>/dev/null; "
+                f"echo '--- installed'; {installed}; true")
 
-    def process(self, output: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def process(self, output: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         lines = [line.strip() for line in output]
-        cut = lines.index("--- corral") if "--- corral" in lines else len(lines)
-        return tuple(sorted({x for x in lines[:cut] if x})), tuple(sorted({x for x in lines[cut + 1:] if x}))
+        a = lines.index("--- corral") if "--- corral" in lines else len(lines)
+        b = lines.index("--- installed") if "--- installed" in lines else len(lines)
+        part = lambda xs: tuple(sorted({x for x in xs if x}))  # noqa: E731
+        return part(lines[:a]), part(lines[a + 1:b]), part(lines[b + 1:])

@@ -28,7 +28,9 @@ from corral.workflows.rollout import Rollout
 from corral.workflows.slurm_node import StepFailed, settle
 
 WHAT = "package upgrade"
-REGISTER_S = 90  # slurmd back in slurmctld's view after a restart or reboot
+REGISTER_S = 90
+SETTLE_S = 60  # after a reboot: until systemd has started every unit (is-system-running --wait), bounded
+SETTLE = f"timeout {SETTLE_S} systemctl is-system-running --wait >/dev/null 2>&1; true"  # slurmd back in slurmctld's view after a restart or reboot
 OURS = "corral: package upgrade"
 APT = "DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Options::=--force-confold"
 # a reboot is due: a package asked for one, or the newest kernel installed is not the running one
@@ -117,6 +119,7 @@ class Upgrades:
                 ok("upgrade", ", ".join(f"{u.name} {u.old or 'new'} -> {u.new}" for u in todo)[:500])
                 if r.on(name, REBOOT_DUE, timeout=30).returncode == 0:
                     r.reboot(name)
+                    r.on(name, SETTLE, timeout=SETTLE_S + 15)  # every unit started (or failed) before the verdict
                     ok("reboot", "the node asked for a reboot; SSH and slurmd back")
                 ok("verify", self.verify(name, [(u.name, u.new) for u in todo]))
             if known and r.node_reason(name) in (OURS, ""):
