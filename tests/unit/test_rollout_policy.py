@@ -295,3 +295,29 @@ def test_a_rollback_that_fails_leaves_the_node_drained_and_says_where(fleet):
     assert "rollback to 1.0 failed at install" in result.nodes["gpu01"].error
     assert result.nodes["gpu01"].error.endswith("left drained)")
     assert fake.reason["gpu01"].startswith("corral: driver 2.0 verify failed")
+
+
+def test_rollout_only_keeps_the_other_pending_nodes_as_they_are():
+    result = RunResult(run_id="r", command="apply", mode="apply", spec_hash="x", started="t",
+                       nodes={n: NodeResult(node=n, address="a") for n in NODES})
+    assert batches.only(result, "driver rollout", NODES, None) == NODES
+    assert batches.only(result, "driver rollout", NODES, {"gpu02", "gpu09"}) == ["gpu02"]
+    assert [o.reason for o in result.nodes["gpu01"].ops] == ["not in --rollout-only: this node was not changed"]
+    assert result.nodes["gpu02"].ops == [] and result.warnings == [
+        "driver rollout: not started on gpu[01,03-04] (not in --rollout-only)"]
+
+
+def test_apply_rollout_only_reaches_converge_as_node_names(tmp_path, monkeypatch):
+    import corral.workflows.converge as C
+    from corral.cli.main import main
+    path = tmp_path / "cluster.yaml"
+    path.write_text(BASE)
+    seen = {}
+
+    def fake(cluster, mode, **kw):
+        seen.update(kw)
+        return RunResult(run_id="r", command="apply", mode=mode, spec_hash="x", started="t")
+    monkeypatch.setattr(C, "converge", fake)
+    assert main(["apply", "--yes", "--json", "--rollout-only", "gpu[01-02]", "-f", str(path)]) == 0
+    assert seen["rollout_only"] == ["gpu01", "gpu02"]
+    assert main(["apply", "--yes", "--rollout-only", "gpu09", "-f", str(path)]) == 2

@@ -31,7 +31,7 @@ def load_cluster(spec: Optional[Path]) -> Cluster:
     return load(spec_path(spec))
 
 
-def limit_names(cluster: Cluster, limit: Optional[str]) -> Optional[list[str]]:
+def limit_names(cluster: Cluster, limit: Optional[str], option: str = "--limit") -> Optional[list[str]]:
     """The nodes a hostlist option names (None: all); a usage error for a bad or unknown name."""
     if not limit:
         return None
@@ -39,11 +39,11 @@ def limit_names(cluster: Cluster, limit: Optional[str]) -> Optional[list[str]]:
     try:
         names = expand_names(limit)
     except RangeError as exc:
-        raise UsageError(f"--limit: {exc}", value=limit, fix="give a hostlist like 'gpu[01-04]'") from None
+        raise UsageError(f"{option}: {exc}", value=limit, fix="give a hostlist like 'gpu[01-04]'") from None
     known = {n.name for n in cluster.nodes}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise UsageError("--limit names nodes that are not in the spec", value=",".join(unknown),
+        raise UsageError(f"{option} names nodes that are not in the spec", value=",".join(unknown),
                          fix="choose from: " + ",".join(sorted(known)))
     return names
 

@@ -17,13 +17,14 @@ from corral.spec.cluster import Cluster
 
 
 def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool,
-               force: bool = False):
+               force: bool = False, rollout_only: Optional[list[str]] = None):
     from corral.backup.take import take
     from corral.engine.progress import make_reporter
     from corral.workflows.converge import converge
     say = None if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return converge(cluster, mode, limit=limit, on_event=None if quiet else make_reporter(sys.stderr),
-                    command=command, say=say, force=force, backup=take)
+                    command=command, say=say, force=force, backup=take,
+                    rollout_only=rollout_only)
 
 
 def show_warnings(result) -> None:
@@ -102,6 +103,9 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
           yes: bool = typer.Option(False, "--yes", "-y", help="apply without asking"),
           force: bool = typer.Option(False, "--force", help="a node taken out of the spec: cancel its running "
                                      "jobs instead of waiting for them"),
+          rollout_only: Optional[str] = typer.Option(None, "--rollout-only", metavar="HOSTLIST",
+                                                     help="carry out the drain/reboot rollouts on these nodes "
+                                                          "only (the others stay as they are; no Slurm upgrade)"),
           as_json: bool = JsonOpt) -> None:
     """Converge the nodes to the spec: shows the plan, asks (unless --yes), applies."""
     cluster = load_cluster(spec)
@@ -117,7 +121,8 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
             return
         if not typer.confirm("apply these changes?", default=False):
             raise typer.Exit(1)
-    result = engine_run(cluster, "apply", names, "apply", quiet=as_json, force=force)
+    only = limit_names(cluster, rollout_only, "--rollout-only") if rollout_only is not None else None
+    result = engine_run(cluster, "apply", names, "apply", quiet=as_json, force=force, rollout_only=only)
     print_json(result.to_json()) if as_json else show_summary(result)
     if not result.ok:
         raise typer.Exit(1)

@@ -82,3 +82,18 @@ def not_started(result: RunResult, what: str) -> set[str]:
     """Nodes a stopped rollout of `what` left untouched (a later rollout leaves them alone too)."""
     return {name for name, n in result.nodes.items()
             if any(o.status == "skipped" and o.name == f"{what} | not started" for o in n.ops)}
+
+
+def only(result: RunResult, what: str, nodes: list[str], chosen: set[str] | None,
+         disruption: str | None = None) -> list[str]:
+    """`apply --rollout-only NODES`: the pending nodes among `chosen` (all when None); the others get a
+    "not started" step saying so and stay as they are."""
+    if chosen is None:
+        return nodes
+    left = [n for n in nodes if n not in chosen]
+    for name in left:
+        result.nodes[name].ops.append(OpResult(name=f"{what} | not started", status="skipped", disruption=disruption,
+                                               reason="not in --rollout-only: this node was not changed"))
+    if left:
+        result.warnings.append(f"{what}: not started on {compress_names(left)} (not in --rollout-only)")
+    return [n for n in nodes if n in chosen]

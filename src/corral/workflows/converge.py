@@ -16,7 +16,8 @@ from corral.spec.cluster import Cluster
 
 
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
-             command: str | None = None, say=None, force: bool = False, backup=None) -> RunResult:
+             command: str | None = None, say=None, force: bool = False, backup=None,
+             rollout_only: list[str] | None = None) -> RunResult:
     """Plan or apply every component; in apply, then roll out the changes that need a reboot
     (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), then package upgrades
     (workflows/upgrade_rollout.py), each under the rollout policy, then a Slurm upgrade (workflows/slurm_upgrade.py:
@@ -29,12 +30,14 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
         show_rollouts(cluster, result)
         return result
     mark_job_hooks(cluster, result)
-    nodes = rollout.pending(result)
+    chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
+    nodes = batches.only(result, rollout.WHAT, rollout.pending(result), chosen)
     start = time.monotonic()
     if nodes:
         rollout.roll_out(cluster, result, nodes, say)
     stopped = batches.not_started(result, rollout.WHAT)  # a stopped driver rollout: those nodes stay as they are
-    mig_nodes = [n for n in mig_rollout.pending(result) if n not in stopped]
+    mig_nodes = batches.only(result, mig_rollout.WHAT, [n for n in mig_rollout.pending(result) if n not in stopped],
+                             chosen)
     if mig_nodes:
         controllers = [n.name for n in cluster.with_role("controller")]
 
@@ -43,10 +46,13 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
                        on_event=on_event, command=f"{command or mode} (after MIG)", prepare=gather(cluster))
         mig_rollout.roll_out(cluster, result, mig_nodes, follow, say)
     stopped |= batches.not_started(result, mig_rollout.WHAT)
-    up_nodes = [n for n in upgrade_rollout.pending(result) if n not in stopped and result.nodes[n].ok]
+    up_nodes = batches.only(result, upgrade_rollout.WHAT, [n for n in upgrade_rollout.pending(result)
+                                                           if n not in stopped and result.nodes[n].ok], chosen)
     if up_nodes:
         upgrade_rollout.roll_out(cluster, result, up_nodes, say)
-    slurm_nodes = slurm_upgrade.pending(result)  # `backup`: backup/take.py's take, from the CLI
+    slurm_nodes = slurm_upgrade.pending(result) if chosen is None else []  # it changes the controllers too
+    if chosen is not None and slurm_upgrade.pending(result):
+        result.warnings.append("slurm upgrade: not run with --rollout-only (it changes slurmdbd and slurmctld too)")
     if slurm_nodes:
         slurm_upgrade.roll_out(cluster, result, slurm_nodes, backup, say)
     if nodes or mig_nodes or up_nodes or slurm_nodes:
