@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 import corral.workflows.slurm_node as S
-from tests.unit.fake_clock import Clock
+from tests.unit.fakes import Clock
 from corral.engine import node_record
 from corral.engine.node_record import DRAINED, SERVICES_LEFT, Deployed
 from corral.engine.results import NodeResult, OpResult, RunResult

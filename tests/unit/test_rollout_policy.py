@@ -5,15 +5,14 @@ scripted cluster of four GPU nodes whose driver state follows installs and reboo
 from __future__ import annotations
 
 import re
-import shlex
 import subprocess
 
 import pytest
 
 import corral.workflows.rollout as R
 import corral.workflows.slurm_node as S
-from tests.unit.fake_clock import Clock
-from corral.engine.results import NodeResult, OpResult, RunResult
+from tests.unit.fakes import Clock, SlurmController
+from corral.engine.results import NodeResult, RunResult
 from corral.errors import SpecError
 from corral.spec.loader import load_text
 from corral.spec.models_rollout import RolloutPolicy
@@ -58,7 +57,7 @@ def test_bad_values_are_located_errors(key, value, words):
     with pytest.raises(SpecError) as err:
         spec(f"rollout:\n  {key}: {value}\n")
     text = str(err.value)
-    assert f"cluster.yaml:7:" in text and words in text, text
+    assert "cluster.yaml:7:" in text and words in text, text
 
 
 def test_batch_sizes_are_counts_or_shares_rounded_up():
@@ -152,16 +151,15 @@ def test_a_failure_in_the_last_batch_stops_nothing_more(monkeypatch):
 # --- the driver rollback -----------------------------------------------------------------------
 
 
-class Fleet:
+class Fleet(SlurmController):
     """The controller and gpu01..04: a driver package on disk and a running one per node; `broken`
     versions make nvidia-smi fail after the reboot into them."""
 
     def __init__(self, installed="1.0", broken=(), no_install=()):
+        super().__init__()
         self.disk = {n: installed for n in NODES}
         self.running = dict(self.disk)
         self.broken, self.no_install = set(broken), set(no_install)
-        self.reason: dict[str, str] = {}
-        self.log: list[tuple[str, str]] = []
 
     def __call__(self, cluster, node, command, *, timeout=120, check=False, input=None):
         rc, out, err = self.answer(node, command)
@@ -169,19 +167,7 @@ class Fleet:
 
     def answer(self, node, command):
         if node == "ctl":
-            words = shlex.split(command)
-            if command.startswith("scontrol show node"):
-                n = words[-1]
-                r = f" Reason={self.reason[n]} [root@x]" if n in self.reason else ""
-                return 0, f"NodeName={n} State=IDLE{'+DRAIN' if r else ''}{r}\n", ""
-            n = words[2].split("=", 1)[1] if command.startswith("scontrol update") else ""
-            if "state=drain" in command:
-                self.reason[n] = words[-1].split("=", 1)[1]
-                self.log.append((n, "drain"))
-            elif "state=resume" in command:
-                self.reason.pop(n, None)
-                self.log.append((n, "resume"))
-            return 0, "", ""
+            return self.controller(command)
         if command.startswith("dpkg-query"):
             return (0, f"{self.disk[node]}-1", "") if self.disk[node] else (1, "", "no packages found")
         if "apt-get install" in command:

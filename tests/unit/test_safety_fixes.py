@@ -12,7 +12,7 @@ import pytest
 import corral.workflows.mig_rollout as M
 import corral.workflows.rollout as R
 import corral.workflows.slurm_node as S
-from tests.unit.fake_clock import Clock
+from tests.unit.fakes import Clock
 from corral.engine.results import NodeResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.spec.loader import load_text

@@ -14,7 +14,7 @@ import pytest
 import corral.workflows.rollout as R
 import corral.workflows.slurm_node as S
 import corral.workflows.upgrade_rollout as U
-from tests.unit.fake_clock import Clock
+from tests.unit.fakes import Clock, SlurmController
 from corral.engine.results import NodeResult, RunResult
 from corral.spec.loader import load_text
 from corral.workflows import batches
@@ -31,15 +31,14 @@ NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 
 
 
-class Fleet:
+class Fleet(SlurmController):
     """corral-test-tool at 1.0-1 everywhere, 1.1-1 offered; `breaks`: (node, version) pairs after whose
     install slurmd is no longer active; `reboot_after`: versions that ask for a reboot."""
 
     def __init__(self, offered="1.1-1", breaks=(), reboot_after=(), gone=()):
+        super().__init__()
         self.tool = {n: "1.0-1" for n in NODES}
         self.offered, self.breaks, self.reboot_after, self.gone = offered, set(breaks), set(reboot_after), set(gone)
-        self.reason: dict[str, str] = {}
-        self.log: list[tuple[str, str]] = []
         self.asks_reboot: set[str] = set()
 
     def __call__(self, cluster, node, command, *, timeout=120, check=False, input=None):
@@ -47,17 +46,7 @@ class Fleet:
 
     def answer(self, node, command):
         if node == "ctl":
-            words = shlex.split(command)
-            if command.startswith("scontrol show node"):
-                n = words[-1]
-                r = f" Reason={self.reason[n]} [root@x]" if n in self.reason else ""
-                return 0, f"NodeName={n} State=IDLE{'+DRAIN' if r else ''}{r}\n", ""
-            n = words[2].split("=", 1)[1] if command.startswith("scontrol update") else ""
-            if "state=drain" in command:
-                self.reason[n] = words[-1].split("=", 1)[1]
-            elif "state=resume" in command:
-                self.reason.pop(n, None)
-            return 0, "", ""
+            return self.controller(command)
         if command.startswith(f"mkdir -p {U.command().split()[2]}"):  # the simulation
             have = self.tool[node]
             return 0, (f"Inst corral-test-tool [{have}] ({self.offered} . [all])\n" if have != self.offered else ""), ""
