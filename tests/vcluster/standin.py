@@ -42,37 +42,27 @@ def build_deb(out: Path, version: str, broken: bool | str = False) -> Path:
 
 def build_repo(out: Path, versions: dict[str, bool | str]) -> Path:
     """versions: {"1.0": False, "1.2": True (broken), "1.3": "marker"} -> a flat apt repository in `out`."""
-    for version, broken in versions.items():
-        build_deb(out, version, broken)
-    index = subprocess.run(["dpkg-scanpackages", "--multiversion", "pool", "/dev/null"], cwd=out, check=True,
-                           capture_output=True, text=True).stdout
-    (out / "Packages").write_text(index)
-    (out / "Packages.gz").write_bytes(gzip.compress(index.encode()))
-    return out
+    return index_repo(out, [build_deb(out, version, broken) for version, broken in versions.items()])
 
 
 TOOL = "corral-test-tool"
 
 
-def build_tool_deb(out: Path, version: str, breaks_slurmd: bool = False, asks_reboot: bool = False) -> Path:
+def build_tool_deb(out: Path, version: str, asks_reboot: bool = False) -> Path:
     """A TEST stand-in for an OS package upgrade: `corral-test-tool` installs one file; `asks_reboot`: its
-    postinst asks for a reboot (/var/run/reboot-required, as Debian's kernel packages do);
-    `breaks_slurmd`: its postinst stops slurmd (as a broken library upgrade would); every other version
-    starts slurmd again when installed (so a rollback to it mends the node)."""
+    postinst asks for a reboot (/var/run/reboot-required, as Debian's kernel packages do)."""
     root = out / f"build-tool-{version}"
     (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
     (root / "DEBIAN" / "control").write_text(
         f"Package: {TOOL}\nVersion: {version}-1\nArchitecture: all\nMaintainer: corral tests <root@localhost>\n"
         "Section: misc\nPriority: optional\nDescription: corral TEST stand-in for an OS package upgrade\n"
-        " Installs a version file; its maintainer script can break slurmd or ask for a reboot.\n")
+        " Installs a version file; its maintainer script can ask for a reboot.\n")
     (root / "usr/lib" / TOOL).mkdir(parents=True, exist_ok=True)
     (root / "usr/lib" / TOOL / "version").write_text(version + "\n")
-    act = ("systemctl mask slurmd; systemctl stop slurmd" if breaks_slurmd else  # stays broken across a reboot
-           "systemctl unmask slurmd 2>/dev/null; systemctl enable slurmd >/dev/null 2>&1; systemctl start slurmd")
-    post = root / "DEBIAN" / "postinst"
-    post.write_text(f"#!/bin/sh\n# corral TEST stand-in\n{act} || true\n"
-                    + ("touch /var/run/reboot-required\n" if asks_reboot else "") + "exit 0\n")
-    post.chmod(0o755)
+    if asks_reboot:
+        post = root / "DEBIAN" / "postinst"
+        post.write_text("#!/bin/sh\n# corral TEST stand-in\ntouch /var/run/reboot-required\nexit 0\n")
+        post.chmod(0o755)
     deb = out / "pool" / f"{TOOL}_{version}-1_all.deb"
     deb.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
