@@ -240,3 +240,35 @@ def test_role_conditional_ops_keep_their_own_names(engine_cluster, tmp_path):
     result = run(engine_cluster, [roles], mode="plan", limit=UP)
     assert [o.name for o in result.nodes["ctl1"].ops] == ["roles | controller dir", "roles | common dir"]
     assert [o.name for o in result.nodes["cn1"].ops] == ["roles | common dir"]
+
+
+def test_timing_journaled_per_op_and_per_deploy(engine_cluster, tmp_path):
+    """Each op's own time and each deploy's wall time are measured, journaled, and add up to the run."""
+    from corral.engine.timing import breakdown, one_line
+
+    @deploy("slowtest")
+    def slow():
+        node = host.data.corral_node
+        pause = "0.6" if node.name == "cn1" else "0.1"
+        server.shell(name="pause", commands=[f"sleep {pause}"])
+
+    @deploy("quicktest")
+    def quick():
+        server.shell(name="touch", commands=[f"touch {tmp_path}/t-{host.data.corral_node.name}"])
+
+    result = run(engine_cluster, [slow, quick], mode="apply", limit=UP)
+    assert result.ok
+    assert [(p["name"], p["kind"]) for p in result.timing] == [
+        ("connect", "connect"), ("prepare", "prepare"), ("slowtest", "deploy"), ("quicktest", "deploy")]
+    pauses = {n: _ops(result, n)["slowtest | pause"].duration_s for n in UP}
+    assert pauses["cn1"] >= 0.6 and 0.1 <= pauses["ctl1"] < pauses["cn1"], pauses
+    phase = {p["name"]: p["s"] for p in result.timing}
+    assert phase["slowtest"] >= pauses["cn1"]  # a barrier: the slowest node's time
+    row = journal.get(engine_cluster.state_dir, result.run_id)
+    assert row["timing"] == result.timing and row["duration_s"] == round(result.duration_s, 3)
+    time = breakdown(row)
+    slow_phase = next(p for p in time["phases"] if p["name"] == "slowtest")
+    assert slow_phase["node"] == "cn1"
+    assert time["slowest_ops"][0]["node"] == "cn1" and time["slowest_ops"][0]["op"] == "slowtest | pause"
+    assert abs(sum(time["categories"].values()) - time["total_s"]) < 0.01
+    assert one_line(time).startswith(f"time: {result.duration_s:.1f} s (")

@@ -1,4 +1,4 @@
-"""`corral plan`, `corral apply`, `corral up`, `corral trust`, `corral history`: module-level commands
+"""`corral plan`, `corral apply`, `corral up`, `corral trust`: module-level commands
 that main.py registers (COMMANDS); the work is done by workflows/ and engine/, this only renders."""
 
 from __future__ import annotations
@@ -76,6 +76,9 @@ def show_summary(result) -> None:
             if op.status == "failed" and op.stderr_tail:
                 err.print(f"{node.node}: {op.name}: {op.reason}\n  " +
                           op.stderr_tail.strip().replace("\n", "\n  "), markup=False)
+    from corral.engine.timing import breakdown, one_line
+    out.print(f"{one_line(breakdown(result.to_json()))}  (corral history --run {result.run_id} --timing)",
+              markup=False, highlight=False)
 
 
 def show_up(result) -> None:
@@ -180,22 +183,4 @@ def forget_keys(cluster: Cluster, node: str, replace: bool) -> None:
                       markup=False)
 
 
-def history(spec: Optional[Path] = SpecOpt, count: int = typer.Option(20, "--count", "-n", min=1),
-            as_json: bool = JsonOpt) -> None:
-    """Recent runs from the journal (time, command, spec hash, per-node outcome)."""
-    from corral.engine import journal
-    cluster = load_cluster(spec)
-    runs = journal.recent(cluster.state_dir, limit=count)
-    if as_json:
-        print_json(runs)
-        return
-    table = Table()
-    for col in ("run", "started", "command", "mode", "spec", "ok"):
-        table.add_column(col)
-    for r in runs:
-        table.add_row(str(r.get("run_id")), str(r.get("started")), str(r.get("command")),
-                      str(r.get("mode")), str(r.get("spec_hash")), "yes" if r.get("ok") else "NO")
-    out.print(table)
-
-
-COMMANDS = {"plan": plan, "apply": apply, "up": up, "trust": trust, "history": history}
+COMMANDS = {"plan": plan, "apply": apply, "up": up, "trust": trust}

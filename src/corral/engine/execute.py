@@ -7,6 +7,7 @@ a fact that raises) and so aborts the whole run, hence this loop around pyinfra'
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import gevent
@@ -65,37 +66,43 @@ def _plan_host(run: Run, host) -> None:
                 run.record(host, op_hash, "unchanged",
                            reason="its condition (_if) is false: the op it depends on would not change")
                 continue
+            since = time.monotonic()
             try:
                 commands = list(op_data.command_generator())
             except Exception as exc:  # noqa: BLE001
-                run.op_failed(host, op_hash, _error_text(exc))
+                run.op_failed(host, op_hash, _error_text(exc), duration=time.monotonic() - since)
                 continue
+            took = time.monotonic() - since
             if host in state.failed_hosts:  # a fact could not be read
-                run.op_failed(host, op_hash, run.host_messages(host) or "a fact could not be read")
+                run.op_failed(host, op_hash, run.host_messages(host) or "a fact could not be read", duration=took)
                 continue
             op_data.operation_meta._maybe_is_change = bool(commands)
             if commands:
                 reason = "if its condition holds at apply time" if cond is None else None
-                run.record(host, op_hash, "changed", reason=reason, commands=commands)
+                run.record(host, op_hash, "changed", reason=reason, commands=commands, duration=took)
             else:
-                run.record(host, op_hash, "unchanged")
+                run.record(host, op_hash, "unchanged", duration=took)
 
 
 def plan(run: Run) -> None:
     hosts = [h for h in run.state.inventory if h in run.state.active_hosts]
+    since = time.monotonic()
     with ctx_state.use(run.state):
         gevent.joinall([run.state.pool.spawn(_plan_host, run, h) for h in hosts])
+    run.timed("plan", "deploy", since, deploys=None)  # one phase: every node computes all its ops at once
 
 
 def _apply_one(run: Run, host, op_hash: str) -> None:
     state = run.state
     run.capture.rc.pop(host.name, None)
+    since = time.monotonic()
     with ctx_host.use(host):
         try:
             ok = run_host_op(state, host, op_hash)
             error = None
         except Exception as exc:  # noqa: BLE001 - one node's error must not stop the others
             ok, error = False, _error_text(exc)
+    took = time.monotonic() - since
     op_data = state.ops[host][op_hash]
     meta = op_data.operation_meta
     commands = list(getattr(meta, "_commands", None) or [])  # pyinfra keeps them privately
@@ -105,7 +112,7 @@ def _apply_one(run: Run, host, op_hash: str) -> None:
         if not commands and _applied_if(op_data.global_arguments.get("_if")) is False:
             reason = "its condition (_if) is false: the op it depends on did not change"
         run.record(host, op_hash, "changed" if commands else "unchanged", reason=reason,
-                   commands=commands)
+                   commands=commands, duration=took)
         return
     output = getattr(meta, "_combined_output", None) if meta.is_complete() else None
     lines = (output.stderr_lines or output.stdout_lines) if output is not None else []
@@ -113,7 +120,7 @@ def _apply_one(run: Run, host, op_hash: str) -> None:
     rc = run.capture.rc.get(host.name)
     if ok and not fact_failed:  # failed but _ignore_errors
         run.record(host, op_hash, "failed", reason="error ignored (_ignore_errors)",
-                   commands=commands, rc=rc, stderr=tail, ignored=True)
+                   commands=commands, rc=rc, stderr=tail, ignored=True, duration=took)
         return
     if fact_failed:
         error = run.host_messages(host) or error or "a fact could not be read"
@@ -121,7 +128,7 @@ def _apply_one(run: Run, host, op_hash: str) -> None:
         error = f"command exited with status {rc}" + (f": {lines[-1].strip()}" if lines else "")
     elif error is None:
         error = run.host_messages(host) or "the operation failed"
-    run.op_failed(host, op_hash, error, commands=commands, rc=rc, stderr=tail)
+    run.op_failed(host, op_hash, error, commands=commands, rc=rc, stderr=tail, duration=took)
 
 
 def _applied_if(conditions) -> bool | None:
@@ -161,4 +168,9 @@ def apply(run: Run) -> None:
             work = [(h, run.phases[h.name][phase]) for h in state.inventory
                     if h in state.activated_hosts and phase < len(run.phases.get(h.name, []))
                     and run.phases[h.name][phase]]
+            if not work:
+                continue
+            since = time.monotonic()
             gevent.joinall([state.pool.spawn(one_node, h, ops) for h, ops in work])
+            name = run.deploy_names[phase] if phase < len(run.deploy_names) else f"deploy {phase + 1}"
+            run.timed(name, "deploy", since)

@@ -47,8 +47,11 @@ def _connect(state_dir: Path) -> sqlite3.Connection:
         os.chmod(path, 0o600)
         conn = sqlite3.connect(path, timeout=10)
         conn.executescript(SCHEMA)
-        if "rollouts" not in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}:  # journals before it
-            conn.execute("ALTER TABLE runs ADD COLUMN rollouts TEXT NOT NULL DEFAULT '[]'")
+        have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        for column in ("rollouts", "timing", "duration_s"):  # journals written before these columns
+            if column not in have:
+                kind = "REAL NOT NULL DEFAULT 0" if column == "duration_s" else "TEXT NOT NULL DEFAULT '[]'"
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
     except (OSError, sqlite3.Error) as exc:
         raise CorralError(f"cannot open the run journal: {exc}", value=str(path),
                           fix="check the state directory is writable by you") from exc
@@ -59,20 +62,23 @@ def record(state_dir: Path, result: RunResult) -> None:
     data = result.to_json()
     with closing(_connect(state_dir)) as conn, conn:
         conn.execute(
-            f"INSERT OR REPLACE INTO runs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO runs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (result.run_id, result.started, result.finished, result.command, result.mode,
              result.spec_hash, int(result.ok), result.changed, json.dumps(result.failed_nodes),
-             json.dumps(data["nodes"], sort_keys=True), json.dumps(data["rollouts"], sort_keys=True)))
+             json.dumps(data["nodes"], sort_keys=True), json.dumps(data["rollouts"], sort_keys=True),
+             json.dumps(data["timing"]), data["duration_s"]))
 
 
-COLUMNS = "id, started, finished, command, mode, spec_hash, ok, changed, failed_nodes, nodes, rollouts"
+COLUMNS = ("id, started, finished, command, mode, spec_hash, ok, changed, failed_nodes, nodes, rollouts, timing, "
+           "duration_s")
 
 
 def _item(r: tuple, with_nodes: bool) -> dict:
     item = {"run_id": r[0], "started": r[1], "finished": r[2], "command": r[3], "mode": r[4],
-            "spec_hash": r[5], "ok": bool(r[6]), "changed": r[7], "failed_nodes": json.loads(r[8])}
+            "spec_hash": r[5], "ok": bool(r[6]), "changed": r[7], "failed_nodes": json.loads(r[8]),
+            "duration_s": r[12]}
     if with_nodes:
-        item["nodes"], item["rollouts"] = json.loads(r[9]), json.loads(r[10])
+        item["nodes"], item["rollouts"], item["timing"] = json.loads(r[9]), json.loads(r[10]), json.loads(r[11])
     return item
 
 

@@ -21,6 +21,7 @@ class OpResult:
     ignored: bool = False            # failed with _ignore_errors: does not fail the node
     disruption: str | None = None    # for a change: none | reconfigure | restart <daemon> | drain needed
     diff: str | None = None          # for a file change: unified diff (secrets never shown)
+    duration_s: float = 0.0          # time this op took on this node (apply: executing; plan: computing)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -64,6 +65,7 @@ class RunResult:
     nodes: dict[str, NodeResult] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     rollouts: list[dict] = field(default_factory=list)  # batches of the rollouts (workflows/batches.py)
+    timing: list[dict] = field(default_factory=list)  # phases in order: {name, kind, s} (engine/timing.py)
 
     @property
     def ok(self) -> bool:
@@ -87,4 +89,5 @@ class RunResult:
                 "spec_hash": self.spec_hash, "started": self.started, "finished": self.finished,
                 "duration_s": round(self.duration_s, 3), "ok": self.ok, "totals": self.totals,
                 "warnings": list(self.warnings), "rollouts": list(self.rollouts),
+                "timing": list(self.timing),
                 "nodes": {name: n.to_json() for name, n in self.nodes.items()}}

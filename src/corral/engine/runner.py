@@ -51,6 +51,11 @@ class Run:
         self.result = result
         self.names: dict[tuple[str, str], str] = {}
         self.phases: dict[str, list[list[str]]] = {}  # node -> per deploy, the op hashes it added
+        self.deploy_names: list[str] = []  # the deploys in order (index = position in phases[node])
+
+    def timed(self, name: str, kind: str, since: float, **extra) -> None:
+        """Journal a phase of the run (engine/timing.py): its name, kind and seconds since `since`."""
+        self.result.timing.append({"name": name, "kind": kind, "s": round(time.monotonic() - since, 3), **extra})
 
     def node(self, name: str) -> NodeResult:
         return self.result.nodes[name]
@@ -84,7 +89,7 @@ class Run:
 
     def record(self, host, op_hash: str, status: str, *, reason: str | None = None,
                commands: Sequence = (), rc: int | None = None, stderr: str = "",
-               ignored: bool = False) -> OpResult:
+               ignored: bool = False, duration: float = 0.0) -> OpResult:
         for cmd in commands:
             self.capture.learn(cmd)
         if status == "unchanged" and reason is None:
@@ -96,7 +101,8 @@ class Run:
                       commands=[scrub(_show(c)) or "" for c in commands], rc=rc,
                       stderr_tail=scrub(stderr) or "", ignored=ignored,
                       disruption=note.get("disruption") if status == "changed" else None,
-                      diff=scrub(note.get("diff")) if status == "changed" else None)
+                      diff=scrub(note.get("diff")) if status == "changed" else None,
+                      duration_s=round(duration, 3))
         self.node(host.name).ops.append(op)
         self.sink(Event(host.name, op.name, status, op.reason, mode=self.mode))
         return op
@@ -116,6 +122,7 @@ class Run:
 def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
     """add_deploy per host, so a deploy that raises for one node fails that node only."""
     state = run.state
+    run.deploy_names = [getattr(d, "deploy_name", d.__name__) for d in deploys]
     for host in [h for h in state.inventory if h in state.active_hosts]:
         for deploy in deploys:
             before = len(host.op_hash_order)
@@ -183,13 +190,19 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
     notes.clear()
     with capturing(capture):
         try:
+            since = time.monotonic()
             for name, (kind, message) in connect(state, cluster).items():
                 node = result.nodes[name]
                 node.reachable, node.error, node.error_kind = False, message, kind
                 sink(Event(name, None, "unreachable", message, mode=mode))
+            r.timed("connect", "connect", since)
             if prepare is not None:  # e.g. gather facts every node's deploy needs, in parallel
+                since = time.monotonic()
                 prepare(state, [h for h in inventory if h in state.active_hosts])
+                r.timed("facts", "facts", since)
+            since = time.monotonic()
             _prepare(r, deploys)
+            r.timed("prepare", "prepare", since)
             total = sum(len(h.op_hash_order) for h in inventory if h in state.active_hosts)
             sink(Event(None, None, "start", total=total, mode=mode))
             (execute.plan if mode == "plan" else execute.apply)(r)

@@ -34,7 +34,7 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     nodes = batches.only(result, rollout.WHAT, rollout.pending(result), chosen)
     start = time.monotonic()
     if nodes:
-        rollout.roll_out(cluster, result, nodes, say)
+        timed(result, rollout.WHAT, lambda: rollout.roll_out(cluster, result, nodes, say))
     stopped = batches.not_started(result, rollout.WHAT)  # a stopped driver rollout: those nodes stay as they are
     mig_nodes = batches.only(result, mig_rollout.WHAT, [n for n in mig_rollout.pending(result) if n not in stopped],
                              chosen)
@@ -44,17 +44,17 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
         def follow(ready: list[str]) -> RunResult:
             return run(cluster, components(cluster), mode="apply", limit=sorted(set(controllers + ready)),
                        on_event=on_event, command=f"{command or mode} (after MIG)", prepare=gather(cluster))
-        mig_rollout.roll_out(cluster, result, mig_nodes, follow, say)
+        timed(result, mig_rollout.WHAT, lambda: mig_rollout.roll_out(cluster, result, mig_nodes, follow, say))
     stopped |= batches.not_started(result, mig_rollout.WHAT)
     up_nodes = batches.only(result, upgrade_rollout.WHAT, [n for n in upgrade_rollout.pending(result)
                                                            if n not in stopped and result.nodes[n].ok], chosen)
     if up_nodes:
-        upgrade_rollout.roll_out(cluster, result, up_nodes, say)
+        timed(result, upgrade_rollout.WHAT, lambda: upgrade_rollout.roll_out(cluster, result, up_nodes, say))
     slurm_nodes = slurm_upgrade.pending(result) if chosen is None else []  # it changes the controllers too
     if chosen is not None and slurm_upgrade.pending(result):
         result.warnings.append("slurm upgrade: not run with --rollout-only (it changes slurmdbd and slurmctld too)")
     if slurm_nodes:
-        slurm_upgrade.roll_out(cluster, result, slurm_nodes, backup, say)
+        timed(result, slurm_upgrade.WHAT, lambda: slurm_upgrade.roll_out(cluster, result, slurm_nodes, backup, say))
     if nodes or mig_nodes or up_nodes or slurm_nodes:
         result.duration_s += time.monotonic() - start
         try:
@@ -62,6 +62,15 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
         except CorralError as exc:
             result.warnings.append(f"journal not written: {exc}")
     return result
+
+
+def timed(result: RunResult, what: str, step) -> None:
+    """A rollout, journaled as a phase of the run (engine/timing.py)."""
+    since = time.monotonic()
+    try:
+        step()
+    finally:
+        result.timing.append({"name": what, "kind": "rollout", "s": round(time.monotonic() - since, 3)})
 
 
 def show_rollouts(cluster: Cluster, result: RunResult) -> None:
