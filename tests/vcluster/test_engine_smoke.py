@@ -78,3 +78,20 @@ def test_runs_are_journaled(vcluster):
     assert all(r["spec_hash"] == vcluster.cluster.spec_hash() for r in runs)
     failed = next(r for r in runs if r["command"] == "test-unreachable")
     assert not failed["ok"]
+
+
+def test_the_first_apply_says_where_its_time_went(vcluster, capsys):
+    """The first apply installed memcached on every node: its journaled timing has the install share,
+    the smoke deploy as a phase, and `corral history --timing` shows the same."""
+    from corral.engine.timing import breakdown
+    first = next(r for r in journal.recent(vcluster.cluster.state_dir, limit=50) if r["command"] == "test-apply")
+    row = journal.get(vcluster.cluster.state_dir, first["run_id"])
+    kinds = [p["kind"] for p in row["timing"]]
+    assert kinds[:2] == ["connect", "prepare"] and "deploy" in kinds
+    time = breakdown(row)
+    assert time["categories"]["install"] > 0, time["categories"]
+    slowest = time["slowest_ops"][0]
+    assert slowest["category"] == "install" and slowest["node"] in NODES, slowest
+    assert main(["history", "-f", str(vcluster.cluster.path), "--run", first["run_id"], "--timing"]) == 0
+    text = capsys.readouterr().out
+    assert "where" in text and "install" in text and slowest["op"] in text
