@@ -6,7 +6,8 @@ the engine (corral.engine.run) plans or applies them."""
 def components(cluster) -> list:
     """The deploys `corral plan/apply` run for this cluster, in order (each skips nodes without
     its role). Operations run op by op across nodes, so this order is also the cross-node order:
-    accounting before the controller, the controller before slurmd (configless) and the sync."""
+    accounting before the controller, the controller before slurmd (configless) and the sync.
+    package_batch installs the packages of the deploys after it in one transaction (deploy/package_batch.py)."""
     if cluster.spec.scheduler != "slurm":
         from corral.errors import UsageError
         raise UsageError("only scheduler: slurm can be deployed so far", value=cluster.spec.scheduler,
@@ -26,6 +27,7 @@ def components(cluster) -> list:
     from corral.deploy.munge import munge
     from corral.deploy.nvidia_driver import nvidia_driver
     from corral.deploy.nvidia_tools import nvidia_tools
+    from corral.deploy.package_batch import package_batch
     from corral.deploy.power import power
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
@@ -36,5 +38,8 @@ def components(cluster) -> list:
     from corral.deploy.storage import storage_mounts, storage_server
     from corral.deploy.upgrades import package_upgrades
     from corral.deploy.users import users
-    return [base, package_upgrades, slurm_version, munge, sssd, storage_server, storage_mounts, users, slurm_user, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
+    # slurm_user (after SSSD and the local accounts, whose ids it checks) before the packages: HA controllers'
+    # slurm account has a fixed id, the packages would make one
+    return [base, package_upgrades, slurm_version, sssd, storage_server, storage_mounts, users, slurm_user, package_batch,
+            munge, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
             accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]

@@ -89,7 +89,7 @@ def acceptance() -> None:
         return
     acc, nv = cluster.spec.acceptance, cluster.spec.nvidia
     cuda, model = nv.cuda_toolkit.version, node.gpus.model
-    operations.packages(name="acceptance build tools", names=list(BUILD_PACKAGES), want=WANT)
+    operations.packages(name="acceptance build tools", names=list(BUILD_PACKAGES), want=WANT, together=True)
     if acc.burn.enabled:
         gpu_burn_build(name=f"gpu-burn {acc.burn.version[:12]}", spec=acc.burn, cuda_version=cuda, model=model,
                        want=WANT)

@@ -72,7 +72,7 @@ def accounting() -> None:
     if "accounting" not in node.roles:
         return
     password = secret_text(cluster.state_dir, "slurmdbd-db-password", 32)
-    operations.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT)
+    operations.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT, together=True)
     operations.restart_policy(name="mariadb restarted by systemd when it dies", unit="mariadb", want=WANT)
     operations.service(name="mariadb running", unit="mariadb", want=WANT)
     database(name="accounting database and user", password=password)

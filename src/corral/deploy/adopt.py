@@ -83,7 +83,7 @@ def adopt() -> None:
         operations.skip(name="pam_slurm_adopt", reason="a login node too: users log in here without a job")
         on = False
     if on:  # the access file before the PAM line that reads it; off: the PAM line goes first
-        operations.packages(name="pam_slurm_adopt installed", names=[PACKAGE], want=WANT)
+        operations.packages(name="pam_slurm_adopt installed", names=[PACKAGE], want=WANT, together=True)
         operations.managed_file(name=f"{ACCESS_FILE} (root and ssh.user log in without a job)", path=ACCESS_FILE,
                                 content=access_conf(cluster.spec.ssh.user), want=WANT)
         sshd_pam(name=f"{PAM_SSHD}: pam_slurm_adopt, no pam_systemd", on=True, node=node.name, want=WANT)

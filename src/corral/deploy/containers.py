@@ -68,10 +68,10 @@ def containers() -> None:
         for p in set(nv.enroot.packages) - _PACKAGES:  # read with the node's one snapshot
             _PACKAGES.add(p)
             register(Want(packages=(p,)))
-        operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
+        operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT, together=True)
         release_debs(name=f"enroot {nv.enroot.version}", label="enroot", sums_key="nvidia.enroot.sha256",
                      spec=nv.enroot, want=WANT)
         operations.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
-        operations.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT)
+        operations.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT, together=True)
         pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=nv.pyxis, want=WANT)

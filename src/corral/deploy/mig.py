@@ -64,7 +64,7 @@ def mig() -> None:
         for p in set(tool.packages) - _PACKAGES:
             _PACKAGES.add(p)
             register(Want(packages=(p,)))
-        operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT)
+        operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT, together=True)
         release_debs(name=f"nvidia-mig-parted {tool.version}", label="mig-parted", sums_key="nvidia.mig_parted.sha256",
                      spec=tool, want=WANT)
     operations.managed_file(name=CONFIG, path=CONFIG, content=mig_parted_config(node.gpus), want=WANT)

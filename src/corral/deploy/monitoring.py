@@ -58,7 +58,7 @@ def node_exporter_args(cluster, node) -> str:
 def _node_exporter(cluster, node) -> None:
     m = cluster.spec.monitoring
     ready = http_ready(node.address, m.node_exporter_port, "/metrics")
-    operations.packages(name="node-exporter installed", names=["prometheus-node-exporter"], want=NE_WANT)
+    operations.packages(name="node-exporter installed", names=["prometheus-node-exporter"], want=NE_WANT, together=True)
     flags = operations.managed_file(name="node-exporter flags", path=NE_DEFAULT, want=NE_WANT,
                              content=node_exporter_args(cluster, node), disruption="restart prometheus-node-exporter")
     operations.managed_file(name="spec metrics for node-exporter", path=SPEC_PROM, want=NE_WANT, content=spec_metrics(node))
@@ -74,7 +74,7 @@ def _prometheus(cluster, node) -> None:
     ready = http_ready(node.address, m.prometheus_port, "/-/ready")
     args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.prometheus_port)} '
             f'--storage.tsdb.retention.time={m.retention_days}d"\n')
-    operations.packages(name="Prometheus installed", names=["prometheus"], want=PROM_WANT)
+    operations.packages(name="Prometheus installed", names=["prometheus"], want=PROM_WANT, together=True)
     operations.directory(name=RULES_DIR, path=RULES_DIR, want=PROM_WANT)
     rules = operations.managed_file(name="alert rules", path=RULES, want=PROM_WANT, content=render_rules(cluster),
                              disruption="reload prometheus", validate="promtool check rules {}")
@@ -98,7 +98,7 @@ def _alertmanager(cluster, node) -> None:
     # --cluster.listen-address= : no gossip port (it would listen on 0.0.0.0:9094)
     args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.alertmanager_port)} '
             '--cluster.listen-address= --storage.path=/var/lib/prometheus/alertmanager"\n')
-    operations.packages(name="Alertmanager installed", names=["prometheus-alertmanager"], want=AM_WANT)
+    operations.packages(name="Alertmanager installed", names=["prometheus-alertmanager"], want=AM_WANT, together=True)
     conf = operations.managed_file(name="alertmanager.yml (receivers)", path=AM_YML, want=AM_WANT,
                             content=render_alertmanager_yml(cluster), disruption="reload alertmanager",
                             validate="amtool check-config {}")

@@ -18,7 +18,7 @@ WANT = register(Want(paths=(KEY, dropin_path("munge")), services=("munge",), pac
 def munge() -> None:
     cluster = host.data.corral_cluster
     key = secret_bytes(cluster.state_dir, "munge.key", 1024)
-    operations.packages(name="munge installed", names=["munge"], want=WANT)
+    operations.packages(name="munge installed", names=["munge"], want=WANT, together=True)
     changed = operations.managed_file(name="munge key", path=KEY, content=key, mode="400", user="munge",
                                group="munge", secret=True, disruption="restart munge", want=WANT)
     operations.restart_policy(name="munge restarted by systemd when it dies", unit="munge", want=WANT)

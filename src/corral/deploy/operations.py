@@ -14,6 +14,7 @@ from pyinfra.api import FileUploadCommand, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy.nodestate import Want, snapshot
+from corral.deploy.package_batch import Batch, batch
 from corral.engine.notes import annotate
 from corral.engine.shell import AND, OR, Raw, cmd, q
 from corral.render.restart import dropin_path, render_restart_dropin
@@ -36,14 +37,28 @@ def _missing(names: list[str], installed: dict[str, str]) -> list[str]:
     return out
 
 
+def packages(*, names: list[str], want: Want, together: bool = False, **kwargs):
+    """Install the Debian packages that are missing or (`name=version`) at another version.
+    together=True: packages from a repository the node has before the run (Debian's, corral's
+    local one): they go in the node's one transaction (deploy/package_batch.py), which installs them
+    before this op runs; this op then says so and runs nothing (alone, as in a run without that deploy,
+    it installs them itself)."""
+    books = batch() if together else None
+    if books is not None:
+        books.want(names)
+    return package_install(names=names, want=want, together=books, **kwargs)
+
+
 @operation()
-def packages(names: list[str], want: Want, disruption: str = "none"):
-    """Install the Debian packages that are missing or (`name=version`) at another version
-    (apt cache refreshed first if older than 1 h)."""
+def package_install(names: list[str], want: Want, disruption: str = "none", together: Batch | None = None):
+    """(apt cache refreshed first if older than 1 h)"""
     snap = snapshot(want)
     missing = _missing(names, snap.packages)
     if not missing:
         host.noop(f"packages installed: {', '.join(names)}")
+        return
+    if together is not None and together.covers(missing):
+        host.noop(f"packages installed with the node's others in one transaction: {', '.join(missing)}")
         return
     annotate(disruption=disruption)
     # a node that lost power (or was killed) during an earlier install has dpkg "interrupted": apt

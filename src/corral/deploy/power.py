@@ -46,7 +46,7 @@ def power() -> None:
     if "controller" not in node.roles or not cluster.spec.power.enabled:
         return
     operations.packages(name="slurmctld installed (the slurm user runs the power programs)", names=["slurmctld"],
-                        want=WANT)
+                        want=WANT, together=True)
     operations.directory(name=paths.LIB, path=paths.LIB, want=WANT)
     source = resources.files("corral.node")
     for module in MODULES:

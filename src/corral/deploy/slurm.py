@@ -144,7 +144,7 @@ def slurm_controller() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if "controller" not in node.roles:
         return
-    operations.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT)
+    operations.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT, together=True)
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=CTL_WANT)
     state_directory(cluster, CTL_WANT)  # local, or on a spec mount with slurmctld's RequiresMountsFor drop-in
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
@@ -171,7 +171,7 @@ def slurm_compute() -> None:
     if "compute" not in node.roles:
         return
     logs = "tail -n 20 /var/log/slurm/slurmd.log; journalctl -u slurmd -n 10 --no-pager"
-    operations.packages(name="slurmd installed", names=list(NODE_WANT.packages), want=NODE_WANT)
+    operations.packages(name="slurmd installed", names=list(NODE_WANT.packages), want=NODE_WANT, together=True)
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=NODE_WANT)
     operations.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
     unit = operations.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
@@ -191,7 +191,7 @@ def slurm_login() -> None:
     if "login" not in node.roles or "controller" in node.roles:
         return
     operations.packages(name="slurm client and python3-venv installed", names=list(LOGIN_WANT.packages),
-                        want=LOGIN_WANT)
+                        want=LOGIN_WANT, together=True)
     configs = _configs(cluster)
     operations.managed_file(name="slurm.conf", path=SLURM_CONF, content=configs[SLURM_CONF], want=LOGIN_WANT)
     operations.managed_file(name="plugstack.conf", path=PLUGSTACK, content=configs[PLUGSTACK], want=LOGIN_WANT)

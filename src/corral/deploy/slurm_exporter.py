@@ -56,7 +56,7 @@ def slurm_exporter() -> None:
     if not m.enabled or not cluster.with_role("monitoring") or not controllers or node.name != controllers[0].name:
         return
     ready = http_ready(node.address, m.slurm_exporter_port, "/metrics")
-    operations.packages(name="prometheus-client installed", names=["python3-prometheus-client"], want=WANT)
+    operations.packages(name="prometheus-client installed", names=["python3-prometheus-client"], want=WANT, together=True)
     operations.directory(name=LIB, path=LIB, want=WANT)
     source = resources.files("corral.node")
     changed = [operations.managed_file(name=f"{LIB}/{name}", path=f"{LIB}/{name}", want=WANT,

@@ -1,0 +1,97 @@
+"""One package transaction per node: every Debian package the node's later deploys install from the
+repositories it already has (`operations.packages(..., together=True)`) is installed at once, before
+any of them runs, with services kept from starting (a policy-rc.d that exists only for the
+transaction) until their configuration is in place; each deploy's own service op then starts its
+daemon once. Packages from a repository a deploy adds itself (NVIDIA's, Grafana's) keep their own
+transaction, in their deploy.
+
+The wanted names are collected while the run prepares the deploys (this deploy is prepared first,
+its op runs first, after every deploy has been prepared), on the run's pyinfra State: nothing
+survives the run. A later `packages` op whose names this transaction installed says so and runs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from pyinfra import host
+from pyinfra.api import deploy, operation
+
+from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine.notes import annotate
+from corral.engine.shell import AND, OR, Raw, cmd
+
+POLICY = "/usr/sbin/policy-rc.d"
+POLICY_TEXT = ("#!/bin/sh\n# corral: no service starts while packages install (removed after the transaction)\n"
+               "exit 101\n")
+POLICY_SHA = hashlib.sha256(POLICY_TEXT.encode()).hexdigest()
+WANT = register(Want(paths=(POLICY,)))
+
+
+@dataclass
+class Batch:
+    """One node's transaction in one run: the names later deploys want in it (filled while they are
+    prepared), the names it covered (set when it runs, or is planned)."""
+
+    wanted: list[str] = field(default_factory=list)
+    done: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.done = set(self.done)
+
+    def want(self, names: list[str]) -> None:
+        self.wanted.extend(n for n in names if n not in self.wanted)
+
+    def covers(self, names: list[str]) -> bool:
+        return bool(names) and set(names) <= self.done
+
+
+def batch() -> Batch | None:
+    """This node's batch in this run (on the run's pyinfra State); None before `package_batch` was
+    prepared for it (a run without it: each packages op installs its own)."""
+    return vars(host.state).get("_corral_package_batch", {}).get(host.name)
+
+
+def install_command(missing: list[str], refresh: bool, apt_env) -> list:
+    """dpkg finished first (a node that lost power mid-install), the lists refreshed when old, then
+    one `apt-get install` under corral's policy-rc.d (only where the node has none of its own),
+    removed however the command ends (a trap; a signal ends it); lists younger than an hour may miss a
+    package the repository gained since: refresh, retry."""
+    install = cmd(apt_env, "apt-get", "install", "-y", "-q", "--no-install-recommends",
+                  *(["--allow-downgrades"] if any("=" in n for n in missing) else []),
+                  "-o", "Dpkg::Options::=--force-confold", *missing)
+    remove = cmd("rm", "-f", POLICY).get_raw_value()
+    guarded = cmd(Raw("if [ ! -e"), POLICY, Raw("]; then"), "printf", "%s", POLICY_TEXT, Raw(">"), POLICY, AND,
+                  "chmod", "755", POLICY, AND, "trap", remove, "EXIT", AND, "trap", "exit 1", "HUP", "INT", "TERM",
+                  Raw("; fi;"), install, OR, Raw("{"), apt_env, "apt-get", "update", "-q", AND, install, Raw("; }"))
+    commands = [cmd(apt_env, "dpkg", "--configure", "-a")]
+    if refresh:
+        commands += [cmd(apt_env, "apt-get", "update", "-q"),
+                     cmd("touch", "/var/lib/apt/periodic/update-success-stamp", Raw("2>/dev/null"), OR, "true")]
+    return commands + [guarded]
+
+
+@operation()
+def install_together(want: Want, books: Batch):
+    from corral.deploy.operations import APT_ENV, APT_MAX_AGE_S, _missing  # operations imports this module
+    snap = snapshot(want)
+    missing = _missing(books.wanted, snap.packages)
+    books.done = set(books.wanted)  # installed now, or before this run
+    stale = (snap.files.get(POLICY) or {}).get("sha256") == POLICY_SHA  # left by a transaction killed hard
+    if stale:
+        yield cmd("rm", "-f", POLICY)
+    if not missing:
+        if not stale:
+            host.noop(f"{len(books.wanted)} packages installed" if books.wanted else "no packages to install")
+        return
+    annotate(disruption="none", diff="install (services start later, once configured):\n"
+                                     + "".join(f"+ {n}\n" for n in missing))
+    yield from install_command(missing, snap.apt_lists_age_s is None or snap.apt_lists_age_s > APT_MAX_AGE_S,
+                               APT_ENV)
+
+
+@deploy("packages")
+def package_batch() -> None:
+    books = vars(host.state).setdefault("_corral_package_batch", {})[host.name] = Batch()  # the later deploys fill it
+    install_together(name="packages of the node's roles, in one transaction", want=WANT, books=books)
