@@ -5,11 +5,40 @@ slurm.conf), and the installed Slurm version."""
 from __future__ import annotations
 
 import gevent
+from pyinfra.api import FactBase
 from pyinfra.context import ctx_host, ctx_state
 
+from corral.deploy.nodestate import NodeState, Want, _union, parse_snapshot
 from corral.errors import CorralError
-from corral.facts.hardware import NodeHardware
+from corral.facts.hardware import NodeHardware, parse_hardware
 from corral.facts.slurm import load_hw_cache, save_hw_cache
+
+SPLIT = "@@corral-node-state@@"
+
+
+class HardwareAndState(FactBase):
+    """NodeHardware and the node snapshot (deploy/nodestate.py) in one round trip: what every run reads
+    of every node before it prepares anything."""
+
+    def command(self, paths=(), services=(), packages=(), blocks=()):
+        return (f"{{ {NodeHardware().command()}; }}; echo {SPLIT}; "
+                + NodeState().command(paths=paths, services=services, packages=packages, blocks=blocks))
+
+    def process(self, output):
+        lines = list(output)
+        cut = lines.index(SPLIT) if SPLIT in lines else len(lines)
+        return parse_hardware(lines[:cut]), parse_snapshot(lines[cut + 1:])
+
+
+def read_node(h):
+    """(hardware, snapshot) of one node in one command; the snapshot cached for the run's operations
+    (nodestate.snapshot reads it from the same place)."""
+    full = _union(Want())
+    hw, snap = h.get_fact(HardwareAndState, paths=full.paths, services=full.services, packages=full.packages,
+                          blocks=full.blocks)
+    snap.want = full
+    vars(h.state).setdefault("_corral_snapshots", {})[h.name] = snap
+    return hw
 
 
 def gather(cluster):
@@ -22,7 +51,7 @@ def gather(cluster):
         def one(h) -> None:
             with ctx_state.use(state), ctx_host.use(h):
                 try:
-                    hw = h.get_fact(NodeHardware)
+                    hw = read_node(h)
                     if "controller" in h.data.corral_node.roles:
                         versions.append(_version(h))
                 except Exception:  # noqa: BLE001 - a node whose facts fail keeps its cached line
@@ -50,7 +79,9 @@ def _version(h) -> tuple[int, int]:
     from pyinfra.facts.server import Command
 
     from corral.render.slurm import slurm_version_tuple
-    text = (h.get_fact(Command, VERSION_CMD) or "").strip()
+    snap = vars(h.state).get("_corral_snapshots", {}).get(h.name)
+    installed = snap.packages.get("slurm-client") if snap is not None else None  # read already: no round trip
+    text = installed or (h.get_fact(Command, VERSION_CMD) or "").strip()
     try:
         return slurm_version_tuple(text) if text and text != "(none)" else DEFAULT_VERSION
     except (ValueError, CorralError):
