@@ -86,6 +86,8 @@ def test_show_up_prints_the_checks_and_next_steps(tmp_path, capsys):
     run_cmd.show_up(result)
     text = capsys.readouterr().out
     assert "OK      gpu-job: sees 4 GPUs" in text
+    run_id = result.apply.run_id
+    assert f"time: {result.apply.duration_s:.1f} s  (corral history --run {run_id} --timing)\n" in text  # no phases: no split
     assert text.endswith(f"\ncluster ready. Next:\n  export CORRAL_SPEC={tmp_path / 'cluster.yaml'}\n"
                          "  corral plan            # 0 changes on a converged cluster\n"
                          "  corral virtual ssh gpu01 nvidia-smi\n  corral virtual down\n")
