@@ -146,3 +146,15 @@ def test_a_missing_password_file_names_it(tmp_path):
     with pytest.raises(CorralError, match="cannot read the LDAP bind password") as err:
         admin_secret_text(tmp_path / "nope", "LDAP bind password")
     assert err.value.where == str(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("dn", ["'cn=reader,dc=example,dc=com '", "'cn= reader,dc=example,dc=com'",
+                                "'cn=reader ,dc=example,dc=com'"])
+def test_a_dn_with_a_blank_at_a_value_end_is_a_located_spec_error(tmp_path, dn):
+    """Found by the hostile-strings fuzz: sssd.conf cannot hold such a value, so the spec refuses it."""
+    text = BASE.replace("base: dc=example,dc=com", f"base: dc=example,dc=com\n    bind_dn: {dn}")
+    with pytest.raises(SpecError) as err:
+        load_text(text, str(tmp_path / "cluster.yaml"))
+    (problem,) = err.value.problems
+    assert problem.where.endswith("cluster.yaml:9:14"), problem  # the bind_dn line
+    assert problem.message.startswith("identity.ldap.bind_dn") and "blanks at a value's ends" in problem.message

@@ -14,7 +14,8 @@ from corral.spec.models_base import Strict
 from corral.spec.types import AbsPath, Gecos, SlurmName, SshPublicKey, UnixUser, _bad
 
 LDAP_URI_RE = re.compile(r"(ldaps?)://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?/?")
-DN_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]*=[A-Za-z0-9 ._-]+(,[A-Za-z][A-Za-z0-9-]*=[A-Za-z0-9 ._-]+)*")
+_RDN = r"[A-Za-z][A-Za-z0-9-]*=[A-Za-z0-9._-](?:[A-Za-z0-9 ._-]*[A-Za-z0-9._-])?"  # no blank at a value's ends
+DN_RE = re.compile(rf"{_RDN}(,{_RDN})*")
 LOCAL_FILE = r"^(~/|[^~\s\x00-\x1f\x7f-\x9f\"'\\])[^\s\x00-\x1f\x7f-\x9f\"'\\]*$"
 
 
@@ -27,7 +28,7 @@ def _ldap_uri(v: str) -> str:
 def _dn(v: str) -> str:
     if not DN_RE.fullmatch(v):
         raise _bad("not an LDAP DN like dc=example,dc=com (attr=value pairs joined by commas; no quotes, "
-                   "backslashes or special characters)")
+                   "backslashes, special characters or blanks at a value's ends)")
     return v
 
 
