@@ -180,16 +180,36 @@ def _munge(cluster: Cluster, run: Run, ctl: str, unreachable: set[str]) -> Check
 
 def _jobs(cluster: Cluster, run: Run, ctl: str, report: Report, skipped: dict[str, str],
           shown: dict, budget: Budget) -> None:
-    gpu = gpu_jobs(cluster, run, ctl, skipped, budget)
-    report.extra["gpu_job_ok"] = gpu.status == "OK"
-    multi, job = multi_node(cluster, run, ctl, skipped, budget)
-    report.checks += [gpu, multi, _accounting(cluster, ctl, job, run, budget)]
+    """The GPU jobs, the multi-node job (then its accounting record) and the user's job are independent:
+    they run at once, each bounded by the one budget (Slurm places them; none asks for a whole node)."""
     compute = [n.name for n in cluster.with_role("compute")]
     blocked = None if len(skipped) < len(compute) else \
         "not run: no compute node passed the reachability pass"
-    wait = budget.left()
-    report.checks.append(user_job(cluster, run, wait=wait, exclude=[n for n in skipped if n in shown],
-                                  blocked=blocked or (budget.spent if wait <= 0 else None)))
+
+    def multi_then_accounted() -> tuple[Check, Check]:
+        multi, job = multi_node(cluster, run, ctl, skipped, budget)
+        return multi, _accounting(cluster, ctl, job, run, budget)
+
+    def users() -> Check:
+        wait = budget.left()
+        return user_job(cluster, run, wait=wait, exclude=[n for n in skipped if n in shown],
+                        blocked=blocked or (budget.spent if wait <= 0 else None))
+
+    outcomes = pmap(_outcome, [lambda: gpu_jobs(cluster, run, ctl, skipped, budget), multi_then_accounted, users])
+    for raised in [o for ok, o in outcomes if not ok]:
+        raise raised  # e.g. Ctrl-C in a step: here, after the others, so validate's finally cancels every job
+    gpu, (multi, accounted), user = (o for _, o in outcomes)
+    report.extra["gpu_job_ok"] = gpu.status == "OK"
+    report.checks += [gpu, multi, accounted, user]
+
+
+def _outcome(step: Callable) -> tuple[bool, object]:
+    """A step's result, or what it raised (BaseException too: a greenlet's KeyboardInterrupt would go
+    to gevent's hub, not to the caller)."""
+    try:
+        return True, step()
+    except BaseException as exc:  # noqa: BLE001 - handed to the caller, which raises it
+        return False, exc
 
 
 def _cancel(run: Run, ctl: str, users: list[str]) -> Check | None:
