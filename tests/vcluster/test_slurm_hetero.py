@@ -53,7 +53,9 @@ def hetero(tmp_path_factory):
     try:
         vc.up()
         result = converge(vc.cluster, "apply")
-        assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+        assert result.ok, json.dumps({n: [x.error] + [f"{o.name}: {o.reason}: {o.stderr_tail[-1500:]}" for o in x.ops
+                                             if o.status == "failed"] for n, x in result.nodes.items() if x.error},
+                                     indent=1)
         yield vc
     finally:
         vc.down()

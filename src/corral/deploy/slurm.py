@@ -47,7 +47,10 @@ NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/s
                  packages=("slurmd", "slurm-client")))
 # login nodes: the client tools, and what users need to make their Python environments (job clients)
 LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client", "python3-venv")))
-CTL_READY = "scontrol ping | grep -q 'is UP'"
+# answering a ping is not serving: with a backup controller, slurmctld answers pings while it still stands
+# by (a slurmd asking for its configuration then falls to the standby backup and loops there); an RPC that
+# only the active controller answers proves it serves
+CTL_READY = "scontrol ping | grep -q 'is UP' && scontrol show partition >/dev/null"
 CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 # what slurmctld takes only at a restart: the node set, the controllers, where its state is (a reconfigure
 # would keep the old StateSaveLocation until the next restart, whenever that comes); power saving is

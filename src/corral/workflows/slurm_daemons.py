@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from corral.deploy.slurm import CTL_READY
 from corral.engine.shell import q
 from corral.facts.slurm import upstream_version
 from corral.render.slurm_pin import INSTALLED, PIN, pin_text
@@ -18,7 +19,7 @@ SLURMD_TIMEOUT_S = 180  # slurmd registered and responding
 INSTALL_TIMEOUT_S = 1800
 # every Slurm package depends on slurm-wlm-basic-plugins at its own version
 INSTALLED_VERSION = "dpkg-query -W -f '${Version}' slurm-wlm-basic-plugins"  # shell-ok: a constant
-READY = {"slurmdbd": "sacctmgr -n show cluster", "slurmctld": "scontrol ping | grep -q 'is UP'"}
+READY = {"slurmdbd": "sacctmgr -n show cluster", "slurmctld": CTL_READY}  # active, not standing by
 
 
 def install_script(version: str) -> str:
