@@ -61,17 +61,24 @@ def package_install(names: list[str], want: Want, disruption: str = "none", toge
         host.noop(f"packages installed with the node's others in one transaction: {', '.join(missing)}")
         return
     annotate(disruption=disruption)
+    yield from apt_install(missing, snap.apt_lists_age_s)
+
+
+def apt_install(missing: list[str], lists_age_s: int | None, guard: list | tuple = ()) -> list:
+    """The commands that install `missing`: dpkg finished first, the lists refreshed when older than an
+    hour, then one `apt-get install` (`guard`: shell put before it in the same command)."""
     # a node that lost power (or was killed) during an earlier install has dpkg "interrupted": apt
     # refuses to install anything until the half-configured packages are finished (fast when none are)
-    yield cmd(APT_ENV, "dpkg", "--configure", "-a")
-    if snap.apt_lists_age_s is None or snap.apt_lists_age_s > APT_MAX_AGE_S:
-        yield cmd(APT_ENV, "apt-get", "update", "-q")
-        yield "touch /var/lib/apt/periodic/update-success-stamp 2>/dev/null || true"
+    commands = [cmd(APT_ENV, "dpkg", "--configure", "-a")]
+    if lists_age_s is None or lists_age_s > APT_MAX_AGE_S:
+        commands += [cmd(APT_ENV, "apt-get", "update", "-q"),
+                     cmd("touch", "/var/lib/apt/periodic/update-success-stamp", Raw("2>/dev/null"), OR, "true")]
     pinned = ["--allow-downgrades"] if any("=" in n for n in missing) else []
     install = cmd(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", *pinned,
                   "-o", "Dpkg::Options::=--force-confold", *missing)
     # lists younger than an hour can still miss a package the repository gained since: refresh, retry
-    yield cmd(install, OR, Raw("{"), APT_ENV, "apt-get", "update", "-q", AND, install, Raw(";"), Raw("}"))
+    return commands + [cmd(*guard, install, OR, Raw("{"), APT_ENV, "apt-get", "update", "-q", AND, install,
+                           Raw(";"), Raw("}"))]
 
 
 @operation()

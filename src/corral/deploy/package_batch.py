@@ -20,7 +20,7 @@ from pyinfra.api import deploy, operation
 
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
-from corral.engine.shell import AND, OR, Raw, cmd
+from corral.engine.shell import AND, Raw, cmd
 
 POLICY = "/usr/sbin/policy-rc.d"
 POLICY_TEXT = ("#!/bin/sh\n# corral: no service starts while packages install (removed after the transaction)\n"
@@ -53,28 +53,18 @@ def batch() -> Batch | None:
     return vars(host.state).get("_corral_package_batch", {}).get(host.name)
 
 
-def install_command(missing: list[str], refresh: bool, apt_env) -> list:
-    """dpkg finished first (a node that lost power mid-install), the lists refreshed when old, then
-    one `apt-get install` under corral's policy-rc.d (only where the node has none of its own),
-    removed however the command ends (a trap; a signal ends it); lists younger than an hour may miss a
-    package the repository gained since: refresh, retry."""
-    install = cmd(apt_env, "apt-get", "install", "-y", "-q", "--no-install-recommends",
-                  *(["--allow-downgrades"] if any("=" in n for n in missing) else []),
-                  "-o", "Dpkg::Options::=--force-confold", *missing)
+def policy_guard() -> list:
+    """Shell put before the transaction's `apt-get install`: corral's policy-rc.d, only where the node
+    has none of its own, removed however the command ends (a trap; a signal ends it)."""
     remove = cmd("rm", "-f", POLICY).get_raw_value()
-    guarded = cmd(Raw("if [ ! -e"), POLICY, Raw("]; then"), "printf", "%s", POLICY_TEXT, Raw(">"), POLICY, AND,
-                  "chmod", "755", POLICY, AND, "trap", remove, "EXIT", AND, "trap", "exit 1", "HUP", "INT", "TERM",
-                  Raw("; fi;"), install, OR, Raw("{"), apt_env, "apt-get", "update", "-q", AND, install, Raw("; }"))
-    commands = [cmd(apt_env, "dpkg", "--configure", "-a")]
-    if refresh:
-        commands += [cmd(apt_env, "apt-get", "update", "-q"),
-                     cmd("touch", "/var/lib/apt/periodic/update-success-stamp", Raw("2>/dev/null"), OR, "true")]
-    return commands + [guarded]
+    return [Raw("if [ ! -e"), POLICY, Raw("]; then"), "printf", "%s", POLICY_TEXT, Raw(">"), POLICY, AND,
+            "chmod", "755", POLICY, AND, "trap", remove, "EXIT", AND, "trap", "exit 1", "HUP", "INT", "TERM",
+            Raw("; fi;")]
 
 
 @operation()
 def install_together(want: Want, books: Batch):
-    from corral.deploy.operations import APT_ENV, APT_MAX_AGE_S, _missing  # operations imports this module
+    from corral.deploy.operations import _missing, apt_install  # operations imports this module
     snap = snapshot(want)
     missing = _missing(books.wanted, snap.packages)
     books.done = set(books.wanted)  # installed now, or before this run
@@ -87,8 +77,7 @@ def install_together(want: Want, books: Batch):
         return
     annotate(disruption="none", diff="install (services start later, once configured):\n"
                                      + "".join(f"+ {n}\n" for n in missing))
-    yield from install_command(missing, snap.apt_lists_age_s is None or snap.apt_lists_age_s > APT_MAX_AGE_S,
-                               APT_ENV)
+    yield from apt_install(missing, snap.apt_lists_age_s, guard=policy_guard())
 
 
 @deploy("packages")

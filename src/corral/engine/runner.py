@@ -17,7 +17,7 @@ from pyinfra.api.connect import disconnect_all
 from pyinfra.api.deploy import add_deploy
 
 from corral.engine import notes
-from corral.engine import execute, journal
+from corral.engine import execute, journal, timing
 from corral.engine.capture import Capture, capturing
 from corral.engine.connect import connect
 from corral.engine.inventory import build_inventory, select_nodes
@@ -55,7 +55,7 @@ class Run:
 
     def timed(self, name: str, kind: str, since: float, **extra) -> None:
         """Journal a phase of the run (engine/timing.py): its name, kind and seconds since `since`."""
-        self.result.timing.append({"name": name, "kind": kind, "s": round(time.monotonic() - since, 3), **extra})
+        self.result.timing.append(timing.phase(name, kind, since, **extra))
 
     def node(self, name: str) -> NodeResult:
         return self.result.nodes[name]

@@ -10,12 +10,18 @@ deploy's time; what the ops do not account for (scheduling, pyinfra's own work) 
 from __future__ import annotations
 
 import re
+import time
 
 # what an op spent its time on, from the commands it ran (the first match wins)
 _INSTALL = re.compile(r"\bapt-get\b.*\b(install|upgrade|dist-upgrade)\b|\bdpkg\s+(-i|--install)\b")
 _SERVICE = re.compile(r"\bsystemctl\s+(restart|start|reload|try-restart)\b|not ready after \d+ s")
 _CONFIG = re.compile(r"^(upload |mv -f |install -d |chmod |chown |ln -s)")
 PHASE_KINDS = ("connect", "facts", "prepare", "deploy", "rollout", "removal", "journal")
+
+
+def phase(name: str, kind: str, since: float, **extra) -> dict:
+    """One phase of a run as RunResult.timing holds it: its name, kind and seconds since `since` (monotonic)."""
+    return {"name": name, "kind": kind, "s": round(time.monotonic() - since, 3), **extra}
 
 
 def category(op: dict) -> str:

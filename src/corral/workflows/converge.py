@@ -7,6 +7,7 @@ import time
 from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
+from corral.engine.timing import phase
 from corral.errors import CorralError
 from corral.workflows import batches, mig_rollout, removal_phase, rollout, slurm_upgrade, upgrade_rollout
 from corral.engine.results import RunResult
@@ -70,7 +71,7 @@ def timed(result: RunResult, what: str, step) -> None:
     try:
         step()
     finally:
-        result.timing.append({"name": what, "kind": "rollout", "s": round(time.monotonic() - since, 3)})
+        result.timing.append(phase(what, "rollout", since))
 
 
 def show_rollouts(cluster: Cluster, result: RunResult) -> None:
