@@ -11,8 +11,8 @@ from __future__ import annotations
 LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("__main__",), "python -m corral"),
     (("cli",), "typer app, one module per command group; renders results; exit codes"),
-    (("workflows", "backup"), "what a command does: converge, driver and MIG rollouts, facts report; "
-                              "backup and restore"),
+    (("workflows", "backup", "fanout"), "what a command does: converge, driver and MIG rollouts, facts report; "
+                                        "backup and restore; node-local converge through Slurm"),
     (("checks", "deploy", "virtual", "importers", "reports"), "doctor/validate/health; pyinfra deploys per "
                                                               "component; the virtual cluster; DeepOps import; "
                                                               "usage reports"),

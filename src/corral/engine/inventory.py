@@ -74,6 +74,18 @@ def clear_pyinfra_ssh_caches() -> None:
     get_ssh_config.cache.clear()
 
 
+def local_inventory(cluster: Cluster, node: str) -> Inventory:
+    """One host, this machine (pyinfra's @local connector), named as the spec's `node`: what
+    `corral node converge` runs the deploys against on the node itself (corral/fanout/)."""
+    n = select_nodes(cluster, [node])[0]
+    data = {"corral_cluster": cluster, "corral_node": n, "ssh_hostname": n.address,
+            "corral_index": [m.name for m in cluster.nodes].index(n.name)}
+    inventory = Inventory(([("@local", data)], {}), **{role: (["@local"], {}) for role in n.roles})
+    for host in inventory:
+        host.name = n.name  # results, events and journals are keyed by the spec's node name
+    return inventory
+
+
 def build_inventory(cluster: Cluster, nodes: Iterable[Node | str] | None = None) -> Inventory:
     """One pyinfra host per node (host name = node name), groups by role.
 

@@ -20,7 +20,7 @@ from corral.engine import notes
 from corral.engine import execute, journal, timing
 from corral.engine.capture import Capture, capturing
 from corral.engine.connect import connect
-from corral.engine.inventory import build_inventory, select_nodes
+from corral.engine.inventory import build_inventory, local_inventory, select_nodes
 from corral.engine.progress import Event, EventSink, PyinfraEvents, _quiet
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.errors import CorralError, UsageError
@@ -163,12 +163,13 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
         limit: Iterable[str] | None = None, on_event: EventSink | None = None,
         command: str = "apply", record: bool = True,
         connect_timeout: int = CONNECT_TIMEOUT,
-        prepare: Callable[[State, list], None] | None = None) -> RunResult:
+        prepare: Callable[[State, list], None] | None = None, local: bool = False) -> RunResult:
     """Plan or apply `deploys` on the cluster's nodes (all, or `limit` names), in parallel.
 
     Never raises for a node problem: unreachable nodes and failed ops are in the result. Raises
     UsageError for a bad mode, an unknown node in `limit` or a missing SSH key file.
     `prepare(state, hosts)` runs after connecting, before the deploys are prepared.
+    `local`: the one node in `limit` is this machine (pyinfra's @local, as root; corral node converge).
     """
     if mode not in MODES:
         raise UsageError(f"unknown run mode {mode!r}", value=mode, fix="use 'plan' or 'apply'")
@@ -178,9 +179,12 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
                        spec_hash=cluster.spec_hash(), started=_now())
     result.nodes = {n.name: NodeResult(node=n.name, address=n.address) for n in nodes}
     sink = _quiet(on_event)
-    inventory = build_inventory(cluster, nodes)
-    config = Config(CONNECT_TIMEOUT=connect_timeout, FAIL_PERCENT=None,
-                    SUDO=cluster.spec.ssh.user != "root")  # nodes are configured as root
+    if local and len(nodes) != 1:
+        raise UsageError("a local run converges exactly one node", value=",".join(n.name for n in nodes),
+                         fix="name the node this machine is")
+    inventory = local_inventory(cluster, nodes[0].name) if local else build_inventory(cluster, nodes)
+    config = Config(CONNECT_TIMEOUT=connect_timeout, FAIL_PERCENT=None,  # nodes are configured as root
+                    SUDO=cluster.spec.ssh.user != "root" and not local)
     state = State(inventory, config, check_for_changes=False)
     state.should_raise_failed_hosts = lambda _state: False
     capture = Capture()

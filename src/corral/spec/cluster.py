@@ -160,3 +160,14 @@ def build_cluster(spec: ClusterSpec, path: Path, where: Where) -> Cluster:
     if problems:
         raise SpecError(problems)
     return cluster
+
+
+def rebuild(spec: ClusterSpec, path: Path) -> Cluster:
+    """The cluster of a spec the control host has already checked (a snapshot shipped to a node,
+    corral/fanout/): groups expanded, the cross-field rules not run again (some read files that live
+    on the control host only, e.g. identity.ldap.ca_cert)."""
+    problems: list[Problem] = []
+    nodes = [n for gi in range(len(spec.nodes)) for n in _expand_group(spec, gi, lambda *_: "snapshot", problems)]
+    if problems:
+        raise SpecError(problems)
+    return Cluster(spec=spec, path=path, nodes=nodes)

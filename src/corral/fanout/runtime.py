@@ -1,0 +1,117 @@
+"""corral and its Python dependencies (not the test extras) as one relocatable tarball, built from
+the control host's own installation (no network): every file of each installed distribution of the
+requirement closure, corral's package from where it is imported. Unpacked on a node into
+/var/lib/corral/runtime/<id>/ and run as `PYTHONPATH=<dir> python3 -m corral`. Compiled extensions
+(pydantic-core, gevent, cryptography) tie it to the control host's Python minor version and
+platform; RUNTIME.json says which, and the node refuses another (fanout/slurm.py TASK).
+
+Deterministic: names sorted, times, owners and the gzip header zeroed, so the same installation
+gives the same id (the sha256's first 16 hex digits) and a node that has it is not sent it again."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.metadata as md
+import io
+import json
+import os
+import platform
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+import corral
+from corral import __version__
+from corral.errors import CorralError
+
+DIR = "runtime"  # under the state dir
+SKIP_PARTS = {"__pycache__", "tests", "testing"}
+SKIP_SUFFIXES = (".pyc", ".pyi")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    id: str
+    path: Path
+    size: int
+    python: str
+
+
+def python_tag() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def closure(root: str = "corral") -> list[md.Distribution]:
+    """The installed distributions `root` needs (markers evaluated without extras), sorted by name."""
+    seen: dict[str, md.Distribution] = {}
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-").replace(".", "-")
+        if key in seen:
+            continue
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            raise CorralError(f"the Python package {name!r} that corral needs is not installed on the control host",
+                              fix="reinstall corral (pip install corral) in this environment") from None
+        seen[key] = dist
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return [seen[k] for k in sorted(seen) if k != root]
+
+
+def _keep(rel: str) -> bool:
+    parts = rel.split("/")
+    return not (SKIP_PARTS & set(parts)) and not rel.endswith(SKIP_SUFFIXES) and ".." not in parts
+
+
+def files() -> dict[str, Path]:
+    """{name in the tarball: file on this host}: corral's package, then each distribution's files."""
+    out: dict[str, Path] = {}
+    package = Path(corral.__file__).resolve().parent
+    for path in sorted(package.rglob("*")):
+        rel = "corral/" + path.relative_to(package).as_posix()
+        if path.is_file() and _keep(rel):
+            out[rel] = path
+    for dist in closure():
+        for f in dist.files or []:
+            rel = f.as_posix()
+            path = Path(dist.locate_file(f)).resolve()
+            if _keep(rel) and not rel.startswith("corral/") and path.is_file():
+                out[rel] = path
+    return out
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname = len(data), mode, 0, 0, 0, "root", "root"
+    tar.addfile(info, io.BytesIO(data))
+
+
+def build(state_dir: Path) -> Runtime:
+    """The tarball in <state dir>/runtime/, built once per installation (an existing one is reused)."""
+    meta = {"corral": __version__, "python": python_tag(), "platform": f"{sys.platform}-{platform.machine()}"}
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, path in sorted(files().items()):
+            _add(tar, name, path.read_bytes(), 0o755 if os.access(path, os.X_OK) else 0o644)
+        _add(tar, "RUNTIME.json", (json.dumps(meta, sort_keys=True) + "\n").encode())
+    packed = io.BytesIO()
+    with gzip.GzipFile(fileobj=packed, mode="wb", mtime=0, compresslevel=6) as gz:
+        gz.write(raw.getvalue())
+    data = packed.getvalue()
+    rid = hashlib.sha256(data).hexdigest()[:16]
+    target = state_dir / DIR / f"corral-runtime-{rid}.tar.gz"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    return Runtime(id=rid, path=target, size=len(data), python=meta["python"])

@@ -1,0 +1,83 @@
+"""The fan-out through Slurm, run on the controller as one bounded script:
+
+1. `salloc --no-shell --immediate`: one allocation of the nodes (a task, one CPU, MEM_MB each), named
+   corral-fanout; a node busy with jobs that leave no CPU or memory free makes it fail at once
+   (nothing waits in the queue).
+2. `srun` a step that makes /var/lib/corral/{fanout,runtime} (0700) and says which nodes lack the runtime.
+3. `sbcast` the runtime tarball (only when a node lacks it) and the snapshot: Slurm's own tree
+   fan-out, not one copy per node from the controller.
+4. `srun` one task per node: unpack the runtime if new (old ones removed), check the node's Python is
+   the runtime's, `corral node converge`, remove the snapshot; each node prints its CORRAL-RESULT lines.
+5. The allocation is cancelled and the controller's snapshot removed on every exit (trap).
+"""
+
+from __future__ import annotations
+
+from corral.engine.shell import q
+
+NAME = "corral-fanout"
+DIR = "/var/lib/corral/fanout"
+RUNTIMES = "/var/lib/corral/runtime"
+MEM_MB = 512
+ALLOC_S = 20        # salloc --immediate: the nodes are free now or the fan-out is refused
+STEP_S = 60         # the preparing step and the snapshot's sbcast
+SBCAST_S = 300      # the runtime's sbcast (15 MB, once per corral installation)
+FAIL = "CORRAL-FAIL"
+
+
+def tarball(rid: str) -> str:
+    return f"{DIR}/corral-runtime-{rid}.tar.gz"
+
+
+def task(rid: str, python: str, snapshot: str, converge_s: int) -> str:
+    """What each node runs (as root, in the allocation)."""
+    rt, tgz = f"{RUNTIMES}/{rid}", tarball(rid)
+    return "\n".join([
+        "set -u",
+        'n="${SLURMD_NODENAME:-$(hostname -s)}"',
+        f"if [ ! -f {q(rt + '/RUNTIME.json')} ]; then",
+        f"  tmp={q(rt)}.tmp.$$; rm -rf \"$tmp\"; mkdir -p \"$tmp\"",
+        f"  if tar -xzf {q(tgz)} -C \"$tmp\" && mv -T \"$tmp\" {q(rt)}; then",
+        f"    find {q(RUNTIMES)} -mindepth 1 -maxdepth 1 ! -name {q(rid)} -exec rm -rf {{}} +",
+        "  else",
+        f"    rm -rf \"$tmp\"; echo \"{FAIL} $n cannot unpack the corral runtime {rid}\"; exit 1",
+        "  fi",
+        "fi",
+        f"rm -f {q(tgz)}",
+        "py=$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>&1)",
+        f"if [ \"$py\" != {q(python)} ]; then",
+        f"  echo \"{FAIL} $n python3 is $py here, the corral runtime was built for {python} (the control host's)\"; exit 1",
+        "fi",
+        f"PYTHONPATH={q(rt)} timeout -k 5 {int(converge_s)} python3 -m corral node converge --snapshot {q(snapshot)} --node \"$n\"",
+        "rc=$?",
+        f"rm -f {q(snapshot)}",
+        f"[ $rc -ne 124 ] || echo \"{FAIL} $n corral node converge did not finish within {int(converge_s)} s\"",
+        "exit $rc",
+    ])
+
+
+def script(nodes: str, count: int, rid: str, python: str, run_id: str, converge_s: int) -> str:
+    """The controller's script; `nodes` a Slurm hostlist of `count` nodes, `run_id` hex."""
+    snap = f"{DIR}/{run_id}.json"
+    limit = max(2, (converge_s + SBCAST_S + 3 * STEP_S) // 60 + 1)
+    prep = (f"mkdir -p -m 700 {q(DIR)} {q(RUNTIMES)} && "
+            f"{{ test -f {q(RUNTIMES + '/' + rid + '/RUNTIME.json')} || echo missing; }}")
+    return "\n".join([
+        "set -u",
+        "job=",
+        f"trap '[ -z \"$job\" ] || scancel --quiet \"$job\"; rm -f {q(snap)}' EXIT",
+        "parts=$(sinfo -h -o %R | sort -u | paste -sd, -)",
+        f"out=$(timeout -k 5 {ALLOC_S + 10} salloc --no-shell --immediate={ALLOC_S} -J {NAME} -p \"$parts\" "
+        f"-w {q(nodes)} -N {int(count)} --ntasks-per-node=1 --cpus-per-task=1 --mem={MEM_MB}M -t {int(limit)} 2>&1)",
+        "job=$(printf '%s\\n' \"$out\" | sed -n 's/.*Granted job allocation \\([0-9][0-9]*\\).*/\\1/p' | head -n 1)",
+        f"[ -n \"$job\" ] || {{ echo \"{FAIL} - no allocation of the nodes: $(printf '%s' \"$out\" | tail -n 3 | tr '\\n' ' ')\"; exit 3; }}",
+        f"missing=$(timeout -k 5 {STEP_S} srun --jobid=\"$job\" -Q --ntasks-per-node=1 sh -c {q(prep)} | grep -c missing)",
+        "if [ \"$missing\" != 0 ]; then",
+        f"  timeout -k 5 {SBCAST_S} sbcast --jobid=\"$job\" -f {q(tarball(rid))} {q(tarball(rid))} "
+        f"|| {{ echo \"{FAIL} - sbcast of the corral runtime failed\"; exit 4; }}",
+        "fi",
+        f"timeout -k 5 {STEP_S} sbcast --jobid=\"$job\" -f {q(snap)} {q(snap)} "
+        f"|| {{ echo \"{FAIL} - sbcast of the snapshot failed\"; exit 4; }}",
+        f"timeout -k 5 {int(converge_s) + 30} srun --jobid=\"$job\" -Q --ntasks-per-node=1 "
+        f"bash -c {q(task(rid, python, snap, converge_s))}",
+    ])

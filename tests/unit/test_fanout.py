@@ -1,0 +1,164 @@
+"""The fan-out through Slurm, its pure parts: the result lines (chunks from many nodes interleaved),
+the snapshot (made on the control host, loaded on a node), the controller's script, the runtime
+tarball, merging the controller's output into a RunResult, and a local run of the deploys."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from corral import __version__
+from corral.engine import run
+from corral.engine.results import NodeResult, RunResult
+from corral.errors import CorralError, UsageError
+from corral.fanout import node as fnode
+from corral.fanout import runtime, slurm, snapshot
+from corral.fanout.driver import _merge, targets
+from corral.spec.loader import load_text
+
+SPEC = """\
+name: demo
+state_dir: /root/.corral-demo
+nodes:
+  - {names: ctl, addresses: [10.0.0.10], roles: [controller]}
+  - {names: "gpu[01-02]", addresses: "10.0.0.[11-12]", roles: [compute], gpus: {model: h100, count: 4}}
+"""
+
+
+def cluster(tmp_path, text=SPEC):
+    (tmp_path / "cluster.yaml").write_text(text)
+    return load_text(text, str(tmp_path / "cluster.yaml"))
+
+
+def test_result_lines_survive_interleaving_and_a_lost_chunk():
+    def big(node):  # random text: does not compress into one chunk
+        return {"node": node, "ok": True, "ops": [{"name": f"op{i}", "status": "unchanged",
+                                                   "reason": os.urandom(150).hex()} for i in range(30)]}
+    a, b, c = [], [], []
+    fnode.emit("gpu01", big("gpu01"), a.append)
+    fnode.emit("gpu02", {"node": "gpu02", "ok": False, "error": "boom"}, b.append)
+    fnode.emit("gpu03", big("gpu03"), c.append)
+    assert len(a) > 2 and len(c) > 2 and all(len(line) < fnode.CHUNK + 40 for line in a)
+    del c[1]  # one of gpu03's chunks lost
+    mixed = [x for pair in zip(a, b + [""] * len(a)) for x in pair] + ["srun: warning: something", *c]
+    found, other = fnode.collect(mixed)
+    assert found["gpu01"]["ops"][29]["reason"] == json.loads(json.dumps(found["gpu01"]))["ops"][29]["reason"]
+    assert len(found["gpu01"]["ops"]) == 30 and found["gpu02"]["error"] == "boom"
+    assert "gpu03" not in found
+    assert other == ["srun: warning: something"]
+    # a chunk that claims to be another node's result is not taken
+    forged = []
+    fnode.emit("gpu09", {"node": "gpu01", "ok": True}, forged.append)
+    assert "gpu09" not in fnode.collect(forged)[0]
+
+
+def test_snapshot_round_trip_rebuilds_the_cluster_without_control_host_files(tmp_path):
+    text = SPEC + ("identity:\n  ldap:\n    uri: [ldaps://ldap.example.com]\n    base: dc=example,dc=com\n"
+                   "    ca_cert: ca.pem\n")
+    (tmp_path / "ca.pem").write_bytes((Path(__file__).resolve().parents[1] / "fixtures" / "ldap" / "ca.pem").read_bytes())
+    c = cluster(tmp_path, text)
+    snap = snapshot.make(c, run_id="abc123", mode="apply", deploys=["jobhooks", "health"], runtime="r1")
+    assert snap["deploys"] == ["health", "jobhooks"]  # the components' order
+    (tmp_path / "ca.pem").unlink()  # as on a node: the file is not there
+    rebuilt, data = snapshot.load(json.dumps(snap), base=tmp_path / "node")
+    assert [n.name for n in rebuilt.nodes] == ["ctl", "gpu01", "gpu02"]
+    assert rebuilt.node("gpu02").gpu_count == 4 and rebuilt.node("gpu02").address == "10.0.0.12"
+    assert rebuilt.state_dir == tmp_path / "node" / "state"  # never the control host's /root/.corral-demo
+    assert data["run_id"] == "abc123"
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda s: s.update(corral="0.0.1"), "another corral version"),
+    (lambda s: s.update(format=9), "format"),
+    (lambda s: s.update(spec_hash="0" * 16), "reads differently"),
+    (lambda s: s["spec"].update(name="bad name!"), "does not validate"),
+    (lambda s: s.update(deploys=["munge"]), "cannot run node-locally"),
+    (lambda s: s.update(mode="destroy"), "neither plan nor apply"),
+])
+def test_snapshot_refused_with_the_reason(tmp_path, change, said):
+    snap = snapshot.make(cluster(tmp_path), run_id="r", mode="apply", deploys=["health"], runtime="r1")
+    change(snap)
+    with pytest.raises(CorralError, match=said):
+        snapshot.load(json.dumps(snap), base=tmp_path / "node")
+    with pytest.raises(CorralError, match="not JSON"):
+        snapshot.load("{", base=tmp_path)
+
+
+def test_unknown_deploy_and_no_compute_node_are_usage_errors(tmp_path):
+    c = cluster(tmp_path)
+    with pytest.raises(UsageError, match="'slurmd' cannot run node-locally"):
+        snapshot.check_deploys(["health", "slurmd"])
+    with pytest.raises(UsageError, match="no compute node"):
+        targets(c, ["ctl"])
+    assert targets(c, None) == ["gpu01", "gpu02"]
+
+
+def test_controller_script_is_bounded_quoted_and_valid_bash():
+    text = slurm.script("gpu[01-02]", 2, "94ca655fb62d965f", "3.11", "abc123", 300)
+    subprocess.run(["bash", "-n"], input=text, text=True, check=True)
+    assert "-w 'gpu[01-02]' -N 2" in text and "--immediate=" in text and "--no-shell" in text
+    assert "trap '[ -z \"$job\" ] || scancel --quiet \"$job\"" in text  # the allocation never outlives the script
+    for line in text.splitlines():  # every Slurm command runs under timeout
+        words = line.split()
+        for tool in ("salloc", "srun", "sbcast"):
+            if tool in words:
+                assert "timeout" in words[:words.index(tool)] or "$(timeout" in line, line
+    task = slurm.task("94ca655fb62d965f", "3.11", "/var/lib/corral/fanout/abc123.json", 300)
+    subprocess.run(["bash", "-n"], input=task, text=True, check=True)
+    assert "timeout -k 5 300 python3 -m corral node converge" in task
+
+
+def test_runtime_holds_corral_and_its_dependencies_and_is_deterministic(tmp_path):
+    names = runtime.files()
+    assert "corral/fanout/node.py" in names and "corral/node/health.py" in names
+    assert any(n.startswith("pyinfra/") for n in names) and any(n.startswith("pydantic_core/") for n in names)
+    assert any(n.endswith("entry_points.txt") and n.startswith("pyinfra-") for n in names)  # its connectors
+    assert not any("__pycache__" in n or n.startswith("_pytest/") or n.startswith("hypothesis/") for n in names)
+    first, again = runtime.build(tmp_path / "a"), runtime.build(tmp_path / "b")
+    assert first.id == again.id and first.path.read_bytes() == again.path.read_bytes()
+    assert first.python == runtime.python_tag()
+
+
+def test_merge_names_every_node_with_what_happened():
+    r = RunResult(run_id="x", command="fanout (slurm)", mode="apply", spec_hash="h", started="t")
+    r.nodes = {n: NodeResult(node=n, address="a") for n in ("gpu01", "gpu02", "gpu03")}
+    r.timing = [{"name": "srun", "kind": "deploy", "s": 3.0}]
+    lines: list[str] = []
+    fnode.emit("gpu01", {"node": "gpu01", "ok": True, "error": None, "duration_s": 2.5, "cpu_s": 1.1,
+                         "ops": [{"name": "health | /x", "status": "changed", "commands": ["upload"]}]}, lines.append)
+    lines.append(f"{slurm.FAIL} gpu02 python3 is 3.9 here, the corral runtime was built for 3.11")
+    _merge(r, lines, 1)
+    assert r.nodes["gpu01"].ok and r.nodes["gpu01"].ops[0].status == "changed"
+    assert "python3 is 3.9" in r.nodes["gpu02"].error
+    assert "no result" in r.nodes["gpu03"].error and not r.ok
+    assert r.timing[0]["nodes"]["gpu01"] == {"s": 2.5, "cpu_s": 1.1}
+    r2 = RunResult(run_id="y", command="fanout (slurm)", mode="apply", spec_hash="h", started="t")
+    r2.nodes = {"gpu01": NodeResult(node="gpu01", address="a")}
+    _merge(r2, [f"{slurm.FAIL} - no allocation of the nodes: salloc: Requested nodes are busy"], 3)
+    assert "Requested nodes are busy" in r2.nodes["gpu01"].error
+
+
+def test_local_run_plans_the_deploys_on_this_machine_as_the_named_node(tmp_path):
+    from corral.deploy.context import gather
+    from corral.deploy.health import health
+    c = cluster(tmp_path, SPEC.replace("/root/.corral-demo", str(tmp_path / "state")))
+    result = run(c, [health], mode="plan", limit=["gpu02"], local=True, record=False, prepare=gather(c))
+    assert list(result.nodes) == ["gpu02"] and result.nodes["gpu02"].ok, result.nodes["gpu02"].error
+    names = [o.name for o in result.nodes["gpu02"].ops]
+    assert "health | /usr/local/lib/corral/health.py" in names
+    with pytest.raises(UsageError, match="exactly one node"):
+        run(c, [health], mode="plan", limit=["gpu01", "gpu02"], local=True, record=False)
+
+
+def test_node_main_reports_a_bad_snapshot_as_its_result(tmp_path, capsys):
+    (tmp_path / "s.json").write_text(json.dumps({"format": 1, "corral": __version__}))
+    assert fnode.main(str(tmp_path / "s.json"), "gpu01") == 1
+    found, _ = fnode.collect(capsys.readouterr().out.splitlines())
+    assert found["gpu01"]["error_kind"] == "node-converge" and "spec" in found["gpu01"]["error"]
+    assert fnode.main(str(tmp_path / "missing.json"), "gpu01") == 1
+    found, _ = fnode.collect(capsys.readouterr().out.splitlines())
+    assert "cannot read the snapshot" in found["gpu01"]["error"]
