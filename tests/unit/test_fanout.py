@@ -112,7 +112,7 @@ def test_controller_script_is_bounded_quoted_and_valid_bash():
     assert "timeout -k 5 300 python3 -m corral node converge" in task
 
 
-def test_runtime_holds_corral_and_its_dependencies_and_is_deterministic(tmp_path):
+def test_runtime_holds_corral_and_its_dependencies_and_is_deterministic(tmp_path, monkeypatch):
     names = runtime.files()
     assert "corral/fanout/node.py" in names and "corral/node/health.py" in names
     assert any(n.startswith("pyinfra/") for n in names) and any(n.startswith("pydantic_core/") for n in names)
@@ -121,6 +121,13 @@ def test_runtime_holds_corral_and_its_dependencies_and_is_deterministic(tmp_path
     first, again = runtime.build(tmp_path / "a"), runtime.build(tmp_path / "b")
     assert first.id == again.id and first.path.read_bytes() == again.path.read_bytes()
     assert first.python == runtime.python_tag()
+    index = tmp_path / "a" / "runtime" / runtime.INDEX
+    packed = []
+    monkeypatch.setattr(runtime, "_pack", lambda *a: packed.append(a) or first)
+    assert runtime.build(tmp_path / "a").id == first.id and packed == []  # nothing changed: not packed again
+    index.write_text(index.read_text().replace('"fingerprint": "', '"fingerprint": "x'))
+    runtime.build(tmp_path / "a")
+    assert len(packed) == 1  # a file changed (here: the fingerprint no longer matches): packed again
 
 
 def test_merge_names_every_node_with_what_happened():

@@ -29,6 +29,7 @@ from corral import __version__
 from corral.errors import CorralError
 
 DIR = "runtime"  # under the state dir
+INDEX = "index.json"  # the last tarball's id and what it was made of
 SKIP_PARTS = {"__pycache__", "tests", "testing"}
 SKIP_SUFFIXES = (".pyc", ".pyi")
 
@@ -95,12 +96,40 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> Non
     tar.addfile(info, io.BytesIO(data))
 
 
+def _fingerprint(found: dict[str, Path], meta: dict) -> str:
+    """What the tarball is made of, cheaply: every name with its file's size and mtime."""
+    h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+    for name, path in sorted(found.items()):
+        st = path.stat()
+        h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:32]
+
+
 def build(state_dir: Path) -> Runtime:
-    """The tarball in <state dir>/runtime/, built once per installation (an existing one is reused)."""
+    """The tarball in <state dir>/runtime/, built once per installation: while no file changed (names,
+    sizes, times: INDEX) the one built before is used without reading or packing anything."""
     meta = {"corral": __version__, "python": python_tag(), "platform": f"{sys.platform}-{platform.machine()}"}
+    found = files()
+    key = _fingerprint(found, meta)
+    index = state_dir / DIR / INDEX
+    try:
+        known = json.loads(index.read_text())
+        cached = state_dir / DIR / f"corral-runtime-{known['id']}.tar.gz"
+        if known.get("fingerprint") == key and cached.is_file():
+            return Runtime(id=known["id"], path=cached, size=cached.stat().st_size, python=meta["python"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    runtime = _pack(found, meta, state_dir)
+    tmp = index.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"fingerprint": key, "id": runtime.id}) + "\n")
+    tmp.replace(index)
+    return runtime
+
+
+def _pack(found: dict[str, Path], meta: dict, state_dir: Path) -> Runtime:
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, path in sorted(files().items()):
+        for name, path in sorted(found.items()):
             _add(tar, name, path.read_bytes(), 0o755 if os.access(path, os.X_OK) else 0o644)
         _add(tar, "RUNTIME.json", (json.dumps(meta, sort_keys=True) + "\n").encode())
     packed = io.BytesIO()
@@ -114,4 +143,7 @@ def build(state_dir: Path) -> Runtime:
         tmp = target.with_suffix(".tmp")
         tmp.write_bytes(data)
         tmp.replace(target)
+    for old in target.parent.glob("corral-runtime-*.tar.gz"):
+        if old != target:
+            old.unlink()
     return Runtime(id=rid, path=target, size=len(data), python=meta["python"])
