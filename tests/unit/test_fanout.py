@@ -100,11 +100,11 @@ def test_unknown_deploy_and_no_compute_node_are_usage_errors(tmp_path):
 def test_controller_script_is_bounded_quoted_and_valid_bash():
     text = slurm.script("gpu[01-02]", 2, "94ca655fb62d965f", "3.11", "abc123", 300)
     subprocess.run(["bash", "-n"], input=text, text=True, check=True)
-    assert "-w 'gpu[01-02]' -N 2" in text and "--immediate=" in text and "--no-shell" in text
+    assert "-w 'gpu[01-02]' -N 2" in text and "--overlap -Q -N 2 --ntasks-per-node=1" in text
     assert "trap '[ -z \"$job\" ] || scancel --quiet \"$job\"" in text  # the allocation never outlives the script
     for line in text.splitlines():  # every Slurm command runs under timeout
         words = line.split()
-        for tool in ("salloc", "srun", "sbcast"):
+        for tool in ("sbatch", "srun", "sbcast"):
             if tool in words:
                 assert "timeout" in words[:words.index(tool)] or "$(timeout" in line, line
     task = slurm.task("94ca655fb62d965f", "3.11", "/var/lib/corral/fanout/abc123.json", 300)

@@ -93,16 +93,16 @@ def _via_slurm(cluster: Cluster, names: list[str], mode: str, nodes: list[str]) 
 
 
 def _ship(cluster: Cluster, ctl: str, rt: runtime.Runtime, snap: dict, run_id: str) -> None:
-    """The runtime tarball (when the controller lacks it; older ones removed) and the snapshot (0600)."""
+    """The snapshot (0600) and, when the controller lacks it, the runtime tarball (older ones removed)."""
     tgz = slurm.tarball(rt.id)
-    have = remote.run_on(cluster, ctl, f"test -f {q(tgz)} && echo have", timeout=30)
+    have = remote.run_on(cluster, ctl, f"umask 077 && mkdir -p {q(slurm.DIR)} && cat > {q(f'{slurm.DIR}/{run_id}.json')} "
+                                       f"&& {{ test -f {q(tgz)} && echo have || echo lacking; }}",
+                         timeout=60, check=True, input=json.dumps(snap))
     if "have" not in have.stdout:
-        remote.stream(cluster, ctl, f"umask 077 && mkdir -p {q(slurm.DIR)} && cat > {q(tgz)}.tmp && "
-                                    f"mv -f {q(tgz)}.tmp {q(tgz)} && find {q(slurm.DIR)} -maxdepth 1 "
-                                    f"-name 'corral-runtime-*.tar.gz' ! -name {q(tgz.rsplit('/', 1)[1])} -delete",
+        remote.stream(cluster, ctl, f"umask 077 && cat > {q(tgz)}.tmp && mv -f {q(tgz)}.tmp {q(tgz)} && "
+                                    f"find {q(slurm.DIR)} -maxdepth 1 -name 'corral-runtime-*.tar.gz' "
+                                    f"! -name {q(tgz.rsplit('/', 1)[1])} -delete",
                       timeout=UPLOAD_S, stdin=rt.path)
-    remote.run_on(cluster, ctl, f"umask 077 && mkdir -p {q(slurm.DIR)} && cat > {q(f'{slurm.DIR}/{run_id}.json')}",
-                  timeout=60, check=True, input=json.dumps(snap))
 
 
 def _merge(result: RunResult, lines: list[str], rc: int) -> None:

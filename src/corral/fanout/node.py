@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import resource
-import time
 import zlib
 from collections.abc import Callable, Iterable
 
@@ -23,7 +23,6 @@ def converge(text: str, node: str) -> dict:
     from corral.engine import run
     from corral.fanout.snapshot import load, node_local
 
-    t0, c0 = time.monotonic(), _cpu()
     cluster, snap = load(text)
     if node not in {n.name for n in cluster.nodes}:
         raise CorralError("this node is not in the snapshot's spec", value=node,
@@ -32,14 +31,25 @@ def converge(text: str, node: str) -> dict:
     result = run(cluster, deploys, mode=snap["mode"], limit=[node], local=True, record=False,
                  command="node converge", prepare=gather(cluster))
     out = result.nodes[node].to_json()
-    out.update(timing=result.timing, warnings=result.warnings, duration_s=round(time.monotonic() - t0, 3),
-               cpu_s=round(_cpu() - c0, 3))
+    out.update(timing=result.timing, warnings=result.warnings, duration_s=_age(), cpu_s=_cpu())
     return out
 
 
 def _cpu() -> float:
+    """CPU seconds of this process since it started (Python's start and imports included)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    return round(r.ru_utime + r.ru_stime, 3)
+
+
+def _age() -> float | None:
+    """Seconds since this process started (/proc: its start and the uptime, both since boot)."""
+    try:
+        with open("/proc/self/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            return round(float(f.read().split()[0]) - start, 3)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def failure(node: str, message: str) -> dict:

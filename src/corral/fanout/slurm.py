@@ -1,9 +1,10 @@
 """The fan-out through Slurm, run on the controller as one bounded script:
 
-1. `salloc --no-shell --immediate`: one allocation of the nodes (a task, one CPU, MEM_MB each), named
-   corral-fanout; a node busy with jobs that leave no CPU or memory free makes it fail at once
-   (nothing waits in the queue).
-2. `srun` a step that makes /var/lib/corral/{fanout,runtime} (0700) and says which nodes lack the runtime.
+1. `sbatch` of a sleeping job: one allocation of the nodes (a task, one CPU, MEM_MB each), named
+   corral-fanout; not running within ALLOC_S (a node busy with jobs that leave no CPU or memory free)
+   it is cancelled and Slurm's pending reason reported (nothing waits in the queue). Not `salloc
+   --no-shell`: with PrologFlags=Alloc it polls for the nodes' readiness every 3 s.
+2. `srun --overlap` a step that makes /var/lib/corral/{fanout,runtime} (0700) and says which nodes lack the runtime.
 3. `sbcast` the runtime tarball (only when a node lacks it) and the snapshot: Slurm's own tree
    fan-out, not one copy per node from the controller.
 4. `srun` one task per node: unpack the runtime if new (old ones removed), check the node's Python is
@@ -19,7 +20,7 @@ NAME = "corral-fanout"
 DIR = "/var/lib/corral/fanout"
 RUNTIMES = "/var/lib/corral/runtime"
 MEM_MB = 512
-ALLOC_S = 20        # salloc --immediate: the nodes are free now or the fan-out is refused
+ALLOC_S = 10        # the nodes are free now (within this) or the fan-out is refused
 STEP_S = 60         # the preparing step and the snapshot's sbcast
 SBCAST_S = 300      # the runtime's sbcast (15 MB, once per corral installation)
 FAIL = "CORRAL-FAIL"
@@ -59,25 +60,31 @@ def task(rid: str, python: str, snapshot: str, converge_s: int) -> str:
 def script(nodes: str, count: int, rid: str, python: str, run_id: str, converge_s: int) -> str:
     """The controller's script; `nodes` a Slurm hostlist of `count` nodes, `run_id` hex."""
     snap = f"{DIR}/{run_id}.json"
-    limit = max(2, (converge_s + SBCAST_S + 3 * STEP_S) // 60 + 1)
+    minutes = max(2, (converge_s + SBCAST_S + 3 * STEP_S) // 60 + 1)
     prep = (f"mkdir -p -m 700 {q(DIR)} {q(RUNTIMES)} && "
             f"{{ test -f {q(RUNTIMES + '/' + rid + '/RUNTIME.json')} || echo missing; }}")
+    step = f"srun --jobid=\"$job\" --overlap -Q -N {int(count)} --ntasks-per-node=1"
     return "\n".join([
         "set -u",
         "job=",
         f"trap '[ -z \"$job\" ] || scancel --quiet \"$job\"; rm -f {q(snap)}' EXIT",
         "parts=$(sinfo -h -o %R | sort -u | paste -sd, -)",
-        f"out=$(timeout -k 5 {ALLOC_S + 10} salloc --no-shell --immediate={ALLOC_S} -J {NAME} -p \"$parts\" "
-        f"-w {q(nodes)} -N {int(count)} --ntasks-per-node=1 --cpus-per-task=1 --mem={MEM_MB}M -t {int(limit)} 2>&1)",
-        "job=$(printf '%s\\n' \"$out\" | sed -n 's/.*Granted job allocation \\([0-9][0-9]*\\).*/\\1/p' | head -n 1)",
-        f"[ -n \"$job\" ] || {{ echo \"{FAIL} - no allocation of the nodes: $(printf '%s' \"$out\" | tail -n 3 | tr '\\n' ' ')\"; exit 3; }}",
-        f"missing=$(timeout -k 5 {STEP_S} srun --jobid=\"$job\" -Q --ntasks-per-node=1 sh -c {q(prep)} | grep -c missing)",
+        f"out=$(timeout -k 5 30 sbatch --parsable -J {NAME} -p \"$parts\" -w {q(nodes)} -N {int(count)} "
+        f"--ntasks-per-node=1 --cpus-per-task=1 --mem={MEM_MB}M -t {int(minutes)} -o /dev/null -e /dev/null "
+        f"--wrap {q(f'exec sleep {int(minutes) * 60}')} 2>&1)",
+        "case \"$out\" in ''|*[!0-9]*) "
+        f"echo \"{FAIL} - no allocation of the nodes: $(printf '%s' \"$out\" | tail -n 3 | tr '\\n' ' ')\"; exit 3;; esac",
+        "job=$out",
+        f"for i in $(seq {ALLOC_S * 10}); do [ \"$(squeue -h -j \"$job\" -o %T)\" = RUNNING ] && break; sleep 0.1; done",
+        "if [ \"$(squeue -h -j \"$job\" -o %T)\" != RUNNING ]; then",
+        f"  echo \"{FAIL} - no allocation of the nodes within {ALLOC_S} s (Slurm's reason: $(squeue -h -j \"$job\" -o %r))\"; exit 3",
+        "fi",
+        f"missing=$(timeout -k 5 {STEP_S} {step} sh -c {q(prep)} | grep -c missing)",
         "if [ \"$missing\" != 0 ]; then",
         f"  timeout -k 5 {SBCAST_S} sbcast --jobid=\"$job\" -f {q(tarball(rid))} {q(tarball(rid))} "
         f"|| {{ echo \"{FAIL} - sbcast of the corral runtime failed\"; exit 4; }}",
         "fi",
         f"timeout -k 5 {STEP_S} sbcast --jobid=\"$job\" -f {q(snap)} {q(snap)} "
         f"|| {{ echo \"{FAIL} - sbcast of the snapshot failed\"; exit 4; }}",
-        f"timeout -k 5 {int(converge_s) + 30} srun --jobid=\"$job\" -Q --ntasks-per-node=1 "
-        f"bash -c {q(task(rid, python, snap, converge_s))}",
+        f"timeout -k 5 {int(converge_s) + 30} {step} bash -c {q(task(rid, python, snap, converge_s))}",
     ])
