@@ -1,6 +1,7 @@
 """`corral node converge`: on a compute node, the snapshot's node-local deploys against this machine
 (pyinfra @local, as root, the same operations as over SSH), and the node's result printed as
-CORRAL-RESULT lines (compressed JSON in chunks: srun merges the nodes' output line by line)."""
+CORRAL-RESULT lines (compressed JSON in chunks of lines under 1 KiB: srun merges the nodes' output line by line, a longer
+line in pieces)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from collections.abc import Callable, Iterable
 from corral.errors import CorralError
 
 MARK = "CORRAL-RESULT"
-CHUNK = 2000
+CHUNK = 800  # + "CORRAL-RESULT <node> i/n ": under 1024 bytes, which slurmstepd never splits (longer lines
+# are sent in 1024-byte pieces that srun interleaves with the other nodes' output)
 
 
 def converge(text: str, node: str) -> dict:
