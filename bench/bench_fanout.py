@@ -11,7 +11,9 @@ Run as root: .venv/bin/python -m bench.bench_fanout [--sizes 16,64] [--runs 3]
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import sys
 from pathlib import Path
 
 from corral.engine import patch_gevent
@@ -51,6 +53,10 @@ def set_temp(vc, value: int):
     return load(path)
 
 
+def fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
 def one(vc, cluster, via: str, changes: int) -> list[float]:
     held: dict = {}
     c0, n0, a0 = cpu_s(), node_cpu(vc, "ctl"), node_cpu(vc, None)
@@ -59,6 +65,7 @@ def one(vc, cluster, via: str, changes: int) -> list[float]:
     assert r.ok, {n: x.error for n, x in r.nodes.items() if not x.ok}
     got = sum(1 for x in r.nodes.values() for o in x.ops if o.status == "changed")
     assert got == changes, (via, got, changes)
+    print(f"  {via}: {wall:.2f} s, {changes} changes, open files {fds()}", file=sys.stderr, flush=True)
     return [wall, cpu_s() - c0, node_cpu(vc, "ctl") - n0, node_cpu(vc, None) - a0]
 
 
@@ -73,6 +80,7 @@ def main() -> None:
             cluster = set_temp(vc, 85)
             first = converge(cluster, "apply", command="bench-first")
             assert first.ok, first.failed_nodes
+            print(f"{total} nodes: first apply {first.duration_s:.1f} s, open files {fds()}", file=sys.stderr, flush=True)
             computes = len([n for n in cluster.nodes if "compute" in n.roles])
             c0 = cpu_s()
             send = timed(lambda: fan_out(cluster, DEPLOYS, via="slurm"))
@@ -90,6 +98,7 @@ def main() -> None:
                     wall, cpu, ctl, allc = (median([s[i] for s in samples[via]]) for i in range(4))
                     rows.append([str(total), via, what, f"{wall:.2f}", f"{cpu:.2f}", f"{cpu / computes:.3f}",
                                  f"{ctl:.2f}", f"{allc:.1f}"])
+                    print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print(table(f"node-local deploys (health, jobhooks) on every compute node, median of {args.runs}",
                 ["nodes", "via", "run", "wall s", "control host CPU s", "per compute node",
                  "controller node CPU s", "all nodes CPU s"], rows))

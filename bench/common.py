@@ -19,7 +19,7 @@ BENCH_SUBNET = ipaddress.IPv4Network("10.213.88.0/24")
 @contextmanager
 def bench_cluster(compute: int, *, name: str = "bench", up: bool = True):
     """A virtual cluster with `compute` compute nodes (+1 controller); always torn down."""
-    with tempfile.TemporaryDirectory(prefix="corral-bench-") as d:
+    with tempfile.TemporaryDirectory(prefix="corral-bench-", ignore_cleanup_errors=True) as d:
         path = Path(d) / "cluster.yaml"
         path.write_text(default_spec(name, compute, 4, "h100", BENCH_SUBNET, "corralbench0", 18088))
         vc = VirtualCluster(load(path))

@@ -101,7 +101,7 @@ def test_controller_script_is_bounded_quoted_and_valid_bash():
     text = slurm.script("gpu[01-02]", 2, "94ca655fb62d965f", "3.11", "abc123", 300)
     subprocess.run(["bash", "-n"], input=text, text=True, check=True)
     assert "-w 'gpu[01-02]' -N 2" in text and "--overlap -Q -N 2 --ntasks-per-node=1" in text
-    assert "trap '[ -z \"$job\" ] || scancel --quiet \"$job\"" in text  # the allocation never outlives the script
+    assert "trap '[ -z \"$job\" ] || { scancel --quiet \"$job\"; for i in" in text  # the allocation never outlives the script
     for line in text.splitlines():  # every Slurm command runs under timeout
         words = line.split()
         for tool in ("sbatch", "srun", "sbcast"):
@@ -169,3 +169,53 @@ def test_node_main_reports_a_bad_snapshot_as_its_result(tmp_path, capsys):
     assert fnode.main(str(tmp_path / "missing.json"), "gpu01") == 1
     found, _ = fnode.collect(capsys.readouterr().out.splitlines())
     assert "cannot read the snapshot" in found["gpu01"]["error"]
+
+
+FAKE = {  # Slurm's commands as this test's stand-ins: one allocation (job 42) of FAKE_NODES, run here
+    "sinfo": "echo gpu",
+    "sbatch": "echo \"$*\" > \"$FAKE_STATE/sbatch-args\"; echo 42",
+    "squeue": 'if [ -f "$FAKE_STATE/cancelled" ]; then exit 0; fi; case "$*" in *%T*) echo RUNNING;; *) echo None;; esac',
+    "scancel": 'echo "$*" > "$FAKE_STATE/cancelled"',
+    "sbcast": 'src=$3; dst=$4; [ "$src" -ef "$dst" ] || cp "$src" "$dst"',
+    "srun": 'a=("$@"); k=${#a[@]}; for n in $FAKE_NODES; do SLURMD_NODENAME=$n "${a[k-3]}" -c "${a[k-1]}"; done',
+}
+
+
+def test_the_controller_script_end_to_end_with_slurm_stand_ins(tmp_path, monkeypatch):
+    """The real script, task and `corral node converge` (plan, against this machine), with Slurm's
+    commands replaced by stand-ins that run each step here: the runtime is unpacked and run, the result
+    comes back in lines, the allocation is cancelled and every file the run made is gone."""
+    bindir, state = tmp_path / "bin", tmp_path / "state"
+    bindir.mkdir(), state.mkdir()
+    for name, body in FAKE.items():
+        (bindir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bindir / name).chmod(0o755)
+    monkeypatch.setattr(slurm, "DIR", str(tmp_path / "fanout"))
+    monkeypatch.setattr(slurm, "RUNTIMES", str(tmp_path / "runtime"))
+    c = cluster(tmp_path, SPEC.replace("/root/.corral-demo", str(tmp_path / "ctl-state")))
+    rt = runtime.build(c.state_dir)
+    (tmp_path / "fanout").mkdir()
+    (tmp_path / "fanout" / f"corral-runtime-{rt.id}.tar.gz").write_bytes(rt.path.read_bytes())
+    snap = snapshot.make(c, run_id="feed01", mode="plan", deploys=["health"], runtime=rt.id)
+    (tmp_path / "fanout" / "feed01.json").write_text(json.dumps(snap))
+    text = slurm.script("gpu02", 1, rt.id, rt.python, "feed01", 120)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "FAKE_STATE": str(state), "FAKE_NODES": "gpu02",
+           "CORRAL_NODE_DIR": str(tmp_path / "node")}
+    proc = subprocess.run(["bash", "-c", text], capture_output=True, text=True, env=env, timeout=120)
+    found, other = fnode.collect(proc.stdout.splitlines())
+    assert proc.returncode == 0 and "gpu02" in found, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert found["gpu02"]["ok"] and "health | /usr/local/lib/corral/health.py" in [o["name"] for o in found["gpu02"]["ops"]]
+    assert (state / "cancelled").read_text().strip() == "--quiet 42"
+    assert "-w gpu02 -N 1" in (state / "sbatch-args").read_text()
+    assert sorted(p.name for p in (tmp_path / "fanout").iterdir()) == []  # snapshot and tarball removed
+    assert (tmp_path / "runtime" / rt.id / "RUNTIME.json").is_file()
+    # a node whose python3 is another minor version says so and runs nothing
+    (bindir / "python3").write_text("#!/bin/sh\necho 3.9\n")
+    (bindir / "python3").chmod(0o755)
+    (state / "cancelled").unlink()
+    (tmp_path / "fanout" / "feed01.json").write_text(json.dumps(snap))
+    proc = subprocess.run(["bash", "-c", text], capture_output=True, text=True, env=env, timeout=120)
+    r = RunResult(run_id="feed01", command="fanout (slurm)", mode="plan", spec_hash="h", started="t")
+    r.nodes = {"gpu02": NodeResult(node="gpu02", address="a")}
+    _merge(r, proc.stdout.splitlines(), proc.returncode)
+    assert "python3 is 3.9 here, the corral runtime was built for" in r.nodes["gpu02"].error

@@ -9,7 +9,8 @@
    fan-out, not one copy per node from the controller.
 4. `srun` one task per node: unpack the runtime if new (old ones removed), check the node's Python is
    the runtime's, `corral node converge`, remove the snapshot; each node prints its CORRAL-RESULT lines.
-5. The allocation is cancelled and the controller's snapshot removed on every exit (trap).
+5. The allocation is cancelled on every exit (trap), waited for until it has left the queue (its
+   epilogs done, at most 60 s), and the controller's snapshot removed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ NAME = "corral-fanout"
 DIR = "/var/lib/corral/fanout"
 RUNTIMES = "/var/lib/corral/runtime"
 MEM_MB = 512
-ALLOC_S = 10        # the nodes are free now (within this) or the fan-out is refused
+ALLOC_S = 15        # the nodes are free now (within this) or the fan-out is refused
+# after scancel: until the job has left the queue (its epilogs run), at most 60 s, so that the script
+# returns when nothing of it is left and a fan-out right after it finds the nodes free
+END_WAIT = "for i in $(seq 600); do [ -z \"$(squeue -h -j \"$job\" 2>/dev/null)\" ] && break; sleep 0.1; done"
 STEP_S = 60         # the preparing step and the snapshot's sbcast
 SBCAST_S = 300      # the runtime's sbcast (15 MB, once per corral installation)
 FAIL = "CORRAL-FAIL"
@@ -67,7 +71,7 @@ def script(nodes: str, count: int, rid: str, python: str, run_id: str, converge_
     return "\n".join([
         "set -u",
         "job=",
-        f"trap '[ -z \"$job\" ] || scancel --quiet \"$job\"; rm -f {q(snap)}' EXIT",
+        f"trap '[ -z \"$job\" ] || {{ scancel --quiet \"$job\"; {END_WAIT}; }}; rm -f {q(snap)}' EXIT",
         "parts=$(sinfo -h -o %R | sort -u | paste -sd, -)",
         f"out=$(timeout -k 5 30 sbatch --parsable -J {NAME} -p \"$parts\" -w {q(nodes)} -N {int(count)} "
         f"--ntasks-per-node=1 --cpus-per-task=1 --mem={MEM_MB}M -t {int(minutes)} -o /dev/null -e /dev/null "

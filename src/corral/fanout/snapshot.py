@@ -5,6 +5,7 @@ id and mode, and the node-local deploys to run. No secrets: the deploys that may
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -15,7 +16,8 @@ from corral.spec.cluster import Cluster, rebuild
 from corral.spec.models import ClusterSpec
 
 FORMAT = 1
-NODE_DIR = Path("/var/lib/corral/node")  # on the node: the rebuilt cluster's base and state dir (0700)
+# on the node: the rebuilt cluster's base and state dir (the environment variable: tests on the control host)
+NODE_DIR = Path(os.environ.get("CORRAL_NODE_DIR", "/var/lib/corral/node"))
 
 
 def node_local() -> dict:
@@ -40,7 +42,7 @@ def make(cluster: Cluster, *, run_id: str, mode: str, deploys: list[str], runtim
             "spec": cluster.spec.model_dump(mode="json")}
 
 
-def load(text: str, base: Path = NODE_DIR) -> tuple[Cluster, dict]:
+def load(text: str, base: Path | None = None) -> tuple[Cluster, dict]:
     """(cluster rebuilt on this node, the snapshot); CorralError for another corral, format or spec."""
     try:
         data = json.loads(text)
@@ -56,6 +58,7 @@ def load(text: str, base: Path = NODE_DIR) -> tuple[Cluster, dict]:
         spec = ClusterSpec.model_validate(data["spec"])
     except (KeyError, ValidationError) as exc:
         raise CorralError(f"the snapshot's spec does not validate here: {exc}", fix="run corral fanout again") from None
+    base = base or NODE_DIR
     cluster = rebuild(spec, base / "cluster.yaml")
     if cluster.spec_hash() != data.get("spec_hash"):
         raise CorralError("the snapshot's spec reads differently on this node", value=cluster.spec_hash(),
