@@ -4,7 +4,8 @@ corral's one transaction for that node, read from corral's plan beforehand, unti
 transaction per node, all nodes at once, services held back as corral does; a minimal Slurm config
 (the prototype's: munge key, slurm.conf, gres.conf, slurmdbd.conf; no health checks, job hooks,
 monitoring config, users, PAM or checks); munge, MariaDB, slurmdbd, slurmctld, slurmd started; then
-one GPU srun on every compute node. No error handling beyond stopping, nothing verified.
+one GPU srun on every compute node. /etc/hosts gets the cluster's names (Slurm resolves them). No error handling beyond stopping,
+nothing verified but the GPU srun.
 
 Run as root: .venv/bin/python -m bench.bench_floor [--runs 3]
 Prints the floor's phases and the ratio floor / corral up (pass --corral S, bench_up's median total).
@@ -36,10 +37,11 @@ def packages(cluster) -> dict[str, list[str]]:
     for name, node in plan.nodes.items():
         for op in node.ops:
             if op.name.startswith("packages |") and op.status == "changed":
-                for c in op.commands:
-                    if "apt-get" in c and " install " in c:
-                        words = shlex.split(c.split(" install ", 1)[1].split(";")[0].split("&&")[0])
+                for c in op.commands:  # ... -o Dpkg::Options::=--force-confold PKG... || { apt-get update ...
+                    if "apt-get" in c and "--force-confold " in c:
+                        words = shlex.split(c.split("--force-confold ", 1)[1].split(" || ", 1)[0])
                         out.setdefault(name, []).extend(w for w in words if not w.startswith("-"))
+                        break
     return out
 
 
@@ -81,7 +83,9 @@ def one_run() -> dict:
         cpus = int(subprocess.run(ssh_argv(c, compute[0], "nproc"), capture_output=True, text=True).stdout)
         key, pw = secrets.token_bytes(1024), secrets.token_hex(16)
         conf = slurm_conf(compute, cpus, gpus)
-        write = ("install -o munge -g munge -m 400 /dev/stdin /etc/munge/munge.key; "
+        hosts = "".join(f"{n.address} {n.name}\n" for n in c.nodes)
+        write = (f"printf %s {shlex.quote(hosts)} >> /etc/hosts; "
+                 "install -o munge -g munge -m 400 /dev/stdin /etc/munge/munge.key; "
                  f"printf %s {shlex.quote(conf)} > /etc/slurm/slurm.conf; ")
         gres = f"printf 'Name=gpu Type=h100 File=/dev/nvidia[0-{gpus - 1}]\\n' > /etc/slurm/gres.conf; "
         dbd = ("AuthType=auth/munge\nDbdHost=ctl\nSlurmUser=slurm\nStorageType=accounting_storage/mysql\n"
@@ -92,7 +96,8 @@ def one_run() -> dict:
                f"mysql -e \"CREATE DATABASE IF NOT EXISTS slurm_acct_db; CREATE USER IF NOT EXISTS slurm@localhost "
                f"IDENTIFIED BY '{pw}'; GRANT ALL ON slurm_acct_db.* TO slurm@localhost\"; systemctl restart slurmdbd; "
                "for i in $(seq 100); do ss -ltn | grep -q ':6819 ' && break; sleep 0.2; done; systemctl restart slurmctld; "
-               "for i in $(seq 100); do scontrol ping | grep -q UP && break; sleep 0.2; done")
+               "for i in $(seq 100); do timeout 2 scontrol ping | grep -q UP && break; sleep 0.2; done; "
+               "timeout 2 scontrol ping | grep -q UP")
         on_all(c, {"ctl": ctl}, stdin={"ctl": key})
         on_all(c, {n: write + gres + "systemctl restart munge slurmd" for n in compute},
                stdin={n: key for n in compute})
