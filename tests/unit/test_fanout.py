@@ -219,3 +219,19 @@ def test_the_controller_script_end_to_end_with_slurm_stand_ins(tmp_path, monkeyp
     r.nodes = {"gpu02": NodeResult(node="gpu02", address="a")}
     _merge(r, proc.stdout.splitlines(), proc.returncode)
     assert "python3 is 3.9 here, the corral runtime was built for" in r.nodes["gpu02"].error
+
+
+def test_a_controller_that_cannot_be_reached_fails_every_node_with_the_reason(tmp_path, monkeypatch):
+    from corral.engine import journal
+    from corral.errors import NodeError
+    from corral.fanout import driver
+    c = cluster(tmp_path, SPEC.replace("/root/.corral-demo", str(tmp_path / "state")))
+    monkeypatch.setattr(driver.runtime, "build", lambda d: runtime.Runtime("abc", tmp_path / "rt.tgz", 1, "3.11"))
+
+    def refuse(cluster, node, command, **kw):
+        raise NodeError("ssh: connect to host 10.0.0.10 port 22: Connection refused", node=node)
+    monkeypatch.setattr(driver.remote, "run_on", refuse)
+    r = driver.fan_out(c, ["health"])
+    assert not r.ok and sorted(r.nodes) == ["gpu01", "gpu02"]
+    assert all("not converged" in n.error and "Connection refused" in n.error for n in r.nodes.values())
+    assert journal.recent(c.state_dir, limit=1)[0]["command"] == "fanout (slurm)"

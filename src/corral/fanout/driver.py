@@ -79,7 +79,7 @@ def _via_slurm(cluster: Cluster, names: list[str], mode: str, nodes: list[str]) 
         proc = remote.run_on(cluster, ctl, text, timeout=CONVERGE_S + slurm.SBCAST_S + 4 * slurm.STEP_S)
         result.timing.append(phase("srun", "deploy", since, deploys=names))
         _merge(result, proc.stdout.splitlines() + proc.stderr.splitlines(), proc.returncode)
-    except CorralError as exc:
+    except (CorralError, OSError) as exc:  # the runtime unreadable/unwritable, SSH failed: every node says so
         for node in result.nodes.values():
             if node.error is None and not node.ops:
                 node.error, node.error_kind = f"{node.node}: not converged: {exc}", "fanout"
