@@ -243,6 +243,11 @@ def test_package_upgrades_are_planned_then_rolled_out_with_the_reboot_asked_for(
     assert [b["batch"] for b in result.rollouts if b["what"] == "package upgrade"] == ["canary", "batch 2", "batch 3"]
     assert set(tool_versions(drv).values()) == {"1.1-1"}
     in_service(drv)
+    # known (issue 16's note): the rollout resumes a rebooted node once systemd's start-up is over; a
+    # node-exporter that failed at boot may still be in its restart delay then (seen once in CI on the
+    # last batch's node); what this test proves is that the upgrade itself leaves nothing to change
+    for n in NODES:
+        ssh(drv, n, "for i in $(seq 30); do systemctl is-active -q prometheus-node-exporter && break; sleep 1; done")
     again = converge(load(drv.cluster.path), "apply", command="test-upgrade-noop")
     assert again.ok and again.changed == 0, "\n".join(
         [f"{n}: {r.error}" for n, r in again.nodes.items() if r.error]
