@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime, timezone
 
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, remote, run
 from corral.engine.inventory import select_nodes
 from corral.engine.results import NodeResult, OpResult, RunResult
+from corral.engine.runner import _now
 from corral.engine.shell import q
 from corral.engine.timing import phase
 from corral.errors import CorralError, UsageError
@@ -132,7 +132,3 @@ def _merge(result: RunResult, lines: list[str], rc: int) -> None:
         on_nodes[name] = {"s": data.get("duration_s"), "cpu_s": data.get("cpu_s")}
     if result.timing and result.timing[-1]["name"] == "srun":
         result.timing[-1]["nodes"] = on_nodes  # each node's own wall and CPU seconds
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
