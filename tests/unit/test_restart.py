@@ -27,9 +27,10 @@ LDAP_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ldap"
 SPEC = Path(__file__).resolve().parents[1] / "fixtures" / "spec" / "slurm_valid.yaml"
 
 
-def parse(text: str) -> configparser.ConfigParser:
-    """systemd's INI as far as these files go: sections, Key=Value, # comments; a key twice is an error."""
-    ini = configparser.ConfigParser(interpolation=None, strict=True, delimiters=("=",), comment_prefixes=("#",),
+def parse(text: str, strict: bool = True) -> configparser.ConfigParser:
+    """systemd's INI as far as these files go: sections, Key=Value, # comments; a key twice is an error
+    (unless not `strict`: list settings such as After= may be given twice, the last one read wins here)."""
+    ini = configparser.ConfigParser(interpolation=None, strict=strict, delimiters=("=",), comment_prefixes=("#",),
                                     empty_lines_in_values=False)
     ini.optionxform = str  # systemd keys are case-sensitive
     ini.read_string(text)
@@ -45,10 +46,22 @@ def test_dropin_parses_with_the_start_limit_in_unit_and_restart_in_service(unit)
     ini = parse(text)
     p = POLICIES[unit]
     assert ini.sections() == ["Unit", "Service"]
-    assert dict(ini["Unit"]) == {"StartLimitIntervalSec": str(p.interval_s), "StartLimitBurst": str(p.burst)}
+    network = {"Wants": "network-online.target", "After": "network-online.target"} if p.binds else {}
+    assert dict(ini["Unit"]) == {"StartLimitIntervalSec": str(p.interval_s), "StartLimitBurst": str(p.burst), **network}
     assert dict(ini["Service"]) == {"Restart": "on-failure", "RestartSec": str(p.restart_sec)}
     assert text.startswith("# Managed by corral") and text.endswith("\n")
     assert all(line.startswith("#") or "\n" not in line for line in text.splitlines())  # one-line comments
+
+
+def test_every_daemon_bound_to_the_cluster_address_starts_after_the_network():
+    """A daemon listening on the node's address that starts before it is configured fails at boot
+    ("cannot assign requested address"): each one corral binds so is ordered after network-online.target."""
+    bound = {"prometheus", "prometheus-alertmanager", "prometheus-node-exporter", "grafana-server",
+             "corral-slurm-exporter", "corral-dcgm-exporter"}
+    assert {u for u, p in POLICIES.items() if p.binds} == bound
+    for unit in ("corral-slurm-exporter", "corral-dcgm-exporter"):  # corral's own units: in the unit text
+        assert {"Wants=network-online.target", "After=network-online.target"} <= set(unit_lines(unit))
+    assert not any("network-online" in line for line in unit_lines("slurmd"))
 
 
 @pytest.mark.parametrize(("restart_sec", "interval_s", "burst"), [(10, 120, 10), (0, 120, 10), (2, 120, 2)])
@@ -79,9 +92,10 @@ def test_corral_units_carry_the_policy_in_their_own_text():
              "corral-dcgm-exporter": dcgm_exporter.unit("/usr/bin/dcgm-exporter", "10.0.0.11:9400", "/run/gpu-jobs")}
     assert set(texts) == IN_UNIT
     for unit, text in texts.items():
-        ini = parse(text)
+        ini = parse(text, strict=False)  # After= twice: the unit's own order, and the network's (unit_lines)
         assert {k: ini["Unit"][k] for k in ("StartLimitIntervalSec", "StartLimitBurst")} == dict(
-            line.split("=", 1) for line in unit_lines(unit))
+            line.split("=", 1) for line in unit_lines(unit) if line.startswith("StartLimit"))
+        assert all(line in text.splitlines() for line in unit_lines(unit))
         assert {k: ini["Service"][k] for k in ("Restart", "RestartSec")} == dict(
             line.split("=", 1) for line in service_lines(unit))
 

@@ -191,7 +191,8 @@ def _tools(tmp_path: Path) -> dict:
 LOGS = "echo 'error: daemon log line'"
 
 
-def _apply(tmp_path: Path, old: str | None, new: str, restart: bool, gres_before: str | None = None):
+def _apply(tmp_path: Path, old: str | None, new: str, restart: bool, gres_before: str | None = None,
+           reconfigure: bool = True):
     """slurm.conf (and gres.conf) old -> new as controller_config does it: backup, install, apply."""
     env, conf, gres = _tools(tmp_path), tmp_path / "slurm.conf", tmp_path / "gres.conf"
     paths = [str(conf), str(gres)]
@@ -203,7 +204,7 @@ def _apply(tmp_path: Path, old: str | None, new: str, restart: bool, gres_before
     conf.write_text(new)
     gres.write_text("AutoDetect=nvml\n")
     ready = operations.readiness("slurmctld", S.CTL_READY, LOGS, timeout_s=1)
-    proc = subprocess.run(["bash", "-c", apply_or_rollback_script(paths, restart, ready, LOGS)], env=env,
+    proc = subprocess.run(["bash", "-c", apply_or_rollback_script(paths, restart, ready, LOGS, reconfigure)], env=env,
                           capture_output=True, text=True)
     return proc, (tmp_path / "log").read_text().splitlines(), sorted(p.name for p in tmp_path.glob("*.corral-prev"))
 
@@ -233,6 +234,19 @@ def test_a_failure_restores_the_previous_files_and_restarts_with_them(tmp_path, 
     assert log[-2:] == ["scontrol ping", "scontrol show partition"]  # ready: answering, and serving
     # systemd may have restarted the failing slurmctld up to its start limit (render/restart.py): cleared first
     assert log[-4:-2] == ["systemctl reset-failed slurmctld", "systemctl restart slurmctld"]
+
+
+def test_a_standby_backup_is_restarted_and_never_reconfigures(tmp_path):
+    """A backup controller's files: restarted, never `scontrol reconfigure` (the primary's op does it once)."""
+    proc, log, prev = _apply(tmp_path, "old\n", "new\n", True, reconfigure=False)
+    assert proc.returncode == 0 and prev == [] and (tmp_path / "slurm.conf").read_text() == "new\n"
+    assert "systemctl restart slurmctld" in log and not any("reconfigure" in line for line in log)
+    (tmp_path / "b").mkdir()
+    proc, log, prev = _apply(tmp_path / "b", "old\n", "NOT-READY\n", True, reconfigure=False)
+    assert proc.returncode == 1 and (tmp_path / "b" / "slurm.conf").read_text() == "old\n"
+    assert not any("reconfigure" in line for line in log)
+    with pytest.raises(ValueError):
+        apply_or_rollback_script(["/x"], False, "true", LOGS, reconfigure=False)
 
 
 def test_previous_files_that_fail_too_are_said_to(tmp_path):

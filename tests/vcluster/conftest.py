@@ -60,6 +60,17 @@ def ssh(vc, node: str, command: str, check: bool = True) -> subprocess.Completed
     return proc
 
 
+def failures(result) -> str:
+    """What failed in a RunResult, for an assertion message: each failed node's error and failed ops with
+    their reason and the end of their stderr (the whole result is too long to show the part that matters)."""
+    lines = []
+    for name, node in result.nodes.items():
+        if node.error:
+            lines.append(f"{name}: {node.error}")
+        lines += [f"{name}: {o.name}: {o.reason}\n{o.stderr_tail[-2000:]}" for o in node.ops if o.status == "failed"]
+    return "\n".join(lines) or "nothing failed"
+
+
 @pytest.fixture(scope="module")
 def vcluster(tmp_path_factory):
     """A fresh 3-node virtual cluster (1 controller + 2 compute x 4 emulated H100) for one module."""

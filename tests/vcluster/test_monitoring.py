@@ -66,6 +66,11 @@ def test_every_target_is_up_and_services_bind_the_cluster_address(mon):
         assert f"{ctl}:{port}" in listening
         assert f"0.0.0.0:{port}" not in listening and f"*:{port}" not in listening
     assert ":9094" not in listening  # Alertmanager's gossip port is off
+    # bound to that address, each starts at boot only once the network is configured (render/restart.py)
+    for unit in ("prometheus", "prometheus-alertmanager", "prometheus-node-exporter", "corral-slurm-exporter"):
+        show = ssh(mon, "ctl", f"systemctl show -p After -p Wants {unit}").stdout
+        assert show.count("network-online.target") == 2, (unit, show)
+    assert ssh(mon, "ctl", "systemctl is-active systemd-networkd-wait-online").stdout.strip() == "active"
 
 
 def exporter_metrics(vc) -> dict[str, list]:

@@ -15,14 +15,13 @@ off while the first apply still works on it. About 3 minutes after the cluster i
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 
 from corral.spec.loader import load, load_text
 from corral.workflows.converge import converge
-from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vcluster_unavailable
+from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vcluster_unavailable, failures
 
 pytestmark = pytest.mark.vcluster
 NET = str(TEST_SUBNET.network_address)[:-2]  # "10.213.77"
@@ -66,9 +65,9 @@ def powered(tmp_path_factory):
         assert cred.stat().st_mode & 0o777 == 0o600
         off = load_text(SPEC.replace("enabled: true", "enabled: false"), str(d / "cluster.yaml"))
         result = converge(off, "apply")
-        assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+        assert result.ok, failures(result)
         result = converge(vc.cluster, "apply", limit=["ctl"])  # power on: the programs, slurm.conf, a restart
-        assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+        assert result.ok, failures(result)
         yield vc
     finally:
         vc.down()

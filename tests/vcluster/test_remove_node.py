@@ -17,7 +17,7 @@ from corral.engine import node_record
 from corral.spec.loader import load
 from corral.workflows.converge import converge
 from corral.workflows.removal import DISRUPTION
-from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable
+from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable, failures
 
 pytestmark = pytest.mark.vcluster
 # a subnet, bridge, port and name of this module's own (conftest: 77/corraltest0/18080, 78/corraltest1/18082)
@@ -47,7 +47,7 @@ def vc(tmp_path_factory):
     try:
         vc.up()
         result = converge(vc.cluster, "apply", command="test-remove-deploy")
-        assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+        assert result.ok, failures(result)
         _idle(vc, ["gpu01", "gpu02", "gpu03"])
         yield vc
     finally:

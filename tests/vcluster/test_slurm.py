@@ -17,7 +17,7 @@ from corral.cli.main import main
 from corral.engine import journal
 from corral.workflows.converge import converge
 from corral.spec.loader import load
-from tests.vcluster.conftest import SHARED_SUBNET, settled, ssh
+from tests.vcluster.conftest import SHARED_SUBNET, settled, ssh, failures
 
 pytestmark = pytest.mark.vcluster
 NET = str(SHARED_SUBNET.network_address)[:-2]  # "10.213.78"
@@ -166,7 +166,7 @@ def test_adding_a_node_touches_only_it_and_the_controller(slurm):
               for n in ("gpu01", "gpu02")}
     ctl_pid = ssh(vc, "ctl", "systemctl show -p MainPID --value slurmdbd").stdout
     result = converge(vc.cluster, "apply", command="test-add-node")
-    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    assert result.ok, failures(result)
     assert result.nodes["gpu01"].count("changed") == 0 and result.nodes["gpu02"].count("changed") == 0
     assert result.nodes["gpu03"].count("changed") > 0
     changed_ctl = [o for o in result.nodes["ctl"].ops if o.status == "changed"]
@@ -324,7 +324,7 @@ def test_controller_lost_and_restored_from_backup(slurm, tmp_path, capsys):
         vc.destroy("ctl")
         vc.up()
         result = converge(vc.cluster, "apply", command="test-rebuild-controller")
-        assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+        assert result.ok, failures(result)
         assert ctl(vc, "squeue -h -o %i").stdout.split() == []  # the loss is real
         assert ctl(vc, f"sacct -n -X -P -j {done} -o State").stdout.strip() == ""
         assert "lab42" not in ctl(vc, "sacctmgr -n -P show account format=Account").stdout

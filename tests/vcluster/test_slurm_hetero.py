@@ -11,7 +11,7 @@ import pytest
 
 from corral.workflows.converge import converge
 from corral.spec.loader import load
-from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vcluster_unavailable
+from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vcluster_unavailable, failures
 
 pytestmark = pytest.mark.vcluster
 NET = str(TEST_SUBNET.network_address)[:-2]  # "10.213.77"
@@ -95,12 +95,12 @@ def test_a_new_node_never_meets_a_prolog_it_does_not_have(hetero):
     vc = VirtualCluster(load(spec))
     vc.up()
     result = converge(vc.cluster, "apply", limit=["ctl"], command="test-ctl-only")
-    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    assert result.ok, failures(result)
     conf = ssh(vc, "ctl", "cat /etc/slurm/slurm.conf").stdout
     assert "Prolog=" not in conf and "missing on cpu1" in conf
     assert ssh(vc, "ctl", "srun -N1 -w hopper1 hostname").stdout.strip() == "hopper1"  # the rest still runs jobs
     result = converge(load(spec), "apply", command="test-all")
-    assert result.ok, json.dumps(result.to_json(), indent=1)[:3000]
+    assert result.ok, failures(result)
     assert "Prolog=/usr/local/sbin/corral-prolog" in ssh(vc, "ctl", "cat /etc/slurm/slurm.conf").stdout
     assert ssh(vc, "ctl", "srun -N1 -w cpu1 hostname").stdout.strip() == "cpu1"
     assert ssh(vc, "ctl", "sinfo -h -n cpu1 -o %T").stdout.strip() == "idle"

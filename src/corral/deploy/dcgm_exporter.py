@@ -42,7 +42,7 @@ def unit(binary: str, listen: str, job_map_dir: str) -> str:
     return f"""# Managed by corral
 [Unit]
 Description=NVIDIA dcgm-exporter (corral: field list and GPU job mapping)
-After=network-online.target nvidia-persistenced.service
+After=nvidia-persistenced.service
 {start_limit}
 
 [Service]

@@ -21,7 +21,7 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.slurm_ha import state_directory
 from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
 from corral.engine.conditions import AnyChanged
-from corral.engine.shell import sh
+from corral.engine.shell import q, sh
 from corral.errors import CorralError
 from corral.render.cgroup import render_cgroup_conf
 from corral.render.containers import PLUGSTACK, plugstack_conf
@@ -72,13 +72,25 @@ def node_ready(name: str) -> str:
             f"! echo \"$s\" | grep -Eq 'DOWN|UNKNOWN|NOT_RESPONDING|FUTURE|[*]'")
 
 
+def standby_ready(name: str) -> str:
+    """Shell test: this (backup) controller's slurmctld answers `scontrol ping`; standing by, it serves no
+    other RPC."""
+    return f"scontrol ping | grep -q {q(f'at {name} is UP')}"
+
+
 @operation()
-def controller_config(files: dict[str, str], want: Want):
+def controller_config(files: dict[str, str], want: Want, backup: str | None = None):
     """slurm.conf, gres.conf, cgroup.conf, plugstack.conf; a running slurmctld takes the change by reconfigure, or by
     a restart when the node set, the controllers or the StateSaveLocation changed (Slurm 22.05 cannot add
     nodes by reconfigure). Refused, nothing
     uploaded, when the rendering does not lint clean (render/slurm_lint.py); a failed restart or reconfigure
-    puts the previous files back and restarts slurmctld with them (deploy/slurm_guard.py)."""
+    puts the previous files back and restarts slurmctld with them (deploy/slurm_guard.py).
+
+    A backup controller (`backup`: its name, when it is not the first SlurmctldHost) is restarted whenever its files change and
+    never reconfigures: a standby slurmctld reads its files when it starts, the primary's own op runs
+    the cluster's one `scontrol reconfigure` (two at once, one from the freshly restarted standby, were
+    seen to fail), and a backup that holds control (the primary down) takes it again after
+    SlurmctldTimeout with the new files."""
     import hashlib
     problems = lint_configs(files)
     if problems:
@@ -104,12 +116,17 @@ def controller_config(files: dict[str, str], want: Want):
            "StateSaveLocation changed: slurmctld starts from what is there" if moved else "node set changed")
     label = (f"restart slurmctld, then reconfigure ({why})" if restart
              else "reconfigure" if running else "none (slurmctld not running yet)")
+    if running and backup:
+        label = "restart the standby slurmctld (the primary controller's op reconfigures the cluster)"
     operations.annotate(disruption=label, diff=diffs)
     if running:  # the files as they are go to <path>.corral-prev: a failed restart/reconfigure restores them
         yield sh(backup_script(list(changed)))
     for path, content in changed.items():
         yield from operations.install_commands(path, content.encode(), "644", "root", "root")
-    if running:
+    if running and backup:
+        ready = operations.readiness("slurmctld", standby_ready(backup), CTL_LOGS)
+        yield sh(apply_or_rollback_script(list(changed), True, ready, CTL_LOGS, reconfigure=False))
+    elif running:
         yield sh(apply_or_rollback_script(list(changed), restart, operations.readiness("slurmctld", CTL_READY, CTL_LOGS),
                                           CTL_LOGS))
 
@@ -151,7 +168,7 @@ def slurm_controller() -> None:
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=CTL_WANT)
     state_directory(cluster, CTL_WANT)  # local, or on a spec mount with slurmctld's RequiresMountsFor drop-in
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
-                      want=CTL_WANT)
+                      want=CTL_WANT, backup=node.name if node.name != cluster.with_role("controller")[0].name else None)
     operations.restart_policy(name="slurmctld restarted by systemd when it dies", unit="slurmctld", want=CTL_WANT)
     operations.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
 

@@ -31,7 +31,7 @@ def unit(listen: str) -> str:
     return f"""# Managed by corral
 [Unit]
 Description=corral Slurm exporter (Prometheus metrics from sinfo, squeue, sdiag, scontrol, sacctmgr)
-After=network-online.target munge.service slurmctld.service
+After=munge.service slurmctld.service
 {start_limit}
 
 [Service]

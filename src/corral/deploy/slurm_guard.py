@@ -2,7 +2,7 @@
 
 Before the files are installed, `backup_script` copies each one to `<path>.corral-prev` (when it
 exists). After them, `apply_or_rollback_script` restarts slurmctld and waits until it answers (or only
-reconfigures it); when that fails it prints the daemon's log lines, puts the previous files back
+reconfigures it; a backup controller's is only restarted: see deploy/slurm.py); when that fails it prints the daemon's log lines, puts the previous files back
 (removing those that did not exist), restarts slurmctld with them (its start limit cleared first: systemd
 may have restarted the failing slurmctld until the limit, render/restart.py) and fails with a line saying so.
 On success the .corral-prev copies go.
@@ -25,9 +25,10 @@ def backup_script(paths: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def apply_or_rollback_script(paths: Sequence[str], restart: bool, ready: str, logs: str) -> str:
+def apply_or_rollback_script(paths: Sequence[str], restart: bool, ready: str, logs: str,
+                             reconfigure: bool = True) -> str:
     """Restart slurmctld and wait with `ready` (ops.readiness: prints the log lines itself when it
-    fails), then `scontrol reconfigure`; or only reconfigure. A failure restores the .corral-prev
+    fails), then `scontrol reconfigure` (unless `reconfigure` is False); or only reconfigure. A failure restores the .corral-prev
     files (backup_script) and restarts slurmctld with them; the script then exits 1. `ready` and
     `logs` are shell corral wrote (deploy/slurm.py), never a spec value."""
     names = ", ".join(paths)
@@ -37,13 +38,16 @@ def apply_or_rollback_script(paths: Sequence[str], restart: bool, ready: str, lo
     lines.extend(["set -u",
                   f"logs() {{ echo \"$1; last log lines:\" >&2; ( {logs} ) >&2; }}",  # shell-ok: logs is corral's
                   "ok=0"])
-    reconfigure = "if scontrol reconfigure; then ok=1; else logs 'scontrol reconfigure failed'; fi"
+    if not (restart or reconfigure):
+        raise ValueError("apply_or_rollback_script: neither a restart nor a reconfigure")
+    then = ("if scontrol reconfigure; then ok=1; else logs 'scontrol reconfigure failed'; fi" if reconfigure
+            else "ok=1")
     if restart:
         lines.extend(["if systemctl restart slurmctld; then",
-                      f"  if ( {ready} ); then {reconfigure}; fi",  # shell-ok: ready: corral's; reconfigure: above
+                      f"  if ( {ready} ); then {then}; fi",  # shell-ok: ready: corral's; then: above
                       "else logs 'systemctl restart slurmctld failed'; fi"])
     else:
-        lines.append(reconfigure)
+        lines.append(then)
     lines.append(f"if [ \"$ok\" = 1 ]; then rm -f {' '.join(q(p + PREV) for p in paths)}; exit 0; fi")
     for p in paths:  # no copy: the file did not exist before this run
         lines.append(f"if [ -e {q(p + PREV)} ]; then mv -f {q(p + PREV)} {q(p)}; else rm -f {q(p)}; fi")

@@ -31,6 +31,15 @@ MariaDB (as Debian's unit) and the rest; at most StartLimitBurst starts in Start
 with burst * RestartSec at most half the interval, so a daemon that cannot start (a broken
 configuration) stops trying within the interval and stays `failed` (the SlurmctldDown, SlurmdDown,
 SlurmdbdDown alerts) instead of restarting forever.
+
+Coming back after a reboot (NETWORK): the daemons corral binds to the node's cluster address
+(monitoring.listen: node, the default) fail with "cannot assign requested address" when they start
+before that address is configured. Debian's units for node-exporter, Prometheus, Alertmanager and
+Grafana have no order against the network at all, so at boot they could be started before it and
+be failing (then restarted RestartSec later) when a rollout resumed the node. Their drop-in (and
+corral's own exporter units) add Wants= and After=network-online.target, which the distribution's
+wait-online service (systemd-networkd-wait-online, NetworkManager-wait-online, ifupdown's) holds
+until the network is configured.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ class Policy:
     interval_s: int        # StartLimitIntervalSec=
     burst: int             # StartLimitBurst=
     why: str               # a comment line in the drop-in: what its coming back means
+    binds: bool = False    # it listens on the node's cluster address: started after network-online.target
 
     def __post_init__(self) -> None:
         """A crash loop must end inside the window: burst restarts RestartSec apart fit in half of it, so
@@ -71,13 +81,13 @@ POLICIES: dict[str, Policy] = {
                                  "after a signal: Restart=on-abnormal)"),
     "sssd": Policy(**CALM, why="user and group lookups (identity.ldap) on this node"),
     "chrony": Policy(**CALM, why="clocks in step: munge refuses credentials from a node whose clock is off"),
-    "prometheus": Policy(**CALM, why="metrics and alert rules"),
-    "prometheus-alertmanager": Policy(**CALM, why="alert notifications"),
-    "prometheus-node-exporter": Policy(**CALM, why="node metrics, and the state of the cluster's daemons"),
-    "grafana-server": Policy(**CALM, why="dashboards"),
+    "prometheus": Policy(**CALM, binds=True, why="metrics and alert rules"),
+    "prometheus-alertmanager": Policy(**CALM, binds=True, why="alert notifications"),
+    "prometheus-node-exporter": Policy(**CALM, binds=True, why="node metrics, and the state of the cluster's daemons"),
+    "grafana-server": Policy(**CALM, binds=True, why="dashboards"),
     "nvidia-dcgm": Policy(**CALM, why="the DCGM host engine dcgm-exporter reads"),
-    "corral-slurm-exporter": Policy(**CALM, why="Slurm metrics"),
-    "corral-dcgm-exporter": Policy(restart_sec=10, interval_s=300, burst=10,
+    "corral-slurm-exporter": Policy(**CALM, binds=True, why="Slurm metrics"),
+    "corral-dcgm-exporter": Policy(restart_sec=10, interval_s=300, burst=10, binds=True,
                                    why="GPU metrics; 10 s: the DCGM host engine may be coming back too"),
 }
 
@@ -113,9 +123,11 @@ def _policy(unit: str) -> Policy:
 
 
 def unit_lines(unit: str) -> list[str]:
-    """The [Unit] lines: the start limit (they are ignored in [Service], see above)."""
+    """The [Unit] lines: the start limit (they are ignored in [Service], see above), and for a daemon
+    that binds the node's cluster address, its order after network-online.target (see NETWORK)."""
     p = _policy(unit)
-    return [f"StartLimitIntervalSec={p.interval_s}", f"StartLimitBurst={p.burst}"]
+    network = ["Wants=network-online.target", "After=network-online.target"] if p.binds else []
+    return [f"StartLimitIntervalSec={p.interval_s}", f"StartLimitBurst={p.burst}", *network]
 
 
 def service_lines(unit: str) -> list[str]:

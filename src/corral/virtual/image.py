@@ -17,7 +17,7 @@ from corral.virtual.host import debian_mirror, run, say
 SUITE = "bookworm"
 INCLUDE = ["systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "python3",
            "ca-certificates", "procps", "less", "sudo"]
-RECIPE_VERSION = 3  # bump when configure() changes
+RECIPE_VERSION = 4  # bump when configure() changes
 CACHE = Path("/var/cache/corral")
 
 APT_CONF = """\
@@ -47,7 +47,9 @@ def configure(root: Path) -> None:
         run(["systemctl", f"--root={root}", *args], what="systemctl in image", check=False)
 
     systemctl("enable", "systemd-networkd.service")
-    systemctl("mask", "systemd-networkd-wait-online.service")
+    # network-online.target means what it means on a real node: host0's address is configured (services
+    # that bind it are ordered after it, render/restart.py); host0 is networkd's only link, ready in ms
+    systemctl("enable", "systemd-networkd-wait-online.service")
     # background apt/cleanup jobs grab the dpkg lock in the middle of deploys
     systemctl("disable", "apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_reap.service")
     systemctl("mask", "apt-daily.timer", "apt-daily-upgrade.timer")
