@@ -8,7 +8,7 @@ what=${1:-}
 case "$what" in up|test) ;; *) echo "usage: bash scripts/bootstrap.sh up|test" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "bootstrap: run as root (the virtual cluster mounts, bridges and boots nodes)" >&2; exit 2; }
 
-pkgs="python3 python3-venv systemd-container debootstrap dpkg-dev openssh-client openssh-server iproute2 openssl"
+pkgs="python3 python3-venv systemd-container debootstrap dpkg-dev openssh-client openssh-server iproute2 openssl gpg gpgv"
 missing=""
 for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -16,6 +16,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("checks", "deploy", "virtual", "importers", "reports"), "doctor/validate/health; pyinfra deploys per "
                                                               "component; the virtual cluster; DeepOps import; "
                                                               "usage reports"),
+    (("bundle",), "offline bundles: resolve, sign, verify, diff, serve, coverage"),
     (("engine", "render"), "inventory, plan/apply, results, journal, host keys, operation contract, "
                            "command quoting; config text"),
     (("facts",), "pyinfra facts (command + pure parser) and the fact records the cache holds"),

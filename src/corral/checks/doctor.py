@@ -128,7 +128,32 @@ def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -
     checks.append(summarize("ports", {n: _ports(nodes[n], f) for n, f in facts.items()}, "ok on every node"))
     checks.append(summarize("gpus", {n: _gpus(nodes[n], f) for n, f in facts.items()},
                             "GPUs match the spec on every node"))
+    if cluster.spec.packages.source == "bundle":
+        checks.append(_bundle(cluster))
     return Report(checks)
+
+
+def _bundle(cluster: Cluster) -> Check:
+    """packages.source: bundle: it verifies against the expected signer and holds what every node needs."""
+    from corral.bundle import coverage
+    from corral.bundle.serve import bundle_path
+    from corral.bundle.verify import expected_fingerprint, verify
+    from corral.errors import CorralError
+    path = bundle_path(cluster)
+    checked = verify(path, expected_fingerprint(cluster))
+    if not checked.ok:
+        return Check("bundle", "FAIL", f"{path}: " + "; ".join(checked.problems[:3]))
+    if checked.expected is None:
+        return Check("bundle", "FAIL", f"{path}: signed by {checked.fingerprint}, which nothing here vouches for",
+                     {"fix": "set packages.fingerprint to the builder's key"})
+    try:
+        found = coverage.gaps(cluster, checked.manifest or {})
+    except CorralError as e:
+        return Check("bundle", "FAIL", str(e))
+    per_node = {n.name: ("FAIL", "; ".join(found[n.name])) if n.name in found else ("OK", "every package it needs")
+                for n in cluster.nodes}
+    return summarize("bundle", per_node, f"{path.name}: signed by the expected key; holds every package the "
+                                         "nodes need")
 
 
 def doctor(cluster: Cluster) -> Report:

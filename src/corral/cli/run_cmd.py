@@ -131,14 +131,18 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
         raise typer.Exit(1)
 
 
-def up(as_json: bool = JsonOpt) -> None:
+def up(bundle: Optional[Path] = typer.Option(None, "--bundle", help="install every package from this bundle "
+                                            "(`corral bundle build`) alone; a new spec names it"),
+       fingerprint: Optional[str] = typer.Option(None, "--fingerprint", help="the bundle's signing key (printed by "
+                                                 "`corral bundle build`); needed unless this state dir signed it"),
+       as_json: bool = JsonOpt) -> None:
     """The main job: virtual cluster up -> apply -> validate (the embedded default)."""
     from corral.cli.virtual_cmd import DEFAULT_DIR
     from corral.engine.progress import make_reporter
     from corral.workflows.up import up as run_up
     result = run_up(DEFAULT_DIR, say=lambda line: err.print(line, markup=False),
                     apply_say=None if as_json else (lambda line: print(line, file=sys.stderr, flush=True)),
-                    on_event=None if as_json else make_reporter(sys.stderr))
+                    on_event=None if as_json else make_reporter(sys.stderr), bundle=bundle, fingerprint=fingerprint)
     print_json(result.to_json()) if as_json else show_up(result)
     if not result.ok:
         raise typer.Exit(1)

@@ -1,4 +1,5 @@
-"""The `packages:` section: operating-system package upgrades, rolled out with the rollout policy
+"""The `packages:` section: where the nodes' packages come from (the distribution's mirrors, or a signed
+bundle: corral/bundle/), and operating-system package upgrades, rolled out with the rollout policy
 (deploy/upgrades.py plans them, workflows/upgrade_rollout.py carries them out)."""
 
 from __future__ import annotations
@@ -7,12 +8,23 @@ from typing import Literal
 
 from pydantic import Field
 
-from corral.spec.models_base import Strict
+from corral.spec.models_base import LOCAL_PATH, Strict
 from corral.spec.types import PackageName
 
 
 class PackagesSpec(Strict):
-    """apt upgrades of the nodes' packages (Debian family), node by node under `rollout:`."""
+    """Where packages come from, and apt upgrades of the nodes' packages (Debian family), node by node under
+    `rollout:`."""
+
+    source: Literal["mirror", "bundle"] = Field(
+        default="mirror", description="mirror: the nodes' own apt sources (the virtual cluster: corral's local "
+                                      "repository); bundle: only the signed bundle's repository (air-gapped sites)")
+    bundle: str | None = Field(default=None, pattern=LOCAL_PATH,
+                               description="the bundle file (`corral bundle build`; relative: to the spec file)")
+    fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+                                    description="the 40-hex-digit fingerprint of the key the bundle must be signed "
+                                                "with (printed by `corral bundle build`); unset: this state "
+                                                "dir's own key")
 
     upgrade: Literal["none", "security", "all"] = Field(
         default="none", description="none: corral upgrades nothing it did not pin; security: upgrades from a "

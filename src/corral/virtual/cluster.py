@@ -13,6 +13,7 @@ import subprocess
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from corral.errors import CorralError, HostToolError, UsageError
 from corral.parallel import pmap
@@ -98,28 +99,41 @@ class VirtualCluster:
     def _up(self, state: dict, timeout: float) -> list[NodeStatus]:
         base = image.ensure_image()
         pubkey = self.ensure_key()
-        repo_dir = repo.ensure_repo(base, repo.packages_for(self.cluster))
+        repo_dir, repo_key = self._repository(base)
         network.bridge_up(self.v.bridge, self.v.subnet, state)
         if len(self.nodes) > 16:  # ~6 inotify instances per node; 128 caps the cluster near 20
             network.raise_sysctl("fs.inotify.max_user_instances", 16 * len(self.nodes), state)
+        if state.get("repo_dir") not in (None, str(repo_dir)) and vnode.pid_alive(state.get("repo_pid")):
+            repo.stop_server(state.pop("repo_pid"))  # another repository now (a bundle, or none any more)
+            _wait_closed(network.host_address(self.v.subnet), self.v.repo_port)
         if not vnode.pid_alive(state.get("repo_pid")) or not _listening(
                 network.host_address(self.v.subnet), self.v.repo_port):
             state["repo_pid"] = repo.start_server(repo_dir, network.host_address(self.v.subnet),
                                                   self.v.repo_port, self.state_dir / "logs/repo-http.log")
+            state["repo_dir"] = str(repo_dir)
         self._bmc_up(state)
-        keys = pmap(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey), self.nodes, 8)
+        keys = pmap(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey, repo_key), self.nodes, 8)
         self._write_known_hosts(keys)
         for n in self.nodes:
             binds = nas.prepare(self.cluster, n.node, self.workdir / "nas")
             if n.running() and (n.started_binds() or []) != binds:  # the emulated NAS changed: boot again
                 say(f"{n.node.name}: shared mounts changed; restarting the node to bind them")
                 n.stop()
-                n.prepare(base, self.v.subnet, self.repo_url(), pubkey)
+                n.prepare(base, self.v.subnet, self.repo_url(), pubkey, repo_key)
             n.start(self.v.bridge, binds)
         state["nodes"] = sorted(set(state.get("nodes", [])) | {n.node.name for n in self.nodes})
         state["cg_prefix"] = self.cg_prefix
         self.wait_ssh(timeout)
         return self.status()
+
+    def _repository(self, base: Path) -> tuple[Path, bytes | None]:
+        """What the nodes install from: with packages.source: bundle, the verified bundle's repository (and
+        its signing key), and corral's on-the-fly repository is neither filled nor served; else that one."""
+        if self.cluster.spec.packages.source == "bundle":
+            from corral.bundle.serve import prepare
+            return prepare(self.cluster)
+        from corral.render.packages import packages_for
+        return repo.ensure_repo(base, packages_for(self.cluster)), None
 
     def _bmc_up(self, state: dict) -> None:
         """With power enabled, the emulated BMC (virtual/bmc.py) on the bridge's host address."""
@@ -136,7 +150,8 @@ class VirtualCluster:
         """Boot one node as `up` does (overlay, identity, its NAS binds): the emulated BMC's Reset On."""
         n = self.node(name)
         base = image.ensure_image()
-        n.prepare(base, self.v.subnet, self.repo_url(), self.key.with_suffix(".pub").read_text())
+        n.prepare(base, self.v.subnet, self.repo_url(), self.key.with_suffix(".pub").read_text(),
+                  self._repository(base)[1])
         return n.start(self.v.bridge, nas.prepare(self.cluster, n.node, self.workdir / "nas"))
 
     def _write_known_hosts(self, keys: list[str]) -> None:
@@ -251,6 +266,12 @@ def _banner(address: str, port: int = 22) -> bool:
             return s.recv(8).startswith(b"SSH-")
     except OSError:
         return False
+
+
+def _wait_closed(address: str, port: int, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _listening(address, port) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _listening(address: str, port: int) -> bool:

@@ -91,8 +91,11 @@ class VNode:
         return self.pid() is not None or self.nspawn_pid() is not None
 
     # -- prepare ------------------------------------------------------------------------------------
-    def prepare(self, image: Path, subnet: ipaddress.IPv4Network, repo_url: str, authorized_key: str) -> str:
-        """Mount the overlay and write identity; returns the node's public host key line."""
+    def prepare(self, image: Path, subnet: ipaddress.IPv4Network, repo_url: str, authorized_key: str,
+                repo_key: bytes | None = None) -> str:
+        """Mount the overlay and write identity; returns the node's public host key line. With `repo_key` (a
+        bundle's signing key) apt takes the repository only signed by it, else (corral's own on-the-fly
+        repository on the bridge) unsigned."""
         for d in ("upper", "work", "merged"):
             (self.dir / d).mkdir(parents=True, exist_ok=True)
         if not is_mounted(self.merged):
@@ -108,7 +111,15 @@ class VNode:
         (net / "10-host0.network").write_text(
             f"[Match]\nName=host0\n\n[Network]\nAddress={self.node.address}/{subnet.prefixlen}\n"
             "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
-        (m / "etc/apt/sources.list").write_text(f"deb [trusted=yes] {repo_url} ./\n")
+        keyring = m / "etc/apt/keyrings/corral-bundle.gpg"
+        if repo_key is not None:
+            keyring.parent.mkdir(parents=True, exist_ok=True)
+            keyring.write_bytes(repo_key)
+            keyring.chmod(0o644)
+            (m / "etc/apt/sources.list").write_text(f"deb [signed-by=/etc/apt/keyrings/corral-bundle.gpg] {repo_url} ./\n")
+        else:
+            keyring.unlink(missing_ok=True)
+            (m / "etc/apt/sources.list").write_text(f"deb [trusted=yes] {repo_url} ./\n")
         # a throwaway disk: dpkg need not fsync every file it unpacks (a real node keeps dpkg's default)
         (m / "etc/dpkg/dpkg.cfg.d/corral-virtual").write_text("# corral virtual node: throwaway overlay\nforce-unsafe-io\n")
         ssh_dir = m / "root/.ssh"

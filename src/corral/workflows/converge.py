@@ -22,7 +22,10 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     """Plan or apply every component; in apply, then roll out the changes that need a reboot
     (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), then package upgrades
     (workflows/upgrade_rollout.py), each under the rollout policy, then a Slurm upgrade (workflows/slurm_upgrade.py:
-    backup, slurmdbd, slurmctld, slurmd under the policy), and journal the run again with their steps."""
+    backup, slurmdbd, slurmctld, slurmd under the policy), and journal the run again with their steps.
+    With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py)."""
+    from corral.bundle.coverage import refuse_gaps
+    refuse_gaps(cluster)
     result = removal_phase.around(cluster, mode, lambda: run(  # nodes taken out of the spec: workflows/removal.py
         cluster, components(cluster), mode=mode, limit=limit, on_event=on_event, command=command or mode,
         prepare=gather(cluster)), limit=limit, force=force, command=command or mode, say=say)

@@ -7,12 +7,14 @@ Nothing here prints: the workflow's own lines go to `say`, the apply's progress 
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from corral.checks.result import Report
 from corral.checks.validate import validate
+from corral.errors import UsageError
 from corral.engine.results import RunResult
 from corral.spec.loader import load
 from corral.virtual.cluster import NodeStatus, VirtualCluster
@@ -63,27 +65,46 @@ class UpResult:
                 "validate": self.validate.to_json() if self.validate else None}
 
 
+def bundle_section(bundle: Path, fingerprint: str | None) -> str:
+    """The spec's `packages:` for a bundle (json strings are YAML flow scalars)."""
+    lines = ["packages:", "  source: bundle", f"  bundle: {json.dumps(str(bundle))}"]
+    if fingerprint:
+        lines.append(f"  fingerprint: {json.dumps(fingerprint)}")
+    return "\n".join(lines) + "\n"
+
+
 def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
-                  subnet: str = str(DEFAULT_SUBNET), name: str = "vcluster",
-                  say: Say | None = None) -> tuple[VirtualCluster, list[NodeStatus]]:
-    """Write the default spec if the directory has none, then bring every node up (idempotent)."""
+                  subnet: str = str(DEFAULT_SUBNET), name: str = "vcluster", bundle: Path | None = None,
+                  fingerprint: str | None = None, say: Say | None = None) -> tuple[VirtualCluster, list[NodeStatus]]:
+    """Write the default spec if the directory has none (with `bundle`: installing from it alone), then
+    bring every node up (idempotent)."""
     say = say or _quiet
     spec_file = Path(directory) / "cluster.yaml"
     if not spec_file.exists():
         spec_file.parent.mkdir(parents=True, exist_ok=True)
         user_key = user_key_file(Path(directory) / ".corral", EXAMPLE_USER)
-        spec_file.write_text(default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet),
-                                          user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}")))
+        text = default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet),
+                            user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}"))
+        spec_file.write_text(text + (bundle_section(Path(bundle).resolve(), fingerprint) if bundle else ""))
         say(f"wrote {spec_file}")
-    vc = VirtualCluster(load(spec_file))
+    cluster = load(spec_file)
+    if bundle is not None:
+        p = cluster.spec.packages
+        named = (cluster.base_dir / p.bundle).resolve() if p.bundle else None
+        if p.source != "bundle" or named != Path(bundle).resolve():
+            raise UsageError(f"{spec_file} exists and does not install from {bundle}",
+                             fix=f"set in it: {bundle_section(Path(bundle).resolve(), fingerprint)!r}, or use "
+                                 "another directory")
+    vc = VirtualCluster(cluster)
     return vc, vc.up()
 
 
 def up(directory: Path, *, say: Say | None = None, apply_say: Say | None = None,
-       on_event=None) -> UpResult:
-    """Virtual cluster up (default spec if none), apply it all, validate when apply succeeded."""
+       on_event=None, bundle: Path | None = None, fingerprint: str | None = None) -> UpResult:
+    """Virtual cluster up (default spec if none), apply it all, validate when apply succeeded; with
+    `bundle`, every package from that verified bundle alone."""
     say = say or _quiet
-    vc, rows = start_virtual(directory, say=say)
+    vc, rows = start_virtual(directory, say=say, bundle=bundle, fingerprint=fingerprint)
     cluster = vc.cluster
     say(f"virtual cluster up: {len(rows)} nodes; applying")
     result = converge(cluster, "apply", limit=None, on_event=on_event, command="up", say=apply_say)

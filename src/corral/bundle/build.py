@@ -1,0 +1,131 @@
+"""`corral bundle build`: one tar holding a signed apt repository of everything the spec's nodes install.
+
+Layout (every path relative to the tar's root):
+  repo/pool/*.deb, repo/Packages, repo/Packages.gz   the packages (a flat apt repository)
+  repo/Release, repo/InRelease                        their index hashes; InRelease clearsigned
+  corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
+  manifest.json                                       what, version, sha256, size, why (bundle/resolve.py)
+  SHA256SUMS, SHA256SUMS.sig                          every other file's sha256, and its detached signature
+
+The manifest holds no time and no host name: the same spec and the same mirror state give the same
+manifest (and the same tar but for the signatures' own time stamps). The tar is written with sorted
+members, mtime 0 and owner root, next to the output and renamed into place when complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from email.utils import formatdate
+from pathlib import Path
+
+from corral.bundle import resolve, sign
+from corral.spec.cluster import Cluster
+
+FORMAT = 1
+KEY_FILE, MANIFEST, SUMS = "corral-bundle.gpg", "manifest.json", "SHA256SUMS"
+SUITE = "bookworm"  # the release of the clean node the packages are resolved against (virtual/image.py)
+
+
+@dataclass
+class Built:
+    path: Path
+    fingerprint: str
+    packages: int
+    size: int
+    seconds: float
+    downloaded: int  # .debs fetched from the mirror (the rest came from the virtual cluster's cache)
+
+    def to_json(self) -> dict:
+        return {"path": str(self.path), "fingerprint": self.fingerprint, "packages": self.packages,
+                "size": self.size, "seconds": round(self.seconds, 1), "downloaded": self.downloaded}
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def release(repo: Path, name: str) -> str:
+    lines = ["Origin: corral", f"Label: corral bundle {name}", f"Codename: {SUITE}",
+             f"Date: {formatdate(time.time(), usegmt=True)}", "Architectures: amd64 all", "SHA256:"]
+    for f in ("Packages", "Packages.gz"):
+        lines.append(f" {sha256(repo / f)} {(repo / f).stat().st_size} {f}")
+    return "\n".join(lines) + "\n"
+
+
+def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:
+    from corral.render.packages import package_reasons
+    stanzas = resolve.paragraphs(index)
+    why = resolve.reasons(stanzas, package_reasons(cluster))
+    packages = [{"package": st["Package"], "version": st["Version"], "architecture": st["Architecture"],
+                 "file": f"repo/{st['Filename']}", "sha256": st["SHA256"], "size": int(st["Size"]),
+                 "why": why.get(st["Package"], [])} for st in stanzas]
+    for p in packages:  # dpkg-scanpackages read these files; checked again against the file itself
+        if sha256(files_dir / p["file"]) != p["sha256"]:
+            raise RuntimeError(f"{p['file']} changed while the bundle was built")
+    return {"format": FORMAT, "cluster": cluster.spec.name, "distribution": f"debian {SUITE}",
+            "requested": package_reasons(cluster),
+            "packages": sorted(packages, key=lambda p: (p["package"], p["version"], p["architecture"]))}
+
+
+def _tar(root: Path, out: Path) -> None:
+    tmp = out.with_name(f".{out.name}.partial")
+    try:
+        with tarfile.open(tmp, "w", format=tarfile.GNU_FORMAT) as tar:
+            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                info = tarfile.TarInfo(str(path.relative_to(root)))
+                info.size, info.mtime, info.mode = path.stat().st_size, 0, 0o644
+                info.uid = info.gid = 0
+                info.uname = info.gname = "root"
+                with open(path, "rb") as f:
+                    tar.addfile(info, f)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path) -> None:
+    """root/repo (pool and Packages made) -> Release and InRelease, the public key, the manifest, SHA256SUMS
+    and its signature, then the tar at `out`."""
+    repo = root / "repo"
+    rel = release(repo, name)
+    (repo / "Release").write_text(rel)
+    (repo / "InRelease").write_bytes(sign.sign(home, fpr, rel.encode(), clear=True))
+    (root / KEY_FILE).write_bytes(sign.export_public(home, fpr))
+    (root / MANIFEST).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+    sums = "".join(f"{sha256(p)}  {p.relative_to(root)}\n" for p in sorted(root.rglob("*")) if p.is_file())
+    (root / SUMS).write_text(sums)
+    (root / f"{SUMS}.sig").write_bytes(sign.sign(home, fpr, sums.encode(), clear=False))
+    _tar(root, out)
+
+
+def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None) -> Built:
+    """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
+    `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository)."""
+    from corral.render.packages import package_reasons
+    start = time.monotonic()
+    home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
+    wanted = list(package_reasons(cluster))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".corral-bundle-", dir=out.parent) as tmp:
+        root, work = Path(tmp) / "bundle", Path(tmp) / "apt"
+        repo = root / "repo"
+        files = resolve.resolve(status, wanted, work)
+        cached = cache if cache is not None and cache.is_dir() else None
+        have = {f for f in files if cached and (cached / f).is_file()}
+        say(f"{len(files)} packages for {len(wanted)} asked for; {len(files) - len(have)} to download")
+        resolve.fetch(files, wanted, status, repo / "pool", work, cached)
+        text = resolve.index(repo)
+        seal(root, cluster.spec.name, manifest(cluster, text, root), home, fpr, out)
+        shutil.rmtree(work, ignore_errors=True)
+    return Built(out, fpr, len(files), out.stat().st_size, time.monotonic() - start, len(files) - len(have))

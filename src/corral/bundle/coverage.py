@@ -1,0 +1,80 @@
+"""Does the bundle hold what every node needs? Per node, each package its roles and the spec's features
+install (render/packages.py: ROLE_PACKAGES and package_reasons' rules), at the Slurm release the spec pins
+(slurm.version), compared with the bundle's manifest. `gaps` is pure; `check` reads the manifest from
+the bundle file (doctor, plan and apply call it before anything changes)."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+from corral.bundle.build import MANIFEST
+from corral.errors import CorralError
+
+SLURM_PACKAGES = ("slurmctld", "slurmd", "slurmdbd", "slurm-client", "libpam-slurm-adopt")
+
+
+def node_needs(cluster, node) -> dict[str, str]:
+    """package -> why, for one node (the cluster-wide extras of package_reasons go to the nodes that use them)."""
+    from corral.render.packages import ROLE_PACKAGES, package_reasons
+    mine = {p: "every node" for p in ROLE_PACKAGES["*"]}
+    for role in node.roles:
+        for p in ROLE_PACKAGES.get(role, []):
+            mine.setdefault(p, f"role {role}")
+    for p, reasons in package_reasons(cluster).items():
+        extra = [r for r in reasons if not r.startswith("role ") and r != "every node"]
+        # sssd (identity.ldap) on every node; enroot, pyxis' build and pam_slurm_adopt on compute nodes
+        if extra and p not in mine and ("compute" in node.roles or extra[0] == "identity.ldap"):
+            mine[p] = extra[0]
+    return mine
+
+
+def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
+    """node -> what it needs that the bundle lacks ("needs slurmd (role compute): not in the bundle")."""
+    have: dict[str, list[str]] = {}
+    for p in manifest.get("packages", []):
+        have.setdefault(p["package"], []).append(p["version"])
+    pin = cluster.spec.slurm.version if cluster.spec.scheduler == "slurm" else None
+    out: dict[str, list[str]] = {}
+    for node in cluster.nodes:
+        for pkg, why in sorted(node_needs(cluster, node).items()):
+            versions = have.get(pkg)
+            if not versions:
+                out.setdefault(node.name, []).append(f"needs {pkg} ({why}): not in the bundle")
+            elif pin and pkg in SLURM_PACKAGES and not any(v == pin or v.startswith(pin + ".") or
+                                                            v.startswith(pin + "-") for v in versions):
+                out.setdefault(node.name, []).append(
+                    f"needs {pkg} {pin} (slurm.version): the bundle has {', '.join(versions)}")
+    return out
+
+
+def read_manifest(path) -> dict:
+    try:
+        with tarfile.open(path, "r:") as tar:
+            return json.loads(tar.extractfile(MANIFEST).read())
+    except (OSError, tarfile.TarError, KeyError, AttributeError, ValueError) as e:
+        raise CorralError(f"packages.bundle: cannot read the manifest of {path} ({e})", value=str(path),
+                          fix=f"corral bundle verify {path}") from None
+
+
+def check(cluster) -> dict[str, list[str]]:
+    """The gaps of the spec's bundle ({} when packages.source is not bundle)."""
+    if cluster.spec.packages.source != "bundle":
+        return {}
+    from corral.bundle.serve import bundle_path
+    path = bundle_path(cluster)
+    if not path.is_file():
+        raise CorralError(f"packages.bundle: {path} does not exist", value=str(path),
+                          fix="carry the file `corral bundle build` wrote to this host, or correct the path")
+    return gaps(cluster, read_manifest(path))
+
+
+def refuse_gaps(cluster) -> None:
+    """A CorralError naming every node's missing packages (plan and apply: before anything changes)."""
+    found = check(cluster)
+    if found:
+        lines = [f"{node} {what}" for node, items in found.items() for what in items]
+        raise CorralError(f"the bundle lacks {len(lines)} package(s) the spec needs: " + "; ".join(lines[:8])
+                          + (f" (and {len(lines) - 8} more)" if len(lines) > 8 else ""),
+                          value=cluster.spec.packages.bundle,
+                          fix="build the bundle again from this spec (corral bundle build), then carry it over")

@@ -1,0 +1,49 @@
+"""A bundle put to use: verified against the expected signer, then unpacked once into the state dir
+(bundle/<digest>/, keyed by the digest of its signed SHA256SUMS) for the repository server. Nothing of
+an unverified bundle is unpacked; a spec naming no signer it can check against is refused."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tarfile
+from pathlib import Path
+
+from corral.bundle.build import KEY_FILE, SUMS
+from corral.bundle.verify import expected_fingerprint, extract, verify
+from corral.errors import CorralError
+
+
+def bundle_path(cluster) -> Path:
+    return (cluster.base_dir / Path(cluster.spec.packages.bundle).expanduser()).resolve()
+
+
+def prepare(cluster) -> tuple[Path, bytes]:
+    """(the repository directory to serve, the signing key's public keyring for the nodes' signed-by=)."""
+    path = bundle_path(cluster)
+    if not path.is_file():
+        raise CorralError(f"packages.bundle: {path} does not exist", value=str(path),
+                          fix="carry the file `corral bundle build` wrote to this host, or correct the path")
+    expected = expected_fingerprint(cluster)
+    if expected is None:
+        raise CorralError(f"nothing to check the signer of {path} against: packages.fingerprint is not set and "
+                          "this state dir has no bundle key", value="packages.fingerprint",
+                          fix="set packages.fingerprint to the key `corral bundle build` printed (compare it with "
+                              "the builder's over another channel)")
+    checked = verify(path, expected)
+    if not checked.ok:
+        raise CorralError(f"refusing the bundle {path}: " + "; ".join(checked.problems[:3])
+                          + (f" (and {len(checked.problems) - 3} more)" if len(checked.problems) > 3 else ""),
+                          value=str(path), fix=f"`corral bundle verify {path}` names every problem; build or carry "
+                                               "it again")
+    with tarfile.open(path, "r:") as tar:
+        digest = hashlib.sha256(tar.extractfile(SUMS).read()).hexdigest()[:16]
+    dest = cluster.state_dir / "bundle" / digest
+    if not (dest / ".complete").is_file():
+        shutil.rmtree(dest, ignore_errors=True)
+        extract(path, checked, dest)
+        (dest / ".complete").write_text(str(path) + "\n")
+    for old in (cluster.state_dir / "bundle").iterdir():  # only the bundle in use is kept unpacked
+        if old != dest and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+    return dest / "repo", (dest / KEY_FILE).read_bytes()

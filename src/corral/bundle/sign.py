@@ -1,0 +1,120 @@
+"""The bundle's signing key: an ed25519 OpenPGP key corral generates once per state dir and keeps there
+(secrets/bundle-gpg/, 0700, no passphrase: protected like the munge key, by its mode); the bundle
+carries only the public key. Signing with gpg, checking with gpgv (what apt itself uses), both with a
+time bound and a private home directory, so the host's own keyrings are never read or changed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from corral.errors import HostToolError
+
+TIMEOUT_S = 60
+KEY_DIR = "secrets/bundle-gpg"
+
+
+def _gpg(home: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    gpg = shutil.which("gpg")
+    if gpg is None:
+        raise HostToolError("gpg is not installed on this host: it signs the bundle's repository",
+                            fix="apt-get install gpg")
+    try:
+        proc = subprocess.run([gpg, "--homedir", str(home), "--batch", "--no-tty", "--quiet", *args], input=input,
+                              capture_output=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise HostToolError(f"gpg {args[0]} did not finish within {TIMEOUT_S} s") from None
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.decode(errors="replace").strip().splitlines()[-4:])
+        raise HostToolError(f"gpg {args[0]} failed: {tail}", fix=f"look at the key in {home}")
+    return proc
+
+
+def _stop_agent(home: Path) -> None:
+    """gpg starts an agent for this home directory: stopped again (ours, by its home directory)."""
+    gpgconf = shutil.which("gpgconf")
+    if gpgconf:
+        subprocess.run([gpgconf, "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True,
+                       timeout=TIMEOUT_S, check=False)
+
+
+def fingerprint(home: Path) -> str | None:
+    if not (home / "pubring.kbx").exists():
+        return None
+    out = _gpg(home, "--with-colons", "--list-secret-keys").stdout.decode()
+    fprs = re.findall(r"^fpr:(?:[^:]*:){8}([0-9A-F]{40}):", out, re.M)
+    return fprs[0] if fprs else None
+
+
+def ensure_key(state_dir: Path, name: str) -> tuple[Path, str]:
+    """The signing key's home directory and fingerprint, generated when there is none yet."""
+    home = state_dir / KEY_DIR
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    try:
+        fpr = fingerprint(home)
+        if fpr is None:
+            _gpg(home, "--passphrase", "", "--quick-gen-key", f"corral bundle signing key ({name})", "ed25519",
+                 "sign", "never")
+            fpr = fingerprint(home)
+    finally:
+        _stop_agent(home)
+    if fpr is None:
+        raise HostToolError(f"no signing key in {home} after generating one", fix=f"remove {home} and build again")
+    return home, fpr
+
+
+def export_public(home: Path, fpr: str) -> bytes:
+    """The public key as a binary keyring (what apt's signed-by= and gpgv --keyring read)."""
+    try:
+        return _gpg(home, "--export", fpr).stdout
+    finally:
+        _stop_agent(home)
+
+
+def sign(home: Path, fpr: str, data: bytes, *, clear: bool) -> bytes:
+    """A detached signature of `data`, or (clear) the clearsigned text (apt's InRelease)."""
+    try:
+        return _gpg(home, "--local-user", fpr, "--digest-algo", "SHA256",
+                    "--clearsign" if clear else "--detach-sign", input=data).stdout
+    finally:
+        _stop_agent(home)
+
+
+def verify(keyring: bytes, data: bytes, signature: bytes) -> str | None:
+    """None when `signature` is a good signature of `data` by a key of `keyring`; else why not."""
+    gpgv = shutil.which("gpgv")
+    if gpgv is None:
+        raise HostToolError("gpgv is not installed on this host: it checks the bundle's signature",
+                            fix="apt-get install gpgv")
+    with tempfile.TemporaryDirectory(prefix="corral-gpgv-") as tmp:
+        ring, sig, payload = Path(tmp, "key.gpg"), Path(tmp, "data.sig"), Path(tmp, "data")
+        ring.write_bytes(keyring)
+        sig.write_bytes(signature)
+        payload.write_bytes(data)
+        try:
+            proc = subprocess.run([gpgv, "--homedir", tmp, "--keyring", str(ring), str(sig), str(payload)],
+                                  capture_output=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"gpgv did not finish within {TIMEOUT_S} s"
+    if proc.returncode == 0:
+        return None
+    return " | ".join(proc.stderr.decode(errors="replace").strip().splitlines()[-2:]) or "bad signature"
+
+
+def key_fingerprint(keyring: bytes) -> str | None:
+    """The primary key fingerprint of a binary public keyring (`gpg --show-keys`, no keyring touched)."""
+    with tempfile.TemporaryDirectory(prefix="corral-gpg-") as tmp:
+        try:
+            out = _gpg(Path(tmp), "--with-colons", "--show-keys", input=keyring).stdout.decode()
+        except HostToolError:
+            return None
+        finally:
+            _stop_agent(Path(tmp))
+    fprs = re.findall(r"^fpr:(?:[^:]*:){8}([0-9A-F]{40}):", out, re.M)
+    return fprs[0] if fprs else None

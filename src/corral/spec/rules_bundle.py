@@ -1,0 +1,63 @@
+"""`packages.source: bundle`: the bundle file is named, and nothing the spec enables fetches from outside
+it. A bundle carries the distribution's packages (bundle/resolve.py); what comes from another
+repository or a download URL (NVIDIA's CUDA and container repositories, Grafana's, enroot, pyxis,
+nvidia-mig-parted, gpu-burn, nccl-tests) is not carried yet: such a spec is refused, naming the key,
+rather than left to fail on a node that cannot reach the URL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from corral.errors import Problem
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster
+
+Where = Callable[..., str]
+
+
+def outside_sources(cluster: Cluster) -> list[tuple[tuple, str]]:
+    """(spec key, what it fetches) for every enabled feature whose packages or files a bundle lacks."""
+    spec, nv = cluster.spec, cluster.spec.nvidia
+    real = spec.virtual is None  # the virtual cluster skips DCGM (emulated GPUs) and Grafana (render/nvidia.py,
+    # deploy/grafana.py: their skip reasons); so does this
+    out = []
+    if nv.driver is not None:
+        out.append((("nvidia", "driver"), "the NVIDIA driver packages"))
+    for key in ("cuda_toolkit", "container_toolkit", "enroot", "pyxis"):
+        if getattr(nv, key) is not None:
+            out.append((("nvidia", key), f"nvidia.{key}'s packages or download"))
+    if any(n.gpus is not None and n.gpus.mig for n in cluster.nodes):
+        out.append((("nvidia", "mig_parted"), "nvidia-mig-parted's .debs (MIG layouts are set)"))
+    if real and nv.dcgm.enabled and any(n.gpu_count and "compute" in n.roles for n in cluster.nodes):
+        out.append((("nvidia", "dcgm", "enabled"), "DCGM from NVIDIA's CUDA repository"))
+    if real and spec.monitoring.grafana.enabled and cluster.with_role("monitoring"):
+        out.append((("monitoring", "grafana", "enabled"), "Grafana from Grafana's repository"))
+    for key in ("burn", "nccl"):
+        if getattr(spec.acceptance, key).enabled:
+            out.append((("acceptance", key, "enabled"), f"the {key} test's source download"))
+    return out
+
+
+def bundle_warnings(cluster: Cluster) -> list[str]:
+    p = cluster.spec.packages
+    if p.source == "mirror" and p.bundle is not None:
+        return [f"packages.bundle ({p.bundle}) is not used: packages.source is mirror (set source: bundle to install "
+                "from it alone)"]
+    return []
+
+
+def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
+    p = cluster.spec.packages
+    if p.source == "mirror":
+        return []
+    problems = []
+    if p.bundle is None:
+        problems.append(Problem(where(("packages", "bundle")), "packages.source is bundle but no bundle file is named",
+                                "source: bundle", "set packages.bundle to the file `corral bundle build` wrote"))
+    for path, what in outside_sources(cluster):
+        problems.append(Problem(where(path), f"{what} would come from outside the bundle, which does not carry it",
+                                "enabled", "turn it off for an air-gapped install (bundles carry the "
+                                           "distribution's packages only, so far)"))
+    return problems

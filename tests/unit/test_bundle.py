@@ -1,0 +1,289 @@
+"""Bundles without apt: a small repository sealed with a real gpg key (bundle/build.py: seal), then
+verified, tampered with, truncated, diffed, and refused by the spec rules and by serve.prepare. The
+whole path (resolve against a clean node, fetch, `corral up --bundle`) is tests/vcluster/test_bundle.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from corral.bundle import build, diff, resolve, sign, verify
+from corral.errors import CorralError
+from corral.spec.loader import load
+
+pytestmark = pytest.mark.skipif(shutil.which("gpg") is None or shutil.which("gpgv") is None,
+                                reason="gpg and gpgv sign and check bundles (bootstrap installs them)")
+
+INDEX = """Package: slurmd
+Version: 22.05.8-4+deb12u3
+Architecture: amd64
+Depends: libnuma1 (>= 2.0.11), slurm-wlm-basic-plugins (= 22.05.8-4+deb12u3), munge | libmunge2
+Filename: pool/slurmd_1_amd64.deb
+Size: {size_a}
+SHA256: {sha_a}
+
+Package: libnuma1
+Version: 2.0.16-1
+Architecture: amd64
+Provides: numa-lib
+Filename: pool/libnuma1_1_amd64.deb
+Size: {size_b}
+SHA256: {sha_b}
+"""
+
+
+@pytest.fixture(scope="module")
+def key(tmp_path_factory):
+    state = tmp_path_factory.mktemp("state")
+    home, fpr = sign.ensure_key(state, "test")
+    return state, home, fpr
+
+
+def make(tmp_path: Path, key, name: str = "b.tar", slurmd: bytes = b"slurmd deb") -> Path:
+    _, home, fpr = key
+    root = tmp_path / f"root-{name}"
+    pool = root / "repo" / "pool"
+    pool.mkdir(parents=True)
+    (pool / "slurmd_1_amd64.deb").write_bytes(slurmd)
+    (pool / "libnuma1_1_amd64.deb").write_bytes(b"libnuma deb")
+    text = INDEX.format(size_a=len(slurmd), sha_a=build.sha256(pool / "slurmd_1_amd64.deb"),
+                        size_b=11, sha_b=build.sha256(pool / "libnuma1_1_amd64.deb"))
+    (root / "repo" / "Packages").write_text(text)
+    (root / "repo" / "Packages.gz").write_bytes(b"")
+    stanzas = resolve.paragraphs(text)
+    why = resolve.reasons(stanzas, {"slurmd": ["role compute"]})
+    content = {"format": 1, "cluster": "t", "requested": {"slurmd": ["role compute"]},
+               "packages": [{"package": s["Package"], "version": s["Version"], "architecture": "amd64",
+                             "file": f"repo/{s['Filename']}", "sha256": s["SHA256"], "size": int(s["Size"]),
+                             "why": why[s["Package"]]} for s in stanzas]}
+    out = tmp_path / name
+    build.seal(root, "t", content, home, fpr, out)
+    return out
+
+
+def rewrite(src: Path, dst: Path, change) -> None:
+    """Copy a tar member by member; change(name, data) -> bytes | None (None: leave the member out)."""
+    with tarfile.open(src) as tin, tarfile.open(dst, "w") as tout:
+        for m in tin.getmembers():
+            data = change(m.name, tin.extractfile(m).read())
+            if data is not None:
+                m.size = len(data)
+                tout.addfile(m, io.BytesIO(data))
+
+
+def test_a_sealed_bundle_verifies_against_its_key(tmp_path, key):
+    state, home, fpr = key
+    path = make(tmp_path, key)
+    checked = verify.verify(path, fpr)
+    assert checked.ok, checked.problems
+    assert checked.fingerprint == fpr and checked.packages == 2
+    names = tarfile.open(path).getnames()
+    assert names == sorted(names) and {"SHA256SUMS", "SHA256SUMS.sig", "corral-bundle.gpg", "manifest.json",
+                                       "repo/InRelease", "repo/Release"} <= set(names)
+    assert all(m.mtime == 0 and m.uid == 0 for m in tarfile.open(path).getmembers())
+    assert oct((state / sign.KEY_DIR).stat().st_mode & 0o777) == "0o700"
+    assert b"PRIVATE KEY" not in path.read_bytes()  # only the public key travels
+
+
+def test_the_manifest_says_why_each_package_is_there(tmp_path, key):
+    m = verify.verify(make(tmp_path, key), key[2]).manifest
+    why = {p["package"]: p["why"] for p in m["packages"]}
+    assert why == {"slurmd": ["role compute"], "libnuma1": ["dependency of slurmd"]}
+
+
+@pytest.mark.parametrize("target", ["repo/pool/slurmd_1_amd64.deb", "manifest.json", "repo/Packages"])
+def test_an_altered_file_is_named(tmp_path, key, target):
+    good = make(tmp_path, key)
+    bad = tmp_path / "bad.tar"
+    rewrite(good, bad, lambda name, data: data + b"x" if name == target else data)
+    checked = verify.verify(bad, key[2])
+    assert not checked.ok and checked.problems[0] == f"{target}: sha256 differs from SHA256SUMS (altered or truncated)"
+    assert all(p.startswith(target) for p in checked.problems)  # the manifest is then not JSON either
+
+
+def test_a_re_signed_bundle_by_another_key_is_refused(tmp_path, key, tmp_path_factory):
+    other = tmp_path_factory.mktemp("other")
+    home2, fpr2 = sign.ensure_key(other, "intruder")
+    path = make(tmp_path, (other, home2, fpr2))
+    checked = verify.verify(path, key[2])
+    assert not checked.ok and f"signed by key {fpr2}, not the expected {key[2]}" in checked.problems[0]
+    assert verify.verify(path).ok  # no expectation: it checks, and says whose key it was (the CLI says so)
+
+
+def test_sums_edited_to_match_break_the_signature(tmp_path, key):
+    good = make(tmp_path, key)
+    bad = tmp_path / "bad.tar"
+    digest = build.sha256  # recompute the altered .deb's sum, as a tamperer would
+
+    def change(name, data):
+        if name == "repo/pool/slurmd_1_amd64.deb":
+            return b"evil"
+        if name == "SHA256SUMS":
+            import hashlib
+            old = hashlib.sha256(b"slurmd deb").hexdigest()
+            return data.replace(old.encode(), hashlib.sha256(b"evil").hexdigest().encode())
+        return data
+    assert digest
+    rewrite(good, bad, change)
+    problems = verify.verify(bad, key[2]).problems
+    assert problems[0].startswith("SHA256SUMS: its signature does not check")
+    assert any(p.startswith("manifest.json") or "manifest's sha256" in p for p in problems)
+
+
+def test_missing_added_and_truncated(tmp_path, key):
+    good = make(tmp_path, key)
+    gone, added = tmp_path / "gone.tar", tmp_path / "added.tar"
+    rewrite(good, gone, lambda name, data: None if name == "repo/pool/libnuma1_1_amd64.deb" else data)
+    assert verify.verify(gone, key[2]).problems == ["repo/pool/libnuma1_1_amd64.deb: missing (listed in SHA256SUMS)"]
+    shutil.copy(good, added)
+    with tarfile.open(added, "a") as t:
+        info = tarfile.TarInfo("repo/pool/extra.deb")
+        info.size = 3
+        t.addfile(info, io.BytesIO(b"abc"))
+    assert verify.verify(added, key[2]).problems == ["repo/pool/extra.deb: not listed in SHA256SUMS (added after signing)"]
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(good.read_bytes()[:len(good.read_bytes()) // 2])
+    problems = verify.verify(cut, key[2]).problems
+    assert problems and not verify.verify(cut, key[2]).ok
+    assert verify.verify(tmp_path / "nothing.tar").problems[0].startswith(f"{tmp_path / 'nothing.tar'}: not a readable")
+
+
+def test_a_member_with_a_hostile_name_is_refused(tmp_path, key):
+    good = make(tmp_path, key)
+    bad = tmp_path / "bad.tar"
+    shutil.copy(good, bad)
+    with tarfile.open(bad, "a") as t:
+        info = tarfile.TarInfo("../../etc/evil")
+        info.size = 1
+        t.addfile(info, io.BytesIO(b"x"))
+        link = tarfile.TarInfo("repo/link")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/shadow"
+        t.addfile(link)
+    problems = verify.verify(bad, key[2]).problems
+    assert "../../etc/evil: not a plain file with a relative name (refused)" in problems
+    assert "repo/link: not a plain file with a relative name (refused)" in problems
+    with pytest.raises(CorralError, match="refusing to use the bundle"):
+        verify.extract(bad, verify.verify(bad, key[2]), tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
+def test_diff_names_added_removed_and_changed():
+    a = {"requested": {"slurmd": []}, "packages": [
+        {"package": "slurmd", "version": "1", "sha256": "a"}, {"package": "old", "version": "1", "sha256": "b"}]}
+    b = {"requested": {"slurmd": [], "sssd": []}, "packages": [
+        {"package": "slurmd", "version": "2", "sha256": "c", "why": ["role compute"]},
+        {"package": "sssd", "version": "1", "sha256": "d", "why": ["identity.ldap"]}]}
+    d = diff.diff(a, b)
+    assert d["added"] == [{"package": "sssd", "version": "1", "why": ["identity.ldap"]}]
+    assert d["removed"] == [{"package": "old", "version": "1"}]
+    assert d["changed"] == [{"package": "slurmd", "from": "1", "to": "2", "why": ["role compute"]}]
+    assert d["requested_added"] == ["sssd"] and not d["same"]
+    assert diff.lines(d) == ["+ sssd 1  (identity.ldap)", "- old 1", "~ slurmd 1 -> 2"]
+    assert diff.diff(a, a)["same"] and diff.lines(diff.diff(a, a)) == ["no change in packages"]
+
+
+def test_dependency_reasons_follow_provides_and_alternatives():
+    stanzas = resolve.paragraphs("Package: a\nDepends: v | c\n\nPackage: b\nProvides: v\n\nPackage: c\n\n"
+                                 "Package: d\nPre-Depends: c:any (>= 1)\n\nPackage: lone\n")
+    why = resolve.reasons(stanzas, {"a": ["every node"], "d": ["role login"]})
+    assert why == {"a": ["every node"], "b": ["dependency of a"], "c": ["dependency of a, d"],
+                   "d": ["role login"], "lone": ["dependency"]}
+
+
+SPEC = """name: t
+ssh: {user: root}
+nodes:
+  - {names: ctl, addresses: [10.0.0.10], roles: [controller]}
+  - {names: gpu01, addresses: [10.0.0.11], roles: [compute], gpus: {model: h100, count: 4}}
+"""
+
+
+def test_spec_rules_for_a_bundle(tmp_path):
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC + "packages: {source: bundle}\n")
+    with pytest.raises(CorralError, match="no bundle file is named"):
+        load(f)
+    f.write_text(SPEC + "packages: {bundle: b.tar}\n")
+    from corral.spec.rules import spec_warnings
+    assert spec_warnings(load(f)) == ["packages.bundle (b.tar) is not used: packages.source is mirror (set source: "
+                                      "bundle to install from it alone)"]
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 "packages: {source: bundle, bundle: b.tar, fingerprint: " + "A" * 40 + "}\n")
+    assert load(f).spec.packages.source == "bundle"
+    f.write_text(SPEC + "packages: {source: bundle, bundle: b.tar}\n")  # DCGM from NVIDIA's repository
+    with pytest.raises(CorralError, match="DCGM from NVIDIA's CUDA repository would come from outside the bundle"):
+        load(f)
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 "packages: {source: bundle, bundle: b.tar, fingerprint: xyz}\n")
+    with pytest.raises(CorralError, match="fingerprint"):
+        load(f)
+
+
+def test_serve_prepare_refuses_what_it_cannot_trust(tmp_path, key):
+    state, _, fpr = key
+    good = make(tmp_path, key)
+    spec = tmp_path / "cluster.yaml"
+    base = SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+    from corral.bundle.serve import prepare
+    spec.write_text(base + f"packages: {{source: bundle, bundle: {good.name}}}\n")
+    with pytest.raises(CorralError, match="nothing to check the signer"):
+        prepare(load(spec))  # this state dir made no key, and the spec pins none
+    spec.write_text(base + f"packages: {{source: bundle, bundle: {good.name}, fingerprint: {fpr}}}\n")
+    repo, keyring = prepare(load(spec))
+    assert (repo / "pool" / "slurmd_1_amd64.deb").read_bytes() == b"slurmd deb"
+    assert sign.key_fingerprint(keyring) == fpr
+    assert prepare(load(spec))[0] == repo  # unpacked once
+    bad = tmp_path / "bad.tar"
+    rewrite(good, bad, lambda name, data: data + b"x" if name == "repo/pool/slurmd_1_amd64.deb" else data)
+    spec.write_text(base + f"packages: {{source: bundle, bundle: bad.tar, fingerprint: {fpr}}}\n")
+    with pytest.raises(CorralError, match="repo/pool/slurmd_1_amd64.deb: sha256 differs"):
+        prepare(load(spec))
+    assert [p.name for p in (tmp_path / ".corral" / "bundle").iterdir()] == [repo.parent.name]  # nothing else unpacked
+    spec.write_text(base + f"packages: {{source: bundle, bundle: gone.tar, fingerprint: {fpr}}}\n")
+    with pytest.raises(CorralError, match="does not exist"):
+        prepare(load(spec))
+    assert json.loads((repo.parent / "manifest.json").read_text())["cluster"] == "t"
+
+
+def _manifest(*pkgs: tuple[str, str]) -> dict:
+    return {"packages": [{"package": p, "version": v, "sha256": "x"} for p, v in pkgs]}
+
+
+EVERYTHING = [(p, "22.05.8-4+deb12u3") for p in ("memcached", "curl", "iputils-ping", "python3-apt",
+                                                   "prometheus-node-exporter", "slurmctld", "slurm-client", "munge",
+                                                   "python3-prometheus-client", "slurmd", "libpmix2",
+                                                   "libpam-slurm-adopt")]
+
+
+def test_coverage_names_each_node_and_package_the_bundle_lacks(tmp_path):
+    from corral.bundle.coverage import gaps
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC)
+    cluster = load(f)
+    assert gaps(cluster, _manifest(*EVERYTHING)) == {}
+    lacking = [p for p in EVERYTHING if p[0] != "slurmd"]
+    assert gaps(cluster, _manifest(*lacking)) == {"gpu01": ["needs slurmd (role compute): not in the bundle"]}
+    f.write_text(SPEC + "slurm: {version: '22.05.9'}\n")
+    assert gaps(load(f), _manifest(*EVERYTHING)) == {
+        node: [f"needs {p} 22.05.9 (slurm.version): the bundle has 22.05.8-4+deb12u3" for p in pkgs]
+        for node, pkgs in {"ctl": ["slurm-client", "slurmctld"],
+                           "gpu01": ["libpam-slurm-adopt", "slurm-client", "slurmd"]}.items()}
+    f.write_text(SPEC + "slurm: {version: '22.05'}\n")
+    assert gaps(load(f), _manifest(*EVERYTHING)) == {}
+
+
+def test_plan_refuses_a_bundle_lacking_a_package_before_touching_a_node(tmp_path, key):
+    from corral.workflows.converge import converge
+    _, _, fpr = key
+    good = make(tmp_path, key)  # holds slurmd and libnuma1 only
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 f"packages: {{source: bundle, bundle: {good.name}, fingerprint: {fpr}}}\n")
+    with pytest.raises(CorralError, match=r"the bundle lacks \d+ package\(s\) the spec needs: ctl needs curl "
+                                          r"\(every node\): not in the bundle"):
+        converge(load(f), "plan")  # the nodes (10.0.0.x) are never contacted: it fails before
