@@ -6,6 +6,8 @@ downloaded from the mirror), plus `bundle verify`. Run from the repository root:
 from __future__ import annotations
 
 import argparse
+import hashlib
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -33,14 +35,15 @@ def main() -> None:
         for kind, cache in kinds:
             builds = [build(cluster, Path(d) / f"b{i}.tar", status, cache) for i in range(args.runs)]
             checks = [timed(lambda b=b: verify(b.path, b.fingerprint)) for b in builds]
-            manifests = {(Path(d) / f"b{i}.tar").stat().st_size for i in range(args.runs)}
+            manifests = {hashlib.sha256(tarfile.open(b.path).extractfile("manifest.json").read()).hexdigest()
+                         for b in builds}
             rows.append([kind, builds[0].packages, f"{builds[0].size / 1e6:.1f}",
                          f"{median([b.seconds for b in builds]):.1f}",
                          f"{min(b.seconds for b in builds):.1f}-{max(b.seconds for b in builds):.1f}",
                          f"{median(checks):.2f}", median([b.downloaded for b in builds]),
                          "yes" if len(manifests) == 1 else "no"])
     print(table("corral bundle build, default virtual cluster spec", [
-        "build", "packages", "MB", "build s (median)", "range", "verify s", "downloaded", "same size"], rows))
+        "build", "packages", "MB", "build s (median)", "range", "verify s", "downloaded", "same manifest"], rows))
 
 
 if __name__ == "__main__":
