@@ -102,6 +102,11 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
             out[f"driver pin #{i}"] = ("words", pin_text(package, nv.driver.version, nv.driver.package is not None))
     if cluster.spec.power.enabled:
         out["power.json"] = ("json", power_config(cluster))
+    if cluster.spec.proxy is not None:
+        from corral.render import proxy as proxy_render
+        out["/etc/environment proxy block"] = ("words", proxy_render.environment_block(cluster))
+        out["apt proxy"] = ("words", proxy_render.apt_conf(cluster) or "")
+        out["engine proxy drop-in"] = ("systemd", proxy_render.engine_dropin(cluster) or "")
     if cluster.spec.users or cluster.spec.groups:
         plan = plan_accounts(cluster.spec.users, cluster.spec.groups, cluster.spec.identity.homes, "node01", Accounts())
         out["account commands"] = ("shell", "\n".join(c.get_raw_value() for c in plan.commands) + "\n")

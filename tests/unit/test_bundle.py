@@ -213,7 +213,7 @@ def test_spec_rules_for_a_bundle(tmp_path):
     assert spec_warnings(load(f)) == ["packages.bundle (b.tar) is not used: packages.source is mirror (set source: "
                                       "bundle to install from it alone)"]
     f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
-                 "packages: {source: bundle, bundle: b.tar, fingerprint: " + "A" * 40 + "}\n")
+                 "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar, fingerprint: " + "A" * 40 + "}\n")
     assert load(f).spec.packages.source == "bundle"
     f.write_text(SPEC + "packages: {source: bundle, bundle: b.tar}\n")  # DCGM from NVIDIA's repository
     with pytest.raises(CorralError, match="DCGM from NVIDIA's CUDA repository would come from outside the bundle"):
@@ -230,21 +230,21 @@ def test_serve_prepare_refuses_what_it_cannot_trust(tmp_path, key):
     spec = tmp_path / "cluster.yaml"
     base = SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
     from corral.bundle.serve import prepare
-    spec.write_text(base + f"packages: {{source: bundle, bundle: {good.name}}}\n")
+    spec.write_text(base + f"packages: {{source: bundle, serve: 10.0.0.1:8079, bundle: {good.name}}}\n")
     with pytest.raises(CorralError, match="nothing to check the signer"):
         prepare(load(spec))  # this state dir made no key, and the spec pins none
-    spec.write_text(base + f"packages: {{source: bundle, bundle: {good.name}, fingerprint: {fpr}}}\n")
+    spec.write_text(base + f"packages: {{source: bundle, serve: 10.0.0.1:8079, bundle: {good.name}, fingerprint: {fpr}}}\n")
     repo, keyring = prepare(load(spec))
     assert (repo / "pool" / "slurmd_1_amd64.deb").read_bytes() == b"slurmd deb"
     assert sign.key_fingerprint(keyring) == fpr
     assert prepare(load(spec))[0] == repo  # unpacked once
     bad = tmp_path / "bad.tar"
     rewrite(good, bad, lambda name, data: data + b"x" if name == "repo/pool/slurmd_1_amd64.deb" else data)
-    spec.write_text(base + f"packages: {{source: bundle, bundle: bad.tar, fingerprint: {fpr}}}\n")
+    spec.write_text(base + f"packages: {{source: bundle, serve: 10.0.0.1:8079, bundle: bad.tar, fingerprint: {fpr}}}\n")
     with pytest.raises(CorralError, match="repo/pool/slurmd_1_amd64.deb: sha256 differs"):
         prepare(load(spec))
     assert [p.name for p in (tmp_path / ".corral" / "bundle").iterdir()] == [repo.parent.name]  # nothing else unpacked
-    spec.write_text(base + f"packages: {{source: bundle, bundle: gone.tar, fingerprint: {fpr}}}\n")
+    spec.write_text(base + f"packages: {{source: bundle, serve: 10.0.0.1:8079, bundle: gone.tar, fingerprint: {fpr}}}\n")
     with pytest.raises(CorralError, match="does not exist"):
         prepare(load(spec))
     assert json.loads((repo.parent / "manifest.json").read_text())["cluster"] == "t"
@@ -283,7 +283,55 @@ def test_plan_refuses_a_bundle_lacking_a_package_before_touching_a_node(tmp_path
     good = make(tmp_path, key)  # holds slurmd and libnuma1 only
     f = tmp_path / "cluster.yaml"
     f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
-                 f"packages: {{source: bundle, bundle: {good.name}, fingerprint: {fpr}}}\n")
+                 f"packages: {{source: bundle, serve: 10.0.0.1:8079, bundle: {good.name}, fingerprint: {fpr}}}\n")
     with pytest.raises(CorralError, match=r"the bundle lacks \d+ package\(s\) the spec needs: ctl needs curl "
                                           r"\(every node\): not in the bundle"):
         converge(load(f), "plan")  # the nodes (10.0.0.x) are never contacted: it fails before
+
+
+def test_a_real_cluster_names_where_the_bundle_is_served(tmp_path):
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 "packages: {source: bundle, bundle: b.tar}\n")
+    with pytest.raises(CorralError, match="a bundle on a real cluster needs the address the nodes fetch it from.*set packages.serve"):
+        load(f)
+
+
+def test_apt_reads_the_bundle_alone_and_its_key_signs_it(tmp_path):
+    from corral.render import bundle_source as bs
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar, fingerprint: " + "A" * 40 + "}\n")
+    c = load(f)
+    assert bs.url(c) == "http://10.0.0.1:8079/"
+    assert bs.source_list(c).splitlines()[1] == ("deb [signed-by=/etc/apt/keyrings/corral-bundle.gpg] "
+                                                 "http://10.0.0.1:8079/ ./")
+    assert bs.only_source().splitlines()[-2:] == ['Dir::Etc::SourceList "/etc/apt/corral-bundle.list";',
+                                                  'Dir::Etc::SourceParts "/etc/apt/corral-bundle.list.d";']
+    f.write_text(SPEC)
+    assert bs.url(load(f)) is None
+
+
+def test_plan_and_apply_serve_the_bundle_for_the_run_only(tmp_path, key):
+    import socket
+    import urllib.request
+    from corral.workflows.bundle_serve import serving
+    _, _, fpr = key
+    good = make(tmp_path, key)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 f"packages: {{source: bundle, serve: '127.0.0.1:{port}', bundle: {good.name}, fingerprint: {fpr}}}\n")
+    with serving(load(f)) as url:
+        assert url == f"http://127.0.0.1:{port}/"
+        body = urllib.request.urlopen(f"{url}InRelease", timeout=5).read()
+        assert b"BEGIN PGP SIGNED MESSAGE" in body
+    with pytest.raises(OSError):  # stopped with the run
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 f"packages: {{source: bundle, serve: '192.0.2.1:{port}', bundle: {good.name}, fingerprint: {fpr}}}\n")
+    with pytest.raises(CorralError, match="cannot serve the bundle on 192.0.2.1"):
+        with serving(load(f)):
+            pass

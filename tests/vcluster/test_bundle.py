@@ -1,13 +1,17 @@
 """Air-gapped install, end to end: `corral bundle build` on the control host (it has the registries), then
 `corral up --bundle` builds the virtual cluster from the bundle alone: corral's on-the-fly repository is
 neither filled nor served, apt on the nodes takes only the bundle's signed repository, validate passes,
-and a second apply changes nothing. A bundle with one .deb altered is named by verify and refused by up."""
+and a second apply changes nothing. A bundle with one .deb altered is named by verify and refused by up.
+A site proxy (spec `proxy:`) then carries apt and a user's download, and goes again with the spec."""
 
 from __future__ import annotations
 
+import http.server
 import io
 import tarfile
+import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -64,7 +68,7 @@ def test_nodes_take_only_the_bundles_signed_repository(air):
         urllib.request.urlopen(f"{url}/corral-packages.txt", timeout=5)
     for node in ("ctl", "gpu01", "login1"):
         sources = ssh(vc, node, "cat /etc/apt/sources.list; ls /etc/apt/sources.list.d").stdout
-        assert sources.strip() == f"deb [signed-by=/etc/apt/keyrings/corral-bundle.gpg] {url}/ ./", sources
+        assert sources.strip() == f"deb [signed-by=/etc/apt/keyrings/corral-virtual-bundle.gpg] {url}/ ./", sources
     # apt checks the signature: the InRelease the nodes fetched verifies with the bundle's key
     policy = ssh(vc, "gpu01", "apt-get update 2>&1; apt-cache policy slurmd").stdout
     assert "NO_PUBKEY" not in policy and "not signed" not in policy and "Candidate:" in policy
@@ -96,3 +100,144 @@ def test_an_altered_deb_is_named_and_refused(air, tmp_path):
     with pytest.raises(CorralError, match=victim.replace("+", r"\+")):
         VirtualCluster(load(spec)).up()
     assert not (tmp_path / ".corral" / "bundle").exists() or not any((tmp_path / ".corral" / "bundle").iterdir())
+
+
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """A forward HTTP proxy for the tests: GET of an absolute URI on the allowed host only, each request
+    line recorded (urllib's ProxyHandler({}): this process's own environment is not followed)."""
+    allowed = ""
+    seen: list[str] = []
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.seen.append(self.path)
+        if urllib.parse.urlsplit(self.path).netloc != self.allowed:
+            self.send_error(403, "not the repository")
+            return
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(self.path, timeout=10) as r:
+                body, status = r.read(), r.status
+        except urllib.error.HTTPError as e:
+            body, status = b"", e.code
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def site_proxy(air):
+    host = network.host_address(TEST_SUBNET)
+    _Proxy.allowed, _Proxy.seen = f"{host}:{TEST_PORT}", []
+    server = http.server.ThreadingHTTPServer((host, TEST_PORT + 7), _Proxy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{TEST_PORT + 7}", _Proxy.seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_site_proxy_carries_apt_and_users_downloads_and_goes_again(air, site_proxy):
+    d, _, _ = air
+    url, seen = site_proxy
+    spec = d / "cluster.yaml"
+    before = spec.read_text()
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(spec))
+    repo_url = f"http://{network.host_address(TEST_SUBNET)}:{TEST_PORT}"
+    try:
+        spec.write_text(before.replace("packages:\n", f"proxy: {{http: '{url}', no_proxy: [.example.com]}}\npackages:\n", 1))
+        result = converge(load(spec), "apply", command="test-proxy")
+        assert result.ok, failures(result)
+        changed = {o.name for o in result.nodes["gpu01"].ops if o.status == "changed"}
+        assert {"proxy | /etc/environment: the proxy for shells, jobs and downloads",
+                "proxy | apt goes through the proxy"} <= changed
+        ssh(vc, "gpu01", "apt-get update -q")
+        assert f"{repo_url}/./InRelease" in seen, seen  # apt's own fetch (flat repository "./"), through the proxy
+        env = ssh(vc, "login1", "env", check=True).stdout  # an SSH session: pam_env read /etc/environment
+        assert f"http_proxy={url}" in env and "gpu01" in next(line for line in env.splitlines()
+                                                              if line.startswith("no_proxy="))
+        fetch = f"import urllib.request; print(urllib.request.urlopen('{repo_url}/Release').read().decode())"
+        body = ssh(vc, "login1", f'python3 -c "{fetch}"').stdout  # a user's download (urllib reads http_proxy)
+        assert "Origin: corral" in body and f"{repo_url}/Release" in seen
+        again = converge(load(spec), "apply", command="test-proxy-noop")
+        assert again.ok and again.changed == 0, [(n, o.name) for n, r in again.nodes.items() for o in r.ops
+                                                 if o.status != "unchanged"]
+    finally:
+        spec.write_text(before)
+    gone = converge(load(spec), "apply", command="test-proxy-gone")
+    assert gone.ok, failures(gone)
+    assert "proxy" not in ssh(vc, "gpu01", "cat /etc/environment; ls /etc/apt/apt.conf.d").stdout
+    seen.clear()
+    ssh(vc, "gpu01", "apt-get update -q")
+    assert seen == []  # straight to the repository again
+
+
+def test_served_by_the_control_host_for_the_run_apt_reads_it_alone(air):
+    """packages.serve (what a real cluster sets): plan and apply serve the bundle from this host; apt on every
+    node reads that source alone (the node's own sources.list, here the bridge repository, stays unread);
+    the server is gone after the run; without packages.serve the node's own sources are back."""
+    d, _, _ = air
+    spec = d / "cluster.yaml"
+    before = spec.read_text()
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(spec))
+    host = network.host_address(TEST_SUBNET)
+    served = f"http://{host}:{TEST_PORT + 3}/"
+    log = d / ".corral" / "logs" / "bundle-http.log"
+    try:
+        spec.write_text(before.rstrip("\n") + f"\n  serve: '{host}:{TEST_PORT + 3}'\n")
+        result = converge(load(spec), "apply", command="test-serve")
+        assert result.ok, failures(result)
+        assert "apt lists refreshed (bundle source)" in {o.name.split(" | ")[1] for o in result.nodes["gpu01"].ops
+                                                        if o.status == "changed"}
+        assert '"GET /./InRelease HTTP/1.1" 200' in log.read_text()  # the nodes' apt-get update, from this run's server
+        with pytest.raises(OSError):
+            import socket
+            socket.create_connection((host, TEST_PORT + 3), timeout=1).close()
+        dump = ssh(vc, "gpu01", "apt-config dump | grep -E '^Dir::Etc::(sourcelist|sourceparts) '").stdout
+        assert '"/etc/apt/corral-bundle.list"' in dump and '"/etc/apt/corral-bundle.list.d"' in dump
+        assert ssh(vc, "gpu01", "cat /etc/apt/corral-bundle.list").stdout.splitlines()[-1] == (
+            f"deb [signed-by=/etc/apt/keyrings/corral-bundle.gpg] {served} ./")
+        again = converge(load(spec), "apply", command="test-serve-noop")
+        assert again.ok and again.changed == 0, [(n, o.name) for n, r in again.nodes.items() for o in r.ops
+                                                 if o.status != "unchanged"]
+    finally:
+        spec.write_text(before)
+    back = converge(load(spec), "apply", command="test-serve-gone")
+    assert back.ok, failures(back)
+    assert ssh(vc, "gpu01", "ls /etc/apt/corral-bundle.list /etc/apt/apt.conf.d/00corral-bundle", check=False
+               ).returncode != 0
+    assert f":{TEST_PORT} ./ InRelease" in ssh(vc, "gpu01", "apt-get update -q 2>&1").stdout  # its own source again
+
+
+def test_with_python_corral_installs_on_an_offline_control_host(air, tmp_path):
+    """--with-python: corral's wheel and its dependencies' in the bundle; a fresh venv installs corral from
+    them alone (pip --no-index) and runs it."""
+    import subprocess
+    import sys
+    from corral.cli.bundle_cmd import python_pins
+    d, _, _ = air
+    pins, source = python_pins()
+    assert source is not None and any(p.startswith("pyinfra==") for p in pins)
+    built = build(load(d / "cluster.yaml"), tmp_path / "py.tar", image.ensure_image() / "var/lib/dpkg/status",
+                  repo.REPO / "pool", python=(pins, source))
+    checked = verify(built.path, built.fingerprint)
+    assert checked.ok, checked.problems
+    wheels = {w["file"] for w in checked.manifest["python"]}
+    assert any(w.startswith("python/corral-") for w in wheels) and len(wheels) == len(pins) + 1
+    with tarfile.open(built.path) as tar:
+        tar.extractall(tmp_path / "x", members=[m for m in tar.getmembers() if m.name.startswith("python/")],
+                       filter="data")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run([str(venv / "bin/pip"), "install", "-q", "--no-index", "--find-links",
+                          str(tmp_path / "x" / "python"), "corral"], capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    out = subprocess.run([str(venv / "bin/corral"), "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr

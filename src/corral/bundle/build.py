@@ -5,6 +5,7 @@ Layout (every path relative to the tar's root):
   repo/Release, repo/InRelease                        their index hashes; InRelease clearsigned
   corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
   manifest.json                                       what, version, sha256, size, why (bundle/resolve.py)
+  python/*.whl                                        (--with-python) corral and its dependencies' wheels
   SHA256SUMS, SHA256SUMS.sig                          every other file's sha256, and its detached signature
 
 The manifest holds no time and no host name: the same spec and the same mirror state give the same
@@ -26,6 +27,7 @@ from email.utils import formatdate
 from pathlib import Path
 
 from corral.bundle import resolve, sign
+from corral.errors import HostToolError
 from corral.spec.cluster import Cluster
 
 FORMAT = 1
@@ -94,6 +96,38 @@ def _tar(root: Path, out: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def python_wheels(dest: Path, pins: list[str], source: Path | None) -> list[dict]:
+    """corral's own wheel (built from its source) and a wheel of each pinned dependency into dest (`pip
+    wheel --no-deps`: the index's wheel for this interpreter and platform, or one built from the sdist where
+    there is none, e.g. python-hostlist); their manifest entries."""
+    import sys
+    dest.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    with tempfile.TemporaryDirectory(prefix="corral-source-") as tmp:
+        steps = [("the dependencies' wheels", [*pip, "wheel", "--no-deps", "-w", str(dest), *pins])]
+        if source is not None:  # built from a copy: setuptools writes build/ and *.egg-info where it builds
+            copy = Path(tmp) / "corral"
+            shutil.copytree(source, copy, ignore=shutil.ignore_patterns(
+                ".git", ".venv", "build", "*.egg-info", "__pycache__", ".corral", ".pytest_cache", "*.tar"))
+            steps.append(("corral's wheel", [*pip, "wheel", "--no-deps", "-w", str(dest), str(copy)]))
+        _pip(steps)
+    return [{"file": f"python/{w.name}", "sha256": sha256(w), "size": w.stat().st_size}
+            for w in sorted(dest.glob("*.whl"))]
+
+
+def _pip(steps: list[tuple[str, list[str]]]) -> None:
+    import subprocess
+    for what, step in steps:
+        try:
+            proc = subprocess.run(step, capture_output=True, text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            raise HostToolError(f"pip wheel ({what}) did not finish within 900 s") from None
+        if proc.returncode != 0:
+            said = [line.strip() for line in proc.stderr.splitlines() if "error" in line.lower()]
+            raise HostToolError(f"pip wheel ({what}) failed: {' | '.join(said[-3:]) or proc.stderr.strip()[-300:]}",
+                                fix="check this host's access to its Python package index")
+
+
 def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path) -> None:
     """root/repo (pool and Packages made) -> Release and InRelease, the public key, the manifest, SHA256SUMS
     and its signature, then the tar at `out`."""
@@ -109,9 +143,11 @@ def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path) 
     _tar(root, out)
 
 
-def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None) -> Built:
+def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None,
+          python: tuple[list[str], Path | None] | None = None) -> Built:
     """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
-    `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository)."""
+    `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
+    `python`: (pinned requirements, corral's source directory) for the control host's wheels."""
     from corral.render.packages import package_reasons
     start = time.monotonic()
     home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
@@ -126,6 +162,10 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
         say(f"{len(files)} packages for {len(wanted)} asked for; {len(files) - len(have)} to download")
         resolve.fetch(files, wanted, status, repo / "pool", work, cached)
         text = resolve.index(repo)
-        seal(root, cluster.spec.name, manifest(cluster, text, root), home, fpr, out)
+        content = manifest(cluster, text, root)
+        if python is not None:
+            say(f"downloading {len(python[0])} Python wheels for the control host, building corral's")
+            content["python"] = python_wheels(root / "python", *python)
+        seal(root, cluster.spec.name, content, home, fpr, out)
         shutil.rmtree(work, ignore_errors=True)
     return Built(out, fpr, len(files), out.stat().st_size, time.monotonic() - start, len(files) - len(have))

@@ -22,6 +22,8 @@ FprOpt = typer.Option(None, "--fingerprint", help="the signing key's fingerprint
 def build(spec: Optional[Path] = SpecOpt,
           output: Optional[Path] = typer.Option(None, "--output", "-o", help="the bundle file (default: "
                                                 "corral-bundle-<name>.tar beside the spec)"),
+          with_python: bool = typer.Option(False, "--with-python", help="also corral's wheel and its Python "
+                                           "dependencies', for installing corral on an offline control host"),
           as_json: bool = JsonOpt) -> None:
     """Resolve, download and sign every .deb the spec's nodes install, into one tar."""
     from corral.bundle.build import build as run_build
@@ -32,7 +34,8 @@ def build(spec: Optional[Path] = SpecOpt,
         target = output or cluster.base_dir / f"corral-bundle-{cluster.spec.name}.tar"
         status = image.ensure_image() / "var/lib/dpkg/status"  # a clean Debian 12 node (debootstrap minbase)
         built = run_build(cluster, target, status, REPO / "pool",
-                          say=lambda m: None if as_json else err.print(m, markup=False))
+                          say=lambda m: None if as_json else err.print(m, markup=False),
+                          python=python_pins() if with_python else None)
     except CorralError as exc:
         if as_json:
             print_json({"ok": False, "error": str(exc)})
@@ -44,6 +47,21 @@ def build(spec: Optional[Path] = SpecOpt,
               f"{built.downloaded} downloaded) in {built.seconds:.1f} s", markup=False)
     out.print(f"signed by key {built.fingerprint}: pin it in the spec of the air-gapped site as "
               f"packages.fingerprint, and compare it there with `corral bundle verify`", markup=False)
+
+
+def python_pins() -> tuple[list[str], Path | None]:
+    """corral's installed dependencies, pinned to their installed versions, and corral's source directory
+    (an editable or local install; None: no source here, and the wheels of the dependencies only)."""
+    import importlib.metadata as md
+    import json
+    from corral.fanout.runtime import closure
+    pins = [f"{d.metadata['Name']}=={d.version}" for d in closure()]
+    raw = md.distribution("corral").read_text("direct_url.json")
+    url = json.loads(raw).get("url", "") if raw else ""
+    candidates = [Path(url.removeprefix("file://"))] if url.startswith("file://") else []
+    import corral
+    candidates.append(Path(corral.__file__).resolve().parents[2])  # src/corral/__init__.py in a checkout
+    return pins, next((c for c in candidates if (c / "pyproject.toml").is_file()), None)
 
 
 @bundle_app.command("verify")

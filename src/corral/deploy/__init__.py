@@ -28,7 +28,9 @@ def components(cluster) -> list:
     from corral.deploy.nvidia_driver import nvidia_driver
     from corral.deploy.nvidia_tools import nvidia_tools
     from corral.deploy.package_batch import package_batch
+    from corral.deploy.package_source import package_source
     from corral.deploy.power import power
+    from corral.deploy.proxy import proxy
     from corral.deploy.sacct import accounting_sync
     from corral.deploy.slurm import slurm_compute, slurm_controller, slurm_login
     from corral.deploy.slurm_exporter import slurm_exporter
@@ -38,8 +40,9 @@ def components(cluster) -> list:
     from corral.deploy.storage import storage_mounts, storage_server
     from corral.deploy.upgrades import package_upgrades
     from corral.deploy.users import users
+    # proxy right after base: before anything reaches a mirror (package_upgrades refreshes apt's lists);
     # slurm_user (after SSSD and the local accounts, whose ids it checks) before the packages: HA controllers'
     # slurm account has a fixed id, the packages would make one
-    return [base, package_upgrades, slurm_version, sssd, storage_server, storage_mounts, users, slurm_user, package_batch,
+    return [base, proxy, package_source, package_upgrades, slurm_version, sssd, storage_server, storage_mounts, users, slurm_user, package_batch,
             munge, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
             accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]

@@ -97,6 +97,9 @@ IN_UNIT = frozenset({"corral-slurm-exporter", "corral-dcgm-exporter"})
 # services corral manages that get no restart policy from it, and why (a service added without a
 # policy or a reason here fails tests/unit/test_restart.py)
 EXEMPT: dict[str, str] = {
+    "docker": "the site's container engine (nvidia.container_toolkit.engine): corral adds only its proxy drop-in "
+              "and restarts it when that changed; the package's unit restarts it (Restart=always)",
+    "containerd": "the site's container engine, as docker: the package's unit restarts it (Restart=always)",
     "ssh": "the package's unit restarts it already (Restart=on-failure, RestartPreventExitStatus=255 for "
            "a bad sshd_config)",
     "sshd": "the RHEL family's name of ssh (on Debian an alias of ssh.service)",

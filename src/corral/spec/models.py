@@ -26,7 +26,7 @@ from corral.spec.models_storage import Mount, NfsExport, StorageSpec
 from corral.spec.models_acceptance import AcceptanceSpec, BurnSpec, NcclSpec
 from corral.spec.models_backup import BackupSpec
 from corral.spec.models_power import PowerSpec
-from corral.spec.models_packages import PackagesSpec
+from corral.spec.models_packages import PackagesSpec, ProxySpec
 from corral.spec.models_reports import ReportsSpec
 from corral.spec.models_rollout import RolloutPolicy
 from corral.spec.models_users import Group, IdentitySpec, User
@@ -149,8 +149,10 @@ class ClusterSpec(Strict):
     monitoring: MonitoringSpec = Field(default=MonitoringSpec(), description="monitoring and alerts")
     nvidia: NvidiaSpec = Field(default=NvidiaSpec(), description="NVIDIA software")
     storage: StorageSpec = Field(default=StorageSpec(), description="NFS exports and shared mounts")
-    packages: PackagesSpec = Field(default=PackagesSpec(), description="OS package upgrades and holds (rolled "
-                                                                       "out under `rollout:`)")
+    packages: PackagesSpec = Field(default=PackagesSpec(), description="where packages come from (a mirror or a "
+                                                                       "signed bundle: docs/airgap.md), OS package "
+                                                                       "upgrades and holds (rolled out under `rollout:`)")
+    proxy: ProxySpec | None = Field(default=None, description="the site's outbound HTTP(S) proxy; unset: none")
     rollout: RolloutPolicy = Field(default=RolloutPolicy(), description="how changes that drain or reboot "
                                                                         "nodes go through them (canary, batches)")
     backup: BackupSpec = Field(default=BackupSpec(), description="backups of controller state, accounting DB "

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from corral.spec.models_base import LOCAL_PATH, Strict
-from corral.spec.types import PackageName
+from corral.spec.types import HostPort, NoProxy, PackageName, ProxyUrl
 
 
 class PackagesSpec(Strict):
@@ -25,6 +25,11 @@ class PackagesSpec(Strict):
                                     description="the 40-hex-digit fingerprint of the key the bundle must be signed "
                                                 "with (printed by `corral bundle build`); unset: this state "
                                                 "dir's own key")
+    serve: HostPort | None = Field(default=None,
+                                   description="ADDRESS:PORT on the control host where plan and apply serve the "
+                                               "bundle's repository to the nodes (an address of this host that the "
+                                               "nodes reach); the nodes' apt then reads that source alone. Unset on a "
+                                               "virtual cluster: its bridge serves the bundle")
 
     upgrade: Literal["none", "security", "all"] = Field(
         default="none", description="none: corral upgrades nothing it did not pin; security: upgrades from a "
@@ -32,3 +37,15 @@ class PackagesSpec(Strict):
                                     "--with-new-pkgs)")
     hold: list[PackageName] = Field(default_factory=list, description="packages kept at their installed version "
                                                                       "(apt-mark hold) on every node")
+
+
+class ProxySpec(Strict):
+    """A site's outbound proxy (instead of an air gap): apt, corral's downloads (curl), users' shells and
+    jobs (/etc/environment), and the container engine use it; the cluster's own names and addresses
+    never go through it."""
+
+    http: ProxyUrl | None = Field(default=None, description="proxy for http:// (e.g. http://proxy.example.com:3128)")
+    https: ProxyUrl | None = Field(default=None, description="proxy for https:// (usually the same URL: CONNECT)")
+    no_proxy: list[NoProxy] = Field(default_factory=list,
+                                    description="hosts, .domains, addresses or networks reached directly; the "
+                                                "cluster's node names and addresses and localhost always are")

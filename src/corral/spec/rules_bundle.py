@@ -53,6 +53,10 @@ def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
     if p.source == "mirror":
         return []
     problems = []
+    if cluster.spec.virtual is None and p.serve is None:
+        problems.append(Problem(where(("packages", "serve")), "a bundle on a real cluster needs the address the nodes "
+                                "fetch it from", "source: bundle", "set packages.serve to ADDRESS:PORT of this host on "
+                                "the cluster network (e.g. 10.0.0.1:8079)"))
     if p.bundle is None:
         problems.append(Problem(where(("packages", "bundle")), "packages.source is bundle but no bundle file is named",
                                 "source: bundle", "set packages.bundle to the file `corral bundle build` wrote"))

@@ -76,6 +76,36 @@ def _url(v: str, names: tuple[str, ...] = ()) -> UrlStr:
     return UrlStr(v)
 
 
+def _proxy_url(v: str) -> str:
+    """A proxy: http(s)://host[:port][/], nothing else (it lands in apt.conf, /etc/environment and systemd
+    drop-ins, where a path, a query, a `%` or credentials have no place)."""
+    parts = urlsplit(v)
+    if not _URL_CHARS.fullmatch(v) or "%" in v or parts.scheme not in ("http", "https") \
+            or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise _bad("a proxy is http://HOST:PORT (or https://), with no path, query or % in it")
+    if "@" in parts.netloc:
+        raise _bad("credentials in the proxy URL would be written to every node's /etc/environment: use a proxy "
+                   "that admits the cluster by address")
+    if not parts.hostname or not (HOSTNAME_RE.fullmatch(parts.hostname) or _is_ip(parts.hostname)):
+        raise _bad("the proxy URL has no valid host name")
+    try:
+        parts.port  # noqa: B018 - raises for a bad port
+    except ValueError:
+        raise _bad("the proxy URL's port is not a number from 1 to 65535") from None
+    return v.rstrip("/")
+
+
+def _no_proxy(v: str) -> str:
+    """A no_proxy entry: a host, a domain suffix (.example.com), an address or a network (CIDR)."""
+    if HOSTNAME_RE.fullmatch(v.removeprefix(".")) or _is_ip(v):
+        return v
+    try:
+        ipaddress.ip_network(v, strict=False)
+        return v
+    except ValueError:
+        raise _bad("a no_proxy entry is a host, .domain, an address or a network such as 10.0.0.0/8") from None
+
+
 def _is_ip(text: str) -> bool:
     try:
         ipaddress.ip_address(text)
@@ -135,6 +165,8 @@ def _shell_safe(v: str) -> str:
 
 
 Url = Annotated[str, AfterValidator(_url)]
+ProxyUrl = Annotated[str, AfterValidator(_proxy_url)]
+NoProxy = Annotated[str, AfterValidator(_no_proxy)]
 AbsPath = Annotated[str, AfterValidator(_abs_path)]
 SlurmDuration = Annotated[str, _pattern(SLURM_TIME_RE, "a Slurm time (minutes, MM:SS, HH:MM:SS, "
                                                       "D-HH[:MM[:SS]], INFINITE or UNLIMITED)")]

@@ -111,12 +111,12 @@ class VNode:
         (net / "10-host0.network").write_text(
             f"[Match]\nName=host0\n\n[Network]\nAddress={self.node.address}/{subnet.prefixlen}\n"
             "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
-        keyring = m / "etc/apt/keyrings/corral-bundle.gpg"
+        keyring = m / "etc/apt/keyrings/corral-virtual-bundle.gpg"
         if repo_key is not None:
             keyring.parent.mkdir(parents=True, exist_ok=True)
             keyring.write_bytes(repo_key)
             keyring.chmod(0o644)
-            (m / "etc/apt/sources.list").write_text(f"deb [signed-by=/etc/apt/keyrings/corral-bundle.gpg] {repo_url} ./\n")
+            (m / "etc/apt/sources.list").write_text(f"deb [signed-by=/etc/apt/keyrings/corral-virtual-bundle.gpg] {repo_url} ./\n")
         else:
             keyring.unlink(missing_ok=True)
             (m / "etc/apt/sources.list").write_text(f"deb [trusted=yes] {repo_url} ./\n")

@@ -83,3 +83,12 @@ def stop_server(pid: int) -> None:
         return
     if b"http.server" in cmdline:
         os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:  # our child (this process started it): reaped; another process's: gone from /proc
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    return
+            except ChildProcessError:
+                if not Path(f"/proc/{pid}").exists():
+                    return
+            time.sleep(0.05)

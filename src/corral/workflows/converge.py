@@ -25,7 +25,15 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     backup, slurmdbd, slurmctld, slurmd under the policy), and journal the run again with their steps.
     With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py)."""
     from corral.bundle.coverage import refuse_gaps
+    from corral.workflows.bundle_serve import serving
     refuse_gaps(cluster)
+    with serving(cluster):  # packages.serve: the bundle's repository, for this run only
+        return _converge(cluster, mode, limit=limit, on_event=on_event, command=command, say=say, force=force,
+                         backup=backup, rollout_only=rollout_only)
+
+
+def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, force, backup,
+              rollout_only) -> RunResult:
     result = removal_phase.around(cluster, mode, lambda: run(  # nodes taken out of the spec: workflows/removal.py
         cluster, components(cluster), mode=mode, limit=limit, on_event=on_event, command=command or mode,
         prepare=gather(cluster)), limit=limit, force=force, command=command or mode, say=say)
