@@ -241,3 +241,28 @@ def test_with_python_corral_installs_on_an_offline_control_host(air, tmp_path):
     assert pip.returncode == 0, pip.stderr[-2000:]
     out = subprocess.run([str(venv / "bin/corral"), "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip(), out.stderr
+
+
+def test_a_bundle_lacking_a_package_is_named_by_doctor_and_plan_before_anything_changes(air, tmp_path):
+    """A bundle built for a smaller spec (no login node: no python3-venv) under the full one: doctor's
+    bundle check and plan name the node and the package; nothing on the nodes changes."""
+    d, built, _ = air
+    small_dir = tmp_path / "small"
+    small = make_spec(small_dir, name="air", compute=1, usable=False)
+    lacking = build(load(small), tmp_path / "small.tar", image.ensure_image() / "var/lib/dpkg/status",
+                    repo.REPO / "pool")
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text((d / "cluster.yaml").read_text().replace(str(built.path), str(lacking.path))
+                    + f"  fingerprint: {lacking.fingerprint}\n")
+    (tmp_path / ".corral").symlink_to(d / ".corral")  # the same cluster: its keys and pinned host keys
+    from corral.checks.doctor import doctor
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(d / "cluster.yaml"))
+    before = ssh(vc, "login1", "find /etc -newer /etc/hostname -type f 2>/dev/null | sort").stdout
+    check = next(c for c in doctor(load(spec)).checks if c.name == "bundle")
+    assert check.status == "FAIL" and check.nodes["login1"] == (
+        "FAIL: needs python3-venv (role login): not in the bundle"), check.to_json()
+    assert check.nodes["gpu01"] == "OK: every package it needs", check.to_json()
+    with pytest.raises(CorralError, match=r"login1 needs python3-venv \(role login\): not in the bundle"):
+        converge(load(spec), "plan")
+    assert ssh(vc, "login1", "find /etc -newer /etc/hostname -type f 2>/dev/null | sort").stdout == before

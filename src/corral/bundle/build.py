@@ -149,7 +149,7 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
     `python`: (pinned requirements, corral's source directory) for the control host's wheels."""
     from corral.render.packages import package_reasons
-    start = time.monotonic()
+    start, out = time.monotonic(), Path(out).resolve()  # apt reads relative Dir:: paths under its own dirs
     home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
     wanted = list(package_reasons(cluster))
     out.parent.mkdir(parents=True, exist_ok=True)

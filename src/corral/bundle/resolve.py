@@ -21,6 +21,7 @@ URI = re.compile(r"^'(?P<uri>[^']+)' (?P<file>\S+\.deb) (?P<size>\d+) ")
 
 def resolve(status: Path, packages: list[str], work: Path) -> list[str]:
     """The .deb file names apt would install for `packages` on a node whose dpkg status is `status`."""
+    work = work.resolve()  # apt takes a relative Dir:: path as relative to its own directories
     work.mkdir(parents=True, exist_ok=True)
     shutil.copy(status, work / "status")
     (work / "none").mkdir(exist_ok=True)  # an empty archive cache: apt leaves out what a cache already holds
@@ -43,6 +44,7 @@ def resolve(status: Path, packages: list[str], work: Path) -> list[str]:
 def download_debs(status: Path, packages: list[str], pool: Path, work: Path) -> None:
     """Download `packages` and every dependency they need beyond the dpkg `status` file (a clean node's,
     not the host's) into `pool`, with the host's apt sources; `work` holds apt's private state."""
+    pool, work = pool.resolve(), work.resolve()  # apt takes a relative Dir:: path as relative to its own
     pool.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     shutil.copy(status, work / "status")

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from corral.errors import HostToolError
@@ -43,10 +44,29 @@ def _stop_agent(home: Path) -> None:
                        timeout=TIMEOUT_S, check=False)
 
 
+@contextmanager
+def _short(home: Path, keep: bool = False):
+    """gpg works in a copy of `home` under a short temporary path: its agent's socket lives in the home
+    directory (where /run/user/<uid> is absent), and a socket path is limited to 107 bytes, which a state
+    dir deep in a tree exceeds. `keep`: what gpg wrote goes back into `home`. The copy's agent is stopped."""
+    tmp = Path(tempfile.mkdtemp(prefix="corral-gpg-"))
+    try:
+        os.chmod(tmp, 0o700)
+        if home.is_dir():
+            shutil.copytree(home, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns("S.*", "*.lock"))
+        yield tmp
+        if keep:
+            shutil.copytree(tmp, home, dirs_exist_ok=True, ignore=shutil.ignore_patterns("S.*", "*.lock"))
+    finally:
+        _stop_agent(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def fingerprint(home: Path) -> str | None:
     if not (home / "pubring.kbx").exists():
         return None
-    out = _gpg(home, "--with-colons", "--list-secret-keys").stdout.decode()
+    with _short(home) as work:
+        out = _gpg(work, "--with-colons", "--list-secret-keys").stdout.decode()
     fprs = re.findall(r"^fpr:(?:[^:]*:){8}([0-9A-F]{40}):", out, re.M)
     return fprs[0] if fprs else None
 
@@ -56,14 +76,12 @@ def ensure_key(state_dir: Path, name: str) -> tuple[Path, str]:
     home = state_dir / KEY_DIR
     home.mkdir(parents=True, exist_ok=True)
     os.chmod(home, 0o700)
-    try:
-        fpr = fingerprint(home)
-        if fpr is None:
-            _gpg(home, "--passphrase", "", "--quick-gen-key", f"corral bundle signing key ({name})", "ed25519",
+    fpr = fingerprint(home)
+    if fpr is None:
+        with _short(home, keep=True) as work:
+            _gpg(work, "--passphrase", "", "--quick-gen-key", f"corral bundle signing key ({name})", "ed25519",
                  "sign", "never")
-            fpr = fingerprint(home)
-    finally:
-        _stop_agent(home)
+        fpr = fingerprint(home)
     if fpr is None:
         raise HostToolError(f"no signing key in {home} after generating one", fix=f"remove {home} and build again")
     return home, fpr
@@ -71,19 +89,15 @@ def ensure_key(state_dir: Path, name: str) -> tuple[Path, str]:
 
 def export_public(home: Path, fpr: str) -> bytes:
     """The public key as a binary keyring (what apt's signed-by= and gpgv --keyring read)."""
-    try:
-        return _gpg(home, "--export", fpr).stdout
-    finally:
-        _stop_agent(home)
+    with _short(home) as work:
+        return _gpg(work, "--export", fpr).stdout
 
 
 def sign(home: Path, fpr: str, data: bytes, *, clear: bool) -> bytes:
     """A detached signature of `data`, or (clear) the clearsigned text (apt's InRelease)."""
-    try:
-        return _gpg(home, "--local-user", fpr, "--digest-algo", "SHA256",
+    with _short(home) as work:
+        return _gpg(work, "--local-user", fpr, "--digest-algo", "SHA256",
                     "--clearsign" if clear else "--detach-sign", input=data).stdout
-    finally:
-        _stop_agent(home)
 
 
 def verify(keyring: bytes, data: bytes, signature: bytes) -> str | None:

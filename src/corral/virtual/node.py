@@ -45,8 +45,10 @@ def pid_alive(pid: int | None) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(") ", 1)[-1][:1] != "Z"
+    try:  # a process that exits meanwhile: its /proc entry reads ESRCH (ProcessLookupError) or is gone
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[-1][:1] != "Z"
+    except OSError:
+        return False
 
 
 class VNode:

@@ -56,13 +56,19 @@ def ensure_wheels(requirements: list[str], repo: Path = REPO) -> Path:
 
 def start_server(repo: Path, address: str, port: int, log: Path) -> int:
     """Serve `repo` over HTTP on address:port only; returns the server's PID (recorded by the caller)."""
+    import socket
+    try:  # a server left by an earlier run would answer in place of this one: said, never used
+        socket.create_connection((address, port), timeout=0.3).close()
+        raise HostToolError(f"something already listens on {address}:{port} (a server an earlier run left?)",
+                            value=f"{address}:{port}", fix="stop it (`ss -ltnp` names its process), or use another port")
+    except OSError:
+        pass
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "http.server", "--bind", address, "--directory", str(repo), str(port)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + 5
-    import socket
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise HostToolError(f"repository server exited (rc={proc.returncode}); see {log}",
@@ -82,7 +88,10 @@ def stop_server(pid: int) -> None:
     except OSError:
         return
     if b"http.server" in cmdline:
-        os.kill(pid, signal.SIGTERM)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             try:  # our child (this process started it): reaped; another process's: gone from /proc
