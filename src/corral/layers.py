@@ -21,7 +21,8 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
                            "command quoting; config text"),
     (("facts",), "pyinfra facts (command + pure parser) and the fact records the cache holds"),
     (("spec",), "pydantic models, typed strings, YAML with file:line errors, hostlists, rules"),
-    (("secrets", "limits", "parallel", "paths"), "state-dir secrets, input limits, a thread pool, on-node paths"),
+    (("secrets", "limits", "parallel", "paths", "digest"), "state-dir secrets, input limits, a thread pool, on-node "
+                                                           "paths, file digests"),
     (("errors", "layers", "__version__"), "CorralError and its located problems; this list"),
 ]
 NODE = "node"  # stdlib-only programs installed on nodes
@@ -38,7 +39,7 @@ def _names(packages: tuple[str, ...]) -> str:
     return " ".join(p if p.startswith("__") else f"{p}/" if p not in FILES else f"{p}.py" for p in packages)
 
 
-FILES = ("secrets", "limits", "parallel", "paths", "errors", "layers")  # modules, not packages
+FILES = ("secrets", "limits", "parallel", "paths", "digest", "errors", "layers")  # modules, not packages
 
 
 def diagram() -> str:

@@ -17,6 +17,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from corral.digest import sha256_file
 from corral.errors import CorralError
 
 FORMAT = 1
@@ -43,14 +44,6 @@ class Manifest:
                 "corral_version": self.corral_version, "spec_hash": self.spec_hash,
                 "slurm_version": self.slurm_version, "controller": self.controller,
                 "accounting": self.accounting, "parts": self.parts}
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def pack(dest: Path, manifest: Manifest, parts: dict[str, Path]) -> Path:

@@ -15,7 +15,6 @@ members, mtime 0 and owner root, next to the output and renamed into place when 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ from email.utils import formatdate
 from pathlib import Path
 
 from corral.bundle import resolve, sign
+from corral.digest import sha256_file as sha256
 from corral.errors import HostToolError
 from corral.spec.cluster import Cluster
 
@@ -47,14 +47,6 @@ class Built:
     def to_json(self) -> dict:
         return {"path": str(self.path), "fingerprint": self.fingerprint, "packages": self.packages,
                 "size": self.size, "seconds": round(self.seconds, 1), "downloaded": self.downloaded}
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def release(repo: Path, name: str) -> str:

@@ -65,15 +65,20 @@ def _url(v: str, names: tuple[str, ...] = ()) -> UrlStr:
     parts = urlsplit(probe)
     if parts.scheme not in ("https", "http"):
         raise _bad("the URL must start with https:// (or http:// with allow_http: true)")
+    _host_port_of(parts, "the URL", "credentials in a URL would be written to nodes and logs: use a URL without user@")
+    return UrlStr(v)
+
+
+def _host_port_of(parts, what: str, credentials: str) -> None:
+    """No user@, a valid host, a valid port (if any) in a split URL; `what` names it in the errors."""
     if "@" in parts.netloc:
-        raise _bad("credentials in a URL would be written to nodes and logs: use a URL without user@")
+        raise _bad(credentials)
     if not parts.hostname or not (HOSTNAME_RE.fullmatch(parts.hostname) or _is_ip(parts.hostname)):
-        raise _bad("the URL has no valid host name")
+        raise _bad(f"{what} has no valid host name")
     try:
         parts.port  # noqa: B018 - raises for a bad port
     except ValueError:
-        raise _bad("the URL's port is not a number from 1 to 65535") from None
-    return UrlStr(v)
+        raise _bad(f"{what}'s port is not a number from 1 to 65535") from None
 
 
 def _proxy_url(v: str) -> str:
@@ -83,15 +88,8 @@ def _proxy_url(v: str) -> str:
     if not _URL_CHARS.fullmatch(v) or "%" in v or parts.scheme not in ("http", "https") \
             or parts.path not in ("", "/") or parts.query or parts.fragment:
         raise _bad("a proxy is http://HOST:PORT (or https://), with no path, query or % in it")
-    if "@" in parts.netloc:
-        raise _bad("credentials in the proxy URL would be written to every node's /etc/environment: use a proxy "
-                   "that admits the cluster by address")
-    if not parts.hostname or not (HOSTNAME_RE.fullmatch(parts.hostname) or _is_ip(parts.hostname)):
-        raise _bad("the proxy URL has no valid host name")
-    try:
-        parts.port  # noqa: B018 - raises for a bad port
-    except ValueError:
-        raise _bad("the proxy URL's port is not a number from 1 to 65535") from None
+    _host_port_of(parts, "the proxy URL", "credentials in the proxy URL would be written to every node's "
+                                          "/etc/environment: use a proxy that admits the cluster by address")
     return v.rstrip("/")
 
 
