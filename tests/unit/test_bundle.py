@@ -335,3 +335,13 @@ def test_plan_and_apply_serve_the_bundle_for_the_run_only(tmp_path, key):
     with pytest.raises(CorralError, match="cannot serve the bundle on 192.0.2.1"):
         with serving(load(f)):
             pass
+
+
+def test_what_is_unpacked_is_what_was_checked(tmp_path, key):
+    good = make(tmp_path, key)
+    checked = verify.verify(good, key[2])
+    assert verify.extract(good, checked, tmp_path / "ok").joinpath("repo/pool/slurmd_1_amd64.deb").is_file()
+    checked.listed["repo/pool/slurmd_1_amd64.deb"] = "0" * 64  # as if the file changed after the check
+    with pytest.raises(CorralError, match="changed while it was unpacked: repo/pool/slurmd_1_amd64.deb"):
+        verify.extract(good, checked, tmp_path / "x")
+    assert not (tmp_path / "x").exists()

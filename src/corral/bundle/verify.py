@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -29,6 +30,7 @@ class Checked:
     packages: int = 0
     problems: list[str] = field(default_factory=list)
     manifest: dict | None = None
+    listed: dict[str, str] = field(default_factory=dict)  # file -> sha256, from the signed SHA256SUMS
 
     @property
     def ok(self) -> bool:
@@ -103,7 +105,7 @@ def verify(path: Path, expected: str | None = None) -> Checked:
                 out.problems.append(f"{name}: sha256 differs from {SUMS} (altered or truncated)")
         for name in sorted(set(members) - set(listed) - {SUMS, f"{SUMS}.sig"}):
             out.problems.append(f"{name}: not listed in {SUMS} (added after signing)")
-        out.files = len(listed)
+        out.files, out.listed = len(listed), listed
         raw = read(MANIFEST)
         try:
             out.manifest = json.loads(raw) if raw is not None else None
@@ -130,7 +132,16 @@ def extract(path: Path, checked: Checked, dest: Path) -> Path:
     if not checked.ok:
         raise CorralError(f"refusing to use the bundle {path}: " + "; ".join(checked.problems[:3]),
                           fix=f"corral bundle verify {path} names every problem; build or carry it again")
+    from corral.digest import sha256_file
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "r:") as tar:
         tar.extractall(dest, filter="data")
+    # what was unpacked is what was checked (the file could have changed since): else nothing is kept
+    found = {str(p.relative_to(dest)): p for p in dest.rglob("*") if p.is_file()}
+    wrong = sorted(n for n in set(found) | set(checked.listed) if n not in (SUMS, f"{SUMS}.sig")
+                   and (n not in found or n not in checked.listed or sha256_file(found[n]) != checked.listed[n]))
+    if wrong:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise CorralError(f"the bundle {path} changed while it was unpacked: {', '.join(wrong[:3])}",
+                          fix=f"corral bundle verify {path}, then run again")
     return dest
