@@ -57,7 +57,7 @@ def make(tmp_path: Path, key, name: str = "b.tar", slurmd: bytes = b"slurmd deb"
     (root / "repo" / "Packages.gz").write_bytes(b"")
     stanzas = resolve.paragraphs(text)
     why = resolve.reasons(stanzas, {"slurmd": ["role compute"]})
-    content = {"format": 1, "cluster": "t", "requested": {"slurmd": ["role compute"]},
+    content = {"format": 1, "cluster": "t", "distribution": "debian bookworm", "requested": {"slurmd": ["role compute"]},
                "packages": [{"package": s["Package"], "version": s["Version"], "architecture": "amd64",
                              "file": f"repo/{s['Filename']}", "sha256": s["SHA256"], "size": int(s["Size"]),
                              "why": why[s["Package"]]} for s in stanzas]}
@@ -345,3 +345,18 @@ def test_what_is_unpacked_is_what_was_checked(tmp_path, key):
     with pytest.raises(CorralError, match="changed while it was unpacked: repo/pool/slurmd_1_amd64.deb"):
         verify.extract(good, checked, tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_doctor_names_a_node_whose_release_the_bundle_was_not_resolved_for(tmp_path, key):
+    from corral.checks.doctor import _bundle
+    _, _, fpr = key
+    good = make(tmp_path, key)
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 f"packages: {{source: bundle, serve: 10.0.0.1:8079, bundle: {good.name}, fingerprint: {fpr}}}\n")
+    check = _bundle(load(f), {"gpu01": {"os": "ubuntu 22.04"}, "ctl": {"os": "debian 12"}})
+    assert check.status == "FAIL"
+    assert check.nodes["gpu01"] == ("FAIL: the bundle was resolved for debian bookworm; this node runs ubuntu "
+                                    "22.04: its packages were not resolved for it")
+    assert check.nodes["ctl"].startswith("FAIL: needs ")  # Debian 12 fits; the hand-made bundle holds slurmd and
+    assert "resolved for" not in check.nodes["ctl"]      # libnuma1 only

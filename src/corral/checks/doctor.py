@@ -129,12 +129,16 @@ def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -
     checks.append(summarize("gpus", {n: _gpus(nodes[n], f) for n, f in facts.items()},
                             "GPUs match the spec on every node"))
     if cluster.spec.packages.source == "bundle":
-        checks.append(_bundle(cluster))
+        checks.append(_bundle(cluster, facts))
     return Report(checks)
 
 
-def _bundle(cluster: Cluster) -> Check:
-    """packages.source: bundle: it verifies against the expected signer and holds what every node needs."""
+BUNDLE_OS = {"debian bookworm": ("debian", "12")}  # a manifest's distribution -> the os facts it fits
+
+
+def _bundle(cluster: Cluster, facts: dict[str, dict] | None = None) -> Check:
+    """packages.source: bundle: it verifies against the expected signer, holds what every node needs, and
+    was resolved for the release each reachable node runs."""
     from corral.bundle import coverage
     from corral.bundle.serve import bundle_path
     from corral.bundle.verify import expected_fingerprint, verify
@@ -152,6 +156,12 @@ def _bundle(cluster: Cluster) -> Check:
         return Check("bundle", "FAIL", str(e))
     per_node = {n.name: ("FAIL", "; ".join(found[n.name])) if n.name in found else ("OK", "every package it needs")
                 for n in cluster.nodes}
+    made_for = (checked.manifest or {}).get("distribution", "")
+    for name, f in (facts or {}).items():
+        runs = tuple((f.get("os") or "unknown").split()[:2])
+        if name in per_node and runs != BUNDLE_OS.get(made_for):
+            per_node[name] = ("FAIL", f"the bundle was resolved for {made_for or 'an unknown release'}; this node "
+                                      f"runs {' '.join(runs)}: its packages were not resolved for it")
     return summarize("bundle", per_node, f"{path.name}: signed by the expected key; holds every package the "
                                          "nodes need")
 
