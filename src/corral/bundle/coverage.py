@@ -61,12 +61,8 @@ def check(cluster) -> dict[str, list[str]]:
     """The gaps of the spec's bundle ({} when packages.source is not bundle)."""
     if cluster.spec.packages.source != "bundle":
         return {}
-    from corral.bundle.serve import bundle_path
-    path = bundle_path(cluster)
-    if not path.is_file():
-        raise CorralError(f"packages.bundle: {path} does not exist", value=str(path),
-                          fix="carry the file `corral bundle build` wrote to this host, or correct the path")
-    return gaps(cluster, read_manifest(path))
+    from corral.bundle.serve import existing_bundle
+    return gaps(cluster, read_manifest(existing_bundle(cluster)))
 
 
 def refuse_gaps(cluster) -> None:

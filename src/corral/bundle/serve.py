@@ -18,12 +18,18 @@ def bundle_path(cluster) -> Path:
     return (cluster.base_dir / Path(cluster.spec.packages.bundle).expanduser()).resolve()
 
 
-def prepare(cluster) -> tuple[Path, bytes]:
-    """(the repository directory to serve, the signing key's public keyring for the nodes' signed-by=)."""
+def existing_bundle(cluster) -> Path:
+    """The spec's bundle file, or a CorralError saying it is not there."""
     path = bundle_path(cluster)
     if not path.is_file():
         raise CorralError(f"packages.bundle: {path} does not exist", value=str(path),
                           fix="carry the file `corral bundle build` wrote to this host, or correct the path")
+    return path
+
+
+def prepare(cluster) -> tuple[Path, bytes]:
+    """(the repository directory to serve, the signing key's public keyring for the nodes' signed-by=)."""
+    path = existing_bundle(cluster)
     expected = expected_fingerprint(cluster)
     if expected is None:
         raise CorralError(f"nothing to check the signer of {path} against: packages.fingerprint is not set and "
