@@ -3,6 +3,7 @@
 Layout (every path relative to the tar's root):
   repo/pool/*.deb, repo/Packages, repo/Packages.gz   the packages (a flat apt repository)
   repo/Release, repo/InRelease                        their index hashes; InRelease clearsigned
+  repo/downloads/<tool>/*                             pinned downloads: enroot, pyxis, ... (bundle/downloads.py)
   corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
   manifest.json                                       what, version, sha256, size, why (bundle/resolve.py)
   python/*.whl                                        (--with-python) corral and its dependencies' wheels
@@ -155,6 +156,11 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
         resolve.fetch(files, wanted, status, repo / "pool", work, cached)
         text = resolve.index(repo)
         content = manifest(cluster, text, root)
+        from corral.bundle.downloads import fetch_all, wanted
+        if wanted(cluster):
+            say(f"fetching {len(wanted(cluster))} pinned download(s): "
+                + ", ".join(sorted({d.key for d in wanted(cluster)})))
+            content["downloads"] = fetch_all(cluster, root, say)
         if python is not None:
             say(f"downloading {len(python[0])} Python wheels for the control host, building corral's")
             content["python"] = python_wheels(root / "python", *python)

@@ -45,7 +45,28 @@ def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
                                                             v.startswith(pin + "-") for v in versions):
                 out.setdefault(node.name, []).append(
                     f"needs {pkg} {pin} (slurm.version): the bundle has {', '.join(versions)}")
+    for d, node, why in _downloads(cluster):
+        got = next((e for e in manifest.get("downloads", []) if e["file"] == d.file), None)
+        if got is None:
+            out.setdefault(node.name, []).append(f"needs {d.name} ({why}): not in the bundle")
+        elif d.sha256 is not None and got["sha256"] != d.sha256:
+            out.setdefault(node.name, []).append(f"needs {d.name} ({why}): the bundle's copy differs from "
+                                                 f"{d.key}.sha256")
     return out
+
+
+def _downloads(cluster):
+    """(download, node, why) for each node that fetches it: enroot on compute nodes, pyxis on Slurm nodes,
+    nvidia-mig-parted where a MIG layout is set, the acceptance sources on GPU compute nodes."""
+    from corral.bundle.downloads import wanted
+    for d in wanted(cluster):
+        for node in cluster.nodes:
+            takes = {"nvidia.enroot": "compute" in node.roles,
+                     "nvidia.pyxis": any(r in node.roles for r in ("controller", "compute", "login")),
+                     "nvidia.mig_parted": node.gpus is not None and node.gpus.mig is not None,
+                     }.get(d.key, bool(node.gpu_count) and "compute" in node.roles)
+            if takes:
+                yield d, node, d.key
 
 
 def read_manifest(path) -> dict:

@@ -20,6 +20,7 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.engine.notes import annotate
 from corral.engine.shell import sh
+from corral.bundle.downloads import bundled
 from corral.render.acceptance import (ALL_REDUCE, BUILD_PACKAGES, GPU_BURN, GPU_BURN_MARK, NCCL_PACKAGES,
                                       NCCL_TESTS_MARK, compute, gpu_burn_build_script, gpu_burn_mark,
                                       nccl_tests_build_script, nccl_tests_mark)
@@ -91,7 +92,8 @@ def acceptance() -> None:
     cuda, model = nv.cuda_toolkit.version, node.gpus.model
     operations.packages(name="acceptance build tools", names=list(BUILD_PACKAGES), want=WANT, together=True)
     if acc.burn.enabled:
-        gpu_burn_build(name=f"gpu-burn {acc.burn.version[:12]}", spec=acc.burn, cuda_version=cuda, model=model,
+        gpu_burn_build(name=f"gpu-burn {acc.burn.version[:12]}", spec=bundled(cluster, ("acceptance", "burn")),
+                       cuda_version=cuda, model=model,
                        want=WANT)
     if acc.nccl.enabled:
         cuda_repository(name="NVIDIA CUDA repository", want=WANT,
@@ -99,5 +101,6 @@ def acceptance() -> None:
         pin = acc.nccl.nccl_version
         operations.packages(name="NCCL (libnccl2, libnccl-dev)", want=WANT,
                             names=[f"{p}={pin}" if pin else p for p in NCCL_PACKAGES])
-        nccl_tests_build(name=f"nccl-tests {acc.nccl.version}", spec=acc.nccl, cuda_version=cuda, model=model,
+        nccl_tests_build(name=f"nccl-tests {acc.nccl.version}", spec=bundled(cluster, ("acceptance", "nccl")),
+                         cuda_version=cuda, model=model,
                          want=WANT)

@@ -11,6 +11,7 @@ import hashlib
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
+from corral.bundle.downloads import bundled
 from corral.engine.shell import sh
 
 from corral.deploy import operations
@@ -70,8 +71,8 @@ def containers() -> None:
             register(Want(packages=(p,)))
         operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT, together=True)
         release_debs(name=f"enroot {nv.enroot.version}", label="enroot", sums_key="nvidia.enroot.sha256",
-                     spec=nv.enroot, want=WANT)
+                     spec=bundled(cluster, ("nvidia", "enroot")), want=WANT)
         operations.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
         operations.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT, together=True)
-        pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=nv.pyxis, want=WANT)
+        pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=bundled(cluster, ("nvidia", "pyxis")), want=WANT)

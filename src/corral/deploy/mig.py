@@ -19,6 +19,7 @@ from corral.deploy.nodestate import Want, register
 from corral.engine.notes import annotate
 from corral.deploy.containers import release_debs
 from corral.render.containers import FETCH_PACKAGES
+from corral.bundle.downloads import bundled
 from corral.render.mig import CONFIG, SELECTED, differences, mig_parted_config
 
 MIG_CHANGE = "drain + MIG reconfigure"
@@ -66,7 +67,7 @@ def mig() -> None:
             register(Want(packages=(p,)))
         operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT, together=True)
         release_debs(name=f"nvidia-mig-parted {tool.version}", label="mig-parted", sums_key="nvidia.mig_parted.sha256",
-                     spec=tool, want=WANT)
+                     spec=bundled(cluster, ("nvidia", "mig_parted")), want=WANT)
     operations.managed_file(name=CONFIG, path=CONFIG, content=mig_parted_config(node.gpus), want=WANT)
     operations.managed_file(name="corral-mig.service (layout at boot)", path=UNIT, content=unit_text(), want=WANT)
     operations.service(name="corral-mig enabled", unit="corral-mig", running=False, want=WANT)

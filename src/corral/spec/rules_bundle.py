@@ -1,8 +1,8 @@
 """`packages.source: bundle`: the bundle file is named, and nothing the spec enables fetches from outside
-it. A bundle carries the distribution's packages (bundle/resolve.py); what comes from another
-repository or a download URL (NVIDIA's CUDA and container repositories, Grafana's, enroot, pyxis,
-nvidia-mig-parted, gpu-burn, nccl-tests) is not carried yet: such a spec is refused, naming the key,
-rather than left to fail on a node that cannot reach the URL."""
+it. A bundle carries the distribution's packages (bundle/resolve.py) and the spec's pinned downloads
+(enroot, pyxis, nvidia-mig-parted, gpu-burn, nccl-tests: bundle/downloads.py); what comes from another
+apt repository (NVIDIA's CUDA and container repositories, Grafana's) is not carried yet: such a spec is
+refused, naming the key, rather than left to fail on a node that cannot reach the repository."""
 
 from __future__ import annotations
 
@@ -25,18 +25,13 @@ def outside_sources(cluster: Cluster) -> list[tuple[tuple, str]]:
     out = []
     if nv.driver is not None:
         out.append((("nvidia", "driver"), "the NVIDIA driver packages"))
-    for key in ("cuda_toolkit", "container_toolkit", "enroot", "pyxis"):
+    for key in ("cuda_toolkit", "container_toolkit"):
         if getattr(nv, key) is not None:
-            out.append((("nvidia", key), f"nvidia.{key}'s packages or download"))
-    if any(n.gpus is not None and n.gpus.mig for n in cluster.nodes):
-        out.append((("nvidia", "mig_parted"), "nvidia-mig-parted's .debs (MIG layouts are set)"))
+            out.append((("nvidia", key), f"nvidia.{key}'s packages (NVIDIA's repository)"))
     if real and nv.dcgm.enabled and any(n.gpu_count and "compute" in n.roles for n in cluster.nodes):
         out.append((("nvidia", "dcgm", "enabled"), "DCGM from NVIDIA's CUDA repository"))
     if real and spec.monitoring.grafana.enabled and cluster.with_role("monitoring"):
         out.append((("monitoring", "grafana", "enabled"), "Grafana from Grafana's repository"))
-    for key in ("burn", "nccl"):
-        if getattr(spec.acceptance, key).enabled:
-            out.append((("acceptance", key, "enabled"), f"the {key} test's source download"))
     return out
 
 
@@ -63,5 +58,5 @@ def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
     for path, what in outside_sources(cluster):
         problems.append(Problem(where(path), f"{what} would come from outside the bundle, which does not carry it",
                                 "enabled", "turn it off for an air-gapped install (bundles carry the "
-                                           "distribution's packages only, so far)"))
+                                           "distribution's packages and the pinned downloads, so far)"))
     return problems
