@@ -39,6 +39,7 @@ from corral.render.debs import release_debs_script
 from corral.render.grafana import render_datasource, render_ini
 from corral.render.hosts import BEGIN, END, render_hosts_block
 from corral.render.mig import mig_parted_config
+from corral.render.topology import topology_conf
 from corral.render.nvidia import driver_package, pin_text, versionlock_block
 from corral.render.prometheus import listen_address, render_prometheus_yml
 from corral.render.storage import render_exports, render_mount_unit, requires_mounts_dropin, state_dropin
@@ -65,7 +66,8 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
     """name -> (format, text) of every config file and script corral renders from the spec."""
     nv, mon = cluster.spec.nvidia, cluster.spec.monitoring
     out: dict[str, tuple[str, str]] = {
-        "slurm.conf": ("slurm", render_slurm_conf(cluster, {})),
+        "slurm.conf": ("slurm", render_slurm_conf(cluster, {}, **(
+            {"version": (23, 11)} if cluster.spec.topology and cluster.spec.topology.blocks else {}))),
         "gres.conf": ("slurm", render_gres_conf(cluster)),
         "cgroup.conf": ("slurm", render_cgroup_conf(cluster)),
         "plugstack.conf": ("slurm", plugstack_conf(nv.pyxis)),
@@ -81,6 +83,8 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         "dcgm-exporter keyring script": ("shell", keyring_script(
             f"{mon.dcgm_exporter.repo_url.rstrip('/')}/{CUDA_PATH}/{KEYRING_DEB}")),
     }
+    if cluster.spec.topology is not None:
+        out["topology.conf"] = ("slurm", topology_conf(cluster))
     if cluster.with_role("accounting"):
         out["slurmdbd.conf"] = ("slurm", render_slurmdbd_conf(cluster, db_password="db-password"))
     for server in cluster.with_role("monitoring")[:1]:

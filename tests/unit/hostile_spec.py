@@ -110,6 +110,7 @@ BASE: dict[str, Any] = {
                        "sha256": {"nvidia-mig-manager": SHA}},
     },
     "state_dir": ".corral",
+    "topology": {"switches": [{"name": "spine", "switches": ["leaf1"]}, {"name": "leaf1", "nodes": "gpu[01-02]"}]},
     "power": {"enabled": True, "suspend_after": "30m", "resume_timeout": "10m", "suspend_timeout": "2m",
               "exclude": "gpu02",
               "bmc": {"credentials_file": BMC_CREDENTIALS, "nodes": [{"names": "gpu01", "addresses": "10.9.0.11"},
@@ -140,7 +141,11 @@ MIN_NODES = [{"names": "ctl1", "addresses": "10.213.0.10",
 TWEAKS: dict[str, dict[tuple, Any]] = {
     "nvidia.enroot.packages[]": {("nvidia", "enroot", "sha256"): "skip"},      # else: no sha256 for <value>
     "nvidia.mig_parted.packages[]": {("nvidia", "mig_parted", "sha256"): "skip"},
+    "topology.blocks[].name": {("slurm",): {"version": "23.11"}},  # topology/block: Slurm >= 23.11
+    "topology.blocks[].nodes": {("slurm",): {"version": "23.11"}},
 }
+# topology/block instead of topology/tree (one or the other): its leaves come from here, with Slurm 23.11
+BASE_BLOCKS: dict[str, Any] = {**BASE, "topology": {"blocks": [{"name": "nvl1", "nodes": "gpu[01-02]"}]}}
 
 
 NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",),
@@ -152,7 +157,7 @@ TOP_NEEDS = {"users": ("groups", "slurm"),  # what a section refers to; storage 
 
 @lru_cache(maxsize=None)
 def _minimal_base(leaf_id: str, path: tuple) -> str:
-    full = BASE_VIRTUAL if path[0] == "virtual" else BASE
+    full = BASE_VIRTUAL if path[0] == "virtual" else BASE_BLOCKS if path[:2] == ("topology", "blocks") else BASE
     doc: dict[str, Any] = {"name": full["name"], "nodes": MIN_NODES, "storage": full["storage"]}
     top = path[0]
     for other in TOP_NEEDS.get(top, ()):
@@ -315,6 +320,7 @@ def _walk(ann: Any, data: Any, path: tuple, sid: str, out: dict[str, Leaf]) -> N
 def _leaves() -> list[Leaf]:
     found: dict[str, Leaf] = {}
     _walk(ClusterSpec, BASE_VIRTUAL, (), "", found)
+    _walk(ClusterSpec, BASE_BLOCKS, (), "", found)
     return sorted(found.values(), key=lambda leaf: leaf.id)
 
 

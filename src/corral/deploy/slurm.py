@@ -30,6 +30,7 @@ from corral.render.restart import dropin_path
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
 from corral.render.storage import STATE_DROPIN
+from corral.render.topology import PATH as TOPOLOGY_CONF, topology_conf
 from corral.render.slurm_lint import lint_configs
 from corral import paths
 
@@ -38,7 +39,7 @@ SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"
 LOGDIR = "/var/log/slurm"  # the StateSaveLocation: spec/shared.py state_save_location, made by deploy/slurm_ha.py
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
 SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
-CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, LOGDIR, STATE_DROPIN,
+CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, TOPOLOGY_CONF, LOGDIR, STATE_DROPIN,
                                  dropin_path("slurmctld")),
                           services=("slurmctld",),
                 packages=("slurmctld", "slurm-client")))
@@ -55,7 +56,7 @@ CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 # what slurmctld takes only at a restart: the node set, the controllers, where its state is (a reconfigure
 # would keep the old StateSaveLocation until the next restart, whenever that comes); power saving is
 # switched on or off only by a restart (Slurm's power saving guide)
-STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=", "SuspendProgram=")
+STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=", "SuspendProgram=", "TopologyPlugin=")
 
 
 def _structural(text: str) -> list[str]:
@@ -107,12 +108,13 @@ def controller_config(files: dict[str, str], want: Want, backup: str | None = No
     running = snap.services.get("slurmctld", ("", ""))[0] == "active"
     old = host.get_fact(FileContents, path=SLURM_CONF) if SLURM_CONF in changed else None
     restart = running and (
-        CGROUP_CONF in changed or
+        CGROUP_CONF in changed or TOPOLOGY_CONF in changed or
         (SLURM_CONF in changed and _structural("\n".join(old or [])) != _structural(files[SLURM_CONF])))
     diffs = "".join(operations._diff(p, host.get_fact(FileContents, path=p) if p != SLURM_CONF else old, c)
                     for p, c in changed.items())
     moved = SLURM_CONF in changed and _state_line("\n".join(old or [])) not in (None, _state_line(files[SLURM_CONF]))
     why = ("cgroup.conf changed" if CGROUP_CONF in changed else
+           "the network topology changed" if TOPOLOGY_CONF in changed else
            "StateSaveLocation changed: slurmctld starts from what is there" if moved else "node set changed")
     label = (f"restart slurmctld, then reconfigure ({why})" if restart
              else "reconfigure" if running else "none (slurmctld not running yet)")
@@ -146,7 +148,8 @@ def _configs(cluster) -> dict[str, str]:
     return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks(cluster, hw)),
             GRES_CONF: render_gres_conf(cluster, hw, version=version),
             CGROUP_CONF: render_cgroup_conf(cluster, version=version),
-            PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis)}
+            PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis),
+            **({TOPOLOGY_CONF: topology} if (topology := topology_conf(cluster)) else {})}
 
 
 def slurmd_state(cluster, node) -> str:

@@ -18,6 +18,7 @@ from corral.facts.records import NodeHW
 from corral.render.hw import hostlist, name_key, node_runs, real_memory
 from corral.render.mig import gres_text, spec_types
 from corral.render.power import slurm_lines as power_lines
+from corral.render.topology import slurm_lines as topology_lines
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import generation
 from corral.spec.hosts import expand_names
@@ -246,6 +247,7 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     if flags:
         out += ["", "# pam_slurm_adopt: every job gets an extern step on its nodes; its user's SSH sessions join it",
                 "PrologFlags=" + ",".join(flags)]
+    out += topology_lines(cluster, version)
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]
     if unknown:

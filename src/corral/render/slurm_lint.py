@@ -1,4 +1,4 @@
-"""A parse check of corral's own slurm.conf, gres.conf and cgroup.conf before they are installed.
+"""A parse check of corral's own slurm.conf, gres.conf, cgroup.conf and topology.conf before they are installed.
 
 slurmctld cannot check a slurm.conf offline, and a spec value carrying a line break (or a `#`, a
 backslash, a quote) can smuggle in a setting of its own: "gpu\\nPrologSlurmctld=/tmp/x.sh" would make
@@ -34,6 +34,7 @@ CGROUP_KEYS = _keys("""AllowedKmemSpace AllowedRAMSpace AllowedSwapSpace CgroupA
     EnableControllers IgnoreSystemd IgnoreSystemdOnFailure MaxKmemPercent MaxRAMPercent MaxSwapPercent
     MemoryLimitEnforcement MemoryLimitThreshold MemorySwappiness MinKmemSpace MinRAMSpace SignalChildrenProcesses
     SystemdTimeout TaskAffinity""")
+TOPOLOGY_LINES = {"switchname": _keys("SwitchName Nodes Switches LinkSpeed"), "blockname": _keys("BlockName Nodes")}
 
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
 _ODD = set("#\\\"'`")  # a comment start, a line continuation or escape, quoting: corral writes none in a value
@@ -103,7 +104,12 @@ def lint_cgroup_conf(text: str) -> list[str]:
     return _lint(text, "cgroup.conf", CGROUP_KEYS, {})
 
 
-LINTERS = {"slurm.conf": lint_slurm_conf, "gres.conf": lint_gres_conf, "cgroup.conf": lint_cgroup_conf}
+def lint_topology_conf(text: str) -> list[str]:
+    return _lint(text, "topology.conf", frozenset(), TOPOLOGY_LINES)
+
+
+LINTERS = {"slurm.conf": lint_slurm_conf, "gres.conf": lint_gres_conf, "cgroup.conf": lint_cgroup_conf,
+           "topology.conf": lint_topology_conf}
 
 
 def lint_configs(files: Mapping[str, str]) -> list[str]:

@@ -94,6 +94,7 @@ RENDERED_KEYS: dict[str, str] = {
     "SuspendProgram": "power.enabled", "ResumeProgram": "power.enabled", "ResumeFailProgram": "power.enabled",
     "SuspendTime": "power.suspend_after", "SuspendTimeout": "power.suspend_timeout",
     "ResumeTimeout": "power.resume_timeout", "SuspendExcNodes": "power.exclude",
+    "TopologyPlugin": "topology (switches: topology/tree, blocks: topology/block)",
 }
 RENDERED_PARTITION_KEYS: dict[str, str] = {
     "PartitionName": "slurm.partitions[].name", "Nodes": "slurm.partitions[].nodes",

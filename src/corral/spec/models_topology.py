@@ -1,0 +1,53 @@
+"""The `topology:` section: the network between the compute nodes, for Slurm's topology-aware scheduling
+(topology.conf; docs/components/fabric.md). Either switches (topology/tree: leaf switches with their
+nodes, higher switches with their child switches) or blocks (topology/block, Slurm >= 23.11: NVLink
+domains such as a GB200 NVL72 rack). Rules in spec/rules_topology.py, rendering in render/topology.py."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from corral.spec.models_base import Strict
+from corral.spec.models_slurm import HOSTLIST
+from corral.spec.types import SlurmName
+
+
+class Switch(Strict):
+    """One switch: a leaf with its `nodes`, or a higher switch with its child `switches` (or both)."""
+
+    name: SlurmName = Field(description="the switch's name in topology.conf (SwitchName=)")
+    nodes: str | None = Field(default=None, pattern=HOSTLIST, description="hostlist of the compute nodes cabled to it, e.g. gpu[01-16]")
+    switches: list[SlurmName] = Field(default=[], description="its child switches (names of other switches here)")
+
+    @model_validator(mode="after")
+    def _children(self):
+        if self.nodes is None and not self.switches:
+            raise ValueError(f"switch {self.name!r} has neither nodes nor switches: give its nodes (a leaf) or its "
+                             "child switches")
+        return self
+
+
+class Block(Strict):
+    """One block of nodes with a fast interconnect of their own (an NVLink domain)."""
+
+    name: SlurmName = Field(description="the block's name in topology.conf (BlockName=)")
+    nodes: str = Field(pattern=HOSTLIST, description="hostlist of its compute nodes")
+
+
+class TopologySpec(Strict):
+    """Declared network topology; unset: no topology plugin (every node is as near as any other)."""
+
+    switches: list[Switch] = Field(default=[], description="topology/tree: every switch, leaves and above")
+    blocks: list[Block] = Field(default=[], description="topology/block (Slurm >= 23.11): NVLink domains")
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if self.switches and self.blocks:
+            raise ValueError("give switches (topology/tree) or blocks (topology/block), not both")
+        if not self.switches and not self.blocks:
+            raise ValueError("give switches (topology/tree) or blocks (topology/block)")
+        return self
+
+    @property
+    def plugin(self) -> str:
+        return "topology/tree" if self.switches else "topology/block"
