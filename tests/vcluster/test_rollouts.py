@@ -28,6 +28,13 @@ PORT = 18081
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 ALL_AT_ONCE = '{canary: 0, batch: "100%", drain_timeout: 60, reboot_timeout: 180}'
 POLICY = '{canary: 1, batch: "50%", max_failed: 1, drain_timeout: 60, reboot_timeout: 180}'
+# two leaf switches under a spine (declared: the virtual nodes share one bridge; docs/components/fabric.md)
+TOPOLOGY = """topology:
+  switches:
+    - {name: spine, switches: [leaf1, leaf2]}
+    - {name: leaf1, nodes: "gpu[01-02]"}
+    - {name: leaf2, nodes: "gpu[03-04]"}
+"""
 DRIVER = "nvidia:\n  driver: {{version: \"{v}\", package: " + PACKAGE + "}}\nrollout: {p}\n"
 
 
@@ -39,7 +46,7 @@ def drv(tmp_path_factory):
     from corral.virtual.cluster import VirtualCluster
     work = tmp_path_factory.mktemp("vcdrv")
     path = make_spec(work, name="cdrv", compute=4)
-    base = path.read_text()
+    base = path.read_text() + TOPOLOGY
     path.write_text(base + DRIVER.format(v="1.0", p=ALL_AT_ONCE))
     repo = build_repo(work / "test-repo", {"1.0": False, "1.1": False, "1.2": True, "1.3": "marker"})
     drivers_debs = sorted((repo / "pool").glob(f"{PACKAGE}_*.deb"))
@@ -98,6 +105,41 @@ def test_first_apply_installs_and_pins_the_driver_through_a_reboot(drv):
     assert set(drivers(drv).values()) == {"1.0"}
     in_service(drv)
     assert not any(o.name.startswith("driver") for o in result.nodes["ctl"].ops)
+
+
+def test_jobs_are_placed_under_one_leaf_switch(drv):
+    """topology/tree from the spec: a 3-node job asking for one switch waits, every node idle, with Slurm's
+    reason (no leaf has 3 nodes); two `-N2 --exclusive --switches=1` jobs each get the two nodes of a leaf."""
+    topo = ssh(drv, "ctl", "scontrol show topology").stdout
+    assert "SwitchName=leaf1" in topo and "Nodes=gpu[01-02]" in topo and "Switches=leaf[1-2]" in topo, topo
+
+    def squeue(ids):
+        out = ssh(drv, "ctl", f"squeue -h -j {','.join(ids)} -o '%i %T %N %r'").stdout
+        return out, {r.split()[0]: r.split()[1:] for r in out.splitlines()}
+    wide = ssh(drv, "ctl", "sbatch --parsable -N3 --exclusive --switches=1@10:00 -o /dev/null --wrap true").stdout.strip()
+    jobs: list[str] = []
+    try:
+        for _ in range(60):
+            out, rows = squeue([wide])
+            if rows.get(wide, ["?"])[-1] not in ("?", "None"):
+                break
+            time.sleep(1)
+        idle = ssh(drv, "ctl", "sinfo -h -N -t idle -o %N | sort -u").stdout.split()
+        print("the wide job waits:", rows[wide], "idle:", idle)
+        assert rows[wide] == ["PENDING", "Resources"] and idle == NODES, out  # Slurm names no other reason
+        ssh(drv, "ctl", f"scancel {wide}")
+        jobs = [ssh(drv, "ctl", "sbatch --parsable -N2 --exclusive --switches=1 -o /dev/null --wrap 'sleep 30'")
+                .stdout.strip() for _ in range(2)]
+        placed: dict[str, str] = {}
+        for _ in range(60):
+            out, rows = squeue(jobs)
+            placed = {j: rows[j][1] for j in jobs if j in rows and rows[j][0] == "RUNNING"}
+            if len(placed) == 2:
+                break
+            time.sleep(1)
+        assert sorted(placed.values()) == ["gpu[01-02]", "gpu[03-04]"], out
+    finally:
+        ssh(drv, "ctl", f"scancel {' '.join([wide, *jobs])}", check=False)
 
 
 def test_second_apply_changes_nothing(drv):
