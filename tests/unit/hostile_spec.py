@@ -146,18 +146,22 @@ TWEAKS: dict[str, dict[tuple, Any]] = {
 }
 # topology/block instead of topology/tree (one or the other): its leaves come from here, with Slurm 23.11
 BASE_BLOCKS: dict[str, Any] = {**BASE, "topology": {"blocks": [{"name": "nvl1", "nodes": "gpu[01-02]"}]}}
+# topology discovered from a saved ibnetdiscover output (the file must exist: absolute, loads from anywhere)
+FABRIC_FILE = str(Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "virtual.txt")
+BASE_FABRIC: dict[str, Any] = {**BASE, "topology": {"discover": "infiniband", "ibnetdiscover_file": FABRIC_FILE}}
 
 
 NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",),
          ("storage", "mounts"): ("exports",), ("storage", "exports"): ("mounts",),
-         ("identity", "homes"): ("ldap",)}  # homes reach sssd.conf's fallback_homedir
+         ("identity", "homes"): ("ldap",), ("topology", "ibnetdiscover_file"): ("discover",)}  # homes reach sssd.conf's fallback_homedir
 TOP_NEEDS = {"users": ("groups", "slurm"),  # what a section refers to; storage is in every doc (the nfs role)
              "acceptance": ("nvidia",)}      # the burn and nccl-tests are built with nvidia.cuda_toolkit's nvcc
 
 
 @lru_cache(maxsize=None)
 def _minimal_base(leaf_id: str, path: tuple) -> str:
-    full = BASE_VIRTUAL if path[0] == "virtual" else BASE_BLOCKS if path[:2] == ("topology", "blocks") else BASE
+    full = (BASE_VIRTUAL if path[0] == "virtual" else BASE_BLOCKS if path[:2] == ("topology", "blocks")
+            else BASE_FABRIC if path[:2] in (("topology", "discover"), ("topology", "ibnetdiscover_file")) else BASE)
     doc: dict[str, Any] = {"name": full["name"], "nodes": MIN_NODES, "storage": full["storage"]}
     top = path[0]
     for other in TOP_NEEDS.get(top, ()):
@@ -321,6 +325,7 @@ def _leaves() -> list[Leaf]:
     found: dict[str, Leaf] = {}
     _walk(ClusterSpec, BASE_VIRTUAL, (), "", found)
     _walk(ClusterSpec, BASE_BLOCKS, (), "", found)
+    _walk(ClusterSpec, BASE_FABRIC, (), "", found)
     return sorted(found.values(), key=lambda leaf: leaf.id)
 
 

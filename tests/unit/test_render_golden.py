@@ -18,6 +18,7 @@ from corral.errors import CorralError
 from corral.render import (NodeHW, render_cgroup_conf, render_gres_conf, render_slurm_conf,
                            render_slurmdbd_conf)
 from corral.render.power import power_config
+from corral.render.topology import topology_conf
 from corral.render.slurm_lint import lint_configs
 from corral.spec.cluster import Cluster
 from corral.spec.loader import load, load_text
@@ -45,6 +46,8 @@ def _render_all(cluster: Cluster, hw: dict[str, NodeHW], version: tuple[int, int
     files = {"slurm.conf": render_slurm_conf(cluster, hw, version=version),
              "gres.conf": render_gres_conf(cluster, version=version),
              "cgroup.conf": render_cgroup_conf(cluster, version=version)}
+    if cluster.spec.topology is not None:  # render/topology.py (discovered: from the spec's saved output)
+        files["topology.conf"] = topology_conf(cluster)
     if cluster.spec.power.enabled:  # the power programs' config (render/power.py)
         files["power.json"] = power_config(cluster)
     if cluster.with_role("accounting"):
@@ -64,7 +67,7 @@ def _check(out_dir: Path, files: dict[str, str]) -> None:
 
 
 CASES = [("virtual", (22, 5)), ("hetero", (22, 5)), ("hetero", (23, 11)), ("nvml", (22, 5)),
-         ("no_accounting", (22, 5)), ("power", (22, 5))]
+         ("no_accounting", (22, 5)), ("power", (22, 5)), ("fabric_tree", (22, 5)), ("fabric_rail", (22, 5))]
 
 
 @pytest.mark.parametrize(("case", "version"), CASES, ids=[f"{c}-{v[0]}.{v[1]:02d}" for c, v in CASES])

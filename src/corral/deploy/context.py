@@ -67,6 +67,8 @@ def gather(cluster):
         state.corral_hw = {n.name: merged[n.name] for n in cluster.nodes if n.name in merged}
         state.corral_in_run = set(found)  # reachable nodes of this run
         state.corral_slurm_version = versions[0] if versions else DEFAULT_VERSION
+        from corral.deploy.fabric import discover
+        state.corral_fabric = discover(cluster, state, [h for h in hosts if h.name in found])
     return hook
 
 
@@ -93,6 +95,11 @@ DEFAULT_VERSION = (22, 5)
 
 def slurm_version(state) -> tuple[int, int]:
     return getattr(state, "corral_slurm_version", DEFAULT_VERSION)
+
+
+def fabric_of(state) -> dict[str, str]:
+    """node -> ibnetdiscover output, for `topology: {discover: infiniband}` (deploy/fabric.py)."""
+    return getattr(state, "corral_fabric", {})
 
 
 def hw_of(state) -> dict:

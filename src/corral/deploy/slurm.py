@@ -16,7 +16,7 @@ from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import operations
-from corral.deploy.context import hw_of, in_run_of, slurm_version
+from corral.deploy.context import fabric_of, hw_of, in_run_of, slurm_version
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.slurm_ha import state_directory
 from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
@@ -46,6 +46,7 @@ CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, T
 NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd", dropin_path("slurmd")),
                            services=("slurmd",),
                  packages=("slurmd", "slurm-client")))
+FABRIC_WANT = register(Want(packages=("infiniband-diags",)))
 # login nodes: the client tools, and what users need to make their Python environments (job clients)
 LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client", "python3-venv")))
 # answering a ping is not serving: with a backup controller, slurmctld answers pings while it still stands
@@ -144,12 +145,13 @@ def without_hooks(cluster, hw) -> list[str]:
 
 
 def _configs(cluster) -> dict[str, str]:
-    version, hw = slurm_version(host.state), hw_of(host.state)
-    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks(cluster, hw)),
+    version, hw, fabric = slurm_version(host.state), hw_of(host.state), fabric_of(host.state)
+    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks(cluster, hw),
+                                          fabric=fabric),
             GRES_CONF: render_gres_conf(cluster, hw, version=version),
             CGROUP_CONF: render_cgroup_conf(cluster, version=version),
             PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis),
-            **({TOPOLOGY_CONF: topology} if (topology := topology_conf(cluster)) else {})}
+            **({TOPOLOGY_CONF: topology} if (topology := topology_conf(cluster, fabric)) else {})}
 
 
 def slurmd_state(cluster, node) -> str:
@@ -195,6 +197,10 @@ def slurm_compute() -> None:
         return
     logs = "tail -n 20 /var/log/slurm/slurmd.log; journalctl -u slurmd -n 10 --no-pager"
     operations.packages(name="slurmd installed", names=list(NODE_WANT.packages), want=NODE_WANT, together=True)
+    t = cluster.spec.topology
+    if t is not None and t.discover and not t.ibnetdiscover_file:  # what reads the fabric (deploy/fabric.py)
+        operations.packages(name="infiniband-diags (topology.discover)", names=list(FABRIC_WANT.packages),
+                            want=FABRIC_WANT, together=True)
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=NODE_WANT)
     operations.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
     unit = operations.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),

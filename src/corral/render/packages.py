@@ -34,6 +34,9 @@ def package_reasons(cluster: Cluster) -> dict[str, list[str]]:
         want(BUILD_PACKAGES, "nvidia.pyxis (built on the nodes)")
     if cluster.spec.identity.pam_slurm_adopt and cluster.with_role("compute"):
         want(["libpam-slurm-adopt"], "identity.pam_slurm_adopt")
+    t = cluster.spec.topology
+    if t is not None and t.discover and not t.ibnetdiscover_file and cluster.with_role("compute"):
+        want(["infiniband-diags"], "topology.discover")  # ibnetdiscover (deploy/fabric.py)
     if cluster.spec.identity.ldap is not None:
         from corral.render.sssd import PACKAGES as SSSD_PACKAGES
         want(SSSD_PACKAGES, "identity.ldap")

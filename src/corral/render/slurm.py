@@ -184,10 +184,12 @@ def prolog_flags(cluster: Cluster) -> list[str]:
 
 
 def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
-                      version: Version = DEFAULT_VERSION, without_hooks: Sequence[str] = ()) -> str:
+                      version: Version = DEFAULT_VERSION, without_hooks: Sequence[str] = (),
+                      fabric: Mapping[str, str] | None = None) -> str:
     """slurm.conf for `version` (major, minor); `hw` holds the `slurmd -C` facts of the nodes probed
     so far (a node without facts gets what the spec knows). `without_hooks`: compute nodes without
-    corral's Prolog/Epilog yet - then slurm.conf names none (a missing Prolog would drain the node)."""
+    corral's Prolog/Epilog yet - then slurm.conf names none (a missing Prolog would drain the node).
+    `fabric`: node -> ibnetdiscover output, for `topology: {discover: infiniband}` (render/topology.py)."""
     slurm = cluster.spec.slurm
     controllers = cluster.with_role("controller")
     acct = next(iter(cluster.with_role("accounting")), None)
@@ -247,7 +249,7 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     if flags:
         out += ["", "# pam_slurm_adopt: every job gets an extern step on its nodes; its user's SSH sessions join it",
                 "PrologFlags=" + ",".join(flags)]
-    out += topology_lines(cluster, version)
+    out += topology_lines(cluster, version, fabric)
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]
     if unknown:

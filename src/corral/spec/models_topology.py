@@ -5,9 +5,11 @@ domains such as a GB200 NVL72 rack). Rules in spec/rules_topology.py, rendering 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
-from corral.spec.models_base import Strict
+from corral.spec.models_base import LOCAL_PATH, Strict
 from corral.spec.models_slurm import HOSTLIST
 from corral.spec.types import SlurmName
 
@@ -39,15 +41,26 @@ class TopologySpec(Strict):
 
     switches: list[Switch] = Field(default=[], description="topology/tree: every switch, leaves and above")
     blocks: list[Block] = Field(default=[], description="topology/block (Slurm >= 23.11): NVLink domains")
+    discover: Literal["infiniband"] | None = Field(
+        default=None, description="topology/tree from the fabric: plan and apply run ibnetdiscover "
+                                  "(infiniband-diags) on a compute node, and on one more per fabric it did not "
+                                  "reach; the last result is kept in the state dir")
+    ibnetdiscover_file: str | None = Field(
+        default=None, pattern=LOCAL_PATH, description="with discover: a saved `ibnetdiscover` output to read instead of running it "
+                                  "(relative to the spec file)")
 
     @model_validator(mode="after")
     def _one_kind(self):
-        if self.switches and self.blocks:
-            raise ValueError("give switches (topology/tree) or blocks (topology/block), not both")
-        if not self.switches and not self.blocks:
-            raise ValueError("give switches (topology/tree) or blocks (topology/block)")
+        given = [k for k in ("switches", "blocks", "discover") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"give one of switches (topology/tree), blocks (topology/block) or discover, not "
+                             f"{' and '.join(given)}")
+        if not given:
+            raise ValueError("give switches (topology/tree), blocks (topology/block) or discover: infiniband")
+        if self.ibnetdiscover_file and not self.discover:
+            raise ValueError("ibnetdiscover_file is read with discover: infiniband only")
         return self
 
     @property
     def plugin(self) -> str:
-        return "topology/tree" if self.switches else "topology/block"
+        return "topology/block" if self.blocks else "topology/tree"

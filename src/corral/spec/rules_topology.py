@@ -58,6 +58,8 @@ def check_topology(cluster: Cluster, where: Where) -> list[Problem]:
     t = cluster.spec.topology
     if t is None:
         return []
+    if t.discover:
+        return _check_discover(cluster, where)
     kind = "switches" if t.switches else "blocks"
     groups, problems = t.switches or t.blocks, []
     compute = {n.name for n in cluster.with_role("compute")}
@@ -111,9 +113,47 @@ def check_topology(cluster: Cluster, where: Where) -> list[Problem]:
     return problems
 
 
+def fabric_file(cluster: Cluster):
+    t = cluster.spec.topology
+    from pathlib import Path
+    return (cluster.base_dir / Path(t.ibnetdiscover_file).expanduser()).resolve() if t and t.ibnetdiscover_file else None
+
+
+MAX_FABRIC_BYTES = 64 << 20  # ibnetdiscover of a 10,000-node fabric is a few MB
+
+
+def _check_discover(cluster: Cluster, where: Where) -> list[Problem]:
+    if cluster.spec.scheduler != "slurm":
+        return [Problem(where(("topology",)), "topology is Slurm's (topology.conf)", "discover", "remove it")]
+    path = fabric_file(cluster)
+    if path is None:
+        return []
+    at = where(("topology", "ibnetdiscover_file"))
+    try:
+        size = path.stat().st_size if path.is_file() else None
+    except OSError as e:
+        return [Problem(at, f"cannot read it ({e.strerror})", cluster.spec.topology.ibnetdiscover_file[:80],
+                        "give the path of a saved `ibnetdiscover` output")]
+    if size is None:
+        return [Problem(at, f"{path} does not exist", str(path), "save it on a node of the fabric (`ibnetdiscover > "
+                                                                 "fabric.txt`), or drop the key to let corral run it")]
+    if size > MAX_FABRIC_BYTES:
+        return [Problem(at, f"{size} bytes: more than an ibnetdiscover output ({MAX_FABRIC_BYTES} at most)", str(path),
+                        "give the output of `ibnetdiscover`")]
+    from corral.errors import CorralError
+    from corral.facts.ibnetdiscover import parse
+    try:
+        parse(path.read_text(errors="replace"))
+    except (CorralError, OSError) as e:  # said without the file's text: the path could name any file
+        said = str(e).split(" (got ", 1)[0] if isinstance(e, CorralError) else e.strerror
+        return [Problem(at, f"{path} is not an ibnetdiscover output: {said}", str(path),
+                        "give the output of `ibnetdiscover` (infiniband-diags), whole")]
+    return []
+
+
 def topology_warnings(cluster: Cluster) -> list[str]:
     t = cluster.spec.topology
-    if t is None or not t.switches:
+    if t is None or not t.switches:  # a discovered topology's warnings come with its discovery
         return []
     top = roots(cluster)
     if len(top) > 1:

@@ -32,12 +32,25 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
                          backup=backup, rollout_only=rollout_only)
 
 
+def _fabric_warnings(cluster: Cluster) -> list[str]:
+    """What `topology: {discover: infiniband}` found amiss (render/topology.py), from what the run read."""
+    if cluster.spec.topology is None or not cluster.spec.topology.discover:
+        return []
+    from corral.deploy.fabric import cached
+    from corral.render.topology import discovery_warnings
+    try:
+        return discovery_warnings(cluster, cached(cluster))
+    except CorralError as exc:
+        return [f"topology.discover: {exc}"]
+
+
 def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, force, backup,
               rollout_only) -> RunResult:
     result = removal_phase.around(cluster, mode, lambda: run(  # nodes taken out of the spec: workflows/removal.py
         cluster, components(cluster), mode=mode, limit=limit, on_event=on_event, command=command or mode,
         prepare=gather(cluster)), limit=limit, force=force, command=command or mode, say=say)
     result.warnings[:0] = spec_warnings(cluster)  # sha256: skip, allow_http: said on every run
+    result.warnings += _fabric_warnings(cluster)
     if mode != "apply":
         show_rollouts(cluster, result)
         return result

@@ -1,0 +1,75 @@
+"""`topology: {discover: infiniband}`: the fabric read once per run while the run prepares (the gather
+hook, deploy/context.py): `ibnetdiscover` on the first compute node of the run that has it, then on a
+compute node that output did not show (another fabric), up to MAX_RUNS nodes; what it printed is kept
+in the state dir (fabric/ibnetdiscover.json), so a run that reaches no such node (or --limit leaves them
+out) renders the last topology seen, never none. Rendering: render/topology.py."""
+
+from __future__ import annotations
+
+import json
+
+from pyinfra.context import ctx_host, ctx_state
+from pyinfra.facts.server import Command
+
+from corral.facts.ibnetdiscover import parse
+from corral.errors import CorralError
+
+MAX_RUNS = 8
+TIMEOUT_S = 120
+MISSING = "corral-no-ibnetdiscover"
+COMMAND = (f"command -v ibnetdiscover >/dev/null 2>&1 || {{ echo {MISSING}; exit 0; }}; "
+           f"timeout {TIMEOUT_S} ibnetdiscover 2>/dev/null || echo corral-ibnetdiscover-failed")
+
+
+def _cache(cluster):
+    return cluster.state_dir / "fabric" / "ibnetdiscover.json"
+
+
+def cached(cluster) -> dict[str, str]:
+    try:
+        return json.loads(_cache(cluster).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _read(state, h) -> str | None:
+    with ctx_state.use(state), ctx_host.use(h):
+        try:
+            text = h.get_fact(Command, COMMAND) or ""
+        except Exception:  # noqa: BLE001 - an unreadable node: the next one is asked
+            return None
+    if MISSING in text or "corral-ibnetdiscover-failed" in text:
+        return None
+    try:
+        parse(text)
+    except CorralError:
+        return None
+    return text
+
+
+def discover(cluster, state, hosts) -> dict[str, str]:
+    """node -> ibnetdiscover output (this run's, else the state dir's last)."""
+    t = cluster.spec.topology
+    if t is None or not t.discover or t.ibnetdiscover_file:
+        return {}
+    compute = {n.name for n in cluster.with_role("compute")}
+    seen: set[str] = set()
+    found: dict[str, str] = {}
+    for h in [h for h in hosts if h.name in compute]:
+        if len(found) >= MAX_RUNS:
+            break
+        if h.name in seen:
+            continue
+        text = _read(state, h)
+        if text is None:
+            continue
+        found[h.name] = text
+        seen |= {n.host for n in parse(text).of("ca")}
+    if found:
+        path = _cache(cluster)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(found, indent=1, sort_keys=True))
+        tmp.replace(path)
+        return found
+    return cached(cluster)
