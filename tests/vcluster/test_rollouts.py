@@ -301,3 +301,38 @@ def test_a_held_package_is_not_upgraded_and_the_hold_is_released_with_the_spec(d
     assert set(tool_versions(drv).values()) == {"1.1-1"}
     result = converge(set_version(drv, "1.3", POLICY), "apply", command="test-upgrade-unhold")
     assert result.ok and all(ssh(drv, n, "apt-mark showhold").stdout.split() == [] for n in NODES)
+
+
+def test_a_discovered_fabric_becomes_the_topology(drv):
+    """topology: {discover: infiniband}: apply installs infiniband-diags on the compute nodes and reads the
+    fabric with ibnetdiscover while it prepares. The virtual nodes have no HCAs: the fabric is EMULATED by a
+    stand-in ibnetdiscover on gpu01 (/usr/local/sbin, before the real one) printing
+    tests/fixtures/fabric/virtual.txt. topology.conf becomes the discovered tree (slurmctld restarted, then
+    reconfigured), Slurm shows it, and a second plan changes nothing."""
+    import base64
+    from pathlib import Path
+
+    from corral.virtual.cluster import VirtualCluster
+    fabric = (Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "virtual.txt").read_text()
+    spec = drv.cluster.path
+    spec.write_text(spec.read_text().replace(TOPOLOGY, "topology: {discover: infiniband}\n"))
+    VirtualCluster(load(spec)).up()  # the repository now carries infiniband-diags
+    script = ("#!/bin/sh\n# corral TEST stand-in: an emulated fabric (the virtual nodes have no HCAs)\n"
+              f"cat <<'EOF'\n{fabric}EOF\n")
+    ssh(drv, "gpu01", f"install -d /usr/local/sbin && echo {base64.b64encode(script.encode()).decode()} | base64 -d "
+                      "> /usr/local/sbin/ibnetdiscover && chmod 755 /usr/local/sbin/ibnetdiscover")
+    result = converge(load(spec), "apply", command="test-fabric-discover")
+    assert result.ok, failures(result)
+    ctl_ops = {o.name: o for o in result.nodes["ctl"].ops}
+    config = next(o for name, o in ctl_ops.items() if name.startswith("slurm controller | slurm.conf"))
+    assert config.status == "changed" and "the network topology changed" in (config.disruption or ""), config
+    conf = ssh(drv, "ctl", "grep -v '^#' /etc/slurm/topology.conf").stdout.split()
+    assert conf == ["SwitchName=leaf01", "Nodes=gpu[01-02]", "SwitchName=leaf02", "Nodes=gpu[03-04]",
+                    "SwitchName=spine", "Switches=leaf[01-02]"], conf
+    assert "# discovered from ibnetdiscover on gpu01" in ssh(drv, "ctl", "cat /etc/slurm/topology.conf").stdout
+    assert "SwitchName=leaf01" in ssh(drv, "ctl", "scontrol show topology").stdout
+    assert all(ssh(drv, n, "dpkg-query -W -f '${Status}' infiniband-diags").stdout == "install ok installed"
+               for n in NODES)
+    again = converge(load(spec), "plan", command="test-fabric-noop")
+    assert again.ok and again.changed == 0, [(n, o.name) for n, r in again.nodes.items() for o in r.ops
+                                             if o.status != "unchanged"]
