@@ -5,9 +5,11 @@ LIB = "/usr/local/lib/corral"           # corral's on-node Python programs (node
 SBIN = "/usr/local/sbin"
 HEALTH = f"{SBIN}/corral-health"        # Slurm's HealthCheckProgram
 PROLOG, EPILOG = f"{SBIN}/corral-prolog", f"{SBIN}/corral-epilog"  # Slurm's Prolog/Epilog
+TASK_PROLOG = f"{SBIN}/corral-task-prolog"  # Slurm's TaskProlog: the job environment (render/job_env.py)
 ETC = "/etc/corral"                     # corral's state and configs on a node
 HEALTH_CONFIG = f"{ETC}/health.json"
 JOBHOOKS_CONFIG = f"{ETC}/jobhooks.json"
+JOB_ENV = f"{ETC}/job-env"              # KEY=value lines the TaskProlog exports into every task
 SLURMCTLD_STATE = "/var/lib/slurm/slurmctld"  # the default of slurm.state_save_location (spec/shared.py)
 SLURMD_STATE = f"{ETC}/slurmd-state"    # what slurmd loaded when it started (SPANK plugins, GRES)
 CTK_RUNTIME_MARK = f"{ETC}/nvidia-ctk-runtime"

@@ -39,6 +39,7 @@ from corral.render.debs import release_debs_script
 from corral.render.grafana import render_datasource, render_ini
 from corral.render.hosts import BEGIN, END, render_hosts_block
 from corral.render.mig import mig_parted_config
+from corral.render.job_env import job_env_text
 from corral.render.topology import topology_conf
 from corral.render.nvidia import driver_package, pin_text, versionlock_block
 from corral.render.prometheus import listen_address, render_prometheus_yml
@@ -99,6 +100,7 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         if "compute" in n.roles:
             out[f"health.json #{i}"] = ("json", health_deploy.config(cluster, n))
             out[f"slurmd drop-in #{i}"] = ("systemd", dropin(cluster, n))
+            out[f"job-env #{i}"] = ("words", job_env_text(cluster, n, None))
         if n.gpus is not None and n.gpus.mig is not None:
             out[f"mig-parted.json #{i}"] = ("json", mig_parted_config(n.gpus))
         if n.gpus is not None and "compute" in n.roles and nv.driver is not None:

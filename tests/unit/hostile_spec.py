@@ -111,6 +111,7 @@ BASE: dict[str, Any] = {
     },
     "state_dir": ".corral",
     "topology": {"switches": [{"name": "spine", "switches": ["leaf1"]}, {"name": "leaf1", "nodes": "gpu[01-02]"}]},
+    "fabric": {"env": {"NCCL_DEBUG": "WARN"}},
     "power": {"enabled": True, "suspend_after": "30m", "resume_timeout": "10m", "suspend_timeout": "2m",
               "exclude": "gpu02",
               "bmc": {"credentials_file": BMC_CREDENTIALS, "nodes": [{"names": "gpu01", "addresses": "10.9.0.11"},

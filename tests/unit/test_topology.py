@@ -67,7 +67,7 @@ def test_blocks_need_slurm_23_11(tmp_path):
     (TREE.replace("{name: spine, switches: [leaf1, leaf2]}", "{name: spine, switches: [leaf1, leaf2]}\n"
                   "    - {name: x, switches: [y]}\n    - {name: y, switches: [x]}"), "the switches form a loop: x -> y -> x"),
     ("topology:\n  switches:\n    - {name: leaf1}\n", "switch 'leaf1' has neither nodes nor switches"),
-    ("topology:\n  switches: []\n", "give switches .topology/tree. or blocks"),
+    ("topology:\n  switches: []\n", "give switches .topology/tree., blocks .topology/block. or discover"),
     ('topology:\n  switches:\n    - {name: "leaf 1", nodes: gpu01}\n', "topology.switches.0.name: not a name of lowercase"),
     ('topology:\n  switches:\n    - {name: leaf1, nodes: "gpu01\\nPrologSlurmctld=/x"}\n', "topology.switches.0.nodes: does not have the expected form"),
 ])

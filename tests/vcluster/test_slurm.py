@@ -61,6 +61,21 @@ def test_srun_two_nodes_sets_cuda_visible_devices(slurm):
     assert seen == {"gpu01": "0,1", "gpu02": "0,1"}
 
 
+def test_every_task_gets_the_fabric_environment_unless_the_job_sets_it(slurm):
+    """The job environment (render/job_env.py) from each node's facts: the virtual nodes have no RDMA port,
+    so NCCL gets the interface holding the node's cluster address; corral's TaskProlog exports it into
+    every task, and a variable the job set itself is kept."""
+    want = {}
+    for node in ("gpu01", "gpu02"):
+        address = slurm.cluster.node(node).address
+        want[node] = "=" + ssh(slurm, node, f"ip -o -4 addr show | awk '$4 ~ /^{address}\\// {{print $2}}'").stdout.strip()
+    out = ctl(slurm, "srun -N2 bash -c 'echo $(hostname) $NCCL_SOCKET_IFNAME'").stdout
+    assert dict(line.split() for line in out.splitlines()) == want and want["gpu01"] != "=", out
+    kept = ctl(slurm, "NCCL_SOCKET_IFNAME=mine srun -N1 -w gpu01 printenv NCCL_SOCKET_IFNAME").stdout.strip()
+    assert kept == "mine"
+    assert ctl(slurm, "srun -N1 -w gpu01 printenv NCCL_IB_HCA", check=False).stdout.strip() == ""
+
+
 def test_a_job_cannot_open_a_gpu_it_was_not_given(slurm):
     probe = ("python3 -c \"import errno,os\nfor i in range(4):\n try: os.open('/dev/nvidia%d' % i, os.O_RDWR)\n"
              " except OSError as e: print(i, errno.errorcode[e.errno])\"")

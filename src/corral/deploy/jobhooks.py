@@ -1,4 +1,5 @@
-"""jobhooks: corral's Slurm Prolog/Epilog on compute nodes (see render/slurm.py: Prolog=, Epilog=).
+"""jobhooks: corral's Slurm Prolog/Epilog/TaskProlog on compute nodes (see render/slurm.py: Prolog=, Epilog=,
+TaskProlog=; the TaskProlog exports the node's job environment, render/job_env.py).
 Installed before the controller's slurm.conf names them, so no job ever runs a missing prolog
 (a failing prolog drains the node). They keep dcgm-exporter's GPU job-mapping files and the
 per-user enroot directories (node/jobdirs.py)."""
@@ -13,14 +14,16 @@ from pyinfra.api import deploy
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
+from corral.deploy.context import hw_of
 from corral.render.containers import user_dirs
+from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
 from corral import paths
 
 LIB = paths.LIB
 MODULE, DIRS = f"{LIB}/jobhooks.py", f"{LIB}/jobdirs.py"
-PROLOG, EPILOG = paths.PROLOG, paths.EPILOG
+PROLOG, EPILOG, TASK_PROLOG = paths.PROLOG, paths.EPILOG, paths.TASK_PROLOG
 CONFIG = paths.JOBHOOKS_CONFIG
-WANT = register(Want(paths=(LIB, MODULE, DIRS, PROLOG, EPILOG, CONFIG)))
+WANT = register(Want(paths=(LIB, MODULE, DIRS, PROLOG, EPILOG, TASK_PROLOG, CONFIG, JOB_ENV)))
 
 
 def wrapper(hook: str) -> str:
@@ -48,3 +51,7 @@ def jobhooks() -> None:
     operations.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
     operations.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
     operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster), want=WANT)
+    # the job environment from this node's fabric facts (render/job_env.py) and the TaskProlog exporting it
+    operations.managed_file(name=JOB_ENV, path=JOB_ENV, want=WANT,
+                            content=job_env_text(cluster, node, hw_of(host.state).get(node.name)))
+    operations.managed_file(name=TASK_PROLOG, path=TASK_PROLOG, content=task_prolog(), mode="755", want=WANT)

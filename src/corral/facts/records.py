@@ -26,3 +26,8 @@ class NodeHW:
     job_hooks: bool = True
     # the nvidia kernel module running now ("" when none): differs from the installed one -> reboot needed
     driver_loaded: str = ""
+    # RDMA ports "hca:port:STATE:link_layer:gbps" (/sys/class/infiniband), the NICs of `nvidia-smi topo -m`
+    # at PIX/PXB from some GPU, and "iface address" pairs (`ip -o addr`): the job environment (render/job_env.py)
+    rdma: tuple[str, ...] = ()
+    gpu_nics: tuple[str, ...] = ()
+    addrs: tuple[str, ...] = ()

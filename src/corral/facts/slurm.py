@@ -94,7 +94,7 @@ class SlurmVersion(FactBase):
 
 def hw_to_json(hw: NodeHW) -> dict:
     out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(hw).items()}
-    for key, plain in (("mig", []), ("job_hooks", True), ("driver_loaded", "")):
+    for key, plain in (("mig", []), ("job_hooks", True), ("driver_loaded", ""), *((k, []) for k in NET_FIELDS)):
         if out[key] == plain:
             del out[key]  # written only when it says something: the cache stays as older corral wrote it
     return out
@@ -102,6 +102,8 @@ def hw_to_json(hw: NodeHW) -> dict:
 
 INT_FIELDS = ("cpus", "sockets", "cores_per_socket", "threads_per_core", "memory_mb")
 GPU_FIELDS = ("gpu_cores", "gpu_links")  # absent in caches written before them
+NET_FIELDS = ("rdma", "gpu_nics", "addrs")  # written when not empty (older caches: none)
+LIST_FIELDS = GPU_FIELDS + NET_FIELDS
 
 
 MIG_FIELDS = {"gpu": int, "profile": str, "gi": int, "ci": int, "cap_gi": int, "cap_ci": int}
@@ -123,13 +125,13 @@ def hw_from_json(data: object) -> NodeHW:
         hooks, loaded = data.pop("job_hooks", True), data.pop("driver_loaded", "")
         if type(hooks) is not bool or type(loaded) is not str:
             raise ValueError("job_hooks: expected true or false; driver_loaded: expected a string")
-    if not isinstance(data, dict) or not set(INT_FIELDS) <= set(data) or set(data) - set(INT_FIELDS + GPU_FIELDS) \
+    if not isinstance(data, dict) or not set(INT_FIELDS) <= set(data) or set(data) - set(INT_FIELDS + LIST_FIELDS) \
             or not all(type(data[k]) is int and data[k] >= 0 for k in INT_FIELDS) \
             or not all(isinstance(data.get(k, []), list) and all(isinstance(x, str) for x in data.get(k, []))
-                       for k in GPU_FIELDS):
+                       for k in LIST_FIELDS):
         raise ValueError(f"expected an object with integer fields {', '.join(INT_FIELDS)} "
-                         f"(and string lists {', '.join(GPU_FIELDS)})")
-    return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in GPU_FIELDS}, mig=mig,
+                         f"(and string lists {', '.join(LIST_FIELDS)})")
+    return NodeHW(**{k: data[k] for k in INT_FIELDS}, **{k: tuple(data.get(k, [])) for k in LIST_FIELDS}, mig=mig,
                   job_hooks=hooks, driver_loaded=loaded)
 
 

@@ -33,7 +33,7 @@ _VERSION = re.compile(r"(?<![\d.])(\d{2})\.(\d{1,2})(?![\d])")
 
 
 HEALTH_PROGRAM = paths.HEALTH
-PROLOG, EPILOG = paths.PROLOG, paths.EPILOG
+PROLOG, EPILOG, TASK_PROLOG = paths.PROLOG, paths.EPILOG, paths.TASK_PROLOG
 
 
 def slurm_version_tuple(text: str) -> Version:
@@ -242,8 +242,8 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
         out += ["", f"# Job hooks: not named until every compute node has them; missing on {hostlist(list(without_hooks))}",
                 "# (apply to those nodes, then to the controller)"]
     else:
-        out += ["", "# Job hooks on compute nodes (GPU job mapping, per-user enroot directories)", f"Prolog={PROLOG}",
-                f"Epilog={EPILOG}"]
+        out += ["", "# Job hooks on compute nodes (GPU job mapping, per-user enroot directories; the job environment)",
+                f"Prolog={PROLOG}", f"Epilog={EPILOG}", f"TaskProlog={TASK_PROLOG}"]
     out += power_lines(cluster)  # render/power.py: SuspendProgram & co. when power.enabled
     flags = prolog_flags(cluster)
     if flags:

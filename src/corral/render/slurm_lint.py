@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Collection, Mapping
 
 from corral import paths
-from corral.render.slurm import EPILOG, HEALTH_PROGRAM, PROLOG
+from corral.render.slurm import EPILOG, HEALTH_PROGRAM, PROLOG, TASK_PROLOG
 from corral.spec.slurm_keys import PROGRAM_KEYS, SLURM_KEYS, SLURM_LINES, SLURM_REPEATABLE
 
 
@@ -23,7 +23,7 @@ def _keys(words: str) -> frozenset[str]:
     return frozenset(w.lower() for w in words.split())
 
 
-CORRAL_PROGRAMS = frozenset({PROLOG, EPILOG, HEALTH_PROGRAM, paths.POWER_SUSPEND, paths.POWER_RESUME,
+CORRAL_PROGRAMS = frozenset({PROLOG, EPILOG, TASK_PROLOG, HEALTH_PROGRAM, paths.POWER_SUSPEND, paths.POWER_RESUME,
                              paths.POWER_RESUME_FAIL})
 
 GRES_KEYS = _keys("AutoDetect")

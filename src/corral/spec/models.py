@@ -29,7 +29,7 @@ from corral.spec.models_power import PowerSpec
 from corral.spec.models_packages import PackagesSpec, ProxySpec
 from corral.spec.models_reports import ReportsSpec
 from corral.spec.models_rollout import RolloutPolicy
-from corral.spec.models_topology import TopologySpec
+from corral.spec.models_topology import FabricSpec, TopologySpec
 from corral.spec.models_users import Group, IdentitySpec, User
 from corral.spec.types import AbsPath, UnitName, UnixUser
 
@@ -164,6 +164,8 @@ class ClusterSpec(Strict):
                                                            "through their BMCs (Redfish), on again for a job")
     topology: TopologySpec | None = Field(default=None, description="the network between compute nodes, for "
                                                                    "topology-aware scheduling (topology.conf); unset: none")
+    fabric: FabricSpec = Field(default=FabricSpec(), description="NCCL/UCX settings from each compute node's "
+                                                                 "fabric facts, exported into every job")
     acceptance: AcceptanceSpec = Field(default=AcceptanceSpec(), description="GPU acceptance checks of `corral "
                                                                              "validate` (real GPUs only)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")

@@ -5,13 +5,13 @@ domains such as a GB200 NVL72 rack). Rules in spec/rules_topology.py, rendering 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from corral.spec.models_base import LOCAL_PATH, Strict
 from corral.spec.models_slurm import HOSTLIST
-from corral.spec.types import SlurmName
+from corral.spec.types import ConfigWord, SlurmName
 
 
 class Switch(Strict):
@@ -64,3 +64,15 @@ class TopologySpec(Strict):
     @property
     def plugin(self) -> str:
         return "topology/block" if self.blocks else "topology/tree"
+
+
+class FabricSpec(Strict):
+    """The job environment corral derives from each compute node's fabric facts (render/job_env.py:
+    NCCL_IB_HCA, UCX_NET_DEVICES, NCCL_IB_GID_INDEX for RoCE, NCCL_SOCKET_IFNAME), exported into every task by
+    corral's TaskProlog unless the job sets the variable."""
+
+    job_env: bool = Field(default=True, description="install the derived environment and the TaskProlog that "
+                                                    "exports it on compute nodes")
+    env: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]{0,63}$")], ConfigWord | Literal[""]] = Field(
+        default={}, description="variables over the derived ones, e.g. NCCL_TOPO_FILE: /etc/nccl/topo.xml, "
+                                "NCCL_IB_GID_INDEX: '3'; an empty value drops a derived one")

@@ -90,6 +90,7 @@ RENDERED_KEYS: dict[str, str] = {
     "PriorityWeightPartition": "slurm.fairshare.weight_partition", "PreemptType": "slurm.qos[].preempt",
     "PreemptMode": "slurm.qos[].preempt_mode", "HealthCheckProgram": "health.enabled",
     "HealthCheckInterval": "health.interval_s", "HealthCheckNodeState": "", "Prolog": "", "Epilog": "",
+    "TaskProlog": "fabric (the job environment)",
     "PrologFlags": "identity.pam_slurm_adopt",
     "SuspendProgram": "power.enabled", "ResumeProgram": "power.enabled", "ResumeFailProgram": "power.enabled",
     "SuspendTime": "power.suspend_after", "SuspendTimeout": "power.suspend_timeout",
