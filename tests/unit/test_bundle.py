@@ -257,7 +257,7 @@ def _manifest(*pkgs: tuple[str, str]) -> dict:
 EVERYTHING = [(p, "22.05.8-4+deb12u3") for p in ("memcached", "curl", "iputils-ping", "python3-apt",
                                                    "prometheus-node-exporter", "slurmctld", "slurm-client", "munge",
                                                    "python3-prometheus-client", "slurmd", "libpmix2",
-                                                   "libpam-slurm-adopt")]
+                                                   "libpam-slurm-adopt", "perftest")]
 
 
 def test_coverage_names_each_node_and_package_the_bundle_lacks(tmp_path):

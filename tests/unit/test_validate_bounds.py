@@ -306,7 +306,8 @@ def test_cli_passes_timeout_and_refuses_a_zero_one(spec_file, capsys, monkeypatc
         return V.Report(extra=V.contract(2))
     monkeypatch.setattr(V, "validate", fake)
     assert main(["validate", "-f", str(spec_file), "--timeout", "20", "--skip-jobs"]) == 0
-    assert seen == {"jobs": False, "timeout_s": 20}
+    assert seen == {"jobs": False, "timeout_s": 20, "fabric": False}
+    assert main(["validate", "-f", str(spec_file), "--skip-jobs", "--fabric"]) == 0 and seen["fabric"] is True
     assert main(["validate", "-f", str(spec_file), "--timeout", "0"]) == 2
 
 

@@ -312,11 +312,12 @@ def test_a_discovered_fabric_becomes_the_topology(drv):
     import base64
     from pathlib import Path
 
-    from corral.virtual.cluster import VirtualCluster
     fabric = (Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "virtual.txt").read_text()
     spec = drv.cluster.path
     spec.write_text(spec.read_text().replace(TOPOLOGY, "topology: {discover: infiniband}\n"))
-    VirtualCluster(load(spec)).up()  # the repository now carries infiniband-diags
+    from corral.render.packages import packages_for
+    from corral.virtual import image, repo
+    repo.ensure_repo(image.ensure_image(), packages_for(load(spec)))  # the served repository: + infiniband-diags
     script = ("#!/bin/sh\n# corral TEST stand-in: an emulated fabric (the virtual nodes have no HCAs)\n"
               f"cat <<'EOF'\n{fabric}EOF\n")
     ssh(drv, "gpu01", f"install -d /usr/local/sbin && echo {base64.b64encode(script.encode()).decode()} | base64 -d "

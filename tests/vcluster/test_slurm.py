@@ -76,6 +76,17 @@ def test_every_task_gets_the_fabric_environment_unless_the_job_sets_it(slurm):
     assert ctl(slurm, "srun -N1 -w gpu01 printenv NCCL_IB_HCA", check=False).stdout.strip() == ""
 
 
+def test_validate_fabric_says_why_it_measures_nothing_here(slurm):
+    """`validate --fabric` on the virtual cluster: the RDMA pairs are skipped with the reason, the report
+    keeps its fields (read-only: --skip-jobs)."""
+    from corral.checks.fabric import VIRTUAL
+    from corral.checks.validate import validate
+    report = validate(slurm.cluster, jobs=False, fabric=True)
+    fabric = {c.name: c for c in report.checks if c.name in ("fabric rdma pairs", "nccl across nodes")}
+    assert fabric["fabric rdma pairs"].status == "SKIPPED" and fabric["fabric rdma pairs"].message == VIRTUAL
+    assert fabric["nccl across nodes"].status == "SKIPPED" and report.to_json()["fabric"] == {"pairs": []}
+
+
 def test_a_job_cannot_open_a_gpu_it_was_not_given(slurm):
     probe = ("python3 -c \"import errno,os\nfor i in range(4):\n try: os.open('/dev/nvidia%d' % i, os.O_RDWR)\n"
              " except OSError as e: print(i, errno.errorcode[e.errno])\"")

@@ -236,9 +236,9 @@ def failed(message: str, nodes_total: int | None = None) -> Report:
 
 
 def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None,
-             timeout_s: int = TIMEOUT_S) -> Report:
+             timeout_s: int = TIMEOUT_S, fabric: bool = False) -> Report:
     """`run`: how a command reaches a node (default: SSH, see remote()); `timeout_s`: the job phase,
-    all jobs together. Returns a report whatever failed; only KeyboardInterrupt leaves (after the cancel)."""
+    all jobs together; `fabric`: also the RDMA pairs of checks/fabric.py. Returns a report whatever failed; only KeyboardInterrupt leaves (after the cancel)."""
     run = run or remote(cluster)
     ctl = cluster.with_role("controller")[0].name
     compute = [n.name for n in cluster.with_role("compute")]
@@ -260,6 +260,13 @@ def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None,
         report.checks.append(_munge(cluster, run, ctl, reached.unreachable))
         checks, report.extra["acceptance"] = acceptance(cluster, run, ctl, reached.skipped, jobs)
         report.checks += checks
+        if fabric:  # --fabric: RDMA pairs along the topology (checks/fabric.py), from the facts the last run read
+            from corral.checks.fabric import fabric_checks
+            from corral.facts.ibnetdiscover import load_fabric_cache
+            from corral.facts.slurm import load_hw_cache
+            checks, report.extra["fabric"] = fabric_checks(cluster, run, ctl, load_hw_cache(cluster.state_dir),
+                                                           load_fabric_cache(cluster.state_dir), reached.skipped, jobs)
+            report.checks += checks
     except CorralError as exc:
         report.checks.append(Check("validate", "FAIL", error_text(exc, command=True)))
     finally:

@@ -6,12 +6,10 @@ out) renders the last topology seen, never none. Rendering: render/topology.py."
 
 from __future__ import annotations
 
-import json
-
 from pyinfra.context import ctx_host, ctx_state
 from pyinfra.facts.server import Command
 
-from corral.facts.ibnetdiscover import parse
+from corral.facts.ibnetdiscover import load_fabric_cache, parse, save_fabric_cache
 from corral.errors import CorralError
 
 MAX_RUNS = 8
@@ -21,15 +19,8 @@ COMMAND = (f"command -v ibnetdiscover >/dev/null 2>&1 || {{ echo {MISSING}; exit
            f"timeout {TIMEOUT_S} ibnetdiscover 2>/dev/null || echo corral-ibnetdiscover-failed")
 
 
-def _cache(cluster):
-    return cluster.state_dir / "fabric" / "ibnetdiscover.json"
-
-
 def cached(cluster) -> dict[str, str]:
-    try:
-        return json.loads(_cache(cluster).read_text())
-    except (OSError, ValueError):
-        return {}
+    return load_fabric_cache(cluster.state_dir)
 
 
 def _read(state, h) -> str | None:
@@ -66,10 +57,6 @@ def discover(cluster, state, hosts) -> dict[str, str]:
         found[h.name] = text
         seen |= {n.host for n in parse(text).of("ca")}
     if found:
-        path = _cache(cluster)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(found, indent=1, sort_keys=True))
-        tmp.replace(path)
+        save_fabric_cache(cluster.state_dir, found)
         return found
     return cached(cluster)

@@ -30,6 +30,7 @@ from corral.render.restart import dropin_path
 from corral.render.gres import render_gres_conf
 from corral.render.slurm import render_slurm_conf
 from corral.render.storage import STATE_DROPIN
+from corral.render.job_env import rdma_ports
 from corral.render.topology import PATH as TOPOLOGY_CONF, topology_conf
 from corral.render.slurm_lint import lint_configs
 from corral import paths
@@ -47,6 +48,7 @@ NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/s
                            services=("slurmd",),
                  packages=("slurmd", "slurm-client")))
 FABRIC_WANT = register(Want(packages=("infiniband-diags",)))
+PERF_WANT = register(Want(packages=("perftest",)))  # ib_write_bw: validate --fabric (checks/fabric.py)
 # login nodes: the client tools, and what users need to make their Python environments (job clients)
 LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client", "python3-venv")))
 # answering a ping is not serving: with a backup controller, slurmctld answers pings while it still stands
@@ -201,6 +203,10 @@ def slurm_compute() -> None:
     if t is not None and t.discover and not t.ibnetdiscover_file:  # what reads the fabric (deploy/fabric.py)
         operations.packages(name="infiniband-diags (topology.discover)", names=list(FABRIC_WANT.packages),
                             want=FABRIC_WANT, together=True)
+    facts = hw_of(host.state).get(node.name)
+    if facts is not None and rdma_ports(facts):  # a node with an active RDMA port
+        operations.packages(name="perftest (validate --fabric)", names=list(PERF_WANT.packages), want=PERF_WANT,
+                            together=True)
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=NODE_WANT)
     operations.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
     unit = operations.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),

@@ -9,8 +9,10 @@ domain ("gpu07.cluster.example.com mlx5_0" -> gpu07), as Linux sets it (hostname
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from corral.errors import CorralError
 
@@ -79,3 +81,22 @@ def parse(text: str) -> Fabric:
         raise CorralError("the ibnetdiscover output names no switch or HCA", value=text[:80],
                           fix="run ibnetdiscover on a node with an active InfiniBand port")
     return fabric
+
+
+CACHE = "fabric/ibnetdiscover.json"  # in the state dir: node -> the last output read there
+
+
+def load_fabric_cache(state_dir: str | Path) -> dict[str, str]:
+    try:
+        data = json.loads((Path(state_dir) / CACHE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def save_fabric_cache(state_dir: str | Path, outputs: dict[str, str]) -> None:
+    path = Path(state_dir) / CACHE
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(outputs, indent=1, sort_keys=True))
+    tmp.replace(path)

@@ -37,6 +37,8 @@ def package_reasons(cluster: Cluster) -> dict[str, list[str]]:
     t = cluster.spec.topology
     if t is not None and t.discover and not t.ibnetdiscover_file and cluster.with_role("compute"):
         want(["infiniband-diags"], "topology.discover")  # ibnetdiscover (deploy/fabric.py)
+    if cluster.spec.virtual is None and cluster.with_role("compute"):  # installed where a node has RDMA ports
+        want(["perftest"], "validate --fabric")
     if cluster.spec.identity.ldap is not None:
         from corral.render.sssd import PACKAGES as SSSD_PACKAGES
         want(SSSD_PACKAGES, "identity.ldap")

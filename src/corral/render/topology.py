@@ -37,7 +37,7 @@ def discovered(cluster: Cluster, fabric: Mapping[str, str] | None):
     return discover(merged, [n.name for n in cluster.with_role("compute")])
 
 
-def _switches(cluster: Cluster, fabric: Mapping[str, str] | None) -> tuple[list[Switch], list[str]] | None:
+def switches_of(cluster: Cluster, fabric: Mapping[str, str] | None) -> tuple[list[Switch], list[str]] | None:
     t = cluster.spec.topology
     if not t.discover:
         return list(t.switches), []
@@ -59,7 +59,7 @@ def topology_conf(cluster: Cluster, fabric: Mapping[str, str] | None = None) -> 
     t = cluster.spec.topology
     if t is None:
         return None
-    found = _switches(cluster, fabric)
+    found = switches_of(cluster, fabric)
     if found is None:
         return None
     switches, notes = found

@@ -76,3 +76,9 @@ class FabricSpec(Strict):
     env: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]{0,63}$")], ConfigWord | Literal[""]] = Field(
         default={}, description="variables over the derived ones, e.g. NCCL_TOPO_FILE: /etc/nccl/topo.xml, "
                                 "NCCL_IB_GID_INDEX: '3'; an empty value drops a derived one")
+    ib_write_bw_floor_gbps: float | None = Field(default=None, gt=0, le=10000,
+                                                 description="`corral validate --fabric`: the least ib_write_bw "
+                                                             "average per node pair, Gb/s; unset: 80 % of the slower "
+                                                             "port's link rate")
+    max_pairs: int = Field(default=16, ge=1, le=1024, description="`validate --fabric`: at most this many node "
+                                                                  "pairs (within each leaf, then across)")
