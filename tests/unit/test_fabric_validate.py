@@ -66,7 +66,7 @@ def test_a_pair_is_judged_against_the_floor():
     facts = {"gpu01": hw("mlx5_0:1:ACTIVE:InfiniBand:400"), "gpu02": hw("mlx5_1:1:ACTIVE:InfiniBand:400")}
     ctl = Ctl(OUTPUT)
     checks, extra = fabric_checks(cluster, ctl, "ctl", facts, {}, {})
-    assert checks[0].status == "OK" and checks[1].status == "SKIPPED", checks
+    assert [c.status for c in checks] == ["OK"], checks
     assert extra["pairs"] == [{"what": "neighbours", "a": "gpu01", "b": "gpu02", "hca_a": "mlx5_0:1",
                                "hca_b": "mlx5_1:1", "floor_gbps": 320.0, "gbps": 389.25, "status": "OK"}]
     command = ctl.commands[0][1]

@@ -55,7 +55,8 @@ def test_all_three_pass_with_their_figures_in_the_report():
     assert got["dcgm diag"] == ("OK", "dcgm diag: every GPU compute node passed")
     assert got["gpu burn"] == ("OK", "gpu burn: every GPU compute node passed")
     assert got["nccl all-reduce"] == ("OK", "nccl all-reduce: every GPU compute node passed")
-    assert got["nccl across nodes"][0] == "SKIPPED" and "needs a build with MPI=1" in got["nccl across nodes"][1]
+    assert got["nccl across nodes"] == ("SKIPPED", "not run: set acceptance.nccl.across_nodes (nccl-tests built with "
+                                                   "Debian's Open MPI, run with srun --mpi=pmix)")
     burn = next(c for c in report.checks if c.name == "gpu burn")
     assert burn.nodes["gpu01"] == "OK: 4 GPUs: 49.6, 49.3, 50.5, 50.0 TFLOPS (floor 20.4)"
     data = report.to_json()
@@ -145,7 +146,7 @@ def test_virtual_cluster_skip_jobs_and_a_spec_that_does_not_ask():
     assert checks(plain)["nccl all-reduce"] == ("SKIPPED", "acceptance.nccl.enabled is false")
     off = V.validate(load_text(SPEC + "acceptance: {dcgm_diag_level: 0}\n", "cluster.yaml"), run=runner())
     assert checks(off)["dcgm diag"] == ("SKIPPED", "acceptance.dcgm_diag_level: 0")
-    assert off.to_json()["acceptance"] == {"dcgm_diag": {}, "gpu_tflops": {}, "nccl_busbw_gbps": {}}
+    assert off.to_json()["acceptance"] == {"dcgm_diag": {}, "gpu_tflops": {}, "nccl_busbw_gbps": {}, "nccl_across": {}}
 
 
 def test_level_3_gets_its_long_bound():
@@ -154,3 +155,39 @@ def test_level_3_gets_its_long_bound():
     diag = [c for c in run.sent("ctl") if "dcgmi diag -r 3 -j" in c]
     assert len(diag) == 2 and all(c.startswith("timeout -k 5 3635 srun ") and " -t 61 " in c for c in diag)
     assert {node_of(c) for c in diag} == {"gpu01", "gpu02"} and run.timeouts[diag[0]] == 3645
+
+
+ACROSS_OUT = (0, (ACCEPT / "all_reduce_perf_2x4_mpi_derived.txt").read_text(), "")
+MPI = "/usr/local/lib/corral/nccl-tests/all_reduce_perf_mpi "
+
+
+def test_nccl_across_nodes_runs_one_mpi_job_over_every_gpu():
+    spec = SPEC + ENABLED.replace("floor_busbw_gbps: 300", "floor_busbw_gbps: 300, across_nodes: true, "
+                                                           "floor_across_busbw_gbps: 90")
+    run = runner(**{MPI: ACROSS_OUT})
+    report = V.validate(load_text(spec, "cluster.yaml"), run=run)
+    got = checks(report)
+    assert got["nccl across nodes"] == ("OK", "gpu[01-02]: 8 GPUs: bus bandwidth 103.5 GB/s, avg 89.2 (floor 90)")
+    sent = [c for c in run.sent("ctl") if MPI in c]
+    assert sent == ["timeout -k 5 630 srun -J corral-validate --immediate=30 -t 11 --exclusive --mpi=pmix -N2 "
+                    "-w 'gpu[01-02]' --ntasks-per-node=4 --gres=gpu:4 /usr/local/lib/corral/nccl-tests/"
+                    "all_reduce_perf_mpi -b 8M -e 1G -f 2 -g 1"]
+    assert report.to_json()["acceptance"]["nccl_across"] == {"nodes": ["gpu01", "gpu02"], "ranks": 8, "peak": 103.52,
+                                                            "avg": 89.194}
+    strict = V.validate(load_text(spec.replace("floor_across_busbw_gbps: 90", "floor_across_busbw_gbps: 150"),
+                                  "cluster.yaml"), run=runner(**{MPI: ACROSS_OUT}))
+    assert checks(strict)["nccl across nodes"] == ("FAIL", "gpu[01-02]: bus bandwidth 103.5 GB/s < floor 150")
+    four = (0, (ACCEPT / "all_reduce_perf_h100x4_nvlink.txt").read_text(), "")  # 4 ranks where 8 were asked
+    short = V.validate(load_text(spec, "cluster.yaml"), run=runner(**{MPI: four}))
+    assert checks(short)["nccl across nodes"][1].startswith("gpu[01-02]: 4 ranks ran, 8 GPUs were asked for")
+
+
+def test_the_mpi_build_is_made_only_when_asked():
+    from corral.render.acceptance import nccl_tests_build_script, nccl_tests_mark
+    from corral.spec.models_acceptance import NcclSpec
+    plain, mpi = NcclSpec(enabled=True, sha256=SUM), NcclSpec(enabled=True, sha256=SUM, across_nodes=True)
+    assert "MPI=1" not in nccl_tests_build_script(plain, "12.4", "h100")
+    script = nccl_tests_build_script(mpi, "12.4", "h100")
+    assert 'MPI=1 MPI_HOME="/usr/lib/$(gcc -print-multiarch)/openmpi"' in script and "all_reduce_perf_mpi" in script
+    assert nccl_tests_mark(plain, "12.4", "h100", "2.21") == "nccl-tests 2.17.10 cuda 12.4 compute 90 nccl 2.21\n"
+    assert nccl_tests_mark(mpi, "12.4", "h100", "2.21").endswith("nccl 2.21 mpi\n")

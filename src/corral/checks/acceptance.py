@@ -1,8 +1,8 @@
 """validate's GPU acceptance on real GPUs: "dcgm diag" (`dcgmi diag -r LEVEL -j`), "gpu burn" (gpu_burn:
 TFLOPS per GPU against its model's floor) and "nccl all-reduce" (all_reduce_perf over all GPUs of a node
 against the bus bandwidth floor); SKIPPED with the reason on the virtual cluster (emulated GPUs), with
---skip-jobs, and where the spec does not ask for them. "nccl across nodes" says why no two-node run:
-nccl-tests needs an MPI build and launcher for that, which corral does not deploy.
+--skip-jobs, and where the spec does not ask for them. "nccl across nodes": with
+acceptance.nccl.across_nodes, one MPI all_reduce_perf over every GPU of the nodes (checks/acceptance_across.py).
 
 How they run: as Slurm jobs from the controller, one per GPU compute node that passed the reachability
 pass: `srun -J corral-validate -N1 -w NODE --exclusive --gres=gpu:N`, so that no user job shares the
@@ -43,13 +43,11 @@ NCCL_RUN_S = 300
 WORKERS = 64  # nodes tested at once (an SSH session to the controller each)
 NCCL_SIZES = ("-b", "8M", "-e", "1G", "-f", "2")
 VIRTUAL = "emulated GPUs (virtual cluster): no compute to measure"
-ACROSS = ("not run: nccl-tests across nodes needs a build with MPI=1 and an MPI launcher (srun --mpi=pmix "
-          "with an MPI built for it), which corral does not deploy; within each node: nccl all-reduce")
 NAMES = ("dcgm diag", "gpu burn", "nccl all-reduce")
 
 
 def figures() -> dict:
-    return {"dcgm_diag": {}, "gpu_tflops": {}, "nccl_busbw_gbps": {}}
+    return {"dcgm_diag": {}, "gpu_tflops": {}, "nccl_busbw_gbps": {}, "nccl_across": {}}
 
 
 def acceptance_command(node: str, gpus: int, script: str, start_s: int, run_s: int) -> str:
@@ -137,6 +135,8 @@ def acceptance(cluster, run: Run, ctl: str, skipped: dict[str, str], jobs: bool 
         checks.append(_run_tool("nccl all-reduce", run, ctl, nodes, skipped, script, NCCL_RUN_S,
                                 lambda n, p: nccl_verdict(p.stdout, p.stderr, p.returncode, n.gpu_count,
                                                           nccl.floor_busbw_gbps), out["nccl_busbw_gbps"]))
-        if len(nodes) > 1:
-            checks.append(Check("nccl across nodes", "SKIPPED", ACROSS))
+        if len(nodes) > 1:  # checks/acceptance_across.py: one MPI run over every GPU, when asked for
+            from corral.checks.acceptance_across import across
+            check, out["nccl_across"] = across(cluster, run, ctl, nodes, skipped)
+            checks.append(check)
     return checks, out

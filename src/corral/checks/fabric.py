@@ -9,8 +9,7 @@ DURATION_S. Its average Gb/s is judged against fabric.ib_write_bw_floor_gbps, el
 slower port's link rate. Pairs one at a time: concurrent pairs share the spines they measure.
 
 SKIPPED with the reason on the virtual cluster (no RDMA fabric), with --skip-jobs, and where no compute
-node has an active RDMA port. nccl-tests across nodes is not run (an MPI build and launcher, which corral
-does not deploy): the check says so."""
+node has an active RDMA port. NCCL across nodes is the acceptance checks' (checks/acceptance.py)."""
 
 from __future__ import annotations
 
@@ -27,8 +26,6 @@ START_S = 30
 FLOOR_SHARE = 0.8
 PORT = 18515
 VIRTUAL = "virtual cluster: no RDMA fabric to measure (the nodes share one bridge)"
-ACROSS = ("nccl-tests across nodes: not run (it needs a build with MPI=1 and an MPI launcher, which corral does "
-          "not deploy); the RDMA pairs measure the fabric")
 
 
 def pairs(cluster, fabric: dict[str, str] | None, limit: int) -> list[tuple[str, str, str]]:
@@ -67,9 +64,8 @@ def fabric_checks(cluster, run: Run, ctl: str, hw: dict, fabric: dict[str, str],
     ports = {n: rdma_ports(hw[n]) for n in hw if rdma_ports(hw[n])}
     if why is None and not ports:
         why = "no compute node has an active RDMA port (facts: /sys/class/infiniband)"
-    across = Check("nccl across nodes", "SKIPPED", ACROSS)
     if why is not None:
-        return [Check("fabric rdma pairs", "SKIPPED", why), across], {"pairs": []}
+        return [Check("fabric rdma pairs", "SKIPPED", why)], {"pairs": []}
     per_pair: dict[str, tuple[str, str]] = {}
     results = []
     for what, a, b in pairs(cluster, fabric, spec.max_pairs):
@@ -97,7 +93,7 @@ def fabric_checks(cluster, run: Run, ctl: str, hw: dict, fabric: dict[str, str],
                                                  f"({ha} -> {hb}, {got.size} B messages)")
         results.append({**entry, "gbps": got.avg_gbps, "status": "OK" if ok else "FAIL"})
     check = summarize("fabric rdma pairs", per_pair, f"{len(per_pair)} pair(s) at or above their floor")
-    return [check, across], {"pairs": results}
+    return [check], {"pairs": results}
 
 
 def _gbps(hw, hca: str, port: int) -> float:

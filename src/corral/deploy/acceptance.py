@@ -21,13 +21,13 @@ from corral.deploy.nvidia_repo import cuda_repository
 from corral.engine.notes import annotate
 from corral.engine.shell import sh
 from corral.bundle.downloads import bundled
-from corral.render.acceptance import (ALL_REDUCE, BUILD_PACKAGES, GPU_BURN, GPU_BURN_MARK, NCCL_PACKAGES,
+from corral.render.acceptance import (ALL_REDUCE, BUILD_PACKAGES, GPU_BURN, GPU_BURN_MARK, NCCL_PACKAGES, OPENMPI_PACKAGES,
                                       NCCL_TESTS_MARK, compute, gpu_burn_build_script, gpu_burn_mark,
                                       nccl_tests_build_script, nccl_tests_mark)
 from corral.spec.models_acceptance import BurnSpec, NcclSpec
 
 WANT = register(Want(paths=(GPU_BURN, GPU_BURN_MARK, ALL_REDUCE, NCCL_TESTS_MARK),
-                     packages=("cuda-keyring", *BUILD_PACKAGES, *NCCL_PACKAGES)))
+                     packages=("cuda-keyring", *BUILD_PACKAGES, *NCCL_PACKAGES, *OPENMPI_PACKAGES)))
 VIRTUAL = ("virtual cluster: gpu-burn and nccl-tests are not built (the offline virtual nodes cannot "
            "download their sources, and there is no compute on emulated GPUs to measure)")
 
@@ -101,6 +101,9 @@ def acceptance() -> None:
         pin = acc.nccl.nccl_version
         operations.packages(name="NCCL (libnccl2, libnccl-dev)", want=WANT,
                             names=[f"{p}={pin}" if pin else p for p in NCCL_PACKAGES])
+        if acc.nccl.across_nodes:  # the MPI build of all_reduce_perf (render/acceptance.py _mpi_build)
+            operations.packages(name="Open MPI (nccl-tests across nodes)", names=list(OPENMPI_PACKAGES), want=WANT,
+                                together=True)
         nccl_tests_build(name=f"nccl-tests {acc.nccl.version}", spec=bundled(cluster, ("acceptance", "nccl")),
                          cuda_version=cuda, model=model,
                          want=WANT)

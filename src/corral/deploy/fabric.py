@@ -1,8 +1,8 @@
 """`topology: {discover: infiniband}`: the fabric read once per run while the run prepares (the gather
 hook, deploy/context.py): `ibnetdiscover` on the first compute node of the run that has it, then on a
-compute node that output did not show (another fabric), up to MAX_RUNS nodes; what it printed is kept
-in the state dir (fabric/ibnetdiscover.json), so a run that reaches no such node (or --limit leaves them
-out) renders the last topology seen, never none. Rendering: render/topology.py."""
+compute node that output did not show (another fabric), up to MAX_RUNS outputs and MAX_TRIES nodes asked;
+what it printed is kept in the state dir (fabric/ibnetdiscover.json), so a run that reaches no such node
+(or --limit leaves them out) renders the last topology seen, never none. Rendering: render/topology.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pyinfra.facts.server import Command
 from corral.facts.ibnetdiscover import load_fabric_cache, parse, save_fabric_cache
 from corral.errors import CorralError
 
-MAX_RUNS = 8
+MAX_RUNS = 8    # outputs kept (fabrics)
+MAX_TRIES = 16  # nodes asked in all: CPU-only or HCA-less compute nodes answer quickly, but one by one
 TIMEOUT_S = 120
 MISSING = "corral-no-ibnetdiscover"
 COMMAND = (f"command -v ibnetdiscover >/dev/null 2>&1 || {{ echo {MISSING}; exit 0; }}; "
@@ -46,11 +47,13 @@ def discover(cluster, state, hosts) -> dict[str, str]:
     compute = {n.name for n in cluster.with_role("compute")}
     seen: set[str] = set()
     found: dict[str, str] = {}
+    tries = 0
     for h in [h for h in hosts if h.name in compute]:
-        if len(found) >= MAX_RUNS:
+        if len(found) >= MAX_RUNS or tries >= MAX_TRIES:
             break
         if h.name in seen:
             continue
+        tries += 1
         text = _read(state, h)
         if text is None:
             continue

@@ -16,9 +16,11 @@ from corral.spec.models_acceptance import BurnSpec, NcclSpec
 GPU_BURN = f"{paths.GPU_BURN_DIR}/gpu_burn"
 GPU_BURN_COMPARE = f"{paths.GPU_BURN_DIR}/compare.ptx"
 ALL_REDUCE = f"{paths.NCCL_TESTS_DIR}/all_reduce_perf"
+ALL_REDUCE_MPI = f"{paths.NCCL_TESTS_DIR}/all_reduce_perf_mpi"  # acceptance.nccl.across_nodes: one rank per GPU
 GPU_BURN_MARK, NCCL_TESTS_MARK = paths.GPU_BURN_MARK, paths.NCCL_TESTS_MARK
 BUILD_PACKAGES = ("curl", "ca-certificates", "make", "g++")
 NCCL_PACKAGES = ("libnccl2", "libnccl-dev")
+OPENMPI_PACKAGES = ("libopenmpi-dev", "openmpi-bin")  # Debian's Open MPI (PMIx: srun --mpi=pmix starts it)
 DEFAULT_COMPUTE = "75"  # gpu-burn's own default (Turing): a model corral has no data for
 
 
@@ -71,25 +73,43 @@ def gpu_burn_build_script(b: BurnSpec, cuda_version: str, model: str | None) -> 
                                    f"{q(compute(model))}"))
 
 
+MPI_MARK = {False: "", True: " mpi"}  # the MPI build too (across_nodes): said in the mark, so a change rebuilds
+
+
 def nccl_tests_mark(n: NcclSpec, cuda_version: str, model: str | None, nccl_dev_version: str) -> str:
-    return f"nccl-tests {n.version} cuda {cuda_version} compute {compute(model)} nccl {nccl_dev_version}\n"
+    return (f"nccl-tests {n.version} cuda {cuda_version} compute {compute(model)} nccl {nccl_dev_version}"
+            f"{MPI_MARK[n.across_nodes]}\n")
+
+
+def _mpi_build(make: str) -> str:
+    """all_reduce_perf_mpi: the same with MPI=1 against Debian's Open MPI (its multiarch directory holds
+    include/ and lib/, as nccl-tests' Makefile wants MPI_HOME), one rank per GPU across nodes."""
+    return (f"{make.replace('$tmp/build', '$tmp/build-mpi')} MPI=1 "
+            "MPI_HOME=\"/usr/lib/$(gcc -print-multiarch)/openmpi\" >" + _made("nccl-tests", "MPI build")
+            + "if ldd \"$tmp/build-mpi/all_reduce_perf\" | grep -q 'not found'; then "
+              "echo 'nccl-tests: the MPI all_reduce_perf misses a library' >&2; exit 1; fi\n"
+            f"install -m 755 \"$tmp/build-mpi/all_reduce_perf\" {shlex.quote(ALL_REDUCE_MPI + '.new')}\n"
+            f"mv -f {shlex.quote(ALL_REDUCE_MPI + '.new')} {shlex.quote(ALL_REDUCE_MPI)}\n")
 
 
 def nccl_tests_build_script(n: NcclSpec, cuda_version: str, model: str | None) -> str:
     """all_reduce_perf alone (one process, -g N GPUs: no MPI), for the node's architecture, against the
-    installed libnccl-dev; refused if a library it needs does not resolve."""
+    installed libnccl-dev; with across_nodes also its MPI build (_mpi_build); refused if a library it
+    needs does not resolve."""
     q = shlex.quote
     cc = compute(model)
     gencode = f"-gencode=arch=compute_{cc},code=sm_{cc}"
+    make = (f"make -C \"$tmp/src/src\" BUILDDIR=\"$tmp/build\" \"$tmp/build/all_reduce_perf\" "
+            f"CUDA_HOME={q(cuda_home(cuda_version))} NCCL_HOME=/usr NVCC_GENCODE={q(gencode)}")
     return (_fetch("nccl-tests", "acceptance.nccl.sha256", n.url.format(version=n.version), n.sha256)
-            + f"make -C \"$tmp/src/src\" BUILDDIR=\"$tmp/build\" \"$tmp/build/all_reduce_perf\" "
-            f"CUDA_HOME={q(cuda_home(cuda_version))} NCCL_HOME=/usr NVCC_GENCODE={q(gencode)} >"
-            + _made("nccl-tests", "build")
+            + make + " >" + _made("nccl-tests", "build")
             + "if ldd \"$tmp/build/all_reduce_perf\" | grep -q 'not found'; then "
               "ldd \"$tmp/build/all_reduce_perf\" | grep 'not found' >&2; "
               "echo 'nccl-tests: all_reduce_perf misses a library' >&2; exit 1; fi\n"
             + f"install -d -m 755 {q(paths.NCCL_TESTS_DIR)}\n"
             f"install -m 755 \"$tmp/build/all_reduce_perf\" {q(ALL_REDUCE + '.new')}\n"
             f"mv -f {q(ALL_REDUCE + '.new')} {q(ALL_REDUCE)}\n"
-            + _mark(NCCL_TESTS_MARK, f"printf 'nccl-tests %s cuda %s compute %s nccl %s\\n' {q(n.version)} "
-                                     f"{q(cuda_version)} {q(cc)} \"$(dpkg-query -W -f='${{Version}}' libnccl-dev)\""))
+            + (_mpi_build(make) if n.across_nodes else "")
+            + _mark(NCCL_TESTS_MARK, f"printf 'nccl-tests %s cuda %s compute %s nccl %s{MPI_MARK[n.across_nodes]}\\n' "
+                                     f"{q(n.version)} {q(cuda_version)} {q(cc)} "  # shell-ok: MPI_MARK is a constant
+                                     f"\"$(dpkg-query -W -f='${{Version}}' libnccl-dev)\""))

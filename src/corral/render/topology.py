@@ -14,10 +14,10 @@ from corral.render.hw import hostlist
 from corral.spec.cluster import Cluster
 from corral.spec.hosts import expand_names
 from corral.spec.models_topology import Switch
+from corral.render.topology_discover import OFF_FABRIC  # nodes not on the fabric: single-node jobs only
 from corral.spec.rules_topology import BLOCK_SINCE, fabric_file
 
 PATH = "/etc/slurm/topology.conf"
-OFF_FABRIC = "off-fabric"  # compute nodes ibnetdiscover did not see: usable alone, never with others
 
 
 def discovered(cluster: Cluster, fabric: Mapping[str, str] | None):

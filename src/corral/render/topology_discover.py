@@ -21,6 +21,7 @@ from corral.spec.models_topology import Switch
 _BAD = re.compile(r"[^a-z0-9_-]+")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 MAX_LEVELS = 8
+OFF_FABRIC = "off-fabric"  # compute nodes the fabric did not show (render/topology.py): a name of its own
 
 
 @dataclass
@@ -67,6 +68,8 @@ def discover(fabric: Fabric, compute: list[str]) -> Discovered:
     wanted, on_fabric = set(compute), set()
     leaf_sets: dict[str, set[str]] = {}
     for ca in fabric.of("ca"):
+        if not ca.host:
+            continue
         on_fabric.add(ca.host)
         if ca.host in wanted:
             leaf_sets.setdefault(ca.host, set()).update(link.remote for link in ca.links.values()
@@ -75,7 +78,7 @@ def discover(fabric: Fabric, compute: list[str]) -> Discovered:
     for host, leaves in leaf_sets.items():
         if leaves:
             groups.setdefault(frozenset(leaves), []).append(host)
-    taken: set[str] = set()
+    taken: set[str] = {OFF_FABRIC}
     out: list[Switch] = []
     notes: list[str] = []
     units: list[tuple[str, set[str]]] = []  # (Slurm name, fabric switches it stands for)

@@ -70,6 +70,12 @@ class NcclSpec(Strict):
     url: SourceUrl = Field(default="https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v{version}.tar.gz",
                            description="source tarball URL template ({version})")
     sha256: Sha256 | Literal["skip"] | None = Field(default=None, description=SOURCE_SHA)
+    across_nodes: bool = Field(default=False, description="also build all_reduce_perf with MPI (Debian's Open MPI) and "
+                                                          "run it across every GPU compute node in validate (srun "
+                                                          "--mpi=pmix, one task per GPU)")
+    floor_across_busbw_gbps: float | None = Field(default=None, gt=0, le=100000,
+                                                  description="the least all-reduce bus bandwidth across the nodes, "
+                                                              "GB/s; unset: measured and reported, not judged")
     nccl_version: str | None = Field(default=None, pattern=APT_VERSION,
                                      description="apt version of libnccl2 and libnccl-dev (NVIDIA's CUDA "
                                                  "repository), e.g. 2.21.5-1+cuda12.4; unset: the newest")

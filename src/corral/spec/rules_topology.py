@@ -21,19 +21,12 @@ DEBIAN12_SLURM = (22, 5)  # the virtual cluster's Slurm (Debian 12's slurm-wlm)
 def _release(cluster: Cluster) -> tuple[int, int] | None:
     v = cluster.spec.slurm.version
     if v:
-        major, minor = v.split(".")[:2]
-        return int(major), int(minor)
+        try:
+            major, minor = v.split(".")[:2]
+            return int(major), int(minor)
+        except ValueError:
+            return None
     return DEBIAN12_SLURM if cluster.spec.virtual is not None else None
-
-
-def members(cluster: Cluster) -> dict[str, str]:
-    """compute node -> its leaf switch or block (a valid spec; pure)."""
-    t = cluster.spec.topology
-    out: dict[str, str] = {}
-    for group in (t.switches or t.blocks) if t else ():
-        for name in expand_names(group.nodes) if group.nodes else ():
-            out.setdefault(name, group.name)
-    return out
 
 
 def roots(cluster: Cluster) -> list[str]:
