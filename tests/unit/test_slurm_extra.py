@@ -183,6 +183,9 @@ def test_rendered_keys_are_exactly_what_the_renderer_writes():
     from corral.spec.loader import load  # power saving's keys: the golden case (its credentials file is there)
     flat |= _keys(render_slurm_conf(load(Path(__file__).parents[1] / "golden/render/power/cluster.yaml"), {}))[0]
     flat |= _keys(render_slurm_conf(load(Path(__file__).parents[1] / "golden/render/fabric_tree/cluster.yaml"), {}))[0]
+    routed = no_extra + "topology: {route: true, switches: [{name: top, switches: [leaf]}, {name: leaf, nodes: 'gpu[01-02]'}]}\n"
+    for version in ((22, 5), (23, 11)):  # RoutePlugin, then TopologyParam=RouteTree
+        flat |= _keys(_conf(routed, version))[0]
     assert flat == set(RENDERED_KEYS)
     assert part == set(RENDERED_PARTITION_KEYS)
 

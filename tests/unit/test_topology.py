@@ -85,3 +85,25 @@ def test_a_loop_is_refused_and_two_tops_warned(tmp_path):
     two = "topology:\n  switches:\n    - {name: leaf1, nodes: 'gpu[01-02]'}\n    - {name: leaf2, nodes: 'gpu[03-04]'}\n"
     assert spec_warnings(spec(tmp_path, two)) == [
         "topology: 2 top switches (leaf1, leaf2): Slurm gives no job nodes under two of them"]
+
+
+def test_route_along_the_tree(tmp_path):
+    routed = spec(tmp_path, TREE.replace("topology:\n", "topology:\n  route: true\n"))
+    assert "RoutePlugin=route/topology" in render_slurm_conf(routed, {}, version=(22, 5)).splitlines()
+    newer = render_slurm_conf(routed, {}, version=(23, 11)).splitlines()
+    assert "TopologyParam=RouteTree" in newer and not any(ln.startswith("RoutePlugin") for ln in newer)
+    two = "topology:\n  route: true\n  switches:\n    - {name: leaf1, nodes: 'gpu[01-02]'}\n    - {name: leaf2, nodes: 'gpu[03-04]'}\n"
+    with pytest.raises(CorralError, match="routing along the topology needs switches under one top"):
+        spec(tmp_path, two)
+
+
+def test_a_discovered_fabric_with_nodes_off_it_is_not_routed(tmp_path):
+    from pathlib import Path
+    from corral.render.topology import discovery_warnings
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "virtual.txt"
+    f = tmp_path / "cluster.yaml"
+    f.write_text(BASE.replace("gpu[01-04]", "gpu[01-05]").replace("10.0.0.[11-14]", "10.0.0.[11-15]")
+                 + f"topology: {{discover: infiniband, route: true, ibnetdiscover_file: {fixture}}}\n")
+    c = load(f)
+    assert "RoutePlugin" not in render_slurm_conf(c, {}, version=(22, 5))
+    assert any(w.startswith("topology.route: not set in slurm.conf") for w in discovery_warnings(c, {}))

@@ -83,8 +83,24 @@ def slurm_lines(cluster: Cluster, version: tuple[int, int], fabric: Mapping[str,
         raise CorralError(f"topology.blocks: topology/block needs Slurm 23.11 or later; the controller runs "
                           f"{version[0]}.{version[1]:02d}", value="topology.blocks",
                           fix="use topology.switches (topology/tree), or upgrade Slurm first")
-    return ["", "# Network topology (topology.conf): jobs placed on as few switches as they fit",
-            f"TopologyPlugin={t.plugin}"]
+    out = ["", "# Network topology (topology.conf): jobs placed on as few switches as they fit",
+           f"TopologyPlugin={t.plugin}"]
+    if t.route and _one_top(cluster, fabric):  # slurmd's messages along the tree (23.11: a TopologyParam)
+        out.append("TopologyParam=RouteTree" if version >= (23, 11) else "RoutePlugin=route/topology")
+    return out
+
+
+def t_route(cluster: Cluster) -> bool:
+    return bool(cluster.spec.topology and cluster.spec.topology.route)
+
+
+def _one_top(cluster: Cluster, fabric: Mapping[str, str] | None) -> bool:
+    """The switches (declared, or as discovered: nodes off the fabric make a second top) form one tree."""
+    found = switches_of(cluster, fabric)
+    if not found:
+        return False
+    children = {c for s in found[0] for c in s.switches}
+    return sum(1 for s in found[0] if s.name not in children) == 1
 
 
 def discovery_warnings(cluster: Cluster, fabric: Mapping[str, str] | None) -> list[str]:
@@ -99,6 +115,9 @@ def discovery_warnings(cluster: Cluster, fabric: Mapping[str, str] | None) -> li
     if d.missing:
         out.append(f"topology: {hostlist(d.missing)} not on the fabric ibnetdiscover saw: in topology.conf under "
                    f"{OFF_FABRIC} (Slurm gives them single-node jobs only); check their HCAs and cables")
+    if t_route(cluster) and not _one_top(cluster, fabric):
+        out.append("topology.route: not set in slurm.conf: the discovered switches have more than one top "
+                   "(Slurm routes only a fully connected tree)")
     if d.extra:
         out.append(f"topology: the fabric has hosts the spec does not: {', '.join(d.extra[:8])}"
                    + (f" and {len(d.extra) - 8} more" if len(d.extra) > 8 else "") + " (left out of topology.conf)")

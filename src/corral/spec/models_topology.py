@@ -49,6 +49,10 @@ class TopologySpec(Strict):
         default=None, pattern=LOCAL_PATH, description="with discover: a saved `ibnetdiscover` output to read instead of running it "
                                   "(relative to the spec file)")
 
+    route: bool = Field(default=False, description="route slurmd's messages along the switch tree (RoutePlugin="
+                                                   "route/topology; TopologyParam=RouteTree from Slurm 23.11): for "
+                                                   "large clusters; needs switches under one top")
+
     @model_validator(mode="after")
     def _one_kind(self):
         given = [k for k in ("switches", "blocks", "discover") if getattr(self, k)]

@@ -92,6 +92,10 @@ def check_topology(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where(("topology", "switches")), f"the switches form a loop: {' -> '.join(loop)}",
                                 loop[0], "a switch is never below itself: leave the top one out of every "
                                          "`switches:` list"))
+    if t.route and (t.blocks or (not problems and len(roots(cluster)) != 1)):
+        problems.append(Problem(where(("topology", "route")), "routing along the topology needs switches under one "
+                                "top (Slurm: the network must be fully connected)", "route: true",
+                                "join the top switches under one, or set route: false"))
     left = sorted(compute - set(seen))
     if left and not problems:
         problems.append(Problem(where(("topology", kind)), f"{len(left)} compute node(s) are under no "

@@ -96,6 +96,7 @@ RENDERED_KEYS: dict[str, str] = {
     "SuspendTime": "power.suspend_after", "SuspendTimeout": "power.suspend_timeout",
     "ResumeTimeout": "power.resume_timeout", "SuspendExcNodes": "power.exclude",
     "TopologyPlugin": "topology (switches: topology/tree, blocks: topology/block)",
+    "RoutePlugin": "topology.route (before Slurm 23.11)", "TopologyParam": "topology.route (Slurm 23.11 on)",
 }
 RENDERED_PARTITION_KEYS: dict[str, str] = {
     "PartitionName": "slurm.partitions[].name", "Nodes": "slurm.partitions[].nodes",
