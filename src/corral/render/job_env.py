@@ -8,9 +8,9 @@ interface carrying its cluster address), with the spec's `fabric.env` over them.
   storage or management link), and of those the HCAs one PCIe switch or less from a GPU when the
   matrix names NICs (GPUDirect RDMA's ones); `=` makes NCCL match the names exactly (mlx5_1 is not
   mlx5_10).
-- NCCL_IB_GID_INDEX=3 where a chosen port is RoCE (Ethernet link layer): RoCE v2 with an IPv4-mapped
-  GID, NVIDIA's documented setting for RoCE fabrics.
-- NCCL_SOCKET_IFNAME / UCX_TLS-free bootstrap: the interface that holds the node's cluster address.
+- NCCL_IB_GID_INDEX=3 where a chosen port is RoCE (Ethernet link layer): the index where a RoCE v2 port
+  usually holds its IPv4-mapped GID (recent NCCL picks one itself; fabric.env overrides or drops it).
+- NCCL_SOCKET_IFNAME: the interface that holds the node's cluster address (NCCL's bootstrap).
 - Nothing RDMA without an active port: NCCL then uses sockets on that interface by itself."""
 
 from __future__ import annotations
