@@ -100,7 +100,7 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         if "compute" in n.roles:
             out[f"health.json #{i}"] = ("json", health_deploy.config(cluster, n))
             out[f"slurmd drop-in #{i}"] = ("systemd", dropin(cluster, n))
-            out[f"job-env #{i}"] = ("words", job_env_text(cluster, n, None))
+            out[f"job-env #{i}"] = ("env", job_env_text(cluster, n, None))
         if n.gpus is not None and n.gpus.mig is not None:
             out[f"mig-parted.json #{i}"] = ("json", mig_parted_config(n.gpus))
         if n.gpus is not None and "compute" in n.roles and nv.driver is not None:
@@ -270,6 +270,19 @@ def check_words(text: str, benign: str, value: str) -> None:
     assert not new, f"lines of a new shape: {sorted(new)}"
 
 
+_ENV_LINE = re.compile(r"[A-Z][A-Z0-9_]{0,63}=[A-Za-z0-9._/:=,+%@-]*")
+
+
+def check_env(text: str, benign: str, value: str) -> None:
+    """KEY=value lines a shell reads (the job-env file the TaskProlog exports): the keys are the spec's to
+    name, but every line stays one NAME=word, never more lines than the benign rendering (an empty value
+    drops a variable: one fewer)."""
+    lines = [ln for ln in text.split("\n") if ln and not ln.startswith("#")]
+    odd = [ln for ln in lines if not _ENV_LINE.fullmatch(ln)]
+    assert not odd, f"not NAME=word: {odd[:3]}"
+    assert len(lines) <= len([ln for ln in benign.split("\n") if ln and not ln.startswith("#")]), "a line more"
+
+
 def check_exports(text: str, benign: str, value: str) -> None:
     """exports(5): each entry (continuations joined) is a path and CLIENT(options) words, as many as
     in the benign rendering; no value adds a client, an option list or an entry."""
@@ -368,7 +381,7 @@ def check_shell(text: str, benign: str, value: str) -> None:
     assert not options, f"new option-like words: {sorted(options)[:5]}"
 
 
-CHECKS = {"exports": check_exports, "slurm": check_slurm, "yaml": check_yaml, "json": check_json, "words": check_words,
+CHECKS = {"env": check_env, "exports": check_exports, "slurm": check_slurm, "yaml": check_yaml, "json": check_json, "words": check_words,
           "systemd": check_systemd, "hosts": check_hosts, "enroot": check_enroot, "shell": check_shell,
           "sssd": check_sssd}
 

@@ -83,3 +83,13 @@ def test_the_task_prolog_exports_what_the_job_did_not_set(tmp_path):
                          env={**os.environ, "UCX_NET_DEVICES": "mine"}).stdout
     assert out.splitlines() == ["export NCCL_IB_HCA==mlx5_0:1", "export NCCL_SOCKET_IFNAME==enp1s0"]
     assert not (tmp_path / "pwned").exists()
+
+
+def test_the_spec_sets_only_the_communication_libraries_variables():
+    import pytest
+
+    from corral.errors import CorralError
+    with pytest.raises(CorralError, match=r"cluster.yaml:5:\d+: fabric.env: 'LD_PRELOAD' is not a communication "
+                                          r"library's variable"):
+        load_text(SPEC + "fabric: {env: {LD_PRELOAD: /tmp/x.so}}\n", "cluster.yaml")
+    assert env(hw(), "fabric: {env: {UCX_TLS: 'rc,sm', CUDA_DEVICE_MAX_CONNECTIONS: '1'}}\n")["UCX_TLS"] == "rc,sm"

@@ -168,6 +168,7 @@ INJECTED = {  # format -> (benign rendering, the same with an injected value): e
     "enroot": ("ENROOT_DATA_PATH /d/user-$(id -u)\n", "ENROOT_DATA_PATH /d/x;id-$(id -u)\n"),
     "shell": ("curl -o \"$tmp/k\" 'https://a/b'\n", "curl -o \"$tmp/k\" https://a/b;id\n"),
     "exports": ("/srv/h 10.0.0.1(rw,sync)\n", "/srv/h 10.0.0.1(rw) *(rw,no_root_squash)\n"),
+    "env": ("# c\nNCCL_DEBUG=WARN\n", "# c\nNCCL_DEBUG=WARN\nLD_PRELOAD=/x\n"),
     "sssd": ("[domain/corral]\nldap_search_base = dc=x\n",
              "[domain/corral]\nldap_search_base = dc=x\nldap_tls_reqcert = never\n"),
 }

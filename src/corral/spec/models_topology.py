@@ -5,9 +5,10 @@ domains such as a GB200 NVL72 rack). Rules in spec/rules_topology.py, rendering 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from typing import Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from corral.spec.models_base import LOCAL_PATH, Strict
 from corral.spec.models_slurm import HOSTLIST
@@ -70,6 +71,12 @@ class TopologySpec(Strict):
         return "topology/block" if self.blocks else "topology/tree"
 
 
+# the communication libraries' variables only: the job environment is no way to set LD_PRELOAD or PATH
+ENV_PREFIXES = ("NCCL", "UCX", "UCC", "OMPI", "PMIX", "SHARP", "NVSHMEM", "FI", "HCOLL", "GLOO", "TORCH_NCCL",
+                "CUDA", "MLX5")
+ENV_KEY = rf"({'|'.join(ENV_PREFIXES)})_[A-Z0-9_]{{1,60}}"
+
+
 class FabricSpec(Strict):
     """The job environment corral derives from each compute node's fabric facts (render/job_env.py:
     NCCL_IB_HCA, UCX_NET_DEVICES, NCCL_IB_GID_INDEX for RoCE, NCCL_SOCKET_IFNAME), exported into every task by
@@ -77,9 +84,19 @@ class FabricSpec(Strict):
 
     job_env: bool = Field(default=True, description="install the derived environment and the TaskProlog that "
                                                     "exports it on compute nodes")
-    env: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]{0,63}$")], ConfigWord | Literal[""]] = Field(
+    env: dict[str, ConfigWord | Literal[""]] = Field(
         default={}, description="variables over the derived ones, e.g. NCCL_TOPO_FILE: /etc/nccl/topo.xml, "
-                                "NCCL_IB_GID_INDEX: '3'; an empty value drops a derived one")
+                                "NCCL_IB_GID_INDEX: '3'; an empty value drops a derived one. Only the "
+                                "communication libraries' variables: " + ", ".join(f"{p}_*" for p in ENV_PREFIXES))
+
+    @field_validator("env")
+    @classmethod
+    def _env_keys(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not re.fullmatch(ENV_KEY, key):
+                raise ValueError(f"{key[:80]!r} is not a communication library's variable: the job environment sets "
+                                 f"only {', '.join(f'{p}_*' for p in ENV_PREFIXES)} (upper case)")
+        return v
     ib_write_bw_floor_gbps: float | None = Field(default=None, gt=0, le=10000,
                                                  description="`corral validate --fabric`: the least ib_write_bw "
                                                              "average per node pair, Gb/s; unset: 80 % of the slower "
