@@ -61,7 +61,7 @@ def fabric_checks(cluster, run: Run, ctl: str, hw: dict, fabric: dict[str, str],
                   jobs: bool = True) -> tuple[list[Check], dict]:
     spec = cluster.spec.fabric
     why = VIRTUAL if cluster.spec.virtual is not None else "--skip-jobs: read-only run" if not jobs else None
-    ports = {n: rdma_ports(hw[n]) for n in hw if rdma_ports(hw[n])}
+    ports = {n: found for n in hw if (found := rdma_ports(hw[n]))}
     if why is None and not ports:
         why = "no compute node has an active RDMA port (facts: /sys/class/infiniband)"
     if why is not None:

@@ -24,7 +24,8 @@ def cached(cluster) -> dict[str, str]:
     return load_fabric_cache(cluster.state_dir)
 
 
-def _read(state, h) -> str | None:
+def _read(state, h):
+    """(its output, the parsed fabric), or None where ibnetdiscover is missing, fails or prints no fabric."""
     with ctx_state.use(state), ctx_host.use(h):
         try:
             text = h.get_fact(Command, COMMAND) or ""
@@ -33,10 +34,9 @@ def _read(state, h) -> str | None:
     if MISSING in text or "corral-ibnetdiscover-failed" in text:
         return None
     try:
-        parse(text)
+        return text, parse(text)
     except CorralError:
         return None
-    return text
 
 
 def discover(cluster, state, hosts) -> dict[str, str]:
@@ -54,11 +54,11 @@ def discover(cluster, state, hosts) -> dict[str, str]:
         if h.name in seen:
             continue
         tries += 1
-        text = _read(state, h)
-        if text is None:
+        read = _read(state, h)
+        if read is None:
             continue
-        found[h.name] = text
-        seen |= {n.host for n in parse(text).of("ca")}
+        found[h.name] = read[0]
+        seen |= {n.host for n in read[1].of("ca")}
     if found:
         save_fabric_cache(cluster.state_dir, found)
         return found

@@ -7,6 +7,7 @@ restart, then reconfigure (deploy/slurm.py), as a change of the node set is."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from corral.errors import CorralError
@@ -22,19 +23,23 @@ PATH = "/etc/slurm/topology.conf"
 
 def discovered(cluster: Cluster, fabric: Mapping[str, str] | None):
     """The discovered topology (a Discovered), or None: not asked for, or nothing discovered yet."""
-    from corral.facts.ibnetdiscover import Fabric, parse
-    from corral.render.topology_discover import discover
     t = cluster.spec.topology
     if t is None or not t.discover:
         return None
     path = fabric_file(cluster)
-    texts = [path.read_text()] if path is not None else [fabric[n] for n in sorted(fabric or {})]
-    if not texts:
-        return None
+    texts = (path.read_text(),) if path is not None else tuple(fabric[n] for n in sorted(fabric or {}))
+    return _derive(texts, tuple(n.name for n in cluster.with_role("compute"))) if texts else None
+
+
+@functools.lru_cache(maxsize=4)
+def _derive(texts: tuple[str, ...], compute: tuple[str, ...]):
+    """Parsed and derived once per fabric: topology.conf, slurm.conf's lines and the warnings all ask."""
+    from corral.facts.ibnetdiscover import Fabric, parse
+    from corral.render.topology_discover import discover
     merged = Fabric()
     for text in texts:
         merged.nodes.update(parse(text).nodes)
-    return discover(merged, [n.name for n in cluster.with_role("compute")])
+    return discover(merged, list(compute))
 
 
 def switches_of(cluster: Cluster, fabric: Mapping[str, str] | None) -> tuple[list[Switch], list[str]] | None:
@@ -90,7 +95,7 @@ def slurm_lines(cluster: Cluster, version: tuple[int, int], fabric: Mapping[str,
     return out
 
 
-def t_route(cluster: Cluster) -> bool:
+def _routed(cluster: Cluster) -> bool:
     return bool(cluster.spec.topology and cluster.spec.topology.route)
 
 
@@ -115,7 +120,7 @@ def discovery_warnings(cluster: Cluster, fabric: Mapping[str, str] | None) -> li
     if d.missing:
         out.append(f"topology: {hostlist(d.missing)} not on the fabric ibnetdiscover saw: in topology.conf under "
                    f"{OFF_FABRIC} (Slurm gives them single-node jobs only); check their HCAs and cables")
-    if t_route(cluster) and not _one_top(cluster, fabric):
+    if _routed(cluster) and not _one_top(cluster, fabric):
         out.append("topology.route: not set in slurm.conf: the discovered switches have more than one top "
                    "(Slurm routes only a fully connected tree)")
     if d.extra:
