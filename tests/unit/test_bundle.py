@@ -215,8 +215,16 @@ def test_spec_rules_for_a_bundle(tmp_path):
     f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
                  "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar, fingerprint: " + "A" * 40 + "}\n")
     assert load(f).spec.packages.source == "bundle"
-    f.write_text(SPEC + "packages: {source: bundle, bundle: b.tar}\n")  # DCGM from NVIDIA's repository
-    with pytest.raises(CorralError, match="DCGM from NVIDIA's CUDA repository would come from outside the bundle"):
+    f.write_text(SPEC + "monitoring: {grafana: {enabled: false}}\npackages: {source: bundle, bundle: b.tar}\n")
+    with pytest.raises(CorralError, match="packages.serve"):  # DCGM is carried now (bundle/vendor.py); serve is not set
+        load(f)
+    f.write_text(SPEC.replace("[controller]", "[controller, monitoring]")
+                 + "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar}\n")
+    with pytest.raises(CorralError, match="Grafana from Grafana's repository would come from outside the bundle"):
+        load(f)
+    f.write_text(SPEC + "monitoring: {grafana: {enabled: false}}\nnvidia: {container_toolkit: {engine: docker}}\n"
+                 "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar}\n")
+    with pytest.raises(CorralError, match="libnvidia-container repository\\) would come from outside the bundle"):
         load(f)
     f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
                  "packages: {source: bundle, bundle: b.tar, fingerprint: xyz}\n")

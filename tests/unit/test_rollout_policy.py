@@ -307,3 +307,35 @@ def test_apply_rollout_only_reaches_converge_as_node_names(tmp_path, monkeypatch
     assert main(["apply", "--yes", "--json", "--rollout-only", "gpu[01-02]", "-f", str(path)]) == 0
     assert seen["rollout_only"] == ["gpu01", "gpu02"]
     assert main(["apply", "--yes", "--rollout-only", "gpu09", "-f", str(path)]) == 2
+
+
+def test_verification_waits_verify_timeout_for_the_gpus_then_fails_naming_it(fleet, monkeypatch):
+    """rollout.verify_timeout bounds how long nvidia-smi may take to show the new driver after the reboot."""
+    fake = Fleet(broken={"2.0"})
+    asked = []
+    original = fake.answer
+
+    def answer(node, command):
+        if node == "gpu01" and command.startswith("nvidia-smi --query-gpu"):
+            asked.append(R.time.monotonic())
+        return original(node, command)
+    fake.answer = answer
+    went, result = fleet(fake, "rollout: {verify_timeout: 10s}\n")
+    assert not went and "(10 s after the reboot)" in result.nodes["gpu01"].error
+    first_failing = [t for t in asked if t <= asked[0] + 10]
+    assert 4 <= len(first_failing) <= 6  # every 2 s within the 10 s, then the verdict (and the rollback's one try)
+
+
+def test_gpus_showing_the_driver_late_within_verify_timeout_pass(fleet):
+    fake = Fleet()
+    late = {"left": 3}
+    original = fake.answer
+
+    def answer(node, command):
+        if node == "gpu01" and command.startswith("nvidia-smi --query-gpu") and late["left"]:
+            late["left"] -= 1
+            return 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+        return original(node, command)
+    fake.answer = answer
+    went, result = fleet(fake, "rollout: {verify_timeout: 30s}\n")
+    assert went and result.ok and late["left"] == 0

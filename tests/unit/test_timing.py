@@ -74,3 +74,19 @@ def test_journal_rows_from_before_timing_still_read():
     """A run journaled before per-op times: no timing, ops without duration_s -> all of it is engine."""
     t = breakdown({"duration_s": 5.0, "nodes": {"a": {"ops": [{"name": "x | y", "status": "changed"}]}}})
     assert t["categories"] == {} and t["slowest_ops"][0]["s"] == 0.0
+
+
+def test_rollout_steps_are_timed_as_they_end_and_counted_as_rollouts(monkeypatch):
+    import corral.engine.results as results
+    from corral.engine.results import OpResult, TimedSteps
+    from corral.engine.timing import category
+    now = {"t": 100.0}
+    monkeypatch.setattr(results.time, "monotonic", lambda: now["t"])
+    steps = TimedSteps()
+    for step, took in (("drain", 1.5), ("reboot", 12.0), ("verify", 0.5)):
+        now["t"] += took
+        steps.append(OpResult(name=f"driver rollout | {step}", status="changed"))
+    assert [(o.name.split(" | ")[1], o.duration_s) for o in steps] == [("drain", 1.5), ("reboot", 12.0), ("verify", 0.5)]
+    assert {category(o.to_json()) for o in steps} == {"rollouts"}
+    assert category({"name": "remove node", "status": "changed"}) == "rollouts"
+    assert category({"name": "driver rollouts file", "status": "changed", "commands": ["echo"]}) == "commands"

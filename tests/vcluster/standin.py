@@ -112,3 +112,34 @@ def build_pyxis_source(out: Path, version: str) -> Path:
         for f in sorted(src.iterdir()):
             tar.add(f, arcname=f"{PYXIS}-{version}/{f.name}")
     return tarball
+
+
+def build_cuda_repo(site: Path, debs: list[Path], key_state: Path) -> str:
+    """A TEST stand-in for NVIDIA's CUDA repository at `site` (the spec's nvidia.driver.repo_url): the flat
+    repository debian12/x86_64/ holding `debs`, its Release clearsigned (InRelease) by a test key made in
+    `key_state` (never NVIDIA's), and a cuda-keyring .deb carrying that key, as NVIDIA's does. Returns the
+    key's fingerprint (the spec's nvidia.driver.repo_fingerprint, as for a site's re-signed mirror)."""
+    import hashlib
+    import shutil
+    from corral.bundle import sign
+    home, fpr = sign.ensure_key(key_state, "cuda stand-in")
+    top = site / "debian12" / "x86_64"
+    (top / "pool").mkdir(parents=True, exist_ok=True)
+    for deb in debs:
+        shutil.copy(deb, top / "pool" / deb.name)
+    index_repo(top, [top / "pool" / d.name for d in debs])
+    sums = "".join(f" {hashlib.sha256((top / f).read_bytes()).hexdigest()} {(top / f).stat().st_size} {f}\n"
+                   for f in ("Packages", "Packages.gz"))
+    release = f"Origin: corral tests\nLabel: TEST stand-in for NVIDIA's CUDA repository\nSHA256:\n{sums}"
+    (top / "Release").write_text(release)
+    (top / "InRelease").write_bytes(sign.sign(home, fpr, release.encode(), clear=True))
+    root = site / "build-keyring"
+    (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
+    (root / "DEBIAN" / "control").write_text(
+        "Package: cuda-keyring\nVersion: 1.1-1\nArchitecture: all\nMaintainer: corral tests <root@localhost>\n"
+        "Description: corral TEST stand-in for NVIDIA's cuda-keyring\n Carries a test key, not NVIDIA's.\n")
+    (root / "usr/share/keyrings").mkdir(parents=True, exist_ok=True)
+    (root / "usr/share/keyrings/cuda-archive-keyring.gpg").write_bytes(sign.export_public(home, fpr))
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(top / "cuda-keyring_1.1-1_all.deb")],
+                   check=True, capture_output=True)
+    return fpr

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.vcluster
 PORT = 18081
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 ALL_AT_ONCE = '{canary: 0, batch: "100%", drain_timeout: 60, reboot_timeout: 180}'
-POLICY = '{canary: 1, batch: "50%", max_failed: 1, drain_timeout: 60, reboot_timeout: 180}'
+POLICY = '{canary: 1, batch: "50%", max_failed: 1, drain_timeout: 60, reboot_timeout: 180, verify_timeout: 6}'
 # two leaf switches under a spine (declared: the virtual nodes share one bridge; docs/components/fabric.md)
 TOPOLOGY = """topology:
   switches:

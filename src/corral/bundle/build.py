@@ -1,7 +1,8 @@
 """`corral bundle build`: one tar holding a signed apt repository of everything the spec's nodes install.
 
 Layout (every path relative to the tar's root):
-  repo/pool/*.deb, repo/Packages, repo/Packages.gz   the packages (a flat apt repository)
+  repo/pool/*.deb, repo/Packages, repo/Packages.gz   the packages (a flat apt repository): Debian's, and
+                                                      NVIDIA CUDA repository's the spec uses (bundle/vendor.py)
   repo/Release, repo/InRelease                        their index hashes; InRelease clearsigned
   repo/downloads/<tool>/*                             pinned downloads: enroot, pyxis, ... (bundle/downloads.py)
   corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
@@ -58,18 +59,31 @@ def release(repo: Path, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:
+def requested(cluster: Cluster) -> dict[str, list[str]]:
+    """Every apt request the spec's nodes make -> why: the distribution's packages, and those from NVIDIA's
+    CUDA repository ("pkg=version" where the spec pins one; bundle/vendor.py)."""
+    from corral.bundle.vendor import cuda_repo
     from corral.render.packages import package_reasons
+    cuda = cuda_repo(cluster)
+    return {**package_reasons(cluster), **(cuda.packages if cuda else {})}
+
+
+def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:
     stanzas = resolve.paragraphs(index)
-    why = resolve.reasons(stanzas, package_reasons(cluster))
+    asked = requested(cluster)
+    why = resolve.reasons(stanzas, {name.split("=", 1)[0]: reasons for name, reasons in asked.items()})
     packages = [{"package": st["Package"], "version": st["Version"], "architecture": st["Architecture"],
                  "file": f"repo/{st['Filename']}", "sha256": st["SHA256"], "size": int(st["Size"]),
                  "why": why.get(st["Package"], [])} for st in stanzas]
     for p in packages:  # dpkg-scanpackages read these files; checked again against the file itself
         if sha256(files_dir / p["file"]) != p["sha256"]:
             raise RuntimeError(f"{p['file']} changed while the bundle was built")
-    return {"format": FORMAT, "cluster": cluster.spec.name, "distribution": f"debian {SUITE}",
-            "requested": package_reasons(cluster),
+    from corral.bundle.vendor import cuda_repo
+    cuda = cuda_repo(cluster)
+    extra = {"repositories": [{"url": cuda.url, "fingerprint": cuda.fingerprint, "key": "nvidia.driver.repo_url",
+                               "packages": sorted(cuda.packages)}]} if cuda else {}
+    return {"format": FORMAT, "cluster": cluster.spec.name, "distribution": f"debian {SUITE}", **extra,
+            "requested": asked,
             "packages": sorted(packages, key=lambda p: (p["package"], p["version"], p["architecture"]))}
 
 
@@ -141,19 +155,24 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
     `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
     `python`: (pinned requirements, corral's source directory) for the control host's wheels."""
-    from corral.render.packages import package_reasons
+    from corral.bundle.vendor import apt_options, cuda_repo
     start, out = time.monotonic(), Path(out).resolve()  # apt reads relative Dir:: paths under its own dirs
     home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
-    wanted = list(package_reasons(cluster))
+    wanted, cuda = list(requested(cluster)), cuda_repo(cluster)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".corral-bundle-", dir=out.parent) as tmp:
         root, work = Path(tmp) / "bundle", Path(tmp) / "apt"
         repo = root / "repo"
-        files = resolve.resolve(status, wanted, work)
+        options: list[str] = []
+        if cuda is not None:
+            say(f"adding NVIDIA's CUDA repository {cuda.url} (key {cuda.fingerprint}) for "
+                + ", ".join(sorted(cuda.packages)))
+            options = apt_options(cuda, Path(tmp) / "cuda")
+        files = resolve.resolve(status, wanted, work, options)
         cached = cache if cache is not None and cache.is_dir() else None
         have = {f for f in files if cached and (cached / f).is_file()}
         say(f"{len(files)} packages for {len(wanted)} asked for; {len(files) - len(have)} to download")
-        resolve.fetch(files, wanted, status, repo / "pool", work, cached)
+        resolve.fetch(files, wanted, status, repo / "pool", work, cached, options)
         text = resolve.index(repo)
         content = manifest(cluster, text, root)
         from corral.bundle.downloads import fetch_all, wanted

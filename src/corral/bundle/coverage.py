@@ -1,6 +1,7 @@
 """Does the bundle hold what every node needs? Per node, each package its roles and the spec's features
 install (render/packages.py: ROLE_PACKAGES and package_reasons' rules), at the Slurm release the spec pins
-(slurm.version), compared with the bundle's manifest. `gaps` is pure; `check` reads the manifest from
+(slurm.version), and what it takes from NVIDIA's CUDA repository (bundle/vendor.py; the driver at
+nvidia.driver.version), compared with the bundle's manifest. `gaps` is pure; `check` reads the manifest from
 the bundle file (doctor, plan and apply call it before anything changes)."""
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
                                                             v.startswith(pin + "-") for v in versions):
                 out.setdefault(node.name, []).append(
                     f"needs {pkg} {pin} (slurm.version): the bundle has {', '.join(versions)}")
+    for node, pkg, version, why in _cuda_needs(cluster):
+        versions = have.get(pkg)
+        if not versions:
+            out.setdefault(node.name, []).append(f"needs {pkg}{' ' + version if version else ''} ({why}): "
+                                                 "not in the bundle")
+        elif version and not any(_same(v, version) for v in versions):
+            out.setdefault(node.name, []).append(f"needs {pkg} {version} ({why}): the bundle has "
+                                                 f"{', '.join(versions)}")
     for d, node, why in _downloads(cluster):
         got = next((e for e in manifest.get("downloads", []) if e["file"] == d.file), None)
         if got is None:
@@ -53,6 +62,41 @@ def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
             out.setdefault(node.name, []).append(f"needs {d.name} ({why}): the bundle's copy differs from "
                                                  f"{d.key}.sha256")
     return out
+
+
+def _same(deb_version: str, wanted: str) -> bool:
+    """A .deb version is the spec's: exactly, or its upstream part (the driver: 550.127.05 = 550.127.05-1)."""
+    from corral.facts.slurm import upstream_version
+    return deb_version == wanted or deb_version.split(":", 1)[-1] == wanted or upstream_version(deb_version) == wanted
+
+
+def _cuda_needs(cluster):
+    """(node, package, version or "", why) for each package a node takes from NVIDIA's CUDA repository: the
+    driver where corral manages it, the toolkit on compute and login nodes, the rest on GPU compute nodes."""
+    from corral.bundle.vendor import cuda_repo
+    from corral.render.nvidia import driver_nodes
+    cuda = cuda_repo(cluster)
+    if cuda is None:
+        return
+    driver = cluster.spec.nvidia.driver
+    for request, reasons in cuda.packages.items():
+        pkg, _, version = request.partition("=")
+        why = reasons[0]
+        if why.startswith("nvidia.driver"):
+            nodes, version = driver_nodes(cluster), driver.version
+            why = "nvidia.driver.version" if why == "nvidia.driver" else why
+        elif why == "nvidia.cuda_toolkit":
+            nodes = [n for n in cluster.nodes if "compute" in n.roles or "login" in n.roles]
+        else:
+            nodes = [n for n in cluster.nodes if n.gpu_count and "compute" in n.roles]
+        for node in nodes:
+            if why != "nvidia.driver.version" or pkg == _driver_package(cluster, node):
+                yield node, pkg, version, why
+
+
+def _driver_package(cluster, node) -> str:
+    from corral.render.nvidia import driver_package
+    return driver_package(cluster.spec.nvidia.driver, node, "debian", "12")
 
 
 def _downloads(cluster):

@@ -19,14 +19,15 @@ from corral.errors import HostToolError
 URI = re.compile(r"^'(?P<uri>[^']+)' (?P<file>\S+\.deb) (?P<size>\d+) ")
 
 
-def resolve(status: Path, packages: list[str], work: Path) -> list[str]:
-    """The .deb file names apt would install for `packages` on a node whose dpkg status is `status`."""
+def resolve(status: Path, packages: list[str], work: Path, options: list[str] = ()) -> list[str]:
+    """The .deb file names apt would install for `packages` on a node whose dpkg status is `status`;
+    `options`: apt options adding a vendor repository (bundle/vendor.py)."""
     work = work.resolve()  # apt takes a relative Dir:: path as relative to its own directories
     work.mkdir(parents=True, exist_ok=True)
     shutil.copy(status, work / "status")
     (work / "none").mkdir(exist_ok=True)  # an empty archive cache: apt leaves out what a cache already holds
     cmd = ["apt-get", "-q", "-o", f"Dir::State::status={work / 'status'}", "-o", "Debug::NoLocking=1",
-           "-o", f"Dir::Cache::archives={work / 'none'}",
+           "-o", f"Dir::Cache::archives={work / 'none'}", *options,
            "install", "--print-uris", "--no-install-recommends", "-y", *packages]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
@@ -41,7 +42,7 @@ def resolve(status: Path, packages: list[str], work: Path) -> list[str]:
     return sorted(m["file"] for m in map(URI.match, proc.stdout.splitlines()) if m)
 
 
-def download_debs(status: Path, packages: list[str], pool: Path, work: Path) -> None:
+def download_debs(status: Path, packages: list[str], pool: Path, work: Path, options: list[str] = ()) -> None:
     """Download `packages` and every dependency they need beyond the dpkg `status` file (a clean node's,
     not the host's) into `pool`, with the host's apt sources; `work` holds apt's private state."""
     pool, work = pool.resolve(), work.resolve()  # apt takes a relative Dir:: path as relative to its own
@@ -49,7 +50,7 @@ def download_debs(status: Path, packages: list[str], pool: Path, work: Path) -> 
     work.mkdir(parents=True, exist_ok=True)
     shutil.copy(status, work / "status")
     apt = ["apt-get", "-q", "-o", f"Dir::State::status={work / 'status'}",
-           "-o", f"Dir::Cache::archives={pool}", "-o", "Debug::NoLocking=1"]
+           "-o", f"Dir::Cache::archives={pool}", "-o", "Debug::NoLocking=1", *options]
     lists = Path("/var/lib/apt/lists")
     if not any(lists.glob("*_Packages*")) or time.time() - lists.stat().st_mtime > 7 * 86400:
         subprocess.run(["apt-get", "update", "-q"], capture_output=True, timeout=600, check=False)
@@ -78,7 +79,8 @@ def index(repo: Path) -> str:
     return text
 
 
-def fetch(files: list[str], packages: list[str], status: Path, pool: Path, work: Path, cache: Path | None) -> None:
+def fetch(files: list[str], packages: list[str], status: Path, pool: Path, work: Path, cache: Path | None,
+          options: list[str] = ()) -> None:
     """Put exactly `files` into `pool`: from `cache` (the virtual cluster's repository) where it has them,
     the rest downloaded by apt; a file apt did not bring is an error naming it."""
     pool.mkdir(parents=True, exist_ok=True)
@@ -86,7 +88,7 @@ def fetch(files: list[str], packages: list[str], status: Path, pool: Path, work:
         if cache is not None and (cache / name).is_file() and not (pool / name).exists():
             shutil.copy2(cache / name, pool / name)
     if not all((pool / name).is_file() for name in files):
-        download_debs(status, packages, pool, work)
+        download_debs(status, packages, pool, work, options)
     missing = [name for name in files if not (pool / name).is_file()]
     if missing:
         raise HostToolError(f"apt did not download {len(missing)} package(s): {', '.join(missing[:5])}",

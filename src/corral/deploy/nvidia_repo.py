@@ -1,7 +1,9 @@
 """NVIDIA's CUDA network repository (the driver, DCGM, dcgm-exporter, the CUDA toolkit): on
 Debian/Ubuntu the cuda-keyring package from `<repo_url>/<distro>/<arch>/`, then an apt refresh; on the
 RHEL family `<repo_url>/rhel9/<arch>/cuda-rhel9.repo` added with dnf config-manager. Set up once per
-node and run, however many components ask for it."""
+node and run, however many components ask for it. The keyring must hold exactly NVIDIA's key, or the
+one `nvidia.driver.repo_fingerprint` names (a site's re-signed mirror). With `packages.source: bundle`
+nothing is set up: the bundle's repository carries those packages (bundle/vendor.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,19 @@ from corral.render.nvidia import family
 
 KEYRING_DEB = "cuda-keyring_1.1-1_all.deb"
 CUDA_KEY_FINGERPRINT = "EB693B3035CD5710E231E123A4B469963BF863CC"  # NVIDIA's CUDA repository key (3bf863cc)
-KEY_REFUSED = f"cuda-keyring: the package does not carry exactly NVIDIA's CUDA key {CUDA_KEY_FINGERPRINT}; nothing installed"
+
+
+def key_refused(fingerprint: str) -> str:
+    return f"cuda-keyring: the package does not carry exactly the CUDA repository key {fingerprint}; nothing installed"
+
+
+def fingerprint_of(cluster) -> str:
+    """The key the CUDA repository must be signed with: the spec's (nvidia.driver.repo_fingerprint) or NVIDIA's."""
+    driver = cluster.spec.nvidia.driver
+    return (driver.repo_fingerprint or CUDA_KEY_FINGERPRINT).upper() if driver else CUDA_KEY_FINGERPRINT
+
+
+KEY_REFUSED = key_refused(CUDA_KEY_FINGERPRINT)
 SUPPORTED = {("debian", "12"): "debian12", ("ubuntu", "22.04"): "ubuntu2204", ("ubuntu", "24.04"): "ubuntu2404"}
 ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
 
@@ -48,6 +62,10 @@ def cuda_repository(repo_url: str, want: Want):
     """Install cuda-keyring (NVIDIA's signing key and apt source) unless it is installed; on the RHEL
     family add NVIDIA's .repo file unless it is there."""
     snap = snapshot(want)
+    cluster = host.data.corral_cluster
+    if cluster.spec.packages.source == "bundle":
+        host.noop("NVIDIA CUDA repository: not used (its packages come from the bundle's repository)")
+        return
     dist = host.get_fact(LinuxDistribution)
     meta = dist.get("release_meta") or {}
     if family(meta.get("ID", dist.get("name") or "?")) == "rhel":
@@ -66,15 +84,17 @@ def cuda_repository(repo_url: str, want: Want):
     path = repo_path(meta.get("ID", dist.get("name") or "?"), meta.get("VERSION_ID", str(dist.get("major"))),
                      host.get_fact(Arch))
     url = f"{repo_url.rstrip('/')}/{path}/{KEYRING_DEB}"
+    fingerprint = fingerprint_of(cluster)
     annotate(disruption="none", diff=f"apt source: {repo_url.rstrip('/')}/{path}/ (signed by cuda-keyring, "
-                                     f"key {CUDA_KEY_FINGERPRINT})\n")
-    yield sh(keyring_script(url))
+                                     f"key {fingerprint})\n")
+    yield sh(keyring_script(url, fingerprint))
     yield cmd("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update", "-q")
 
 
-def keyring_script(url: str) -> str:
+def keyring_script(url: str, fingerprint: str = CUDA_KEY_FINGERPRINT) -> str:
     """Download cuda-keyring into a private temp dir (never a fixed /tmp name), install it only if the
-    keyring it carries holds exactly NVIDIA's CUDA signing key (pinned fingerprint), remove the download."""
+    keyring it carries holds exactly the pinned key (NVIDIA's CUDA signing key unless the spec names a
+    mirror's), remove the download."""
     return "\n".join([
         "set -eu", "tmp=$(mktemp -d /var/tmp/corral-cuda-keyring.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT",
         "command -v gpg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gpg",
@@ -82,5 +102,5 @@ def keyring_script(url: str) -> str:
         "dpkg-deb -x \"$tmp/k.deb\" \"$tmp/x\"",
         "fprs=$(for f in \"$tmp\"/x/usr/share/keyrings/*.gpg; do gpg --show-keys --with-colons \"$f\"; done "
         "2>/dev/null | awk -F: '$1 == \"fpr\" {print $10}' | sort -u)",
-        f"if [ \"$fprs\" != {q(CUDA_KEY_FINGERPRINT)} ]; then echo {q(KEY_REFUSED)} >&2; exit 1; fi",
+        f"if [ \"$fprs\" != {q(fingerprint)} ]; then echo {q(key_refused(fingerprint))} >&2; exit 1; fi",
         "dpkg -i \"$tmp/k.deb\"", ""])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 
 STATUSES = ("changed", "unchanged", "failed", "skipped")
@@ -25,6 +26,23 @@ class OpResult:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+class TimedSteps(list):
+    """The OpResults of a workflow's steps on one node (a rollout, a removal), appended as each step
+    ends: each gets the time since the step before it ended (or since the list was made) as its
+    duration, so the journal and `history --timing` show where a rollout's minutes went."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mark = time.monotonic()
+
+    def append(self, op: OpResult) -> None:
+        now = time.monotonic()
+        if not op.duration_s:
+            op.duration_s = round(now - self.mark, 3)
+        self.mark = now
+        super().append(op)
 
 
 @dataclass

@@ -16,6 +16,8 @@ import time
 _INSTALL = re.compile(r"\bapt-get\b.*\b(install|upgrade|dist-upgrade)\b|\bdpkg\s+(-i|--install)\b")
 _SERVICE = re.compile(r"\bsystemctl\s+(restart|start|reload|try-restart)\b|not ready after \d+ s")
 _CONFIG = re.compile(r"^(upload |mv -f |install -d |chmod |chown |ln -s)")
+# the steps of a rollout or a removal (workflows/): timed as they end (engine/results.TimedSteps)
+_WORKFLOW = re.compile(r"^(driver rollout|package upgrade|MIG rollout|slurm upgrade|remove node)( \||$)")
 PHASE_KINDS = ("connect", "facts", "prepare", "deploy", "rollout", "removal", "journal")
 
 
@@ -25,7 +27,10 @@ def phase(name: str, kind: str, since: float, **extra) -> dict:
 
 
 def category(op: dict) -> str:
-    """install | services | config | commands (a change) | checks (no change: facts read, compared)."""
+    """install | services | config | commands (a change) | checks (no change: facts read, compared);
+    a rollout's or a removal's step: rollouts."""
+    if _WORKFLOW.match(op.get("name", "")):
+        return "rollouts"
     if op.get("status") != "changed" and op.get("status") != "failed":
         return "checks"
     commands = op.get("commands") or []

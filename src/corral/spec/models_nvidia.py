@@ -27,6 +27,10 @@ class DriverSpec(Strict):
     package: str | None = Field(default=None, pattern=PACKAGE,
                                 description="the driver package's name, instead of the one corral picks")
     repo_url: Url = Field(default=CUDA_REPO, description="NVIDIA's CUDA repository")
+    repo_fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+                                         description="the 40-hex-digit fingerprint of the key that signs "
+                                                     "repo_url (a site's mirror signed with its own key); unset: "
+                                                     "NVIDIA's CUDA key EB693B3035CD5710E231E123A4B469963BF863CC")
 
 
 class RolloutSpec(Strict):

@@ -57,6 +57,10 @@ class RolloutPolicy(Strict):
     reboot_timeout: Duration = Field(default=900, ge=30, le=7200,
                                      description="how long a rebooting node may take to answer with slurmd "
                                                  "running (seconds, or 15m)")
+    verify_timeout: Duration = Field(default=30, ge=2, le=3600,
+                                     description="after the reboot, how long the node's GPUs may take to show "
+                                                 "the new driver in nvidia-smi before verification fails "
+                                                 "(seconds, or 2m)")
     rollback: bool = Field(default=True, description="put a node whose verification fails back on its previous "
                                                      "version (NVIDIA driver, Debian family), verify and resume it")
 

@@ -1,8 +1,10 @@
 """`packages.source: bundle`: the bundle file is named, and nothing the spec enables fetches from outside
-it. A bundle carries the distribution's packages (bundle/resolve.py) and the spec's pinned downloads
-(enroot, pyxis, nvidia-mig-parted, gpu-burn, nccl-tests: bundle/downloads.py); what comes from another
-apt repository (NVIDIA's CUDA and container repositories, Grafana's) is not carried yet: such a spec is
-refused, naming the key, rather than left to fail on a node that cannot reach the repository."""
+it. A bundle carries the distribution's packages (bundle/resolve.py), those the spec takes from NVIDIA's
+CUDA repository (the driver, DCGM, dcgm-exporter, the CUDA toolkit, NCCL: bundle/vendor.py) and the
+spec's pinned downloads (enroot, pyxis, nvidia-mig-parted, gpu-burn, nccl-tests: bundle/downloads.py);
+what comes from another apt repository (NVIDIA's container toolkit repository, Grafana's, Ubuntu's
+driver packages) is not carried yet: such a spec is refused, naming the key, rather than left to fail on
+a node that cannot reach the repository."""
 
 from __future__ import annotations
 
@@ -23,13 +25,11 @@ def outside_sources(cluster: Cluster) -> list[tuple[tuple, str]]:
     real = spec.virtual is None  # the virtual cluster skips DCGM (emulated GPUs) and Grafana (render/nvidia.py,
     # deploy/grafana.py: their skip reasons); so does this
     out = []
-    if nv.driver is not None:
-        out.append((("nvidia", "driver"), "the NVIDIA driver packages"))
-    for key in ("cuda_toolkit", "container_toolkit"):
-        if getattr(nv, key) is not None:
-            out.append((("nvidia", key), f"nvidia.{key}'s packages (NVIDIA's repository)"))
-    if real and nv.dcgm.enabled and any(n.gpu_count and "compute" in n.roles for n in cluster.nodes):
-        out.append((("nvidia", "dcgm", "enabled"), "DCGM from NVIDIA's CUDA repository"))
+    if nv.driver is not None and nv.driver.source != "cuda":
+        out.append((("nvidia", "driver", "source"), "the NVIDIA driver from the distribution (Ubuntu's packages)"))
+    if nv.container_toolkit is not None:
+        out.append((("nvidia", "container_toolkit"), "nvidia.container_toolkit's packages (NVIDIA's "
+                                                     "libnvidia-container repository)"))
     if real and spec.monitoring.grafana.enabled and cluster.with_role("monitoring"):
         out.append((("monitoring", "grafana", "enabled"), "Grafana from Grafana's repository"))
     return out
@@ -58,5 +58,6 @@ def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
     for path, what in outside_sources(cluster):
         problems.append(Problem(where(path), f"{what} would come from outside the bundle, which does not carry it",
                                 "enabled", "turn it off for an air-gapped install (bundles carry the "
-                                           "distribution's packages and the pinned downloads, so far)"))
+                                           "distribution's packages, NVIDIA's CUDA repository's and the pinned "
+                                           "downloads, so far)"))
     return problems

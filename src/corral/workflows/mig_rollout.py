@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.deploy.mig import MIG_CHANGE, apply_command
-from corral.engine.results import OpResult, RunResult
+from corral.engine.results import OpResult, TimedSteps, RunResult
 from corral.errors import CorralError
 from corral.facts.mig import COMMAND, by_gpu, split_output
 from corral.workflows import batches
@@ -39,7 +39,7 @@ def _op(step: str, status: str, reason: str) -> OpResult:
 
 def reconfigure(r: Rollout, name: str) -> tuple[list[OpResult], str | None]:
     """Drain, wait, apply, verify; the node is left drained for Slurm to follow (see roll_out)."""
-    done: list[OpResult] = []
+    done: list[OpResult] = TimedSteps()
     known: bool | None = None  # None: Slurm not asked yet, or not answering (nothing changed)
 
     def ok(step: str, reason: str) -> None:

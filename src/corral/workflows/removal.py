@@ -25,7 +25,7 @@ from corral.deploy.dcgm_exporter import UNIT as DCGM_EXPORTER
 from corral.deploy.slurm_exporter import UNIT as SLURM_EXPORTER
 from corral.engine.node_record import DRAINED, SERVICES_LEFT, Deployed
 from corral.engine.remote import run_on
-from corral.engine.results import OpResult
+from corral.engine.results import OpResult, TimedSteps
 from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
@@ -119,7 +119,7 @@ class Removal(SlurmNode):
 
     def before(self, name: str) -> tuple[list[OpResult], str | None, bool]:
         """Drain, cancel (--force), wait: (the steps, the error, whether Slurm knows the node)."""
-        done: list[OpResult] = []
+        done: list[OpResult] = TimedSteps()
         known = False
         left = "the node stays drained and in slurm.conf; nothing else was applied"
         try:
@@ -146,7 +146,7 @@ class Removal(SlurmNode):
     def after(self, name: str, known: bool) -> tuple[list[OpResult], str | None, str | None]:
         """After the components: out of Slurm, then its services stopped. (the steps, the error, what is
         left for the record: None when the removal is finished)."""
-        done: list[OpResult] = []
+        done: list[OpResult] = TimedSteps()
         if known:
             try:
                 still = self.node_reason(name) is not None

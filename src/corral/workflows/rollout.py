@@ -25,7 +25,7 @@ from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, has
 from corral.facts.gpu import PciDevices, parse_pci_sysfs
 from corral.render.nvidia import driver_package, fabricmanager_package, family
 from corral.engine.remote import run_on
-from corral.engine.results import OpResult, RunResult
+from corral.engine.results import OpResult, TimedSteps, RunResult
 from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
 from corral.workflows import driver_rollback
@@ -115,8 +115,8 @@ class Rollout(SlurmNode):
             if p.returncode != 0:
                 raise StepFailed("verify", f"{FABRICMANAGER} does not run: {(p.stderr or p.stdout).strip()[-160:]}",
                                  keep_drained=True)
-        last = ""
-        for _ in range(15):
+        last, deadline = "", time.monotonic() + self.r.verify_timeout
+        while True:
             p = self.on(node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader")
             found = [v.strip() for v in p.stdout.splitlines() if v.strip()]
             if p.returncode == 0 and len(found) == count and set(found) == {version}:
@@ -124,8 +124,9 @@ class Rollout(SlurmNode):
             last = (f"nvidia-smi failed (rc={p.returncode}): {p.stderr.strip()[-120:]}" if p.returncode
                     else f"found {len(found)} GPUs on driver {', '.join(sorted(set(found))) or 'none'}, "
                          f"expected {count} on {version}")
+            if time.monotonic() + POLL_S > deadline:
+                raise StepFailed("verify", f"{last} ({self.r.verify_timeout} s after the reboot)", keep_drained=True)
             time.sleep(POLL_S)
-        raise StepFailed("verify", last, keep_drained=True)
 
     def install(self, node_name: str, packages: list[str], os_family: str, version: str) -> None:
         """Pin and install `version` (the old pin comes back when it fails: the node is as before)."""
@@ -142,7 +143,7 @@ class Rollout(SlurmNode):
 
     def one(self, node_name: str) -> tuple[list[OpResult], str | None]:
         node, driver = self.cluster.node(node_name), self.cluster.spec.nvidia.driver
-        done: list[OpResult] = []
+        done: list[OpResult] = TimedSteps()
 
         def ok(step: str, reason: str) -> None:
             done.append(OpResult(name=f"driver rollout | {step}", status="changed", reason=reason, disruption=REBOOT))

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.deploy.slurm_version import ROLES, UPGRADE
-from corral.engine.results import OpResult, RunResult
+from corral.engine.results import OpResult, TimedSteps, RunResult
 from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.parallel import pmap
@@ -163,7 +163,7 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], backup: Call
 
 
 def slurmd_one(r, name: str, version: str) -> tuple[list[OpResult], str | None]:
-    done: list[OpResult] = []
+    done: list[OpResult] = TimedSteps()
 
     def ok(step: str, reason: str) -> None:
         done.append(OpResult(name=f"{WHAT} | {step}", status="changed", reason=reason, disruption=UPGRADE))

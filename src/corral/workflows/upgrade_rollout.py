@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from corral.deploy.upgrades import UPGRADE
-from corral.engine.results import OpResult, RunResult
+from corral.engine.results import OpResult, TimedSteps, RunResult
 from corral.errors import CorralError
 from corral.facts.apt_upgrades import REBOOT_REQUIRED, Upgrade, command, parse_upgrades, select
 from corral.parallel import pmap
@@ -98,7 +98,7 @@ class Upgrades:
             time.sleep(2)
 
     def one(self, name: str) -> tuple[list[OpResult], str | None]:
-        done: list[OpResult] = []
+        done: list[OpResult] = TimedSteps()
         r, known, todo = self.r, None, []
 
         def ok(step: str, reason: str) -> None:
