@@ -272,16 +272,20 @@ def test_coverage_names_each_node_and_package_the_bundle_lacks(tmp_path):
     from corral.bundle.coverage import gaps
     f = tmp_path / "cluster.yaml"
     f.write_text(SPEC)
+    assert gaps(load(f), _manifest(*EVERYTHING)) == {  # DCGM comes from NVIDIA's repository (test_bundle_vendor.py)
+        "gpu01": ["needs datacenter-gpu-manager-4-cuda12 (nvidia.dcgm): not in the bundle"]}
+    base = SPEC + "nvidia: {dcgm: {enabled: false}}\n"
+    f.write_text(base)
     cluster = load(f)
     assert gaps(cluster, _manifest(*EVERYTHING)) == {}
     lacking = [p for p in EVERYTHING if p[0] != "slurmd"]
     assert gaps(cluster, _manifest(*lacking)) == {"gpu01": ["needs slurmd (role compute): not in the bundle"]}
-    f.write_text(SPEC + "slurm: {version: '22.05.9'}\n")
+    f.write_text(base + "slurm: {version: '22.05.9'}\n")
     assert gaps(load(f), _manifest(*EVERYTHING)) == {
         node: [f"needs {p} 22.05.9 (slurm.version): the bundle has 22.05.8-4+deb12u3" for p in pkgs]
         for node, pkgs in {"ctl": ["slurm-client", "slurmctld"],
                            "gpu01": ["libpam-slurm-adopt", "slurm-client", "slurmd"]}.items()}
-    f.write_text(SPEC + "slurm: {version: '22.05'}\n")
+    f.write_text(base + "slurm: {version: '22.05'}\n")
     assert gaps(load(f), _manifest(*EVERYTHING)) == {}
 
 

@@ -165,6 +165,6 @@ def test_a_bundle_now_carries_enroot_and_pyxis(tmp_path):
     f = tmp_path / "cluster.yaml"
     f.write_text(f.read_text().replace(
         "  dcgm: {enabled: false}\n", "  dcgm: {enabled: false}\n  container_toolkit: {}\n"))
-    with pytest.raises(CorralError, match="nvidia.container_toolkit's packages .NVIDIA's repository. would come from "
+    with pytest.raises(CorralError, match="nvidia.container_toolkit's packages .NVIDIA's libnvidia-container repository. would come from "
                                           "outside the bundle"):
         load(f)

@@ -27,7 +27,7 @@ from corral.spec.loader import load
 from corral.virtual import image, network, repo
 from corral.workflows.converge import converge
 from corral.workflows.up import bundle_section, up
-from tests.vcluster.standin import build_enroot_deb
+from tests.vcluster.standin import PACKAGE, build_cuda_repo, build_deb, build_enroot_deb
 from tests.vcluster.conftest import TEST_PORT, TEST_SUBNET, failures, make_spec, ssh, vcluster_unavailable
 
 pytestmark = pytest.mark.vcluster
@@ -35,6 +35,7 @@ pytestmark = pytest.mark.vcluster
 
 ENROOT = """allow_http: true
 nvidia:
+  driver: {{version: "1.0", package: corral-test-nvidia-driver, repo_url: "{url}/cuda", repo_fingerprint: {fpr}}}
   enroot:
     version: 1.0.0
     packages: [corral-test-enroot]
@@ -65,8 +66,11 @@ def air(tmp_path_factory):
     d = tmp_path_factory.mktemp("air")
     spec = make_spec(d, name="air", compute=1, usable=True)
     deb = build_enroot_deb(d / "files", "1.0.0")  # a pinned download, served to the build host only
+    # NVIDIA's CUDA repository, a signed TEST stand-in (its own key, pinned by the spec as a mirror's would be)
+    fpr = build_cuda_repo(d / "files" / "cuda", [build_deb(d / "driver", "1.0")], d / "cuda-key")
     with _files(d / "files") as url:
-        spec.write_text(spec.read_text() + ENROOT.format(url=url, sha=hashlib.sha256(deb.read_bytes()).hexdigest()))
+        spec.write_text(spec.read_text() + ENROOT.format(url=url, sha=hashlib.sha256(deb.read_bytes()).hexdigest(),
+                                                         fpr=fpr))
         built = build(load(spec), d / "air.tar", image.ensure_image() / "var/lib/dpkg/status", repo.REPO / "pool")
     spec.write_text(spec.read_text() + bundle_section(built.path, None))  # signer: this state dir's own key
     patch = pytest.MonkeyPatch()
@@ -119,6 +123,29 @@ def test_pinned_downloads_come_from_the_bundle(air):
     assert ssh(vc, "gpu01", "enroot version").stdout.strip() == "1.0.0"
     log = (d / ".corral" / "logs" / "repo-http.log").read_text()
     assert '"GET /downloads/enroot/corral-test-enroot_1.0.0_amd64.deb HTTP/1.1" 200' in log
+
+
+def test_the_driver_comes_from_the_cuda_repository_through_the_bundle(air):
+    """nvidia.driver from NVIDIA's CUDA repository (a signed stand-in on the build host's loopback, gone since):
+    the build fetched cuda-keyring, checked its key against the spec's fingerprint, resolved the pinned driver
+    from that repository, and the bundle carries it; the rollout installed it on gpu01 from the bundle's
+    repository (no CUDA source on the node) and rebooted into it."""
+    d, built, result = air
+    with tarfile.open(built.path) as tar:
+        content = json.loads(tar.extractfile("manifest.json").read())
+    entry = next(p for p in content["packages"] if p["package"] == PACKAGE)
+    assert (entry["version"], entry["why"], entry["file"]) == ("1.0-1", ["nvidia.driver"],
+                                                               f"repo/pool/{PACKAGE}_1.0-1_all.deb")
+    assert [(r["url"].rsplit("/cuda/", 1)[1], r["packages"]) for r in content["repositories"]] == [
+        ("debian12/x86_64/", [PACKAGE])]
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(d / "cluster.yaml"))
+    assert ssh(vc, "gpu01", "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u").stdout.strip() == "1.0"
+    assert [s for s in (o.name.split(" | ")[1] for o in result.apply.nodes["gpu01"].ops
+                        if o.name.startswith("driver rollout |"))] == [
+        "drain", "wait for jobs", "install", "reboot", "verify", "resume"]
+    log = (d / ".corral" / "logs" / "repo-http.log").read_text()
+    assert f'"GET /pool/{PACKAGE}_1.0-1_all.deb HTTP/1.1" 200' in log
 
 
 def test_a_second_apply_changes_nothing(air):

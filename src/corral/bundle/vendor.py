@@ -36,14 +36,13 @@ class CudaRepo:
 
     @property
     def keyring_url(self) -> str:
-        from corral.deploy.nvidia_repo import KEYRING_DEB
+        from corral.render.nvidia import KEYRING_DEB
         return self.url + KEYRING_DEB
 
 
 def cuda_repo(cluster) -> CudaRepo | None:
     """NVIDIA's CUDA repository as the spec's bundle uses it (None: the spec takes nothing from it)."""
-    from corral.deploy.nvidia_repo import fingerprint_of
-    from corral.render.nvidia import driver_nodes, driver_package, pin_text
+    from corral.render.nvidia import driver_nodes, fingerprint_of, driver_package, pin_text
     from corral.render.packages import cuda_repo_packages
     wanted = cuda_repo_packages(cluster)
     if not wanted:

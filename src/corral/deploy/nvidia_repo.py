@@ -14,20 +14,11 @@ from pyinfra.facts.server import Arch, LinuxDistribution
 from corral.engine.notes import annotate
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.shell import cmd, q, sh
-from corral.render.nvidia import family
-
-KEYRING_DEB = "cuda-keyring_1.1-1_all.deb"
-CUDA_KEY_FINGERPRINT = "EB693B3035CD5710E231E123A4B469963BF863CC"  # NVIDIA's CUDA repository key (3bf863cc)
+from corral.render.nvidia import CUDA_KEY_FINGERPRINT, KEYRING_DEB, family, fingerprint_of  # noqa: F401 - re-exported
 
 
 def key_refused(fingerprint: str) -> str:
     return f"cuda-keyring: the package does not carry exactly the CUDA repository key {fingerprint}; nothing installed"
-
-
-def fingerprint_of(cluster) -> str:
-    """The key the CUDA repository must be signed with: the spec's (nvidia.driver.repo_fingerprint) or NVIDIA's."""
-    driver = cluster.spec.nvidia.driver
-    return (driver.repo_fingerprint or CUDA_KEY_FINGERPRINT).upper() if driver else CUDA_KEY_FINGERPRINT
 
 
 KEY_REFUSED = key_refused(CUDA_KEY_FINGERPRINT)

@@ -18,6 +18,15 @@ BLACKLIST_TEXT = "# Managed by corral: the NVIDIA driver needs nouveau out of th
 OPEN_FROM_CC = (7, 5)  # NVIDIA's open kernel modules support Turing (7.5) and newer
 
 
+KEYRING_DEB = "cuda-keyring_1.1-1_all.deb"
+CUDA_KEY_FINGERPRINT = "EB693B3035CD5710E231E123A4B469963BF863CC"  # NVIDIA's CUDA repository key (3bf863cc)
+
+
+def fingerprint_of(cluster) -> str:
+    """The key the CUDA repository must be signed with: the spec's (nvidia.driver.repo_fingerprint) or NVIDIA's."""
+    driver = cluster.spec.nvidia.driver
+    return (driver.repo_fingerprint or CUDA_KEY_FINGERPRINT).upper() if driver else CUDA_KEY_FINGERPRINT
+
 def kernel_modules(driver: DriverSpec, node: Node) -> str:
     """open | proprietary; auto: open for Turing and newer (from the spec's GPU model), else proprietary."""
     if driver.kernel_modules != "auto":
