@@ -339,3 +339,45 @@ def test_gpus_showing_the_driver_late_within_verify_timeout_pass(fleet):
     fake.answer = answer
     went, result = fleet(fake, "rollout: {verify_timeout: 30s}\n")
     assert went and result.ok and late["left"] == 0
+
+
+def test_a_rebooted_node_is_resumed_only_once_slurmctld_hears_from_it(fleet):
+    """After the reboot slurmctld marks the node NOT_RESPONDING until its slurmd registers again; resuming it
+    before that would hand it jobs it cannot start."""
+    fake = Fleet()
+    answers = {"left": 3}
+    seen = []
+    original = fake.controller
+
+    def controller(command):
+        rc, out, err = original(command)
+        if command.startswith("scontrol show node") and "gpu01" in command and "reboot" in [s for _, s in fake.log]:
+            if answers["left"]:
+                answers["left"] -= 1
+                out = out.replace("State=IDLE", "State=IDLE+NOT_RESPONDING")
+            seen.append((out.split("State=")[1].split()[0], "resume" in [s for n, s in fake.log if n == "gpu01"]))
+        return rc, out, err
+    fake.controller = controller
+    went, result = fleet(fake, "rollout: {canary: 1, batch: 1}\n")
+    assert went and result.ok
+    assert all(not resumed for state, resumed in seen if "NOT_RESPONDING" in state)
+    assert sum(1 for s, _ in seen if "NOT_RESPONDING" in s) == 3
+    verify = next(o for o in result.nodes["gpu01"].ops if o.name == "driver rollout | verify")
+    assert verify.reason.endswith("; slurmd registered")
+
+
+def test_a_node_whose_slurmd_never_registers_fails_verification_and_is_rolled_back(fleet):
+    fake = Fleet()
+    original = fake.controller
+
+    def controller(command):
+        rc, out, err = original(command)
+        if command.startswith("scontrol show node") and "gpu01" in command and fake.running["gpu01"] == "2.0":
+            out = out.replace("State=IDLE", "State=IDLE+NOT_RESPONDING")
+        return rc, out, err
+    fake.controller = controller
+    went, result = fleet(fake)
+    assert not went
+    error = result.nodes["gpu01"].error
+    assert "verify failed: slurmd did not register with slurmctld within 90 s (State=IDLE+NOT_RESPONDING+DRAIN)" in error
+    assert error.endswith("(rolled back to 1.0, verified and resumed)")

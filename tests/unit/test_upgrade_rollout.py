@@ -83,7 +83,7 @@ class Fleet(SlurmController):
 @pytest.fixture
 def fleet(monkeypatch):
     clock = Clock()
-    for mod in (S, R, batches, U):
+    for mod in (S, R, batches):
         monkeypatch.setattr(mod, "time", clock)
 
     def setup(fake: Fleet, spec: str = SPEC):

@@ -66,7 +66,10 @@ def attempt(r, node_name: str, packages: list[str], os_family: str, previous: st
         r.reboot(node_name)
         ok("rebooted; SSH and slurmd back")
         step = "verify"
-        ok(r.verify(node_name, previous, node.gpu_count, len(packages) > 1))
+        verified = r.verify(node_name, previous, node.gpu_count, len(packages) > 1)
+        if known:
+            r.registered(node_name)
+        ok(verified + ("; slurmd registered" if known else ""))
         if known and r.node_reason(node_name) in (ours, ""):
             step = "resume"
             r.resume(node_name)

@@ -164,7 +164,10 @@ class Rollout(SlurmNode):
             ok("install", f"{', '.join(packages)} {driver.version} installed and pinned")
             self.reboot(node_name)
             ok("reboot", "rebooted; SSH and slurmd back")
-            ok("verify", self.verify(node_name, driver.version, node.gpu_count, len(packages) > 1))
+            verified = self.verify(node_name, driver.version, node.gpu_count, len(packages) > 1)
+            if known:
+                self.registered(node_name)  # never resumed before slurmctld hears from it again
+            ok("verify", verified + ("; slurmd registered" if known else ""))
             if known and self.node_reason(node_name) in (ours, ""):
                 self.resume(node_name)
                 ok("resume", "resumed in Slurm")

@@ -14,6 +14,7 @@ import time
 from corral.errors import CorralError
 
 POLL_S = 2.0
+REGISTER_S = 90  # a restarted slurmd registers at once; slurmctld marks it responding then
 
 
 class StepFailed(Exception):
@@ -51,6 +52,24 @@ class SlurmNode:
             failed = _why(p) if p.returncode else f"unexpected answer: {p.stdout.strip()[:120]!r}"
         raise StepFailed("ask Slurm", f"slurmctld on {self.controller} did not answer for {node} (scontrol show "
                          f"node: {failed}): start slurmctld or fix the controller, then apply again", keep_drained=True)
+
+    def registered(self, node: str, timeout: float = REGISTER_S) -> None:
+        """Until slurmctld hears from the node's slurmd again after a reboot or a restart: not DOWN, not
+        `*` or NOT_RESPONDING (a node resumed before that would get jobs it cannot start)."""
+        deadline, state = time.monotonic() + timeout, "?"
+        while True:
+            p, failed = self._ask(f"scontrol show node -o {shlex.quote(node)}")
+            if p is None or p.returncode != 0:  # Slurm's trouble, not the node's: no rollback for it
+                raise StepFailed("ask Slurm", f"slurmctld on {self.controller} did not answer for {node} (scontrol "
+                                 f"show node: {failed or _why(p)}): start slurmctld or fix the controller, then "
+                                 "apply again", keep_drained=True)
+            state = next((w.split("=", 1)[1] for w in p.stdout.split() if w.startswith("State=")), "?")
+            if state != "?" and "*" not in state and "NOT_RESPONDING" not in state and not state.startswith("DOWN"):
+                return
+            if time.monotonic() >= deadline:
+                raise StepFailed("verify", f"slurmd did not register with slurmctld within {timeout:.0f} s "
+                                 f"(State={state})", keep_drained=True)
+            time.sleep(POLL_S)
 
     def drain(self, node: str, reason: str) -> None:
         p, failed = self._ask(f"scontrol update nodename={shlex.quote(node)} state=drain reason={shlex.quote(reason)}")

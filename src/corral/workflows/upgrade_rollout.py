@@ -14,7 +14,6 @@ node counts as failed. Where they are gone, the node stays drained with the reas
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Callable
 
 from corral.deploy.upgrades import UPGRADE
@@ -28,7 +27,6 @@ from corral.workflows.rollout import Rollout
 from corral.workflows.slurm_node import StepFailed, settle
 
 WHAT = "package upgrade"
-REGISTER_S = 90
 SETTLE_S = 60  # after a reboot: until systemd has started every unit (is-system-running --wait), bounded
 SETTLE = f"timeout {SETTLE_S} systemctl is-system-running --wait >/dev/null 2>&1; true"  # slurmd back in slurmctld's view after a restart or reboot
 OURS = "corral: package upgrade"
@@ -73,7 +71,7 @@ class Upgrades:
         if p.returncode != 0:
             raise StepFailed("verify", f"slurmd/munge not active after the upgrade ({' '.join(p.stdout.split())})",
                              keep_drained=True)
-        self.registered(node)
+        self.r.registered(node)
         gpus = self.r.cluster.node(node).gpu_count
         if gpus:
             p = self.r.on(node, "nvidia-smi -L", timeout=60)
@@ -83,19 +81,6 @@ class Upgrades:
                                  keep_drained=True)
         return f"{len(versions)} package(s) at the planned versions; dpkg clean; slurmd, munge" + (
             f"; {gpus} GPUs" if gpus else "")
-
-    def registered(self, node: str, timeout: float = REGISTER_S) -> None:
-        """Until slurmctld hears from the node's slurmd again (not DOWN, not `*` not responding)."""
-        deadline, state = time.monotonic() + timeout, "?"
-        while True:
-            p = self.r.sc(f"scontrol show node -o {shlex.quote(node)}")
-            state = next((w.split("=", 1)[1] for w in p.stdout.split() if w.startswith("State=")), "?")
-            if p.returncode == 0 and "*" not in state and not state.startswith("DOWN"):
-                return
-            if time.monotonic() >= deadline:
-                raise StepFailed("verify", f"slurmd did not register with slurmctld within {timeout:.0f} s "
-                                 f"(State={state})", keep_drained=True)
-            time.sleep(2)
 
     def one(self, name: str) -> tuple[list[OpResult], str | None]:
         done: list[OpResult] = TimedSteps()
