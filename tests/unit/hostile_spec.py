@@ -82,7 +82,7 @@ BASE: dict[str, Any] = {
                                  {"name": "mail", "email": "oncall@example.com", "severities": ["critical"]}],
                    "smtp": {"smarthost": "smtp.example.com:587", "sender": "corral@example.com"}},
         "grafana": {"repo_url": "https://apt.grafana.com", "key_url": "https://apt.grafana.com/gpg.key",
-                    "version": "10.4.2"},
+                    "key_fingerprint": "B53AE77BADB630A683046005963FA27710458545", "version": "10.4.2"},
         "dcgm_exporter": {"package": "datacenter-gpu-manager-exporter", "version": "4.1.1-1",
                           "binary": "/usr/bin/dcgm-exporter",
                           "repo_url": "https://developer.download.nvidia.com/compute/cuda/repos"},
@@ -94,7 +94,8 @@ BASE: dict[str, Any] = {
         "dcgm": {"package": "datacenter-gpu-manager-4-cuda12", "version": "1:4.1.1-1"},
         "cuda_toolkit": {"version": "12.4"},
         "container_toolkit": {"engine": "docker", "version": "1.16.2-1",
-                              "repo_url": "https://nvidia.github.io/libnvidia-container"},
+                              "repo_url": "https://nvidia.github.io/libnvidia-container",
+                              "repo_fingerprint": "C95B321B61E88C1809C4F759DDCAE044F796ECB0"},
         "enroot": {"version": "3.5.0", "packages": ["enroot", "enroot+caps"],
                    "url": "https://github.com/NVIDIA/enroot/releases/download/v{version}/"
                           "{package}_{version}-1_{arch}.deb",

@@ -218,13 +218,10 @@ def test_spec_rules_for_a_bundle(tmp_path):
     f.write_text(SPEC + "monitoring: {grafana: {enabled: false}}\npackages: {source: bundle, bundle: b.tar}\n")
     with pytest.raises(CorralError, match="packages.serve"):  # DCGM is carried now (bundle/vendor.py); serve is not set
         load(f)
-    f.write_text(SPEC.replace("[controller]", "[controller, monitoring]")
-                 + "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar}\n")
-    with pytest.raises(CorralError, match="Grafana from Grafana's repository would come from outside the bundle"):
-        load(f)
-    f.write_text(SPEC + "monitoring: {grafana: {enabled: false}}\nnvidia: {container_toolkit: {engine: docker}}\n"
+    f.write_text(SPEC + "nvidia: {driver: {version: 550.127.05, source: distribution}}\n"
                  "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar}\n")
-    with pytest.raises(CorralError, match="libnvidia-container repository\\) would come from outside the bundle"):
+    with pytest.raises(CorralError, match=r"the NVIDIA driver from the distribution \(Ubuntu's packages\) would come "
+                                          r"from outside the bundle, which does not carry it \(got 'distribution'\)"):
         load(f)
     f.write_text(SPEC + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
                  "packages: {source: bundle, bundle: b.tar, fingerprint: xyz}\n")

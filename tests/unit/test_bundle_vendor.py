@@ -1,6 +1,7 @@
-"""NVIDIA's CUDA repository in a bundle (bundle/vendor.py): which packages a spec takes from it, the
-keyring pinned by fingerprint, apt resolving against the host's sources plus a signed stand-in repository
-served on loopback, coverage naming a missing or other-version driver per node."""
+"""The vendors' repositories in a bundle (render/vendor_repos.py, bundle/vendor.py): which packages a spec
+takes from NVIDIA's CUDA repository, its container toolkit repository and Grafana's; their keys pinned
+by fingerprint; apt resolving against the host's sources plus signed stand-in repositories served on
+loopback; coverage naming a missing or other-version package per node."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import threading
 import pytest
 
 from corral.bundle.coverage import gaps
-from corral.bundle.vendor import apt_options, cuda_repo, fetch_keyring
+from corral.bundle.vendor import apt_options, fetch_key
 from corral.errors import HostToolError
 from corral.render.packages import cuda_repo_packages
 from corral.spec.loader import load_text
-from tests.vcluster.standin import PACKAGE, build_cuda_repo, build_deb
+from corral.render.vendor_repos import vendor_repos
+from tests.vcluster.standin import PACKAGE, build_ctk_repo, build_cuda_repo, build_deb, build_plain_deb
 
 SPEC = """name: t
 ssh: {user: root}
@@ -33,6 +35,10 @@ def spec(extra: str = ""):
     return load_text(SPEC + extra, "cluster.yaml")
 
 
+def cuda_repo(cluster):
+    return next((r for r in vendor_repos(cluster) if r.name == "NVIDIA CUDA repository"), None)
+
+
 def test_what_a_spec_takes_from_the_cuda_repository():
     s = spec("nvidia:\n  driver: {version: 550.127.05}\n  cuda_toolkit: {version: '12.4'}\n"
              "  dcgm: {version: '1:4.1.1-1'}\nacceptance: {nccl: {enabled: true, sha256: skip, nccl_version: 2.21.5-1+cuda12.4}}\n")
@@ -44,7 +50,8 @@ def test_what_a_spec_takes_from_the_cuda_repository():
         "nvidia-fabricmanager-550": ["nvidia.driver (Fabric Manager, NVSwitch systems)"],
         "nvidia-open-550": ["nvidia.driver"]}
     repo = cuda_repo(s)
-    assert repo.url == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+    assert repo.source == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /"
+    assert repo.key_url.endswith("/debian12/x86_64/cuda-keyring_1.1-1_all.deb") and repo.keyring_deb
     assert repo.fingerprint == "EB693B3035CD5710E231E123A4B469963BF863CC"
     assert "Package: nvidia-open-550 nvidia-* libnvidia-* cuda-drivers*\nPin: version 550.127.05-*" in repo.pin
     # nothing from it: DCGM off, no driver, no toolkit
@@ -59,7 +66,7 @@ def test_a_mirror_key_and_an_overridden_package():
              "monitoring: {dcgm_exporter: {enabled: false}}\nacceptance: {nccl: {enabled: false}}\n")
     repo = cuda_repo(s)
     assert repo.packages == {PACKAGE: ["nvidia.driver"]}  # no Fabric Manager guessed for a package the spec names
-    assert repo.url == "https://mirror.example/cuda/debian12/x86_64/" and repo.fingerprint == "AB" * 20
+    assert repo.source == "https://mirror.example/cuda/debian12/x86_64/ /" and repo.fingerprint == "AB" * 20
     assert repo.pin.startswith("# Managed by corral") and f"Package: {PACKAGE}\nPin: version 1.0-*" in repo.pin
 
 
@@ -69,7 +76,8 @@ def _manifest(*packages):
 
 def test_coverage_names_the_driver_per_node_at_the_spec_version():
     s = spec("nvidia:\n  driver: {version: 550.127.05}\n  dcgm: {enabled: false}\n  cuda_toolkit: {version: '12.4'}\n"
-             "monitoring: {dcgm_exporter: {enabled: false}}\nacceptance: {nccl: {enabled: false}}\n")
+             "monitoring: {dcgm_exporter: {enabled: false}, grafana: {enabled: false}}\n"
+             "acceptance: {nccl: {enabled: false}}\n")
     everything = [(p, "1") for p in ("memcached", "curl", "iputils-ping", "python3-apt", "prometheus-node-exporter",
                                      "slurmctld", "slurm-client", "munge", "python3-prometheus-client", "slurmd",
                                      "libpmix2", "python3-venv", "prometheus", "prometheus-alertmanager",
@@ -85,9 +93,36 @@ def test_coverage_names_the_driver_per_node_at_the_spec_version():
     assert "ctl" not in found  # the controller takes nothing from NVIDIA's repository
 
 
-def test_a_bundle_may_carry_the_driver_dcgm_and_the_toolkit_but_not_ubuntu_driver_packages():
-    base = "packages: {source: bundle, bundle: b.tar, serve: 10.0.0.1:8079}\nmonitoring: {grafana: {enabled: false}}\n"
-    assert spec(base + "nvidia: {driver: {version: 550.127.05}, cuda_toolkit: {version: '12.4'}}\n")
+def test_the_container_toolkit_and_grafana_repositories_with_their_pinned_keys():
+    s = spec("nvidia:\n  container_toolkit: {engine: docker, version: 1.17.3-1}\n  dcgm: {enabled: false}\n"
+             "monitoring: {dcgm_exporter: {enabled: false}, grafana: {version: 11.3.0}}\n")
+    ctk, grafana = vendor_repos(s)
+    assert (ctk.name, ctk.source, ctk.key_url, ctk.fingerprint, ctk.packages) == (
+        "NVIDIA container toolkit repository", "https://nvidia.github.io/libnvidia-container/stable/deb/amd64 /",
+        "https://nvidia.github.io/libnvidia-container/gpgkey", "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
+        {"nvidia-container-toolkit=1.17.3-1": ["nvidia.container_toolkit"]})
+    assert "Package: nvidia-container-toolkit nvidia-container-toolkit-base" in ctk.pin and not ctk.keyring_deb
+    assert (grafana.source, grafana.key_url, grafana.fingerprint, grafana.packages) == (
+        "https://apt.grafana.com stable main", "https://apt.grafana.com/gpg.key",
+        "B53AE77BADB630A683046005963FA27710458545", {"grafana=11.3.0": ["monitoring.grafana"]})
+    mirrored = spec("nvidia: {container_toolkit: {repo_fingerprint: " + "0a" * 20 + "}, dcgm: {enabled: false}}\n"
+                    "monitoring: {dcgm_exporter: {enabled: false}, grafana: {key_fingerprint: " + "1b" * 20 + "}}\n")
+    assert [r.fingerprint for r in vendor_repos(mirrored)] == ["0A" * 20, "1B" * 20]
+    everything = [(p, "1") for p in ("memcached", "curl", "iputils-ping", "python3-apt", "prometheus-node-exporter",
+                                     "slurmctld", "slurm-client", "munge", "python3-prometheus-client", "slurmd",
+                                     "libpmix2", "python3-venv", "prometheus", "prometheus-alertmanager",
+                                     "libpam-slurm-adopt", "perftest")]
+    assert gaps(s, _manifest(*everything, ("nvidia-container-toolkit", "1.17.3-1"), ("grafana", "11.3.0"))) == {}
+    found = gaps(s, _manifest(*everything, ("nvidia-container-toolkit", "1.16.2-1")))
+    assert found == {"ctl": ["needs grafana 11.3.0 (monitoring.grafana): not in the bundle"],
+                     **{g: ["needs nvidia-container-toolkit 1.17.3-1 (nvidia.container_toolkit): the bundle has 1.16.2-1"]
+                        for g in ("gpu01", "gpu02")}}
+
+
+def test_a_bundle_may_carry_every_vendor_package_but_not_ubuntu_driver_packages():
+    base = "packages: {source: bundle, bundle: b.tar, serve: 10.0.0.1:8079}\n"
+    assert spec(base + "nvidia: {driver: {version: 550.127.05}, cuda_toolkit: {version: '12.4'}, "
+                       "container_toolkit: {engine: docker}}\n")
     from corral.errors import CorralError
     with pytest.raises(CorralError, match="the NVIDIA driver from the distribution"):
         spec(base + "nvidia: {driver: {version: 550.127.05, source: distribution}}\n")
@@ -121,10 +156,10 @@ def test_the_keyring_must_hold_exactly_the_pinned_key_and_apt_resolves_from_the_
                     f"repo_fingerprint: {key}}}\n  dcgm: {{enabled: false}}\n"
                     "monitoring: {dcgm_exporter: {enabled: false}}\nacceptance: {nccl: {enabled: false}}\n")
         wrong = cuda_repo(spec(extra("CD" * 20)))
-        with pytest.raises(HostToolError, match=f"holds {fpr}, not exactly the CUDA repository key {'CD' * 20}"):
-            fetch_keyring(wrong, tmp_path / "wrong")
+        with pytest.raises(HostToolError, match=f"its key is {fpr}, not exactly NVIDIA CUDA repository's key {'CD' * 20}"):
+            fetch_key(wrong, tmp_path / "wrong")
         repo = cuda_repo(spec(extra(fpr)))
-        options = apt_options(repo, tmp_path / "apt")
+        options = apt_options([repo], tmp_path / "apt")
         status = tmp_path / "status"
         status.write_text("")
         assert resolve(status, [PACKAGE], tmp_path / "work", options) == [f"{PACKAGE}_1.0-1_all.deb"]
@@ -142,5 +177,33 @@ def test_a_repository_not_signed_by_the_pinned_key_is_refused(tmp_path):
     with _site(tmp_path / "site") as url:
         repo = cuda_repo(spec(f"allow_http: true\nnvidia:\n  driver: {{version: '1.0', package: {PACKAGE}, "
                               f"repo_url: '{url}', repo_fingerprint: {other}}}\n"))
-        with pytest.raises(HostToolError, match="apt cannot read the CUDA repository"):
-            apt_options(repo, tmp_path / "apt")
+        with pytest.raises(HostToolError, match="apt cannot read NVIDIA CUDA repository http"):
+            apt_options([repo], tmp_path / "apt")
+
+
+@needs_tools
+def test_an_armored_key_file_and_two_repositories_resolved_together(tmp_path):
+    """The container toolkit's layout: an ASCII-armored key at <url>/gpgkey, stable/deb/amd64/; resolved beside
+    the CUDA stand-in in one private configuration; a key file of another key is refused by name."""
+    from corral.bundle.resolve import resolve
+    ctk_fpr = build_ctk_repo(tmp_path / "ctk", [build_plain_deb(tmp_path / "d", "nvidia-container-toolkit", "9.9.9-1")],
+                             tmp_path / "k1")
+    cuda_fpr = build_cuda_repo(tmp_path / "ctk" / "cuda", [build_deb(tmp_path / "d2", "1.0")], tmp_path / "k2")
+    with _site(tmp_path / "ctk") as url:
+        extra = (f"allow_http: true\nnvidia:\n  driver: {{version: '1.0', package: {PACKAGE}, repo_url: '{url}/cuda', "
+                 f"repo_fingerprint: {cuda_fpr}}}\n  container_toolkit: {{engine: docker, version: 9.9.9-1, "
+                 f"repo_url: '{url}', repo_fingerprint: {{ctk}}}}\n  dcgm: {{enabled: false}}\n"
+                 "monitoring: {dcgm_exporter: {enabled: false}, grafana: {enabled: false}}\n"
+                 "acceptance: {nccl: {enabled: false}}\n")
+        bad = vendor_repos(spec(extra.replace("{ctk}", cuda_fpr)))
+        with pytest.raises(HostToolError, match=f"gpgkey: its key is {ctk_fpr}, not exactly NVIDIA container toolkit "
+                                                f"repository's key {cuda_fpr}"):
+            apt_options(bad, tmp_path / "bad")
+        repos = vendor_repos(spec(extra.replace("{ctk}", ctk_fpr)))
+        assert [r.name for r in repos] == ["NVIDIA CUDA repository", "NVIDIA container toolkit repository"]
+        options = apt_options(repos, tmp_path / "apt")
+        status = tmp_path / "status"
+        status.write_text("")
+        assert resolve(status, ["nvidia-container-toolkit=9.9.9-1", PACKAGE], tmp_path / "work", options) == [
+            f"{PACKAGE}_1.0-1_all.deb", "nvidia-container-toolkit_9.9.9-1_all.deb"]
+    assert (tmp_path / "apt" / "keyrings" / "1.asc").read_bytes().startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK")

@@ -115,8 +115,8 @@ def test_a_rollout_drains_waits_installs_reboots_verifies_resumes(rollout):
     ops, error = rollout(fake).one("gpu01")
     assert error is None and fake.reason is None
     assert [s for s, _ in steps(ops)] == ["drain", "wait for jobs", "install", "reboot", "verify", "resume"]
-    # after the reboot: slurmd registered (show), the drain still corral's (show), then resume
-    assert fake.log == ["show", "drain", "squeue", "squeue", "install", "reboot", "show", "show", "resume"]
+    # after the reboot: slurmd registered (show), the drain still corral's (show), resume, responding (show)
+    assert fake.log == ["show", "drain", "squeue", "squeue", "install", "reboot", "show", "show", "resume", "show"]
 
 
 def test_a_node_slurm_says_it_does_not_know_is_installed_without_a_drain(rollout):

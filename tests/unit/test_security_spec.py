@@ -177,6 +177,36 @@ def test_cuda_keyring_is_installed_only_with_nvidias_key(tmp_path, gnupg_home):
     assert not list(Path("/tmp").glob("corral-cuda-keyring*"))
 
 
+@pytest.mark.skipif(not all(Path(f"/usr/bin/{t}").exists() for t in ("gpg", "dpkg-deb")), reason="needs gpg, dpkg-deb")
+@pytest.mark.parametrize("dearmor", [True, False], ids=["container-toolkit", "grafana"])
+def test_a_vendor_key_file_is_installed_only_when_it_is_the_pinned_key(tmp_path, gnupg_home, dearmor):
+    """NVIDIA's container toolkit key (dearmored into a keyring) and Grafana's (kept armored): installed only
+    when the downloaded key file holds exactly the pinned primary key (deploy/apt_keys.py)."""
+    from corral.deploy.apt_keys import pinned_key_script
+    _, fpr = _keyring_deb(tmp_path)
+    armored = tmp_path / "key.asc"
+    armored.write_bytes(subprocess.run(["gpg", "--armor", "--export", fpr], env=dict(os.environ, GNUPGHOME=str(
+        gnupg_home)), capture_output=True, check=True).stdout)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "curl").write_text(f"#!/bin/sh\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+                                  f"cp {armored} \"$out\"\n")
+    (bin_dir / "curl").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    dest = tmp_path / "keyrings" / "vendor.key"
+    refused = subprocess.run(["bash", "-c", pinned_key_script("https://x.example/gpgkey", str(dest), "AB" * 20,
+                                                              "the vendor key", dearmor)], env=env, capture_output=True,
+                             text=True)
+    assert refused.returncode == 1 and f"the vendor key: the downloaded key is not exactly {'AB' * 20}" in refused.stderr
+    assert not dest.exists() and not dest.parent.exists()
+    ok = subprocess.run(["bash", "-c", pinned_key_script("https://x.example/gpgkey", str(dest), fpr, "the vendor key",
+                                                         dearmor)], env=env, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    data = dest.read_bytes()
+    assert data.startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK") != dearmor  # a binary keyring when dearmored
+    assert not list(Path("/var/tmp").glob("corral-key.*"))
+
+
 def test_enroot_paths_written_out_with_their_placeholders_are_accepted():
     c = loads('nvidia: {enroot: {version: 3.5.0, sha256: skip, runtime_path: "/run/enroot/user-$(id -u)", '
               'cache_path: "/var/lib/enroot/cache/group-$(id -g)", data_path: "/tmp/enroot-data/user-$(id -u)"}}\n')

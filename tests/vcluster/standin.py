@@ -119,20 +119,9 @@ def build_cuda_repo(site: Path, debs: list[Path], key_state: Path) -> str:
     repository debian12/x86_64/ holding `debs`, its Release clearsigned (InRelease) by a test key made in
     `key_state` (never NVIDIA's), and a cuda-keyring .deb carrying that key, as NVIDIA's does. Returns the
     key's fingerprint (the spec's nvidia.driver.repo_fingerprint, as for a site's re-signed mirror)."""
-    import hashlib
-    import shutil
     from corral.bundle import sign
-    home, fpr = sign.ensure_key(key_state, "cuda stand-in")
+    home, fpr = _signed_flat_repo(site / "debian12" / "x86_64", debs, key_state, "NVIDIA's CUDA repository")
     top = site / "debian12" / "x86_64"
-    (top / "pool").mkdir(parents=True, exist_ok=True)
-    for deb in debs:
-        shutil.copy(deb, top / "pool" / deb.name)
-    index_repo(top, [top / "pool" / d.name for d in debs])
-    sums = "".join(f" {hashlib.sha256((top / f).read_bytes()).hexdigest()} {(top / f).stat().st_size} {f}\n"
-                   for f in ("Packages", "Packages.gz"))
-    release = f"Origin: corral tests\nLabel: TEST stand-in for NVIDIA's CUDA repository\nSHA256:\n{sums}"
-    (top / "Release").write_text(release)
-    (top / "InRelease").write_bytes(sign.sign(home, fpr, release.encode(), clear=True))
     root = site / "build-keyring"
     (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
     (root / "DEBIAN" / "control").write_text(
@@ -143,3 +132,48 @@ def build_cuda_repo(site: Path, debs: list[Path], key_state: Path) -> str:
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(top / "cuda-keyring_1.1-1_all.deb")],
                    check=True, capture_output=True)
     return fpr
+
+
+def _signed_flat_repo(top: Path, debs: list[Path], key_state: Path, what: str):
+    """A flat apt repository at `top` holding `debs`, its Release clearsigned by a test key made in key_state."""
+    import hashlib
+    import shutil
+    from corral.bundle import sign
+    home, fpr = sign.ensure_key(key_state, f"{what} stand-in")
+    (top / "pool").mkdir(parents=True, exist_ok=True)
+    for deb in debs:
+        shutil.copy(deb, top / "pool" / deb.name)
+    index_repo(top, [top / "pool" / d.name for d in debs])
+    sums = "".join(f" {hashlib.sha256((top / f).read_bytes()).hexdigest()} {(top / f).stat().st_size} {f}\n"
+                   for f in ("Packages", "Packages.gz"))
+    release = f"Origin: corral tests\nLabel: TEST stand-in for {what}\nSHA256:\n{sums}"
+    (top / "Release").write_text(release)
+    (top / "InRelease").write_bytes(sign.sign(home, fpr, release.encode(), clear=True))
+    return home, fpr
+
+
+def build_ctk_repo(site: Path, debs: list[Path], key_state: Path) -> str:
+    """A TEST stand-in for NVIDIA's container toolkit repository at `site` (nvidia.container_toolkit.repo_url):
+    stable/deb/amd64/ (flat, signed by a test key) and the ASCII-armored key at `site`/gpgkey, as NVIDIA serves
+    it. Returns the key's fingerprint."""
+    from corral.bundle import sign
+    home, fpr = _signed_flat_repo(site / "stable" / "deb" / "amd64", debs, key_state,
+                                  "NVIDIA's container toolkit repository")
+    with sign._short(home) as work:
+        (site / "gpgkey").write_bytes(sign._gpg(work, "--armor", "--export", fpr).stdout)
+    return fpr
+
+
+def build_plain_deb(out: Path, package: str, version: str) -> Path:
+    """A TEST stand-in .deb named as a vendor's package (installs one file saying so)."""
+    root = out / f"build-{package}-{version}"
+    (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {package}\nVersion: {version}\nArchitecture: all\nMaintainer: corral tests <root@localhost>\n"
+        f"Description: corral TEST stand-in named {package}\n Installs a note, nothing of the vendor's.\n")
+    (root / "usr/share/doc" / package).mkdir(parents=True, exist_ok=True)
+    (root / "usr/share/doc" / package / "corral-test-stand-in").write_text("corral TEST stand-in\n")
+    deb = out / f"{package}_{version}_all.deb"
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
+    return deb

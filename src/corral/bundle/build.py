@@ -2,7 +2,7 @@
 
 Layout (every path relative to the tar's root):
   repo/pool/*.deb, repo/Packages, repo/Packages.gz   the packages (a flat apt repository): Debian's, and
-                                                      NVIDIA CUDA repository's the spec uses (bundle/vendor.py)
+                                                      the vendors' repositories' the spec uses (bundle/vendor.py)
   repo/Release, repo/InRelease                        their index hashes; InRelease clearsigned
   repo/downloads/<tool>/*                             pinned downloads: enroot, pyxis, ... (bundle/downloads.py)
   corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
@@ -60,12 +60,11 @@ def release(repo: Path, name: str) -> str:
 
 
 def requested(cluster: Cluster) -> dict[str, list[str]]:
-    """Every apt request the spec's nodes make -> why: the distribution's packages, and those from NVIDIA's
-    CUDA repository ("pkg=version" where the spec pins one; bundle/vendor.py)."""
-    from corral.bundle.vendor import cuda_repo
+    """Every apt request the spec's nodes make -> why: the distribution's packages, and those from the vendors'
+    repositories ("pkg=version" where the spec pins one; bundle/vendor.py)."""
+    from corral.bundle.vendor import requests
     from corral.render.packages import package_reasons
-    cuda = cuda_repo(cluster)
-    return {**package_reasons(cluster), **(cuda.packages if cuda else {})}
+    return {**package_reasons(cluster), **requests(cluster)}
 
 
 def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:
@@ -78,10 +77,10 @@ def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:
     for p in packages:  # dpkg-scanpackages read these files; checked again against the file itself
         if sha256(files_dir / p["file"]) != p["sha256"]:
             raise RuntimeError(f"{p['file']} changed while the bundle was built")
-    from corral.bundle.vendor import cuda_repo
-    cuda = cuda_repo(cluster)
-    extra = {"repositories": [{"url": cuda.url, "fingerprint": cuda.fingerprint, "key": "nvidia.driver.repo_url",
-                               "packages": sorted(cuda.packages)}]} if cuda else {}
+    from corral.render.vendor_repos import vendor_repos
+    repos = vendor_repos(cluster)
+    extra = {"repositories": [{"name": r.name, "source": r.source, "fingerprint": r.fingerprint, "key": r.spec_key,
+                               "packages": sorted(r.packages)} for r in repos]} if repos else {}
     return {"format": FORMAT, "cluster": cluster.spec.name, "distribution": f"debian {SUITE}", **extra,
             "requested": asked,
             "packages": sorted(packages, key=lambda p: (p["package"], p["version"], p["architecture"]))}
@@ -155,19 +154,20 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
     `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
     `python`: (pinned requirements, corral's source directory) for the control host's wheels."""
-    from corral.bundle.vendor import apt_options, cuda_repo
+    from corral.bundle.vendor import apt_options
+    from corral.render.vendor_repos import vendor_repos
     start, out = time.monotonic(), Path(out).resolve()  # apt reads relative Dir:: paths under its own dirs
     home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
-    wanted, cuda = list(requested(cluster)), cuda_repo(cluster)
+    wanted, repos = list(requested(cluster)), vendor_repos(cluster)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".corral-bundle-", dir=out.parent) as tmp:
         root, work = Path(tmp) / "bundle", Path(tmp) / "apt"
         repo = root / "repo"
         options: list[str] = []
-        if cuda is not None:
-            say(f"adding NVIDIA's CUDA repository {cuda.url} (key {cuda.fingerprint}) for "
-                + ", ".join(sorted(cuda.packages)))
-            options = apt_options(cuda, Path(tmp) / "cuda")
+        for r in repos:
+            say(f"adding {r.name} {r.source.split()[0]} (key {r.fingerprint}) for {', '.join(sorted(r.packages))}")
+        if repos:
+            options = apt_options(repos, Path(tmp) / "vendors")
         files = resolve.resolve(status, wanted, work, options)
         cached = cache if cache is not None and cache.is_dir() else None
         have = {f for f in files if cached and (cached / f).is_file()}

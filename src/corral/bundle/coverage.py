@@ -1,6 +1,6 @@
 """Does the bundle hold what every node needs? Per node, each package its roles and the spec's features
 install (render/packages.py: ROLE_PACKAGES and package_reasons' rules), at the Slurm release the spec pins
-(slurm.version), and what it takes from NVIDIA's CUDA repository (bundle/vendor.py; the driver at
+(slurm.version), and what it takes from the vendors' repositories (render/vendor_repos.py; the driver at
 nvidia.driver.version), compared with the bundle's manifest. `gaps` is pure; `check` reads the manifest from
 the bundle file (doctor, plan and apply call it before anything changes)."""
 
@@ -46,7 +46,7 @@ def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
                                                             v.startswith(pin + "-") for v in versions):
                 out.setdefault(node.name, []).append(
                     f"needs {pkg} {pin} (slurm.version): the bundle has {', '.join(versions)}")
-    for node, pkg, version, why in _cuda_needs(cluster):
+    for node, pkg, version, why in _vendor_needs(cluster):
         versions = have.get(pkg)
         if not versions:
             out.setdefault(node.name, []).append(f"needs {pkg}{' ' + version if version else ''} ({why}): "
@@ -70,33 +70,23 @@ def _same(deb_version: str, wanted: str) -> bool:
     return deb_version == wanted or deb_version.split(":", 1)[-1] == wanted or upstream_version(deb_version) == wanted
 
 
-def _cuda_needs(cluster):
-    """(node, package, version or "", why) for each package a node takes from NVIDIA's CUDA repository: the
-    driver where corral manages it, the toolkit on compute and login nodes, the rest on GPU compute nodes."""
-    from corral.bundle.vendor import cuda_repo
-    from corral.render.nvidia import driver_nodes
-    cuda = cuda_repo(cluster)
-    if cuda is None:
-        return
-    driver = cluster.spec.nvidia.driver
-    for request, reasons in cuda.packages.items():
-        pkg, _, version = request.partition("=")
-        why = reasons[0]
-        if why.startswith("nvidia.driver"):
-            nodes, version = driver_nodes(cluster), driver.version
-            why = "nvidia.driver.version" if why == "nvidia.driver" else why
-        elif why == "nvidia.cuda_toolkit":
-            nodes = [n for n in cluster.nodes if "compute" in n.roles or "login" in n.roles]
-        else:
-            nodes = [n for n in cluster.nodes if n.gpu_count and "compute" in n.roles]
-        for node in nodes:
-            if why != "nvidia.driver.version" or pkg == _driver_package(cluster, node):
-                yield node, pkg, version, why
-
-
-def _driver_package(cluster, node) -> str:
+def _vendor_needs(cluster):
+    """(node, package, version or "", why) for each package a node takes from a vendor's repository
+    (render/vendor_repos.py): the driver at nvidia.driver.version where corral manages it, the rest where
+    its deploy installs it."""
     from corral.render.nvidia import driver_package
-    return driver_package(cluster.spec.nvidia.driver, node, "debian", "12")
+    from corral.render.vendor_repos import takers, vendor_repos
+    driver = cluster.spec.nvidia.driver
+    for repo in vendor_repos(cluster):
+        for request, reasons in repo.packages.items():
+            pkg, _, version = request.partition("=")
+            why = reasons[0]
+            if why.startswith("nvidia.driver"):
+                version = driver.version
+                why = "nvidia.driver.version" if why == "nvidia.driver" else why
+            for node in takers(cluster, reasons[0]):
+                if why != "nvidia.driver.version" or pkg == driver_package(driver, node, "debian", "12"):
+                    yield node, pkg, version, why
 
 
 def _downloads(cluster):

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
-from corral.engine.shell import cmd
+from corral.engine.shell import sh
 
 from corral.deploy import operations
+from corral.deploy.apt_keys import pinned_key_script
+from corral.render.vendor_repos import grafana_fingerprint, grafana_pin
 from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
@@ -37,14 +39,12 @@ def skip_reason(cluster) -> str | None:
 
 
 @operation()
-def signing_key(url: str, want: Want):
+def signing_key(url: str, fingerprint: str, want: Want):
     if (snapshot(want).files.get(KEY) or {}).get("kind") == "file":
         host.noop(f"{KEY} present")
         return
-    annotate(disruption="none", diff=f"{KEY}: Grafana's apt signing key from {url}\n")
-    yield cmd("install", "-d", "-m", "755", "/etc/apt/keyrings")
-    yield cmd("curl", "-fsSL", "--retry", "3", "--max-time", "120", "-o", f"{KEY}.corral-new", url)
-    yield cmd("mv", "-f", f"{KEY}.corral-new", KEY)
+    annotate(disruption="none", diff=f"{KEY}: Grafana's apt signing key from {url} (key {fingerprint})\n")
+    yield sh(pinned_key_script(url, KEY, fingerprint, "Grafana's apt key", dearmor=False))
 
 
 @deploy("grafana")
@@ -58,14 +58,14 @@ def grafana() -> None:
         operations.skip(name="Grafana", reason=reason)
         return
     g = m.grafana
-    signing_key(name="Grafana signing key", url=g.key_url, want=WANT)
-    source = operations.managed_file(name="Grafana apt source", path=SOURCE, want=WANT,
-                              content=f"# Managed by corral\ndeb [signed-by={KEY}] {g.repo_url} stable main\n")
-    operations.run_when_changed(name="apt lists refreshed (Grafana source)", description="apt-get update",
-                         commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
+    if cluster.spec.packages.source != "bundle":  # else the bundle's repository carries it (bundle/vendor.py)
+        signing_key(name="Grafana signing key", url=g.key_url, fingerprint=grafana_fingerprint(cluster), want=WANT)
+        source = operations.managed_file(name="Grafana apt source", path=SOURCE, want=WANT,
+                                         content=f"# Managed by corral\ndeb [signed-by={KEY}] {g.repo_url} stable main\n")
+        operations.run_when_changed(name="apt lists refreshed (Grafana source)", description="apt-get update",
+                                    commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
     if g.version:
-        operations.managed_file(name="Grafana version pin", path=PIN, want=WANT,
-                         content=f"# Managed by corral\nPackage: grafana\nPin: version {g.version}\nPin-Priority: 1001\n")
+        operations.managed_file(name="Grafana version pin", path=PIN, want=WANT, content=grafana_pin(g.version))
     operations.packages(name="Grafana installed", names=[f"grafana={g.version}" if g.version else "grafana"], want=WANT)
     password = secret_text(cluster.state_dir, "grafana-admin-password", 24)
     changed = [operations.managed_file(name=INI, path=INI, want=WANT, mode="640", group="grafana", secret=True,

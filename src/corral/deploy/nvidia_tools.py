@@ -7,19 +7,19 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
-from corral.engine.shell import AND, Raw, cmd
+from corral.engine.shell import cmd, sh
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
+from corral.deploy.apt_keys import pinned_key_script
 from corral.deploy.nvidia_repo import cuda_repository
+from corral.render.vendor_repos import CTK_PACKAGES, ctk_fingerprint, ctk_pin
 from corral import paths
 
 CTK_KEY = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 CTK_SOURCE = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
 CTK_PIN = "/etc/apt/preferences.d/corral-nvidia-container-toolkit"
-CTK_PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
-                "libnvidia-container1")
 RUNTIME_MARK = paths.CTK_RUNTIME_MARK
 WANT = register(Want(paths=(CTK_KEY, CTK_SOURCE, CTK_PIN, RUNTIME_MARK),
                      packages=("cuda-keyring", *CTK_PACKAGES)))
@@ -46,20 +46,14 @@ def ctk_source(repo_url: str) -> str:
             f"deb [signed-by={CTK_KEY}] {repo_url.rstrip('/')}/stable/deb/$(ARCH) /\n")
 
 
-def ctk_pin(version: str | None) -> str:
-    if version is None:
-        return "# Managed by corral: the NVIDIA Container Toolkit is not pinned (version unset)\n"
-    return (f"# Managed by corral\nPackage: {' '.join(CTK_PACKAGES)}\nPin: version {version}\nPin-Priority: 1001\n")
-
-
 @operation()
-def ctk_key(repo_url: str, want: Want):
+def ctk_key(repo_url: str, fingerprint: str, want: Want):
     if (snapshot(want).files.get(CTK_KEY) or {}).get("kind") == "file":
         host.noop(f"{CTK_KEY} present")
         return
-    annotate(disruption="none", diff=f"{CTK_KEY}: NVIDIA's signing key from {repo_url}/gpgkey\n")
-    yield cmd("curl", "-fsSL", "--retry", "3", "--max-time", "120", f"{repo_url.rstrip('/')}/gpgkey", Raw("|"),
-              "gpg", "--dearmor", "--yes", "-o", f"{CTK_KEY}.corral-new", AND, "mv", "-f", f"{CTK_KEY}.corral-new", CTK_KEY)
+    annotate(disruption="none", diff=f"{CTK_KEY}: NVIDIA's signing key from {repo_url}/gpgkey (key {fingerprint})\n")
+    url = repo_url.rstrip("/") + "/gpgkey"
+    yield sh(pinned_key_script(url, CTK_KEY, fingerprint, "NVIDIA container toolkit key", dearmor=True))
 
 
 @operation()
@@ -94,11 +88,15 @@ def nvidia_tools() -> None:
         operations.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}", names=[package], want=WANT)
     if skip_reason(cluster, node, "container") is None:
         c = n.container_toolkit
-        ctk_key(name="NVIDIA Container Toolkit signing key", repo_url=c.repo_url, want=WANT)
-        source = operations.managed_file(name="NVIDIA Container Toolkit apt source", path=CTK_SOURCE, want=WANT,
-                                  content=ctk_source(c.repo_url))
-        operations.run_when_changed(name="apt lists refreshed (container toolkit source)", description="apt-get update",
-                             commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
+        if cluster.spec.packages.source != "bundle":  # else the bundle's repository carries it (bundle/vendor.py)
+            ctk_key(name="NVIDIA Container Toolkit signing key", repo_url=c.repo_url, fingerprint=ctk_fingerprint(cluster),
+                    want=WANT)
+            source = operations.managed_file(name="NVIDIA Container Toolkit apt source", path=CTK_SOURCE, want=WANT,
+                                             content=ctk_source(c.repo_url))
+            operations.run_when_changed(name="apt lists refreshed (container toolkit source)",
+                                        description="apt-get update",
+                                        commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"],
+                                        _if=source.did_change)
         operations.managed_file(name="NVIDIA Container Toolkit version pin", path=CTK_PIN, want=WANT, content=ctk_pin(c.version))
         operations.packages(name="NVIDIA Container Toolkit installed", want=WANT,
                      names=[f"nvidia-container-toolkit={c.version}" if c.version else "nvidia-container-toolkit"])

@@ -69,6 +69,10 @@ class GrafanaSpec(Strict):
     port: int = Field(default=3000, **PORT, description="http_port in grafana.ini")
     repo_url: Url = Field(default="https://apt.grafana.com", description="Grafana's apt repository")
     key_url: Url = Field(default="https://apt.grafana.com/gpg.key", description="the repository's signing key")
+    key_fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+                                        description="the 40-hex-digit fingerprint key_url must hold (a site's "
+                                                    "re-signed mirror); unset: Grafana's "
+                                                    "B53AE77BADB630A683046005963FA27710458545")
     version: str | None = Field(default=None, pattern=APT_VERSION,
                                 description="apt version, pinned; unset: the newest")
 

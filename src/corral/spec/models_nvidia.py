@@ -69,6 +69,10 @@ class ContainerToolkitSpec(Strict):
                                 description="apt version, pinned; unset: the newest")
     repo_url: Url = Field(default="https://nvidia.github.io/libnvidia-container",
                           description="NVIDIA's libnvidia-container repository")
+    repo_fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+                                         description="the 40-hex-digit fingerprint of the key at <repo_url>/gpgkey "
+                                                     "(a site's re-signed mirror); unset: NVIDIA's "
+                                                     "C95B321B61E88C1809C4F759DDCAE044F796ECB0")
 
 
 class NvidiaSpec(Strict):

@@ -1,10 +1,10 @@
 """`packages.source: bundle`: the bundle file is named, and nothing the spec enables fetches from outside
-it. A bundle carries the distribution's packages (bundle/resolve.py), those the spec takes from NVIDIA's
-CUDA repository (the driver, DCGM, dcgm-exporter, the CUDA toolkit, NCCL: bundle/vendor.py) and the
-spec's pinned downloads (enroot, pyxis, nvidia-mig-parted, gpu-burn, nccl-tests: bundle/downloads.py);
-what comes from another apt repository (NVIDIA's container toolkit repository, Grafana's, Ubuntu's
-driver packages) is not carried yet: such a spec is refused, naming the key, rather than left to fail on
-a node that cannot reach the repository."""
+it. A bundle carries the distribution's packages (bundle/resolve.py), those the spec takes from the
+vendors' repositories (NVIDIA's CUDA repository, its container toolkit repository, Grafana's:
+bundle/vendor.py) and the spec's pinned downloads (enroot, pyxis, nvidia-mig-parted, gpu-burn,
+nccl-tests: bundle/downloads.py). Ubuntu's own driver packages (`nvidia.driver.source: distribution`)
+are not carried: such a spec is refused, naming the key, rather than left to fail on a node that cannot
+reach the repository."""
 
 from __future__ import annotations
 
@@ -20,18 +20,12 @@ Where = Callable[..., str]
 
 
 def outside_sources(cluster: Cluster) -> list[tuple[tuple, str]]:
-    """(spec key, what it fetches) for every enabled feature whose packages or files a bundle lacks."""
-    spec, nv = cluster.spec, cluster.spec.nvidia
-    real = spec.virtual is None  # the virtual cluster skips DCGM (emulated GPUs) and Grafana (render/nvidia.py,
-    # deploy/grafana.py: their skip reasons); so does this
+    """(spec key, what it fetches) for every enabled feature whose packages or files a bundle lacks: only
+    Ubuntu's own driver packages now (nvidia.driver.source)."""
+    nv = cluster.spec.nvidia
     out = []
     if nv.driver is not None and nv.driver.source != "cuda":
         out.append((("nvidia", "driver", "source"), "the NVIDIA driver from the distribution (Ubuntu's packages)"))
-    if nv.container_toolkit is not None:
-        out.append((("nvidia", "container_toolkit"), "nvidia.container_toolkit's packages (NVIDIA's "
-                                                     "libnvidia-container repository)"))
-    if real and spec.monitoring.grafana.enabled and cluster.with_role("monitoring"):
-        out.append((("monitoring", "grafana", "enabled"), "Grafana from Grafana's repository"))
     return out
 
 
@@ -57,7 +51,6 @@ def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
                                 "source: bundle", "set packages.bundle to the file `corral bundle build` wrote"))
     for path, what in outside_sources(cluster):
         problems.append(Problem(where(path), f"{what} would come from outside the bundle, which does not carry it",
-                                "enabled", "turn it off for an air-gapped install (bundles carry the "
-                                           "distribution's packages, NVIDIA's CUDA repository's and the pinned "
-                                           "downloads, so far)"))
+                                cluster.spec.nvidia.driver.source, "use nvidia.driver.source: cuda (bundles carry the distribution's "
+                                           "packages, the vendors' repositories' and the pinned downloads)"))
     return problems

@@ -53,7 +53,7 @@ class SlurmNode:
         raise StepFailed("ask Slurm", f"slurmctld on {self.controller} did not answer for {node} (scontrol show "
                          f"node: {failed}): start slurmctld or fix the controller, then apply again", keep_drained=True)
 
-    def registered(self, node: str, timeout: float = REGISTER_S) -> None:
+    def registered(self, node: str, timeout: float = REGISTER_S, step: str = "verify") -> None:
         """Until slurmctld hears from the node's slurmd again after a reboot or a restart: not DOWN, not
         `*` or NOT_RESPONDING (a node resumed before that would get jobs it cannot start)."""
         deadline, state = time.monotonic() + timeout, "?"
@@ -67,7 +67,7 @@ class SlurmNode:
             if state != "?" and "*" not in state and "NOT_RESPONDING" not in state and not state.startswith("DOWN"):
                 return
             if time.monotonic() >= deadline:
-                raise StepFailed("verify", f"slurmd did not register with slurmctld within {timeout:.0f} s "
+                raise StepFailed(step, f"slurmd did not register with slurmctld within {timeout:.0f} s "
                                  f"(State={state})", keep_drained=True)
             time.sleep(POLL_S)
 
@@ -78,10 +78,14 @@ class SlurmNode:
                              f"{failed or _why(p)})", keep_drained=False)
 
     def resume(self, node: str) -> None:
+        """Resume the node, then wait until slurmctld has it responding: a node resumed soon after its
+        reboot can be marked NOT_RESPONDING for a moment (slurmctld pings it again); the change is done
+        when the node can take jobs."""
         p, failed = self._ask(f"scontrol update nodename={shlex.quote(node)} state=resume")
         if p is None or p.returncode != 0:
             raise StepFailed("resume", f"slurmctld on {self.controller} did not resume {node} (scontrol update: "
                              f"{failed or _why(p)})", keep_drained=True)
+        self.registered(node, step="resume")
 
     def drain_and_wait(self, node: str, reason: str, ok) -> None:
         """Drain the node (a Slurm node: the caller asked node_reason first), then wait for its jobs;
