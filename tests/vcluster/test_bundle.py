@@ -71,10 +71,14 @@ def air(tmp_path_factory):
     with _files(d / "files") as url:
         spec.write_text(spec.read_text() + ENROOT.format(url=url, sha=hashlib.sha256(deb.read_bytes()).hexdigest(),
                                                          fpr=fpr))
-        built = build(load(spec), d / "air.tar", image.ensure_image() / "var/lib/dpkg/status", repo.REPO / "pool")
+        built = build(load(spec), d / "air.tar", image.ensure_image() / "var/lib/dpkg/status", repo.REPO / "pool",
+                      image=image.ensure_image())  # --with-virtual
     spec.write_text(spec.read_text() + bundle_section(built.path, None))  # signer: this state dir's own key
     patch = pytest.MonkeyPatch()
     patch.setattr(repo, "ensure_repo", lambda *a, **k: pytest.fail("the on-the-fly repository was filled"))
+    # a host without the node base image and without a Debian mirror: the image comes from the bundle
+    patch.setattr(image, "CACHE", d / "image-cache")
+    patch.setattr(image, "debian_mirror", lambda *a: pytest.fail("the base image was debootstrapped"))
     result = None
     try:
         result = up(d, bundle=built.path)
@@ -91,6 +95,13 @@ def test_up_from_the_bundle_alone_validates(air):
     assert result.validate is not None and result.validate.ok, [c.to_json() for c in result.validate.checks
                                                                 if not c.ok]
     assert built.packages > 50 and verify(built.path, built.fingerprint).ok
+    # --with-virtual: the nodes run on the base image unpacked from the bundle (this host had none)
+    with tarfile.open(built.path) as tar:
+        carried = json.loads(tar.extractfile("manifest.json").read())["virtual"]
+    unpacked = d / "image-cache" / "images" / carried["image"]
+    assert (unpacked / "etc/corral-image").is_file() and carried["file"] == f"virtual/{carried['image']}.tar"
+    mounts = open("/proc/self/mountinfo").read()
+    assert f"lowerdir={unpacked}" in mounts, "the nodes' overlays are not on the carried image"
 
 
 def test_nodes_take_only_the_bundles_signed_repository(air):
@@ -136,8 +147,10 @@ def test_the_driver_comes_from_the_cuda_repository_through_the_bundle(air):
     entry = next(p for p in content["packages"] if p["package"] == PACKAGE)
     assert (entry["version"], entry["why"], entry["file"]) == ("1.0-1", ["nvidia.driver"],
                                                                f"repo/pool/{PACKAGE}_1.0-1_all.deb")
-    assert [(r["url"].rsplit("/cuda/", 1)[1], r["packages"]) for r in content["repositories"]] == [
-        ("debian12/x86_64/", [PACKAGE])]
+    assert [(r["name"], r["source"].rsplit("/cuda/", 1)[1], r["fingerprint"], r["packages"])
+            for r in content["repositories"]] == [("NVIDIA CUDA repository", "debian12/x86_64/ /",
+                                                   load(d / "cluster.yaml").spec.nvidia.driver.repo_fingerprint,
+                                                   [PACKAGE])]
     from corral.virtual.cluster import VirtualCluster
     vc = VirtualCluster(load(d / "cluster.yaml"))
     assert ssh(vc, "gpu01", "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u").stdout.strip() == "1.0"
@@ -337,8 +350,9 @@ def test_a_bundle_lacking_a_package_is_named_by_doctor_and_plan_before_anything_
     check = next(c for c in doctor(load(spec)).checks if c.name == "bundle")
     assert check.status == "FAIL" and check.nodes["login1"] == (
         "FAIL: needs python3-venv (role login): not in the bundle"), check.to_json()
-    assert check.nodes["gpu01"] == (  # the pinned download too: the small spec has no enroot (nor curl's CA certificates)
+    assert check.nodes["gpu01"] == (  # the small spec has no driver, no enroot (nor curl's CA certificates)
         "FAIL: needs ca-certificates (nvidia.enroot/pyxis downloads): not in the bundle; "
+        "needs corral-test-nvidia-driver 1.0 (nvidia.driver.version): not in the bundle; "
         "needs corral-test-enroot_1.0.0_amd64.deb (nvidia.enroot): not in the bundle"), check.to_json()
     with pytest.raises(CorralError, match=r"login1 needs python3-venv \(role login\): not in the bundle"):
         converge(load(spec), "plan")

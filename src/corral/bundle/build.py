@@ -8,6 +8,7 @@ Layout (every path relative to the tar's root):
   corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
   manifest.json                                       what, version, sha256, size, why (bundle/resolve.py)
   python/*.whl                                        (--with-python) corral and its dependencies' wheels
+  virtual/<image>.tar                                 (--with-virtual) the virtual cluster's base image
   SHA256SUMS, SHA256SUMS.sig                          every other file's sha256, and its detached signature
 
 The manifest holds no time and no host name: the same spec and the same mirror state give the same
@@ -134,6 +135,19 @@ def _pip(steps: list[tuple[str, list[str]]]) -> None:
                                 fix="check this host's access to its Python package index")
 
 
+def pack_image(image: Path, root: Path) -> dict:
+    """The virtual cluster's base image (a root file system) as virtual/<image name>.tar, owners, modes,
+    links and device nodes kept, members sorted; its manifest entry."""
+    dest = root / "virtual" / f"{image.name}.tar"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest, "w", format=tarfile.GNU_FORMAT) as tar:
+        for path in [image, *sorted(image.rglob("*"))]:
+            tar.add(path, arcname=str(path.relative_to(image)), recursive=False)
+    marker = (image / "etc/corral-image").read_text().strip()
+    return {"image": image.name, "recipe": json.loads(marker), "file": f"virtual/{dest.name}",
+            "sha256": sha256(dest), "size": dest.stat().st_size}
+
+
 def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path) -> None:
     """root/repo (pool and Packages made) -> Release and InRelease, the public key, the manifest, SHA256SUMS
     and its signature, then the tar at `out`."""
@@ -150,10 +164,11 @@ def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path) 
 
 
 def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None,
-          python: tuple[list[str], Path | None] | None = None) -> Built:
+          python: tuple[list[str], Path | None] | None = None, image: Path | None = None) -> Built:
     """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
     `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
-    `python`: (pinned requirements, corral's source directory) for the control host's wheels."""
+    `python`: (pinned requirements, corral's source directory) for the control host's wheels;
+    `image`: the virtual cluster's base image directory, to carry (--with-virtual)."""
     from corral.bundle.vendor import apt_options
     from corral.render.vendor_repos import vendor_repos
     start, out = time.monotonic(), Path(out).resolve()  # apt reads relative Dir:: paths under its own dirs
@@ -183,6 +198,9 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
         if python is not None:
             say(f"downloading {len(python[0])} Python wheels for the control host, building corral's")
             content["python"] = python_wheels(root / "python", *python)
+        if image is not None:
+            say(f"adding the virtual cluster's base image {image.name}")
+            content["virtual"] = pack_image(image, root)
         seal(root, cluster.spec.name, content, home, fpr, out)
         shutil.rmtree(work, ignore_errors=True)
     return Built(out, fpr, len(files), out.stat().st_size, time.monotonic() - start, len(files) - len(have))

@@ -53,3 +53,19 @@ def prepare(cluster) -> tuple[Path, bytes]:
         if old != dest and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
     return dest / "repo", (dest / KEY_FILE).read_bytes()
+
+
+def carried_image(cluster, wanted: str) -> Path | None:
+    """The verified bundle's base image for the virtual cluster (--with-virtual), unpacked with the rest:
+    None when it carries none; a CorralError when it carries another recipe's image than this corral's."""
+    unpacked = prepare(cluster)[0].parent
+    images = sorted((unpacked / "virtual").glob("*.tar")) if (unpacked / "virtual").is_dir() else []
+    if not images:
+        return None
+    match = unpacked / "virtual" / f"{wanted}.tar"
+    if not match.is_file():
+        raise CorralError(f"the bundle carries the node base image {images[0].stem}, but this corral builds its "
+                          f"nodes from {wanted} (another image recipe)", value=str(bundle_path(cluster)),
+                          fix="build the bundle with the same corral version as the one on this host "
+                              "(corral bundle build --with-virtual)")
+    return match

@@ -24,6 +24,8 @@ def build(spec: Optional[Path] = SpecOpt,
                                                 "corral-bundle-<name>.tar beside the spec)"),
           with_python: bool = typer.Option(False, "--with-python", help="also corral's wheel and its Python "
                                            "dependencies', for installing corral on an offline control host"),
+          with_virtual: bool = typer.Option(False, "--with-virtual", help="also the virtual cluster's base image "
+                                            "(about 275 MB), so `corral up --bundle` needs no Debian mirror"),
           as_json: bool = JsonOpt) -> None:
     """Resolve, download and sign every .deb the spec's nodes install, into one tar."""
     from corral.bundle.build import build as run_build
@@ -35,7 +37,8 @@ def build(spec: Optional[Path] = SpecOpt,
         status = image.ensure_image() / "var/lib/dpkg/status"  # a clean Debian 12 node (debootstrap minbase)
         built = run_build(cluster, target, status, REPO / "pool",
                           say=lambda m: None if as_json else err.print(m, markup=False),
-                          python=python_pins() if with_python else None)
+                          python=python_pins() if with_python else None,
+                          image=image.ensure_image() if with_virtual else None)
     except CorralError as exc:
         if as_json:
             print_json({"ok": False, "error": str(exc)})

@@ -96,8 +96,16 @@ class VirtualCluster:
             finally:
                 self.save_state(state)
 
+    def _base_image(self) -> Path:
+        """The node base image: the cached one; else, from a bundle that carries it (--with-virtual), unpacked
+        from there (no Debian mirror needed); else built with debootstrap."""
+        if self.cluster.spec.packages.source == "bundle" and not (image.image_dir() / "etc/corral-image").is_file():
+            from corral.bundle.serve import carried_image
+            return image.ensure_image(carried=carried_image(self.cluster, image.image_dir().name))
+        return image.ensure_image()
+
     def _up(self, state: dict, timeout: float) -> list[NodeStatus]:
-        base = image.ensure_image()
+        base = self._base_image()
         pubkey = self.ensure_key()
         repo_dir, repo_key = self._repository(base)
         network.bridge_up(self.v.bridge, self.v.subnet, state)
@@ -149,7 +157,7 @@ class VirtualCluster:
     def power_on(self, name: str) -> int:
         """Boot one node as `up` does (overlay, identity, its NAS binds): the emulated BMC's Reset On."""
         n = self.node(name)
-        base = image.ensure_image()
+        base = self._base_image()
         n.prepare(base, self.v.subnet, self.repo_url(), self.key.with_suffix(".pub").read_text(),
                   self._repository(base)[1])
         return n.start(self.v.bridge, nas.prepare(self.cluster, n.node, self.workdir / "nas"))

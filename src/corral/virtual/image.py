@@ -12,6 +12,7 @@ import shutil
 import time
 from pathlib import Path
 
+from corral.errors import HostToolError
 from corral.virtual.host import debian_mirror, run, say
 
 SUITE = "bookworm"
@@ -37,8 +38,8 @@ def recipe_hash() -> str:
     return hashlib.sha256(json.dumps(recipe(), sort_keys=True).encode()).hexdigest()[:12]
 
 
-def image_dir(cache: Path = CACHE) -> Path:
-    return cache / "images" / f"{SUITE}-{recipe_hash()}"
+def image_dir(cache: Path | None = None) -> Path:
+    return (cache or CACHE) / "images" / f"{SUITE}-{recipe_hash()}"
 
 
 def configure(root: Path) -> None:
@@ -73,11 +74,14 @@ def configure(root: Path) -> None:
     (root / "etc/corral-image").write_text(json.dumps(recipe(), sort_keys=True) + "\n")
 
 
-def ensure_image(cache: Path = CACHE) -> Path:
-    """Return the base image directory, building it first if this recipe has none yet."""
+def ensure_image(cache: Path | None = None, carried: Path | None = None) -> Path:
+    """Return the base image directory, building it first if this recipe has none yet: from `carried` (a
+    bundle's virtual/<image>.tar, already checked against its signed sums) when given, else debootstrap."""
     target = image_dir(cache)
     if (target / "etc/corral-image").is_file():
         return target
+    if carried is not None:
+        return import_image(carried, target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".building")
     if tmp.exists():
@@ -90,4 +94,28 @@ def ensure_image(cache: Path = CACHE) -> Path:
     configure(tmp)
     tmp.rename(target)
     say(f"base image ready in {time.monotonic() - t0:.0f} s")
+    return target
+
+
+def import_image(carried: Path, target: Path) -> Path:
+    """Unpack a bundle's base image (owners, modes, links and device nodes as they were) into `target`:
+    the member names are checked (relative, no `..`), then it is renamed into place complete."""
+    import tarfile
+    tmp = target.with_name(target.name + ".building")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    say(f"unpacking the node base image from the bundle into {target}")
+    with tarfile.open(carried, "r:") as tar:
+        bad = [m.name for m in tar.getmembers() if m.name.startswith("/") or ".." in Path(m.name).parts
+               or (m.islnk() and (m.linkname.startswith("/") or ".." in Path(m.linkname).parts))]
+        if bad:
+            raise HostToolError(f"the bundle's base image {carried.name} has unsafe names: {', '.join(bad[:3])}",
+                                fix="build the bundle again with corral bundle build --with-virtual")
+        tmp.mkdir(parents=True)
+        tar.extractall(tmp, numeric_owner=True, filter="fully_trusted")  # a root file system, checked by its sum
+    if not (tmp / "etc/corral-image").is_file():
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise HostToolError(f"{carried.name} is not a corral node base image (no /etc/corral-image)",
+                            fix="build the bundle again with corral bundle build --with-virtual")
+    tmp.rename(target)
     return target
