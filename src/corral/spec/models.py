@@ -15,6 +15,7 @@ from pydantic import Field
 
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.mig import MigGroupSpec, MigPartedSpec
+from corral.spec.models_kubernetes import KubernetesSpec
 from corral.spec.models_base import GPU_MODEL, LOCAL_PATH, Strict  # noqa: F401 - re-exported (reference.py)
 from corral.spec.models_monitoring import (AlertReceiver, AlertsSpec, DcgmExporterSpec, GrafanaSpec,
                                            MonitoringSpec, SmtpSpec)
@@ -146,6 +147,8 @@ class ClusterSpec(Strict):
     ssh: SSHSpec = Field(default=SSHSpec(), description="how corral reaches the nodes")
     nodes: list[NodeGroup] = Field(min_length=1, description="node groups")
     slurm: SlurmSpec = Field(default=SlurmSpec(), description="Slurm settings (scheduler: slurm)")
+    kubernetes: KubernetesSpec = Field(default=KubernetesSpec(), description="Kubernetes settings (scheduler: "
+                                                                             "kubernetes; docs/components/kubernetes.md)")
     health: HealthSpec = Field(default=HealthSpec(), description="node health checks")
     monitoring: MonitoringSpec = Field(default=MonitoringSpec(), description="monitoring and alerts")
     nvidia: NvidiaSpec = Field(default=NvidiaSpec(), description="NVIDIA software")

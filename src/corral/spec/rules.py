@@ -18,6 +18,7 @@ from corral.spec.rules_reports import check_reports
 from corral.spec.rules_rollout import check_rollout, rollout_warnings
 from corral.spec.rules_bundle import bundle_warnings, check_bundle
 from corral.spec.rules_topology import check_topology, topology_warnings
+from corral.spec.rules_kubernetes import check_kubernetes, kubernetes_warnings
 from corral.spec.rules_power import check_power, power_warnings
 from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
@@ -304,11 +305,13 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
             + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
             + check_reports(cluster, where) + check_rollout(cluster, where)
-            + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where))
+            + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where)
+            + check_kubernetes(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:
     """What a valid spec does that is unsafe or surprising, said on every spec check, plan and apply."""
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
             + ha_warnings(cluster) + acceptance_warnings(cluster) + rollout_warnings(cluster)
-            + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster))
+            + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster)
+            + kubernetes_warnings(cluster))

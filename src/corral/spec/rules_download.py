@@ -43,7 +43,8 @@ def check_urls(cluster: Cluster, where: Where) -> list[Problem]:
 def downloads(cluster: Cluster) -> list[tuple[tuple, list[str], object]]:
     """(spec path of the sha256 key, packages downloaded, the sha256 value) for each download the
     spec asks for: enroot and pyxis when set, nvidia-mig-parted where a node has a MIG layout on a
-    real cluster (the virtual cluster's emulation brings its own), the acceptance tools' sources when
+    real Slurm cluster (the virtual cluster's emulation brings its own; on Kubernetes the GPU Operator's
+    MIG manager applies the layouts), the acceptance tools' sources when
     enabled on a real cluster (the virtual cluster does not build them)."""
     nv, out = cluster.spec.nvidia, []
     acc = cluster.spec.acceptance
@@ -55,7 +56,7 @@ def downloads(cluster: Cluster) -> list[tuple[tuple, list[str], object]]:
     if nv.pyxis is not None:
         out.append((("nvidia", "pyxis", "sha256"), ["pyxis source"], nv.pyxis.sha256))
     mig = any(n.gpus is not None and n.gpus.mig is not None for n in cluster.nodes)
-    if mig and cluster.spec.virtual is None:
+    if mig and cluster.spec.virtual is None and cluster.spec.scheduler == "slurm":  # Kubernetes: the Operator's
         out.append((("nvidia", "mig_parted", "sha256"), list(nv.mig_parted.packages), nv.mig_parted.sha256))
     return out
 

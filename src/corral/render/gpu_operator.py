@@ -1,0 +1,95 @@
+"""NVIDIA's GPU Operator on a Kubernetes cluster (pure; docs/components/kubernetes.md): the Helm chart's
+values from the spec (the driver container at nvidia.driver.version, or the host's driver; the MIG
+strategy; dcgm-exporter with a ServiceMonitor), the MIG manager's configuration from the nodes'
+gpus.mig layouts (the same layouts as the Slurm path: render/mig.py), and the node labels that pick each
+node's layout."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from corral.render.kubernetes import yaml_text
+from corral.render.mig import mig_parted_config
+from corral.spec.cluster import Cluster, Node
+
+NAMESPACE = "gpu-operator"
+MIG_CONFIGMAP = "corral-mig-parted-config"
+MIG_LABEL = "nvidia.com/mig.config"
+
+
+def _gpu_workers(cluster: Cluster) -> list[Node]:
+    return [n for n in cluster.with_role("worker") if n.gpu_count]
+
+
+def _layout_name(node: Node) -> str | None:
+    """The MIG manager's name for a node's layout (nodes with the same layout share it); None: no layout."""
+    if node.gpus is None or node.gpus.mig is None:
+        return None
+    text = mig_parted_config(node.gpus)
+    return "corral-" + hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def mig_configs(cluster: Cluster) -> dict[str, list]:
+    """layout name -> its mig-parted entries, over every GPU worker with a layout."""
+    out = {}
+    for n in _gpu_workers(cluster):
+        name = _layout_name(n)
+        if name is not None:
+            out[name] = json.loads(mig_parted_config(n.gpus))["mig-configs"]["corral"]
+    return dict(sorted(out.items()))
+
+
+def values(cluster: Cluster) -> str:
+    """values.yaml for `helm install gpu-operator nvidia/gpu-operator --version <gpu_operator.version>`."""
+    op, driver = cluster.spec.kubernetes.gpu_operator, cluster.spec.nvidia.driver
+    by_operator = op.driver.source == "operator"
+    v = {"driver": {"enabled": by_operator}}
+    if by_operator and driver is not None:
+        v["driver"]["version"] = driver.version
+    v["toolkit"] = {"enabled": True}
+    v["devicePlugin"] = {"enabled": True}
+    v["mig"] = {"strategy": op.mig_strategy}
+    migs = mig_configs(cluster)
+    v["migManager"] = {"enabled": bool(migs)}
+    if migs:
+        v["migManager"]["config"] = {"name": MIG_CONFIGMAP, "default": "all-disabled"}
+    v["dcgmExporter"] = {"enabled": True, "serviceMonitor": {"enabled": op.service_monitor}}
+    return (f"# Managed by corral: NVIDIA GPU Operator {op.version} (helm chart nvidia/gpu-operator)\n"
+            + yaml_text(v))
+
+
+def mig_configmap(cluster: Cluster) -> str | None:
+    """The MIG manager's ConfigMap (every layout by name, plus all-disabled); None without layouts."""
+    migs = mig_configs(cluster)
+    if not migs:
+        return None
+    config = {"version": "v1", "mig-configs": {"all-disabled": [{"devices": "all", "mig-enabled": False}], **migs}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": MIG_CONFIGMAP, "namespace": NAMESPACE},
+          "data": {"config.yaml": yaml_text(config)}}
+    return "# Managed by corral: MIG layouts from the nodes' gpus.mig\n" + yaml_text(cm)
+
+
+def node_labels(cluster: Cluster) -> dict[str, dict[str, str]]:
+    """node -> the labels corral sets: its role, and the MIG layout the MIG manager applies."""
+    out: dict[str, dict[str, str]] = {}
+    for n in cluster.nodes:
+        labels = {}
+        if "worker" in n.roles:
+            labels["node-role.kubernetes.io/worker"] = ""
+        name = _layout_name(n) if "worker" in n.roles else None
+        if name is not None:
+            labels[MIG_LABEL] = name
+        if labels:
+            out[n.name] = labels
+    return out
+
+
+def cluster_files(cluster: Cluster) -> dict[str, str]:
+    """name -> content of what corral applies to the cluster (not to a node's disk)."""
+    files = {"gpu-operator-values.yaml": values(cluster)}
+    cm = mig_configmap(cluster)
+    if cm is not None:
+        files["mig-parted-configmap.yaml"] = cm
+    files["node-labels.json"] = json.dumps(node_labels(cluster), indent=1, sort_keys=True) + "\n"
+    return files

@@ -1,0 +1,83 @@
+"""Rules of the `kubernetes:` section (scheduler: kubernetes), each a located error: the pod and service
+networks overlap neither each other nor a node's address; the control plane is one node, or three or
+more (etcd's quorum: two would stop at the first failure) behind a virtual IP in their subnet that is no
+node's address; MIG strategy single needs one layout per node; the Operator's driver needs
+nvidia.driver.version."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from corral.errors import Problem
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster
+
+Where = Callable[..., str]
+NOT_RUN = ("Kubernetes path: not yet run against a live cluster by corral's tests (its configuration, manifests "
+           "and Helm values are rendered and checked offline; docs/components/kubernetes.md)")
+
+
+def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
+    if cluster.spec.scheduler != "kubernetes":
+        return []
+    k, problems = cluster.spec.kubernetes, []
+    pod, svc = k.pod_cidr, k.service_cidr
+    if pod.overlaps(svc):
+        problems.append(Problem(where(("kubernetes", "service_cidr")), f"the service network {svc} overlaps the pod "
+                                f"network {pod}", str(svc), "give pods and services separate ranges (defaults: "
+                                                            "10.244.0.0/16 and 10.96.0.0/12)"))
+    for key, net in (("pod_cidr", pod), ("service_cidr", svc)):
+        inside = [n for n in cluster.nodes if ipaddress.IPv4Address(n.address) in net]
+        if inside:
+            held = ", ".join(f"{n.name} {n.address}" for n in inside[:3])
+            problems.append(Problem(where(("kubernetes", key)), f"{net} holds node addresses ({held}): pods and "
+                                    "services would shadow the nodes", str(net), "pick a range no node address is in"))
+    cps = cluster.with_role("control-plane")
+    ep = k.control_plane_endpoint
+    if len(cps) == 2:
+        problems.append(Problem(where(("nodes",)), "two control-plane nodes: etcd needs a majority, so the cluster "
+                                "stops when either fails (no better than one)", "2 control-plane nodes",
+                                "use one control-plane node, or three or more with kubernetes.control_plane_endpoint"))
+    if len(cps) >= 3 and ep is None:
+        problems.append(Problem(where(("kubernetes",)), f"{len(cps)} control-plane nodes need a virtual IP for the API "
+                                "server", "control_plane_endpoint unset", "set kubernetes.control_plane_endpoint: "
+                                "{address: <a free IP in their subnet>, interface: <their interface>}"))
+    if ep is not None:
+        taken = [n.name for n in cluster.nodes if n.address == str(ep.address)]
+        subnets = {ipaddress.IPv4Network(f"{n.address}/24", strict=False) for n in cps}
+        if taken:
+            problems.append(Problem(where(("kubernetes", "control_plane_endpoint", "address")),
+                                    f"the virtual IP {ep.address} is {taken[0]}'s address", str(ep.address),
+                                    "a free address in the control-plane nodes' subnet"))
+        elif not any(ep.address in s for s in subnets):
+            problems.append(Problem(where(("kubernetes", "control_plane_endpoint", "address")),
+                                    f"the virtual IP {ep.address} is not in the control-plane nodes' subnet "
+                                    f"({', '.join(sorted(str(s) for s in subnets))}): kube-vip announces it by ARP",
+                                    str(ep.address), "a free address beside the control-plane nodes'"))
+        if len(cps) < 3:
+            problems.append(Problem(where(("kubernetes", "control_plane_endpoint")), f"a virtual IP with "
+                                    f"{len(cps)} control-plane node(s): an HA control plane needs three or more",
+                                    str(ep.address), "add control-plane nodes, or drop control_plane_endpoint"))
+    op = k.gpu_operator
+    if op.driver.source == "operator" and cluster.spec.nvidia.driver is None and any(
+            n.gpu_count for n in cluster.with_role("worker")):
+        problems.append(Problem(where(("kubernetes", "gpu_operator", "driver", "source")),
+                                "the GPU Operator's driver needs a version", "operator",
+                                "set nvidia.driver.version (e.g. 550.127.05), or source: preinstalled"))
+    if op.mig_strategy == "single":
+        for n in cluster.with_role("worker"):
+            profiles = {p for group in ((n.gpus.mig if n.gpus else None) or []) for p in group.profiles}
+            if len(profiles) > 1:
+                problems.append(Problem(where(("kubernetes", "gpu_operator", "mig_strategy")),
+                                        f"{n.name}: mig_strategy single exposes one kind of MIG device per node, its "
+                                        f"layout has {', '.join(sorted(profiles))}", "single",
+                                        "use mig_strategy: mixed (each profile its own resource)"))
+                break
+    return problems
+
+
+def kubernetes_warnings(cluster: Cluster) -> list[str]:
+    return [NOT_RUN] if cluster.spec.scheduler == "kubernetes" else []

@@ -1,0 +1,171 @@
+"""The Kubernetes path, offline (issue: no Kubernetes binaries can run here): the spec's rules as located
+errors, every rendered file against its golden copy (tests/golden/kubernetes/<case>/: cluster.yaml and the
+tree `corral render` writes), every Kubernetes object validated against the OpenAPI schema of the pinned
+version (kubernetes-validate), kubeadm's configuration checked field by field for its API version, and
+doctor saying the path has not run against a live cluster.
+
+Rewrite the golden trees after a deliberate change with
+CORRAL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/test_kubernetes_render.py
+and review the diff."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from corral.errors import CorralError
+from corral.spec.loader import load, load_text
+from corral.workflows.render_files import render
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "kubernetes"
+UPDATE = os.environ.get("CORRAL_UPDATE_GOLDEN") == "1"
+BASE = """name: k
+ssh: {user: root}
+scheduler: kubernetes
+nodes:
+  - {names: "cp[1-3]", addresses: "10.0.0.[10-12]", roles: [control-plane]}
+  - {names: "gpu[01-02]", addresses: "10.0.0.[21-22]", roles: [worker], gpus: {model: h100, count: 8}}
+nvidia: {driver: {version: 550.127.05}}
+"""
+VIP = "kubernetes:\n  control_plane_endpoint: {address: 10.0.0.5, interface: eth0}\n"
+
+
+def docs(text: str) -> list[dict]:
+    return [d for d in YAML(typ="safe").load_all(text) if d is not None]
+
+
+@pytest.mark.parametrize("case", ["single", "ha"])
+def test_golden_trees(case, tmp_path):
+    cluster = load(GOLDEN / case / "cluster.yaml")
+    out = tmp_path / "out"
+    render(cluster, out)
+    got = {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*")) if p.is_file()}
+    want_dir = GOLDEN / case / "tree"
+    if UPDATE:
+        shutil.rmtree(want_dir, ignore_errors=True)
+        shutil.copytree(out, want_dir)
+    want = {str(p.relative_to(want_dir)): p.read_text() for p in sorted(want_dir.rglob("*")) if p.is_file()}
+    assert sorted(got) == sorted(want), "the rendered files differ from the golden tree's: CORRAL_UPDATE_GOLDEN=1"
+    for name in got:
+        assert got[name] == want[name], f"{case}/tree/{name} differs from its golden file"
+
+
+@pytest.mark.parametrize("case", ["single", "ha"])
+def test_every_kubernetes_object_validates_against_the_pinned_version(case):
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    cluster = load(GOLDEN / case / "cluster.yaml")
+    version = cluster.spec.kubernetes.version
+    tree = GOLDEN / case / "tree"
+    objects = [d for p in sorted(tree.rglob("*.yaml")) for d in docs(p.read_text())
+               if d.get("apiVersion") in ("v1", "apps/v1")]
+    assert objects, "no Kubernetes object rendered"
+    for obj in objects:
+        kubernetes_validate.validate(obj, version, strict=True)  # raises on an unknown field or a wrong type
+    bad = dict(objects[0], spec={"containers": [{"name": "x", "image": "y", "bogus": True}]})
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, version, strict=True)
+
+
+def test_kubeadm_configuration_follows_its_api_version():
+    single, ha = (load(GOLDEN / c / "cluster.yaml") for c in ("single", "ha"))
+    init = docs((GOLDEN / "single/tree/cp1/etc/kubernetes/corral-kubeadm.yaml").read_text())
+    assert [(d["apiVersion"], d["kind"]) for d in init] == [
+        ("kubeadm.k8s.io/v1beta3", "InitConfiguration"), ("kubeadm.k8s.io/v1beta3", "ClusterConfiguration"),
+        ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration")]
+    assert init[0]["nodeRegistration"]["kubeletExtraArgs"] == {"node-ip": "10.1.0.10"}  # v1beta3: a map
+    assert init[1]["controlPlaneEndpoint"] == "10.1.0.10:6443" and init[1]["kubernetesVersion"] == "v1.30.8"
+    assert init[1]["networking"] == {"podSubnet": "10.244.0.0/16", "serviceSubnet": "10.96.0.0/12",
+                                     "dnsDomain": "cluster.local"}
+    assert init[2]["cgroupDriver"] == "systemd"
+    ha_init = docs((GOLDEN / "ha/tree/cp1/etc/kubernetes/corral-kubeadm.yaml").read_text())
+    assert ha_init[0]["apiVersion"] == "kubeadm.k8s.io/v1beta4"
+    assert ha_init[0]["nodeRegistration"]["kubeletExtraArgs"] == [{"name": "node-ip", "value": "10.0.0.10"}]
+    assert ha_init[1]["controlPlaneEndpoint"] == "10.0.0.5:6443"
+    assert ha_init[1]["apiServer"]["certSANs"][:2] == ["10.0.0.5", "10.0.0.10"]
+    join = docs((GOLDEN / "ha/tree/cp2/etc/kubernetes/corral-kubeadm.yaml").read_text())[0]
+    assert join["kind"] == "JoinConfiguration" and join["controlPlane"]["localAPIEndpoint"]["advertiseAddress"] == "10.0.0.11"
+    worker = docs((GOLDEN / "ha/tree/gpu01/etc/kubernetes/corral-kubeadm.yaml").read_text())[0]
+    assert "controlPlane" not in worker and worker["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "10.0.0.5:6443"
+    assert worker["discovery"]["bootstrapToken"]["token"].startswith("<made at join time")  # never a real token
+    assert single.spec.kubernetes.cni.pinned() == "1.16.5" and ha.spec.kubernetes.cni.pinned() == "3.29.1"
+    # kube-vip: the first control-plane node reads super-admin.conf while kubeadm init runs (1.29+)
+    first = docs((GOLDEN / "ha/tree/cp1/etc/kubernetes/manifests/kube-vip.yaml").read_text())[0]
+    second = docs((GOLDEN / "ha/tree/cp2/etc/kubernetes/manifests/kube-vip.yaml").read_text())[0]
+    assert first["spec"]["volumes"][0]["hostPath"]["path"] == "/etc/kubernetes/super-admin.conf"
+    assert second["spec"]["volumes"][0]["hostPath"]["path"] == "/etc/kubernetes/admin.conf"
+    assert not (GOLDEN / "single/tree/cp1/etc/kubernetes/manifests").exists()  # no virtual IP, no kube-vip
+
+
+def test_gpu_operator_values_and_mig_layouts():
+    single = docs((GOLDEN / "single/tree/cluster/gpu-operator-values.yaml").read_text())[0]
+    assert single["driver"] == {"enabled": False} and single["mig"] == {"strategy": "single"}
+    assert single["dcgmExporter"]["serviceMonitor"] == {"enabled": False}
+    ha = docs((GOLDEN / "ha/tree/cluster/gpu-operator-values.yaml").read_text())[0]
+    assert ha["driver"] == {"enabled": True, "version": "550.127.05"} and ha["mig"] == {"strategy": "mixed"}
+    assert ha["migManager"] == {"enabled": True, "config": {"name": "corral-mig-parted-config", "default": "all-disabled"}}
+    labels = json.loads((GOLDEN / "ha/tree/cluster/node-labels.json").read_text())
+    cm = docs((GOLDEN / "ha/tree/cluster/mig-parted-configmap.yaml").read_text())[0]
+    config = docs(cm["data"]["config.yaml"])[0]
+    layout = labels["gpu03"]["nvidia.com/mig.config"]
+    assert config["mig-configs"][layout] == [{"devices": list(range(8)), "mig-enabled": True,
+                                              "mig-devices": {"3g.40gb": 2}}]
+    assert "nvidia.com/mig.config" not in labels["gpu01"] and "all-disabled" in config["mig-configs"]
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    ("kubernetes: {service_cidr: 10.240.0.0/12}\n", "the service network 10.240.0.0/12 overlaps the pod network"),
+    ("kubernetes: {pod_cidr: 10.0.0.0/16}\n", "10.0.0.0/16 holds node addresses (cp1 10.0.0.10"),
+    ("", "3 control-plane nodes need a virtual IP"),
+    ("kubernetes: {control_plane_endpoint: {address: 10.0.0.11, interface: eth0}}\n", "10.0.0.11 is cp2's address"),
+    ("kubernetes: {control_plane_endpoint: {address: 10.9.0.5, interface: eth0}}\n", "not in the control-plane nodes' subnet"),
+    ("kubernetes: {control_plane_endpoint: {address: 10.0.0.5, interface: 'eth0; reboot'}}\n", "interface"),
+])
+def test_bad_kubernetes_specs_are_located_errors(extra, words):
+    with pytest.raises(CorralError, match="cluster.yaml:") as err:
+        load_text(BASE + extra, "cluster.yaml")
+    assert words in str(err.value)
+
+
+def test_control_plane_counts_and_the_operator_driver():
+    two = BASE.replace("cp[1-3]", "cp[1-2]").replace("10.0.0.[10-12]", "10.0.0.[10-11]")
+    with pytest.raises(CorralError, match="two control-plane nodes: etcd needs a majority"):
+        load_text(two, "cluster.yaml")
+    one = BASE.replace("cp[1-3]", "cp1").replace('"10.0.0.[10-12]"', "[10.0.0.10]")
+    with pytest.raises(CorralError, match="a virtual IP with 1 control-plane node"):
+        load_text(one + VIP, "cluster.yaml")
+    with pytest.raises(CorralError, match="the GPU Operator's driver needs a version"):
+        load_text(one.replace("nvidia: {driver: {version: 550.127.05}}\n", ""), "cluster.yaml")
+    assert load_text(one.replace("nvidia: {driver: {version: 550.127.05}}\n", "")
+                     + "kubernetes: {gpu_operator: {driver: {source: preinstalled}}}\n", "cluster.yaml")
+    mixed = one + ("  - {names: gpu09, addresses: [10.0.0.29], roles: [worker], gpus: {model: a100, count: 8, "
+                   "mig: [{gpus: all, profiles: [3g.40gb, 2g.20gb]}]}}\n")
+    mixed = mixed.replace("nvidia: {driver: {version: 550.127.05}}\n", "") + \
+        "nvidia: {driver: {version: 550.127.05}}\nkubernetes: {gpu_operator: {mig_strategy: single}}\n"
+    with pytest.raises(CorralError, match="gpu09: mig_strategy single exposes one kind of MIG device per node"):
+        load_text(mixed, "cluster.yaml")
+
+
+def test_doctor_and_spec_check_say_the_path_has_not_run_live():
+    from corral.checks.doctor import evaluate
+    from corral.spec.rules import spec_warnings
+    cluster = load(GOLDEN / "single" / "cluster.yaml")
+    assert any("not yet run against a live cluster by corral's tests" in w for w in spec_warnings(cluster))
+    spec_check = next(c for c in evaluate(cluster, {}, {}).checks if c.name == "spec")
+    assert spec_check.status == "WARN" and "Kubernetes path: not yet run against a live cluster" in spec_check.message
+    slurm = load_text(BASE.replace("scheduler: kubernetes", "scheduler: slurm").replace("cp[1-3]", "cp1")
+                      .replace('"10.0.0.[10-12]"', "[10.0.0.10]").replace("control-plane", "controller")
+                      .replace("worker", "compute"), "cluster.yaml")
+    assert next(c for c in evaluate(slurm, {}, {}).checks if c.name == "spec").status == "OK"
+
+
+def test_render_writes_one_node_or_refuses_an_unknown_one(tmp_path):
+    cluster = load(GOLDEN / "ha" / "cluster.yaml")
+    done = render(cluster, tmp_path / "one", node="gpu03")
+    assert list(done["files"]) == ["gpu03"] and not (tmp_path / "one" / "cluster").exists()
+    with pytest.raises(CorralError, match="--node gpu99: no such node"):
+        render(cluster, tmp_path / "two", node="gpu99")
