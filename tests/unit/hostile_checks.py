@@ -63,8 +63,24 @@ from tests.unit.hostile_spec import (  # noqa: F401
 CUDA_PATH = "ubuntu2204/x86_64"
 
 
+def render_kubernetes(cluster: Cluster) -> dict[str, tuple[str, str]]:
+    """A Kubernetes cluster's files (render/kubernetes.py, render/gpu_operator.py): every node's, and the
+    cluster objects; YAML, or plain lines."""
+    from corral.render.gpu_operator import cluster_files
+    from corral.render.kubernetes import node_files
+    out: dict[str, tuple[str, str]] = {}
+    for n in cluster.nodes:
+        for path, text in node_files(cluster, n).items():
+            out[f"{n.name}:{path}"] = ("yaml" if path.endswith(".yaml") else "words", text)
+    for name, text in cluster_files(cluster).items():
+        out[f"cluster:{name}"] = ("json" if name.endswith(".json") else "yaml", text)
+    return out
+
+
 def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
     """name -> (format, text) of every config file and script corral renders from the spec."""
+    if cluster.spec.scheduler == "kubernetes":
+        return render_kubernetes(cluster)
     nv, mon = cluster.spec.nvidia, cluster.spec.monitoring
     out: dict[str, tuple[str, str]] = {
         "slurm.conf": ("slurm", render_slurm_conf(cluster, {}, **(
@@ -250,7 +266,8 @@ _SAFE_YAML = YAML(typ="safe", pure=True)
 
 @lru_cache(maxsize=64)
 def _yaml_structure(text: str) -> frozenset:
-    return frozenset(_structure(_SAFE_YAML.load(text)))
+    """Every document's structure (kubeadm's configuration is three documents), tagged with its index."""
+    return frozenset((i, part) for i, doc in enumerate(_SAFE_YAML.load_all(text)) for part in _structure(doc))
 
 
 def check_yaml(text: str, benign: str, value: str) -> None:

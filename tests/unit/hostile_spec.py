@@ -133,6 +133,16 @@ BASE: dict[str, Any] = {
                             "url": "https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v{version}.tar.gz",
                             "sha256": SHA, "nccl_version": "2.21.5-1+cuda12.4"}},
 }
+BASE["kubernetes"] = {"version": "1.31.4", "pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/12",
+                      "cni": {"plugin": "cilium", "version": "1.16.5"},
+                      "control_plane_endpoint": {"address": "10.213.0.5", "interface": "eth0", "port": 6443},
+                      "gpu_operator": {"version": "v24.9.1", "driver": {"source": "operator"},
+                                       "mig_strategy": "mixed"}}
+# a Kubernetes cluster for the kubernetes: leaves (three control-plane nodes behind the virtual IP, two GPU
+# workers, one with a MIG layout), rendered with render/kubernetes.py and render/gpu_operator.py
+K8S_NODES = [{"names": "cp[1-3]", "addresses": "10.213.0.[10-12]", "roles": ["control-plane"]},
+             {"names": "gpu[01-02]", "addresses": "10.213.0.[21-22]", "roles": ["worker"],
+              "gpus": {"model": "a100", "count": 8, "mig": [{"gpus": "all", "profiles": ["3g.40gb", "3g.40gb"]}]}}]
 BASE_VIRTUAL: dict[str, Any] = {**BASE, "virtual": {"bridge": "corral0", "subnet": "10.213.0.0/24"},
                                  "power": {**BASE["power"], "enabled": False}}  # BMCs of a real cluster
 # Nodes for a leaf outside `nodes`: a controller and two GPU nodes, no MIG (that would ask for mig_parted's sums)
@@ -167,6 +177,9 @@ def _minimal_base(leaf_id: str, path: tuple) -> str:
             else BASE_FABRIC if path[:2] in (("topology", "discover"), ("topology", "ibnetdiscover_file")) else BASE)
     doc: dict[str, Any] = {"name": full["name"], "nodes": MIN_NODES, "storage": full["storage"]}
     top = path[0]
+    if top == "kubernetes":  # the whole section, on a Kubernetes cluster (the Operator's driver needs its version)
+        return json.dumps({"name": full["name"], "scheduler": "kubernetes", "nodes": K8S_NODES,
+                           "nvidia": {"driver": {"version": "550.127.05"}}, "kubernetes": full["kubernetes"]})
     for other in TOP_NEEDS.get(top, ()):
         doc[other] = full[other]
     if top == "nodes":  # the leaf's group as it is, the others cut to their names, addresses and roles

@@ -120,7 +120,7 @@ def test_gpu_operator_values_and_mig_layouts():
 @pytest.mark.parametrize(("extra", "words"), [
     ("kubernetes: {service_cidr: 10.240.0.0/12}\n", "the service network 10.240.0.0/12 overlaps the pod network"),
     ("kubernetes: {pod_cidr: 10.0.0.0/16}\n", "10.0.0.0/16 holds node addresses (cp1 10.0.0.10"),
-    ("", "3 control-plane nodes need a virtual IP"),
+    ("kubernetes: {version: 1.27.9}\n", "Kubernetes 1.27.9 is out of support"),
     ("kubernetes: {control_plane_endpoint: {address: 10.0.0.11, interface: eth0}}\n", "10.0.0.11 is cp2's address"),
     ("kubernetes: {control_plane_endpoint: {address: 10.9.0.5, interface: eth0}}\n", "not in the control-plane nodes' subnet"),
     ("kubernetes: {control_plane_endpoint: {address: 10.0.0.5, interface: 'eth0; reboot'}}\n", "interface"),
@@ -138,10 +138,14 @@ def test_control_plane_counts_and_the_operator_driver():
     one = BASE.replace("cp[1-3]", "cp1").replace('"10.0.0.[10-12]"', "[10.0.0.10]")
     with pytest.raises(CorralError, match="a virtual IP with 1 control-plane node"):
         load_text(one + VIP, "cluster.yaml")
-    with pytest.raises(CorralError, match="the GPU Operator's driver needs a version"):
-        load_text(one.replace("nvidia: {driver: {version: 550.127.05}}\n", ""), "cluster.yaml")
-    assert load_text(one.replace("nvidia: {driver: {version: 550.127.05}}\n", "")
-                     + "kubernetes: {gpu_operator: {driver: {source: preinstalled}}}\n", "cluster.yaml")
+    from corral.spec.rules import spec_warnings
+    assert any("3 control-plane nodes and no control_plane_endpoint" in w
+               for w in spec_warnings(load_text(BASE, "cluster.yaml")))
+    unpinned = load_text(one.replace("nvidia: {driver: {version: 550.127.05}}\n", ""), "cluster.yaml")
+    assert any("installs its chart's default driver, not pinned" in w for w in spec_warnings(unpinned))
+    preinstalled = load_text(one.replace("nvidia: {driver: {version: 550.127.05}}\n", "")
+                             + "kubernetes: {gpu_operator: {driver: {source: preinstalled}}}\n", "cluster.yaml")
+    assert not any("default driver" in w for w in spec_warnings(preinstalled))
     mixed = one + ("  - {names: gpu09, addresses: [10.0.0.29], roles: [worker], gpus: {model: a100, count: 8, "
                    "mig: [{gpus: all, profiles: [3g.40gb, 2g.20gb]}]}}\n")
     mixed = mixed.replace("nvidia: {driver: {version: 550.127.05}}\n", "") + \

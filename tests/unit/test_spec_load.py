@@ -260,13 +260,16 @@ def test_kubernetes_ignores_slurm_only_checks():
         nodes:
           - names: cp1,w1
             addresses: 10.0.0.[1-2]
+            roles: [worker]
+          - names: cp0
+            addresses: 10.0.0.3
             roles: [control-plane, worker]
         slurm:
           partitions:
             - name: p
               nodes: nowhere1
         """)
-    assert len(c.nodes) == 2
+    assert len(c.nodes) == 3
 
 
 def test_virtual_spec():

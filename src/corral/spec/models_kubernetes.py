@@ -12,14 +12,14 @@ from pydantic import Field
 
 from corral.spec.models_base import Strict
 
-K8S_VERSION = r"^1\.(2[89]|3[0-9])\.\d{1,2}$"
+K8S_VERSION = r"^1\.[0-9]{2}\.[0-9]{1,2}$"  # 1.28 and later: spec/rules_kubernetes.py
 CNI_VERSIONS = {"calico": "3.29.1", "cilium": "1.16.5"}
 
 
 class CniSpec(Strict):
     """The pod network: Calico or Cilium, at a pinned version."""
 
-    plugin: Literal["calico", "cilium"] = Field(default="calico", description="calico | cilium")
+    plugin: Literal["calico", "cilium"] = Field(default="calico", description="calico or cilium")
     version: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+$",
                                 description="the plugin's release; unset: corral's pinned one (calico 3.29.1, "
                                             "cilium 1.16.5)")

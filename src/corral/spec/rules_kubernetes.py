@@ -1,8 +1,8 @@
 """Rules of the `kubernetes:` section (scheduler: kubernetes), each a located error: the pod and service
-networks overlap neither each other nor a node's address; the control plane is one node, or three or
-more (etcd's quorum: two would stop at the first failure) behind a virtual IP in their subnet that is no
-node's address; MIG strategy single needs one layout per node; the Operator's driver needs
-nvidia.driver.version."""
+networks overlap neither each other nor a node's address; the control plane is not two nodes (etcd's
+quorum: two stop at the first failure); a virtual IP (three or more control-plane nodes; without one, a
+warning) lies in their subnet and is no node's address; the version is 1.28 or later; MIG strategy single needs one layout per node. The Operator's driver without
+nvidia.driver.version is a warning (the chart's default, unpinned)."""
 
 from __future__ import annotations
 
@@ -41,10 +41,10 @@ def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where(("nodes",)), "two control-plane nodes: etcd needs a majority, so the cluster "
                                 "stops when either fails (no better than one)", "2 control-plane nodes",
                                 "use one control-plane node, or three or more with kubernetes.control_plane_endpoint"))
-    if len(cps) >= 3 and ep is None:
-        problems.append(Problem(where(("kubernetes",)), f"{len(cps)} control-plane nodes need a virtual IP for the API "
-                                "server", "control_plane_endpoint unset", "set kubernetes.control_plane_endpoint: "
-                                "{address: <a free IP in their subnet>, interface: <their interface>}"))
+    minor = int(k.version.split(".")[1])
+    if minor < 28:
+        problems.append(Problem(where(("kubernetes", "version")), f"Kubernetes {k.version} is out of support; corral "
+                                "renders for 1.28 and later", k.version, "set kubernetes.version to 1.28 or later"))
     if ep is not None:
         taken = [n.name for n in cluster.nodes if n.address == str(ep.address)]
         subnets = {ipaddress.IPv4Network(f"{n.address}/24", strict=False) for n in cps}
@@ -62,11 +62,6 @@ def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
                                     f"{len(cps)} control-plane node(s): an HA control plane needs three or more",
                                     str(ep.address), "add control-plane nodes, or drop control_plane_endpoint"))
     op = k.gpu_operator
-    if op.driver.source == "operator" and cluster.spec.nvidia.driver is None and any(
-            n.gpu_count for n in cluster.with_role("worker")):
-        problems.append(Problem(where(("kubernetes", "gpu_operator", "driver", "source")),
-                                "the GPU Operator's driver needs a version", "operator",
-                                "set nvidia.driver.version (e.g. 550.127.05), or source: preinstalled"))
     if op.mig_strategy == "single":
         for n in cluster.with_role("worker"):
             profiles = {p for group in ((n.gpus.mig if n.gpus else None) or []) for p in group.profiles}
@@ -80,4 +75,16 @@ def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
 
 
 def kubernetes_warnings(cluster: Cluster) -> list[str]:
-    return [NOT_RUN] if cluster.spec.scheduler == "kubernetes" else []
+    if cluster.spec.scheduler != "kubernetes":
+        return []
+    out = [NOT_RUN]
+    cps = cluster.with_role("control-plane")
+    if len(cps) >= 3 and cluster.spec.kubernetes.control_plane_endpoint is None:
+        out.append(f"kubernetes: {len(cps)} control-plane nodes and no control_plane_endpoint: the API server's "
+                   f"address is {cps[0].name}'s, so the cluster's clients lose it with {cps[0].name}; set "
+                   "kubernetes.control_plane_endpoint (a virtual IP held by kube-vip) for an HA endpoint")
+    if cluster.spec.kubernetes.gpu_operator.driver.source == "operator" and cluster.spec.nvidia.driver is None and any(
+            n.gpu_count for n in cluster.with_role("worker")):
+        out.append("kubernetes.gpu_operator.driver: the GPU Operator installs its chart's default driver, not pinned: "
+                   "set nvidia.driver.version (e.g. 550.127.05) to pin it, or source: preinstalled")
+    return out
