@@ -139,7 +139,8 @@ def test_k8s_fixture_converts_and_loads():
     assert carried_not(result, "[etcd] — corral runs etcd co-located with the control plane")
     assert carried_not(result, "inventory:41: ansible_become")
     assert carried_not(result, "group_vars/k8s_cluster.yml:8: k8s_nfs_client_provisioner — ")
-    assert carried_not(result, "kube_version — cluster.yaml has no such Kubernetes setting")
+    assert cluster.spec.kubernetes.version == "1.30.4"  # kube_version v1.30.4
+    assert cluster.spec.kubernetes.gpu_operator.mig_strategy == "mixed"  # k8s_gpu_mig_strategy
     assert carried_not(result, "chrony_config_server — corral's time-sync component takes no server list")
     assert carried_not(result, "gpus (gpu[01-03]) — declare gpus: per group")
     assert not carried_not(result, "slurm_cluster_name")  # Kubernetes import: no Slurm name note
@@ -478,3 +479,23 @@ def test_too_many_controllers_and_bad_time_limit(tmp_path):
 def test_unknown_scheduler_argument():
     with pytest.raises(UsageError, match="unknown scheduler"):
         import_deepops(SLURM, scheduler="pbs")
+
+
+def test_kubespray_values_that_cannot_be_carried_are_named(tmp_path):
+    cfg = tmp_path / "config"
+    (cfg / "group_vars").mkdir(parents=True)
+    (cfg / "inventory").write_text("[all]\ncp ansible_host=10.9.0.1\nw1 ansible_host=10.9.0.11\n"
+                                   "[kube_control_plane]\ncp\n[kube_node]\nw1\n")
+    (cfg / "group_vars" / "all.yml").write_text(
+        "kube_version: v1.26.3\nkube_network_plugin: flannel\nkube_pods_subnet: '{{ my_subnet }}'\n"
+        "kube_service_addresses: 10.233.0.0/33\nk8s_gpu_mig_strategy: both\nkube_vip_address: 10.9.0.5\n")
+    result = import_deepops(cfg)
+    cluster = load_text(result.yaml_text)
+    assert cluster.spec.kubernetes.version == "1.31.4" and cluster.spec.kubernetes.cni.plugin == "calico"
+    for needle in ("kube_version — 'v1.26.3': corral renders Kubernetes 1.28 and later",
+                   "kube_network_plugin — 'flannel': corral installs calico or cilium",
+                   "kube_pods_subnet — a Jinja template ('{{ my_subnet }}'), not evaluated",
+                   "kube_service_addresses — '10.233.0.0/33' is not an IPv4 network",
+                   "k8s_gpu_mig_strategy — 'both' is not none, single or mixed",
+                   "kube_vip_address — no usable kube_vip_interface"):
+        assert carried_not(result, needle), needle

@@ -19,6 +19,10 @@ CONFIGS = sorted(p for p in FIXTURES.glob("*/config") if p.is_dir())
 SMALL = "[all]\nhead ansible_host=10.9.0.1\nn1 ansible_host=10.9.0.11\nn2 ansible_host=10.9.0.12\n" \
         "[slurm-master]\nhead\n[slurm-node]\nn1\nn2\n"
 V = '\nnvidia_driver_package_version: "550.127.05"\n'  # a driver version, for the driver's other keys
+K8S = "[all]\ncp ansible_host=10.9.0.1\nw1 ansible_host=10.9.0.11\n[kube_control_plane]\ncp\n[kube_node]\nw1\n"
+K8S3 = ("[all]\ncp1 ansible_host=10.9.0.1\ncp2 ansible_host=10.9.0.2\ncp3 ansible_host=10.9.0.3\n"
+        "w1 ansible_host=10.9.0.11\n[kube_control_plane]\ncp1\ncp2\ncp3\n[kube_node]\nw1\n")
+VIP_VARS = "kube_vip_address: 10.9.0.5\nkube_vip_interface: bond0\n"
 # wording that would call a supported setting unsupported
 UNSUPPORTED = re.compile(r"has no (NVIDIA|nvidia|driver|enroot|pyxis|CUDA|DCGM|GRES)|no enroot|no NVIDIA driver")
 
@@ -95,6 +99,22 @@ CASES = {
     "slurm_pyxis_version": (SMALL, "slurm_pyxis_version: 0.20.0\n", lambda c: c.spec.nvidia.pyxis.version, "0.20.0"),
     "slurm_pyxis_tarball_url": (SMALL, "slurm_pyxis_tarball_url: https://m.example/p-{{ slurm_pyxis_version }}.tgz\n",
                                 lambda c: c.spec.nvidia.pyxis.url, "https://m.example/p-{version}.tgz"),
+    "kube_version": (K8S, "kube_version: v1.29.7\n", lambda c: c.spec.kubernetes.version, "1.29.7"),
+    "kube_pods_subnet": (K8S, "kube_pods_subnet: 10.233.64.0/18\n", lambda c: str(c.spec.kubernetes.pod_cidr),
+                         "10.233.64.0/18"),
+    "kube_service_addresses": (K8S, "kube_service_addresses: 10.233.0.0/18\n",
+                               lambda c: str(c.spec.kubernetes.service_cidr), "10.233.0.0/18"),
+    "kube_network_plugin": (K8S, "kube_network_plugin: cilium\n", lambda c: c.spec.kubernetes.cni.plugin, "cilium"),
+    "k8s_gpu_mig_strategy": (K8S, "k8s_gpu_mig_strategy: single\n",
+                             lambda c: c.spec.kubernetes.gpu_operator.mig_strategy, "single"),
+    "gpu_operator_preinstalled_nvidia_software": (K8S, "gpu_operator_preinstalled_nvidia_software: true\n",
+                                                  lambda c: c.spec.kubernetes.gpu_operator.driver.source,
+                                                  "preinstalled"),
+    "kube_vip_address": (K8S3, VIP_VARS, lambda c: str(c.spec.kubernetes.control_plane_endpoint.address),
+                         "10.9.0.5"),
+    "kube_vip_interface": (K8S3, VIP_VARS, lambda c: c.spec.kubernetes.control_plane_endpoint.interface, "bond0"),
+    "kube_vip_enabled": (K8S3, VIP_VARS + "kube_vip_enabled: false\n",
+                         lambda c: c.spec.kubernetes.control_plane_endpoint, None),
 }
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from corral import limits
 from corral.errors import Problem, SpecError, UsageError
 from corral.importers.deepops_inventory import OTHER_GROUPS, ROLE_GROUPS, Inventory, Var, canon, jump_host, read_config
+from corral.importers.deepops_k8s import KubernetesImport
 from corral.importers.deepops_nvidia import NvidiaImport
 from corral.importers.deepops_vars import note_rest, truthy
 from corral.spec.hosts import NAME_RE, compress_names, expand_names
@@ -160,8 +161,12 @@ class _Importer:
         nvidia = NvidiaImport(self.var, sched).run()
         self.used |= nvidia.used
         self.notes += nvidia.notes
+        k8s = KubernetesImport(self.var).run() if sched == "kubernetes" else None
+        if k8s is not None:
+            self.used |= k8s.used
+            self.notes += k8s.notes
         self.notes += note_rest(self.inv, self.used, other, self.umbrella, self.origin, sched)
-        text = self.emit(name, sched, ssh, nodes, max_time, nvidia.lines)
+        text = self.emit(name, sched, ssh, nodes, max_time, nvidia.lines, k8s.lines if k8s else [])
         load_text(text, f"cluster.yaml imported from {self.inv.base}")  # a SpecError here: importer bug
         return ImportResult(text, self.notes)
 
@@ -254,7 +259,7 @@ class _Importer:
         return name
 
     def emit(self, name: str, sched: str, ssh: dict[str, object], nodes: dict[str, str],
-             max_time: Var | None, nvidia: list[str]) -> str:
+             max_time: Var | None, nvidia: list[str], kubernetes: list[str]) -> str:
         groups: dict[tuple[str, ...], list[str]] = {}
         for node in nodes:
             groups.setdefault(tuple(r for r in ROLE_ORDER if r in self.roles[node]), []).append(node)
@@ -281,6 +286,7 @@ class _Importer:
             if truthy(self.var("slurm_autodetect_nvml"), False):
                 body.append("  gres_autodetect: nvml  # slurm_autodetect_nvml")
         body += ["nvidia:"] + nvidia if nvidia else []
+        body += ["kubernetes:"] + kubernetes if kubernetes else []
         head = [f"# Imported by `corral import deepops` from {self.inv.base.resolve()}",
                 f"# ({self.inv.path.name}, group_vars/, host_vars/). Review it, then declare GPUs.",
                 "# Not carried over from DeepOps:"] + ["#   - " + n.replace("\n", " ") for n in self.notes]

@@ -37,6 +37,13 @@ MAPPED = {  # DeepOps variable -> the cluster.yaml key it sets
     "enroot_cache_path": "nvidia.enroot.cache_path", "enroot_data_path": "nvidia.enroot.data_path",
     "enroot_config": "nvidia.enroot.settings",
     "slurm_pyxis_version": "nvidia.pyxis.version", "slurm_pyxis_tarball_url": "nvidia.pyxis.url",
+    "kube_version": "kubernetes.version", "kube_pods_subnet": "kubernetes.pod_cidr",
+    "kube_service_addresses": "kubernetes.service_cidr", "kube_network_plugin": "kubernetes.cni.plugin",
+    "k8s_gpu_mig_strategy": "kubernetes.gpu_operator.mig_strategy",
+    "gpu_operator_preinstalled_nvidia_software": "kubernetes.gpu_operator.driver.source (true: preinstalled)",
+    "kube_vip_address": "kubernetes.control_plane_endpoint.address",
+    "kube_vip_interface": "kubernetes.control_plane_endpoint.interface",
+    "kube_vip_enabled": "kubernetes.control_plane_endpoint (false: unset)",
 }
 PER_HOST = frozenset({"ansible_host", "ansible_user", "ansible_ssh_user", "ansible_port", "ansible_ssh_port",
                       "ansible_ssh_private_key_file", "ansible_ssh_common_args"})  # read per host
@@ -73,7 +80,7 @@ REASONS = {  # a specific reason (else NO_SETTING's, by pattern); "!" = say this
     "!corral installs one CUDA toolkit on all nodes (nvidia.cuda_toolkit.version) and leaves DGX OS nodes' "
     "NVIDIA stack to DGX OS": ("cuda_dgx_1_version", "cuda_dgx_2_version", "cuda_dgx_a100_version"),
     "!MIG is set per node group: declare gpus: and set gpus.mig (unset leaves MIG alone)": (
-        "mig_manager_profile", "mig_manager_config", "mig_manager_hooks", "k8s_gpu_mig_strategy"),
+        "mig_manager_profile", "mig_manager_config", "mig_manager_hooks"),
     "GPU-clock setting": ("gpu_clock_reset", "gpu_clock_lock", "allow_user_set_gpu_clocks"),
     "!cluster.yaml sets only enroot.conf lines (nvidia.enroot.settings); copy environ, hook and mount files "
     "to /etc/enroot yourself": ("enroot_environ_config_files", "enroot_environ_config_files_dgx",
@@ -141,9 +148,9 @@ LISTED = tuple(REASON) + (  # more known DeepOps variables; NO_SETTING gives the
     "hpcsdk_install_in_path", "slurm_cluster_install_openmpi", "openmpi_version", "openmpi_install_prefix",
     "openmpi_configure", "slurm_enable_rsyslog_server", "slurm_enable_rsyslog_client", "rsyslog_server_hostname",
     "rsyslog_client_tcp_host", "rsyslog_client_group", "kube_enable_rsyslog_server", "kube_enable_rsyslog_client",
-    "kube_version", "kubeadm_enabled", "kube_api_anonymous_auth", "kube_kubeadm_apiserver_extra_args",
+    "kubeadm_enabled", "kube_api_anonymous_auth", "kube_kubeadm_apiserver_extra_args",
     "kubectl_localhost", "kubeconfig_localhost", "helm_enabled", "tiller_node_selectors", "artifacts_dir",
-    "kubelet_flexvolumes_plugins_dir", "deepops_gpu_operator_enabled", "gpu_operator_preinstalled_nvidia_software",
+    "kubelet_flexvolumes_plugins_dir", "deepops_gpu_operator_enabled",
     "dashboard_enabled", "dashboard_image_tag", "dashboard_image_repo", "dashboard_metrics_scrape_tagr",
     "dashboard_metrics_scraper_repo", "grafana_admin_password")
 KNOWN = {**dict.fromkeys(LISTED, ""), **MAPPED}  # every DeepOps variable the import knows by name
