@@ -152,6 +152,9 @@ def test_control_plane_counts_and_the_operator_driver():
         "nvidia: {driver: {version: 550.127.05}}\nkubernetes: {gpu_operator: {mig_strategy: single}}\n"
     with pytest.raises(CorralError, match="gpu09: mig_strategy single exposes one kind of MIG device per node"):
         load_text(mixed, "cluster.yaml")
+    with pytest.raises(CorralError, match="gpu09: mig_strategy single needs MIG on every GPU"):
+        load_text(mixed.replace("gpus: all, profiles: [3g.40gb, 2g.20gb]", "gpus: 0-3, profiles: [3g.40gb]"),
+                  "cluster.yaml")
 
 
 def test_doctor_and_spec_check_say_the_path_has_not_run_live():

@@ -64,7 +64,14 @@ def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
     op = k.gpu_operator
     if op.mig_strategy == "single":
         for n in cluster.with_role("worker"):
-            profiles = {p for group in ((n.gpus.mig if n.gpus else None) or []) for p in group.profiles}
+            from corral.spec.mig import layout
+            lay = layout(n.gpus) or {}
+            profiles = {p for ps in lay.values() for p in ps}
+            if profiles and any(not ps for ps in lay.values()):
+                problems.append(Problem(where(("kubernetes", "gpu_operator", "mig_strategy")),
+                                        f"{n.name}: mig_strategy single needs MIG on every GPU of a node with a "
+                                        "layout (some have none)", "single", "use mig_strategy: mixed"))
+                break
             if len(profiles) > 1:
                 problems.append(Problem(where(("kubernetes", "gpu_operator", "mig_strategy")),
                                         f"{n.name}: mig_strategy single exposes one kind of MIG device per node, its "
