@@ -5,11 +5,7 @@ loopback; coverage naming a missing or other-version package per node."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import shutil
-import threading
 
 import pytest
 
@@ -19,7 +15,7 @@ from corral.errors import HostToolError
 from corral.render.packages import cuda_repo_packages
 from corral.spec.loader import load_text
 from corral.render.vendor_repos import vendor_repos
-from tests.vcluster.standin import PACKAGE, build_ctk_repo, build_cuda_repo, build_deb, build_plain_deb
+from tests.vcluster.standin import PACKAGE, build_ctk_repo, build_cuda_repo, build_deb, build_plain_deb, serve_dir
 
 SPEC = """name: t
 ssh: {user: root}
@@ -128,17 +124,7 @@ def test_a_bundle_may_carry_every_vendor_package_but_not_ubuntu_driver_packages(
         spec(base + "nvidia: {driver: {version: 550.127.05, source: distribution}}\n")
 
 
-@contextlib.contextmanager
-def _site(directory):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
-    handler.log_message = lambda *a: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+_site = serve_dir
 
 
 needs_tools = pytest.mark.skipif(not all(shutil.which(t) for t in ("gpg", "dpkg-deb", "dpkg-scanpackages", "apt-get")),

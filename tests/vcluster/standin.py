@@ -7,6 +7,7 @@ with broken="marker" is broken only on a node where BREAK_MARKER exists (its pos
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import subprocess
 from pathlib import Path
@@ -177,3 +178,21 @@ def build_plain_deb(out: Path, package: str, version: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
     return deb
+
+
+@contextlib.contextmanager
+def serve_dir(directory: Path, port: int = 0):
+    """A download site on loopback serving `directory` (a vendor's repository, a release page) for the build
+    host only; its base URL. Gone when the block ends."""
+    import functools
+    import http.server
+    import threading
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

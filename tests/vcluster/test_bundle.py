@@ -6,8 +6,6 @@ A site proxy (spec `proxy:`) then carries apt and a user's download, and goes ag
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import http.server
 import io
@@ -27,7 +25,7 @@ from corral.spec.loader import load
 from corral.virtual import image, network, repo
 from corral.workflows.converge import converge
 from corral.workflows.up import bundle_section, up
-from tests.vcluster.standin import PACKAGE, build_cuda_repo, build_deb, build_enroot_deb
+from tests.vcluster.standin import PACKAGE, build_cuda_repo, build_deb, build_enroot_deb, serve_dir
 from tests.vcluster.conftest import TEST_PORT, TEST_SUBNET, failures, make_spec, ssh, vcluster_unavailable
 
 pytestmark = pytest.mark.vcluster
@@ -44,18 +42,9 @@ nvidia:
 """
 
 
-@contextlib.contextmanager
 def _files(directory):
     """The build host's download site: a loopback server, gone before any node starts."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
-    handler.log_message = lambda *a: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", TEST_PORT + 9), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return serve_dir(directory, TEST_PORT + 9)
 
 
 @pytest.fixture(scope="module")
