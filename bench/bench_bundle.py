@@ -1,7 +1,8 @@
 """`corral bundle build` for the default virtual cluster's spec (ctl, gpu01-02, login1): size and build
-time, medians of 3, warm (the .debs taken from the virtual cluster's repository) and cold (every .deb
-downloaded from the mirror), plus `bundle verify`. Run from the repository root:
-`python -m bench.bench_bundle [--runs N] [--no-cold]`."""
+time, medians of 3, warm (the .debs taken from the virtual cluster's repository), cold (every .deb
+downloaded from the mirror) and warm with the virtual cluster's base image (--with-virtual), plus
+`bundle verify`. Run from the repository root: `python -m bench.bench_bundle [--runs N] [--no-cold]
+[--no-virtual]`."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-cold", action="store_true")
+    ap.add_argument("--no-virtual", action="store_true", help="skip the --with-virtual row (the base image)")
     args = ap.parse_args()
     status = image.ensure_image() / "var/lib/dpkg/status"
     rows = []
@@ -31,9 +33,11 @@ def main() -> None:
         spec = Path(d) / "cluster.yaml"
         spec.write_text(default_spec("bench", 2, 4, "h100", BENCH_SUBNET, "corralbench0", 18088))
         cluster = load(spec)
-        kinds = [("warm (virtual repo cache)", REPO / "pool")] + ([] if args.no_cold else [("cold (mirror)", None)])
-        for kind, cache in kinds:
-            builds = [build(cluster, Path(d) / f"b{i}.tar", status, cache) for i in range(args.runs)]
+        kinds = [("warm (virtual repo cache)", REPO / "pool", None)] + (
+            [] if args.no_cold else [("cold (mirror)", None, None)]) + (
+            [] if args.no_virtual else [("warm + base image (--with-virtual)", REPO / "pool", image.ensure_image())])
+        for kind, cache, base in kinds:
+            builds = [build(cluster, Path(d) / f"b{i}.tar", status, cache, image=base) for i in range(args.runs)]
             checks = [timed(lambda b=b: verify(b.path, b.fingerprint)) for b in builds]
             manifests = {hashlib.sha256(tarfile.open(b.path).extractfile("manifest.json").read()).hexdigest()
                          for b in builds}
