@@ -176,3 +176,17 @@ def test_render_writes_one_node_or_refuses_an_unknown_one(tmp_path):
     assert list(done["files"]) == ["gpu03"] and not (tmp_path / "one" / "cluster").exists()
     with pytest.raises(CorralError, match="--node gpu99: no such node"):
         render(cluster, tmp_path / "two", node="gpu99")
+
+
+def test_kube_prometheus_stack_carries_corrals_gpu_rules_and_promtool_accepts_them(tmp_path):
+    import subprocess
+    from tests.unit.test_alert_rules import tool
+    values = docs((GOLDEN / "ha/tree/cluster/kube-prometheus-stack-values.yaml").read_text())[0]
+    assert values["prometheus"]["prometheusSpec"]["serviceMonitorSelectorNilUsesHelmValues"] is False
+    groups = values["additionalPrometheusRulesMap"]["corral-gpu"]["groups"]
+    assert [r["alert"] for r in groups[0]["rules"]] == ["GpuXidError", "GpuEccUncorrectable", "GpuTemperatureHigh"]
+    assert all("$labels.Hostname" in r["annotations"]["summary"] for r in groups[0]["rules"])
+    path = tmp_path / "corral-gpu.yml"
+    path.write_text(json.dumps({"groups": groups}))
+    out = subprocess.run([tool("promtool"), "check", "rules", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0 and "SUCCESS: 3 rules found" in out.stdout, out.stdout + out.stderr

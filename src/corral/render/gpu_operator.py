@@ -87,7 +87,10 @@ def node_labels(cluster: Cluster) -> dict[str, dict[str, str]]:
 
 def cluster_files(cluster: Cluster) -> dict[str, str]:
     """name -> content of what corral applies to the cluster (not to a node's disk)."""
+    from corral.render import kube_prometheus
     files = {"gpu-operator-values.yaml": values(cluster)}
+    if cluster.spec.monitoring.enabled:
+        files["kube-prometheus-stack-values.yaml"] = kube_prometheus.values(cluster)
     cm = mig_configmap(cluster)
     if cm is not None:
         files["mig-parted-configmap.yaml"] = cm
