@@ -190,3 +190,23 @@ def test_kube_prometheus_stack_carries_corrals_gpu_rules_and_promtool_accepts_th
     path.write_text(json.dumps({"groups": groups}))
     out = subprocess.run([tool("promtool"), "check", "rules", str(path)], capture_output=True, text=True)
     assert out.returncode == 0 and "SUCCESS: 3 rules found" in out.stdout, out.stdout + out.stderr
+
+
+def test_swap_lines_are_commented_by_the_real_sed_and_the_repository_follows_the_minor(tmp_path):
+    """deploy/kubernetes.py: the fstab edit swap_off runs, on a copy (real sed); pkgs.k8s.io's one
+    repository per minor release; the tools pinned at the spec's version."""
+    import subprocess
+    from corral.deploy import kubernetes as deploy_k8s
+    fstab = tmp_path / "fstab"
+    fstab.write_text("UUID=5d3e / ext4 errors=remount-ro 0 1\nUUID=8c1f none swap sw 0 0\n"
+                     "/swapfile\tnone\tswap\tsw\t0\t0\n#/old none swap sw 0 0\n")
+    subprocess.run(["sed", "-i", "-E", deploy_k8s.FSTAB_SED, str(fstab)], check=True)
+    lines = fstab.read_text().splitlines()
+    assert lines == ["UUID=5d3e / ext4 errors=remount-ro 0 1",
+                     "# corral: the kubelet needs swap off: UUID=8c1f none swap sw 0 0",
+                     "# corral: the kubelet needs swap off: /swapfile\tnone\tswap\tsw\t0\t0", "#/old none swap sw 0 0"]
+    assert deploy_k8s._swap_lines(lines) == []
+    assert deploy_k8s.repo_url("1.31.4") == "https://pkgs.k8s.io/core:/stable:/v1.31/deb/"
+    assert deploy_k8s.source("1.30.8").endswith(
+        "deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v1.30/deb/ /\n")
+    assert "Package: kubeadm kubelet kubectl\nPin: version 1.31.4-*\nPin-Priority: 1001" in deploy_k8s.pin("1.31.4")

@@ -1,0 +1,137 @@
+"""Kubernetes nodes (scheduler: kubernetes; docs/components/kubernetes.md). This slice: every node's
+prerequisites (kernel modules, sysctls, swap off, containerd with its config), the Kubernetes apt
+repository (pkgs.k8s.io, its key pinned by fingerprint), kubeadm, kubelet and kubectl pinned to the
+spec's version and held, kubeadm's configuration, and `kubeadm init` on the first control-plane node.
+Joining the other nodes (short-lived tokens), the CNI and the Helm installs come next; plan and apply
+do not run this path yet. Every operation here is proven by operation tests (tests/operations/k8s_*),
+not against a live cluster."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import deploy, operation
+from pyinfra.facts.files import FileContents
+
+from corral.deploy import operations
+from corral.deploy.apt_keys import pinned_key_script
+from corral.deploy.nodestate import Want, snapshot
+from corral.engine.notes import annotate
+from corral.engine.shell import cmd, q, sh
+from corral.facts.apt_upgrades import AptHolds
+from corral.render import kubernetes as k8s
+
+KEY = "/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
+SOURCE = "/etc/apt/sources.list.d/kubernetes.list"
+PIN = "/etc/apt/preferences.d/corral-kubernetes"
+ADMIN_CONF = "/etc/kubernetes/admin.conf"
+CONFIG = "/etc/kubernetes/corral-kubeadm.yaml"
+MODULES, SYSCTL = "/etc/modules-load.d/corral-kubernetes.conf", "/etc/sysctl.d/90-corral-kubernetes.conf"
+CONTAINERD = "/etc/containerd/config.toml"
+# isv:kubernetes OBS Project <isv:kubernetes@build.opensuse.org>: signs every pkgs.k8s.io core:/stable: repository
+K8S_KEY_FINGERPRINT = "DE15B14486CD377B9E876E1A234654DA9A296436"
+TOOLS = ("kubeadm", "kubelet", "kubectl")
+# an active fstab line of type swap (device, mount point, `swap`, ...) -> commented, saying why
+FSTAB_SED = (r"s|^([^#[:space:]][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]].*)$|"
+             r"# corral: the kubelet needs swap off: \1|")
+# not registered with every node's snapshot (deploy/nodestate.py): Slurm runs do not read these paths
+WANT = Want(paths=(KEY, SOURCE, PIN, ADMIN_CONF, CONFIG, MODULES, SYSCTL, CONTAINERD),
+            services=("containerd", "kubelet"), packages=("containerd", *TOOLS))
+
+
+def repo_url(version: str) -> str:
+    """pkgs.k8s.io has one repository per minor release: 1.31.4 -> .../core:/stable:/v1.31/deb/."""
+    return f"https://pkgs.k8s.io/core:/stable:/v{'.'.join(version.split('.')[:2])}/deb/"
+
+
+def source(version: str) -> str:
+    return f"# Managed by corral: Kubernetes {version}\ndeb [signed-by={KEY}] {repo_url(version)} /\n"
+
+
+def pin(version: str) -> str:
+    return (f"# Managed by corral: the Kubernetes tools stay at {version} until the spec changes it\n"
+            f"Package: {' '.join(TOOLS)}\nPin: version {version}-*\nPin-Priority: 1001\n")
+
+
+def _swap_lines(fstab: list[str]) -> list[str]:
+    return [line for line in fstab if line.strip() and not line.lstrip().startswith("#")
+            and len(line.split()) >= 3 and line.split()[2] == "swap"]
+
+
+@operation()
+def swap_off(want: Want):
+    """The kubelet refuses to start with swap on: turn it off now and comment the fstab's swap lines."""
+    active = [line for line in (host.get_fact(FileContents, path="/proc/swaps") or [])[1:] if line.strip()]
+    fstab = _swap_lines(host.get_fact(FileContents, path="/etc/fstab") or [])
+    if not active and not fstab:
+        host.noop("swap is off (the kubelet needs it off)")
+        return
+    annotate(disruption="none", diff="".join(f"swap off: {line.split()[0]}\n" for line in active)
+             + "".join(f"/etc/fstab: comment out {line.split()[0]}\n" for line in fstab))
+    if active:
+        yield cmd("swapoff", "-a")
+    if fstab:
+        yield cmd("sed", "-i", "-E", FSTAB_SED, "/etc/fstab")
+
+
+@operation()
+def kubernetes_key(url: str, fingerprint: str, want: Want):
+    if (snapshot(want).files.get(KEY) or {}).get("kind") == "file":
+        host.noop(f"{KEY} present")
+        return
+    annotate(disruption="none", diff=f"{KEY}: the Kubernetes packages' signing key from {url} (key {fingerprint})\n")
+    yield sh(pinned_key_script(url, KEY, fingerprint, "the Kubernetes apt key", dearmor=True))
+
+
+@operation()
+def tools_held(want: Want):
+    """kubeadm, kubelet and kubectl held (apt-mark): an upgrade moves them only through corral."""
+    held, _, installed = host.get_fact(AptHolds, names=" ".join(TOOLS))
+    todo = [t for t in TOOLS if t in installed and t not in held]
+    if not todo:
+        host.noop(f"held: {', '.join(t for t in TOOLS if t in held) or 'none installed yet'}")
+        return
+    annotate(disruption="none", diff="".join(f"hold {t}\n" for t in todo))
+    yield cmd("apt-mark", "hold", *todo)
+
+
+@operation()
+def kubeadm_init(config: str, want: Want):
+    """`kubeadm init` once, on the first control-plane node: admin.conf says the cluster exists."""
+    if (snapshot(want).files.get(ADMIN_CONF) or {}).get("kind") == "file":
+        host.noop(f"control plane initialized ({ADMIN_CONF} present)")
+        return
+    annotate(disruption="none (a new cluster)", diff=f"kubeadm init --config {config}\n")
+    yield sh(f"timeout 600 kubeadm init --config {q(config)} --upload-certs")
+
+
+@deploy("kubernetes node")
+def kubernetes_node() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    version = cluster.spec.kubernetes.version
+    files = k8s.node_files(cluster, node)
+    modules = operations.managed_file(name=MODULES, path=MODULES, want=WANT, content=files[MODULES])
+    operations.run_when_changed(name="kernel modules loaded", description="modprobe overlay br_netfilter",
+                                commands=["modprobe overlay", "modprobe br_netfilter"], _if=modules.did_change)
+    sysctl = operations.managed_file(name=SYSCTL, path=SYSCTL, want=WANT, content=files[SYSCTL])
+    operations.run_when_changed(name="sysctls applied", description="sysctl --system",
+                                commands=[f"sysctl -q -p {SYSCTL}"], _if=sysctl.did_change)
+    swap_off(name="swap off", want=WANT)
+    if cluster.spec.packages.source != "bundle":
+        kubernetes_key(name="Kubernetes signing key", url=repo_url(version) + "Release.key",
+                       fingerprint=K8S_KEY_FINGERPRINT, want=WANT)
+        listed = operations.managed_file(name="Kubernetes apt source", path=SOURCE, want=WANT, content=source(version))
+        operations.run_when_changed(name="apt lists refreshed (Kubernetes source)", description="apt-get update",
+                                    commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"],
+                                    _if=listed.did_change)
+    operations.managed_file(name="Kubernetes version pin", path=PIN, want=WANT, content=pin(version))
+    operations.packages(name="containerd and the Kubernetes tools", names=["containerd", *TOOLS], want=WANT,
+                        together=True)
+    tools_held(name="Kubernetes tools held", want=WANT)
+    runtime = operations.managed_file(name=CONTAINERD, path=CONTAINERD, want=WANT, content=files[CONTAINERD],
+                                      disruption="restart containerd")
+    operations.service(name="containerd running", unit="containerd", want=WANT)
+    operations.restart(name="containerd restarted (config changed)", unit="containerd", want=WANT,
+                       _if=runtime.did_change)
+    operations.managed_file(name=CONFIG, path=CONFIG, want=WANT, mode="600", content=files[CONFIG])
+    if node.name == k8s.first_control_plane(cluster).name:
+        kubeadm_init(name="kubeadm init", config=CONFIG, want=WANT)
