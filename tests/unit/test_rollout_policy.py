@@ -381,3 +381,22 @@ def test_a_node_whose_slurmd_never_registers_fails_verification_and_is_rolled_ba
     error = result.nodes["gpu01"].error
     assert "verify failed: slurmd did not register with slurmctld within 90 s (State=IDLE+NOT_RESPONDING+DRAIN)" in error
     assert error.endswith("(rolled back to 1.0, verified and resumed)")
+
+
+def test_a_resumed_node_that_never_responds_is_said_to_be_resumed_not_drained(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(S, "time", clock)
+
+    class Ctl(S.SlurmNode):
+        controller = "ctl"
+
+        def sc(self, command, timeout=30):
+            if command.startswith("scontrol show node"):
+                return subprocess.CompletedProcess(command, 0, "NodeName=gpu01 State=IDLE+NOT_RESPONDING\n", "")
+            return subprocess.CompletedProcess(command, 0, "", "")
+    with pytest.raises(S.StepFailed) as err:
+        Ctl().resume("gpu01")
+    assert err.value.step == "resume" and not err.value.keep_drained
+    assert str(err.value) == ("gpu01 was resumed in Slurm, but slurmd did not register with slurmctld within 90 s "
+                              "(State=IDLE+NOT_RESPONDING): check slurmd on it")
+    assert clock.now >= 90

@@ -182,8 +182,10 @@ class Removal(SlurmNode):
                 return []
             self.resume(name)
         except StepFailed as exc:
-            why = (f"{' '.join(str(exc).split())}; it stays drained ({REASON!r}): "
-                   f"`scontrol update nodename={name} state=resume` on {self.controller}")
+            said = " ".join(str(exc).split())
+            why = said if "was resumed in Slurm" in said else (
+                f"{said}; it stays drained ({REASON!r}): `scontrol update nodename={name} state=resume` on "
+                f"{self.controller}")
             self.say(f"node {name}: back in the spec: resume FAILED: {why}")
             return [OpResult(name="back in the spec | resume", status="failed", reason=why)]
         self.say(f"node {name}: back in the spec: resumed in Slurm")

@@ -85,7 +85,13 @@ class SlurmNode:
         if p is None or p.returncode != 0:
             raise StepFailed("resume", f"slurmctld on {self.controller} did not resume {node} (scontrol update: "
                              f"{failed or _why(p)})", keep_drained=True)
-        self.registered(node, step="resume")
+        try:
+            self.registered(node, step="resume")
+        except StepFailed as exc:
+            if exc.step != "resume":
+                raise
+            raise StepFailed("resume", f"{node} was resumed in Slurm, but {exc}: check slurmd on it",
+                             keep_drained=False) from None
 
     def drain_and_wait(self, node: str, reason: str, ok) -> None:
         """Drain the node (a Slurm node: the caller asked node_reason first), then wait for its jobs;
