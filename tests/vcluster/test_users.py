@@ -89,6 +89,19 @@ def test_two_node_job_writes_one_file_per_node_into_a_shared_directory(usable):
     assert sorted(listing.splitlines()) == [f"gpu01.txt {job}", f"gpu02.txt {job}"]
 
 
+def test_her_tasks_get_the_fabric_environment(usable):
+    """corral's TaskProlog runs as the job's user (alice, from login1): each task gets NCCL_SOCKET_IFNAME for
+    its own node (render/job_env.py), as root's jobs do (test_slurm.py)."""
+    want = {}
+    for node in ("gpu01", "gpu02"):
+        address = usable.cluster.node(node).address
+        iface = ssh(usable, node, f"ip -o -4 addr show | awk '$4 ~ /^{address}\\// {{print $2}}'").stdout.strip()
+        want[node] = "=" + iface
+    out = as_alice(usable, "login1", "srun -N2 -t 2 bash -c 'echo $(hostname) $(id -un) $NCCL_SOCKET_IFNAME'").stdout
+    got = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+    assert got == {n: ["alice", v] for n, v in want.items()} and "=" not in want.values(), out
+
+
 def test_submitit_from_pypi_returns_a_result_through_the_shared_home(usable):
     """submitit (PyPI), downloaded by the control host into the repository the nodes reach, installed
     by alice into a venv in her home on login1; her function runs on a compute node (the venv's
