@@ -10,8 +10,9 @@ def components(cluster) -> list:
     package_batch installs the packages of the deploys after it in one transaction (deploy/package_batch.py)."""
     if cluster.spec.scheduler != "slurm":
         from corral.errors import UsageError
-        raise UsageError("only scheduler: slurm can be deployed so far", value=cluster.spec.scheduler,
-                         fix="set scheduler: slurm")
+        raise UsageError("only scheduler: slurm can be deployed so far; the Kubernetes path renders its files but "
+                         "does not deploy them yet (docs/components/kubernetes.md)", value=cluster.spec.scheduler,
+                         fix="review the files with `corral render -f <spec> -o <dir>`, or set scheduler: slurm")
     from corral.deploy.acceptance import acceptance
     from corral.deploy.accounting import accounting
     from corral.deploy.adopt import adopt
