@@ -5,7 +5,12 @@ spec's for a site's re-signed mirror), never a key that merely arrived over http
 
 from __future__ import annotations
 
-from corral.engine.shell import q
+from pyinfra import host
+from pyinfra.api import operation
+
+from corral.deploy.nodestate import Want, snapshot
+from corral.engine.notes import annotate
+from corral.engine.shell import q, sh
 
 
 def refused(what: str, fingerprint: str) -> str:
@@ -27,3 +32,14 @@ def pinned_key_script(url: str, dest: str, fingerprint: str, what: str, dearmor:
         "| awk -F: '$1 == \"pub\" {p = 1; next} p && $1 == \"fpr\" {print $10; p = 0}' | sort -u)",
         f"if [ \"$fprs\" != {q(fingerprint)} ]; then echo {q(refused(what, fingerprint))} >&2; exit 1; fi",
         f"install -d -m 755 {q(directory)}", put, f"mv -f {q(dest + '.corral-new')} {q(dest)}", ""])
+
+
+@operation()
+def pinned_key(path: str, url: str, fingerprint: str, what: str, dearmor: bool, want: Want):
+    """The key at `path` (a no-op when it is there), else fetched from `url` and installed only when it is
+    exactly `fingerprint`'s."""
+    if (snapshot(want).files.get(path) or {}).get("kind") == "file":
+        host.noop(f"{path} present")
+        return
+    annotate(disruption="none", diff=f"{path}: {what} from {url} (key {fingerprint})\n")
+    yield sh(pinned_key_script(url, path, fingerprint, what, dearmor))

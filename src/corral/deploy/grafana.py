@@ -5,16 +5,13 @@ access off. The offline virtual cluster cannot reach Grafana's repository: skipp
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import deploy, operation
-
-from corral.engine.shell import sh
+from pyinfra.api import deploy
 
 from corral.deploy import operations
-from corral.deploy.apt_keys import pinned_key_script
+from corral.deploy.apt_keys import pinned_key
 from corral.render.vendor_repos import grafana_fingerprint, grafana_pin
 from corral.deploy.monitoring import http_ready
-from corral.deploy.nodestate import Want, register, snapshot
-from corral.engine.notes import annotate
+from corral.deploy.nodestate import Want, register
 from corral.engine.conditions import AnyChanged
 from corral.render.grafana import DASHBOARD_DIR, dashboards, render_datasource, render_ini, render_provider
 from corral.render.restart import dropin_path
@@ -38,15 +35,6 @@ def skip_reason(cluster) -> str | None:
     return None
 
 
-@operation()
-def signing_key(url: str, fingerprint: str, want: Want):
-    if (snapshot(want).files.get(KEY) or {}).get("kind") == "file":
-        host.noop(f"{KEY} present")
-        return
-    annotate(disruption="none", diff=f"{KEY}: Grafana's apt signing key from {url} (key {fingerprint})\n")
-    yield sh(pinned_key_script(url, KEY, fingerprint, "Grafana's apt key", dearmor=False))
-
-
 @deploy("grafana")
 def grafana() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
@@ -59,7 +47,8 @@ def grafana() -> None:
         return
     g = m.grafana
     if cluster.spec.packages.source != "bundle":  # else the bundle's repository carries it (bundle/vendor.py)
-        signing_key(name="Grafana signing key", url=g.key_url, fingerprint=grafana_fingerprint(cluster), want=WANT)
+        pinned_key(name="Grafana signing key", path=KEY, url=g.key_url, fingerprint=grafana_fingerprint(cluster),
+                   what="Grafana's apt key", dearmor=False, want=WANT)
         source = operations.managed_file(name="Grafana apt source", path=SOURCE, want=WANT,
                                          content=f"# Managed by corral\ndeb [signed-by={KEY}] {g.repo_url} stable main\n")
         operations.run_when_changed(name="apt lists refreshed (Grafana source)", description="apt-get update",

@@ -13,7 +13,7 @@ from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import operations
-from corral.deploy.apt_keys import pinned_key_script
+from corral.deploy.apt_keys import pinned_key
 from corral.deploy.nodestate import Want, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
@@ -74,15 +74,6 @@ def swap_off(want: Want):
 
 
 @operation()
-def kubernetes_key(url: str, fingerprint: str, want: Want):
-    if (snapshot(want).files.get(KEY) or {}).get("kind") == "file":
-        host.noop(f"{KEY} present")
-        return
-    annotate(disruption="none", diff=f"{KEY}: the Kubernetes packages' signing key from {url} (key {fingerprint})\n")
-    yield sh(pinned_key_script(url, KEY, fingerprint, "the Kubernetes apt key", dearmor=True))
-
-
-@operation()
 def tools_held(want: Want):
     """kubeadm, kubelet and kubectl held (apt-mark): an upgrade moves them only through corral."""
     held, _, installed = host.get_fact(AptHolds, names=" ".join(TOOLS))
@@ -117,8 +108,8 @@ def kubernetes_node() -> None:
                                 commands=[f"sysctl -q -p {SYSCTL}"], _if=sysctl.did_change)
     swap_off(name="swap off", want=WANT)
     if cluster.spec.packages.source != "bundle":
-        kubernetes_key(name="Kubernetes signing key", url=repo_url(version) + "Release.key",
-                       fingerprint=K8S_KEY_FINGERPRINT, want=WANT)
+        pinned_key(name="Kubernetes signing key", path=KEY, url=repo_url(version) + "Release.key",
+                   fingerprint=K8S_KEY_FINGERPRINT, what="the Kubernetes apt key", dearmor=True, want=WANT)
         listed = operations.managed_file(name="Kubernetes apt source", path=SOURCE, want=WANT, content=source(version))
         operations.run_when_changed(name="apt lists refreshed (Kubernetes source)", description="apt-get update",
                                     commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"],

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
-from corral.engine.shell import cmd, sh
+from corral.engine.shell import cmd
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
-from corral.deploy.apt_keys import pinned_key_script
+from corral.deploy.apt_keys import pinned_key
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.render.vendor_repos import CTK_PACKAGES, ctk_fingerprint, ctk_pin
 from corral import paths
@@ -44,16 +44,6 @@ def skip_reason(cluster, node, what: str) -> str | None:
 def ctk_source(repo_url: str) -> str:
     return (f"# Managed by corral: NVIDIA Container Toolkit\n"
             f"deb [signed-by={CTK_KEY}] {repo_url.rstrip('/')}/stable/deb/$(ARCH) /\n")
-
-
-@operation()
-def ctk_key(repo_url: str, fingerprint: str, want: Want):
-    if (snapshot(want).files.get(CTK_KEY) or {}).get("kind") == "file":
-        host.noop(f"{CTK_KEY} present")
-        return
-    annotate(disruption="none", diff=f"{CTK_KEY}: NVIDIA's signing key from {repo_url}/gpgkey (key {fingerprint})\n")
-    url = repo_url.rstrip("/") + "/gpgkey"
-    yield sh(pinned_key_script(url, CTK_KEY, fingerprint, "NVIDIA container toolkit key", dearmor=True))
 
 
 @operation()
@@ -89,8 +79,9 @@ def nvidia_tools() -> None:
     if skip_reason(cluster, node, "container") is None:
         c = n.container_toolkit
         if cluster.spec.packages.source != "bundle":  # else the bundle's repository carries it (bundle/vendor.py)
-            ctk_key(name="NVIDIA Container Toolkit signing key", repo_url=c.repo_url, fingerprint=ctk_fingerprint(cluster),
-                    want=WANT)
+            pinned_key(name="NVIDIA Container Toolkit signing key", path=CTK_KEY,
+                       url=c.repo_url.rstrip("/") + "/gpgkey", fingerprint=ctk_fingerprint(cluster),
+                       what="NVIDIA container toolkit key", dearmor=True, want=WANT)
             source = operations.managed_file(name="NVIDIA Container Toolkit apt source", path=CTK_SOURCE, want=WANT,
                                              content=ctk_source(c.repo_url))
             operations.run_when_changed(name="apt lists refreshed (container toolkit source)",
