@@ -172,8 +172,16 @@ def test_doctor_and_spec_check_say_the_path_has_not_run_live():
 
 def test_render_writes_one_node_or_refuses_an_unknown_one(tmp_path):
     cluster = load(GOLDEN / "ha" / "cluster.yaml")
-    done = render(cluster, tmp_path / "one", node="gpu03")
+    render(cluster, tmp_path / "one")
+    done = render(cluster, tmp_path / "one", node="gpu03")  # the earlier render is replaced: no stale file
     assert list(done["files"]) == ["gpu03"] and not (tmp_path / "one" / "cluster").exists()
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == [".corral-render", "NOTES.txt", "gpu03"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("the user's")
+    with pytest.raises(CorralError, match="is not empty and holds no earlier render"):
+        render(cluster, mine)
+    assert [p.name for p in mine.iterdir()] == ["keep.txt"]
     with pytest.raises(CorralError, match="--node gpu99: no such node"):
         render(cluster, tmp_path / "two", node="gpu99")
 

@@ -74,6 +74,22 @@ def kubernetes_files(cluster: Cluster) -> tuple[dict[str, dict[str, str]], dict[
                             "JoinConfiguration files name where they come from."])
 
 
+MARK = ".corral-render"
+
+
+def _fresh(out: Path) -> None:
+    """An empty directory to write into: a previous render's is emptied (no stale file left to mislead a
+    diff); any other non-empty directory is refused, nothing in it touched."""
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not (out / MARK).is_file():
+        raise CorralError(f"{out} is not empty and holds no earlier render", value=str(out),
+                          fix="name a new or empty directory (a directory corral render wrote is replaced)")
+    import shutil
+    for child in out.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+
+
 def _safe(path: str) -> str:
     """A node file's path as a relative file name under the node's directory."""
     return re.sub(r"[^A-Za-z0-9._/-]+", "_", path.lstrip("/"))
@@ -85,6 +101,7 @@ def render(cluster: Cluster, out: Path, node: str | None = None) -> dict:
     if node is not None and node not in {n.name for n in cluster.nodes}:
         raise CorralError(f"--node {node}: no such node in the spec", value=node,
                           fix="name a node of the spec (corral spec check lists them)")
+    _fresh(out)
     if cluster.spec.scheduler == "kubernetes":
         per_node, whole, notes = kubernetes_files(cluster)
     else:
@@ -105,4 +122,5 @@ def render(cluster: Cluster, out: Path, node: str | None = None) -> dict:
             written.setdefault("cluster", []).append(fname)
     out.mkdir(parents=True, exist_ok=True)
     (out / "NOTES.txt").write_text("\n".join(notes) + "\n")
+    (out / MARK).write_text("written by corral render: the next render into this directory replaces it\n")
     return {"ok": True, "dir": str(out), "scheduler": cluster.spec.scheduler, "files": written, "notes": notes}
