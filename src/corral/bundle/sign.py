@@ -121,14 +121,20 @@ def verify(keyring: bytes, data: bytes, signature: bytes) -> str | None:
     return " | ".join(proc.stderr.decode(errors="replace").strip().splitlines()[-2:]) or "bad signature"
 
 
-def key_fingerprint(keyring: bytes) -> str | None:
-    """The primary key fingerprint of a binary public keyring (`gpg --show-keys`, no keyring touched)."""
+def primary_fingerprints(data: bytes) -> list[str]:
+    """The primary keys' fingerprints in a binary keyring or an armored key file, in order (`gpg --show-keys`
+    in a throwaway home: no keyring touched); [] when it holds no OpenPGP key."""
     with tempfile.TemporaryDirectory(prefix="corral-gpg-") as tmp:
         try:
-            out = _gpg(Path(tmp), "--with-colons", "--show-keys", input=keyring).stdout.decode()
+            out = _gpg(Path(tmp), "--with-colons", "--show-keys", input=data).stdout.decode()
         except HostToolError:
-            return None
+            return []
         finally:
             _stop_agent(Path(tmp))
-    fprs = re.findall(r"^fpr:(?:[^:]*:){8}([0-9A-F]{40}):", out, re.M)
+    return re.findall(r"^pub:.*\n(?:^(?!pub:).*\n)*?^fpr:(?:[^:]*:){8}([0-9A-F]{40}):", out, re.M)
+
+
+def key_fingerprint(keyring: bytes) -> str | None:
+    """The primary key fingerprint of a binary public keyring."""
+    fprs = primary_fingerprints(keyring)
     return fprs[0] if fprs else None

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -31,20 +30,6 @@ def requests(cluster) -> dict[str, list[str]]:
     for repo in vendor_repos(cluster):
         out.update(repo.packages)
     return out
-
-
-def _primaries(data: bytes) -> list[str]:
-    """The primary keys' fingerprints in a keyring or an armored key file (gpg --show-keys, nothing imported)."""
-    from corral.bundle.sign import _gpg, _stop_agent
-    home = Path(tempfile.mkdtemp(prefix="corral-gpg-"))
-    try:
-        out = _gpg(home, "--with-colons", "--show-keys", input=data).stdout.decode()
-    except HostToolError:
-        return []
-    finally:
-        _stop_agent(home)
-        shutil.rmtree(home, ignore_errors=True)
-    return re.findall(r"^pub:.*\n(?:^(?!pub:).*\n)*?^fpr:(?:[^:]*:){8}([0-9A-F]{40}):", out, re.M)
 
 
 def fetch_key(repo: VendorRepo, dest: Path) -> Path:
@@ -64,7 +49,8 @@ def fetch_key(repo: VendorRepo, dest: Path) -> Path:
                                     fix=f"check {repo.spec_key}: it must point at {repo.name} or a mirror of it")
             data, suffix = b"".join(r.read_bytes() for r in rings), ".gpg"
     got.unlink()
-    primaries = _primaries(data)
+    from corral.bundle.sign import primary_fingerprints
+    primaries = primary_fingerprints(data)
     if primaries != [repo.fingerprint]:
         raise HostToolError(f"{repo.key_url}: its key is {', '.join(primaries) or 'not an OpenPGP key'}, not exactly "
                             f"{repo.name}'s key {repo.fingerprint}; nothing was taken from that repository",
