@@ -91,7 +91,7 @@ def test_kubeadm_configuration_follows_its_api_version():
     assert join["kind"] == "JoinConfiguration" and join["controlPlane"]["localAPIEndpoint"]["advertiseAddress"] == "10.0.0.11"
     worker = docs((GOLDEN / "ha/tree/gpu01/etc/kubernetes/corral-kubeadm.yaml").read_text())[0]
     assert "controlPlane" not in worker and worker["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "10.0.0.5:6443"
-    assert worker["discovery"]["bootstrapToken"]["token"].startswith("<made at join time")  # never a real token
+    assert worker["discovery"]["bootstrapToken"]["token"] == "@JOIN_TOKEN@"  # never a real token: filled at join time
     assert single.spec.kubernetes.cni.pinned() == "1.16.5" and ha.spec.kubernetes.cni.pinned() == "3.29.1"
     # kube-vip: the first control-plane node reads super-admin.conf while kubeadm init runs (1.29+)
     first = docs((GOLDEN / "ha/tree/cp1/etc/kubernetes/manifests/kube-vip.yaml").read_text())[0]

@@ -8,11 +8,8 @@ def components(cluster) -> list:
     its role). Operations run op by op across nodes, so this order is also the cross-node order:
     accounting before the controller, the controller before slurmd (configless) and the sync.
     package_batch installs the packages of the deploys after it in one transaction (deploy/package_batch.py)."""
-    if cluster.spec.scheduler != "slurm":
-        from corral.errors import UsageError
-        raise UsageError("only scheduler: slurm can be deployed so far; the Kubernetes path renders its files but "
-                         "does not deploy them yet (docs/components/kubernetes.md)", value=cluster.spec.scheduler,
-                         fix="review the files with `corral render -f <spec> -o <dir>`, or set scheduler: slurm")
+    if cluster.spec.scheduler == "kubernetes":
+        return kubernetes_components()
     from corral.deploy.acceptance import acceptance
     from corral.deploy.accounting import accounting
     from corral.deploy.adopt import adopt
@@ -47,3 +44,15 @@ def components(cluster) -> list:
     return [base, proxy, package_source, package_upgrades, slurm_version, sssd, storage_server, storage_mounts, users, slurm_user, package_batch,
             munge, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
             accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]
+
+
+def kubernetes_components() -> list:
+    """scheduler: kubernetes (docs/components/kubernetes.md): the nodes' base, proxy and package source as
+    for Slurm, then each node's Kubernetes prerequisites, tools and kubeadm init (deploy/kubernetes.py),
+    then what the first control-plane node applies to the cluster (deploy/kubernetes_cluster.py). Joins
+    follow the run (workflows/k8s_join.py)."""
+    from corral.deploy.base import base
+    from corral.deploy.kubernetes import kubernetes_node
+    from corral.deploy.package_source import package_source
+    from corral.deploy.proxy import proxy
+    return [base, proxy, package_source, kubernetes_node]

@@ -1,10 +1,10 @@
 """Kubernetes nodes (scheduler: kubernetes; docs/components/kubernetes.md). This slice: every node's
 prerequisites (kernel modules, sysctls, swap off, containerd with its config), the Kubernetes apt
 repository (pkgs.k8s.io, its key pinned by fingerprint), kubeadm, kubelet and kubectl pinned to the
-spec's version and held, kubeadm's configuration, and `kubeadm init` on the first control-plane node.
-Joining the other nodes (short-lived tokens), the CNI and the Helm installs come next; plan and apply
-do not run this path yet. Every operation here is proven by operation tests (tests/operations/k8s_*),
-not against a live cluster."""
+spec's version and held, kubeadm's configuration, kube-vip on HA control-plane nodes, `kubeadm init` on
+the first control-plane node, and on the others the join script and a "join pending" change that
+workflows/k8s_join.py carries out after the run with a 15-minute token. Every operation here is proven
+by operation tests (tests/operations/k8s_*), not against a live cluster."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ from corral.render import kubernetes as k8s
 KEY = "/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
 SOURCE = "/etc/apt/sources.list.d/kubernetes.list"
 PIN = "/etc/apt/preferences.d/corral-kubernetes"
-ADMIN_CONF = "/etc/kubernetes/admin.conf"
-CONFIG = "/etc/kubernetes/corral-kubeadm.yaml"
+ADMIN_CONF, KUBELET_CONF = "/etc/kubernetes/admin.conf", "/etc/kubernetes/kubelet.conf"
+CONFIG, JOIN_SCRIPT = k8s.KUBEADM_CONFIG, k8s.JOIN_SCRIPT
+KUBE_VIP = "/etc/kubernetes/manifests/kube-vip.yaml"
+JOIN = "join the cluster"  # the disruption label of a pending join (workflows/k8s_join.py)
 MODULES, SYSCTL = "/etc/modules-load.d/corral-kubernetes.conf", "/etc/sysctl.d/90-corral-kubernetes.conf"
 CONTAINERD = "/etc/containerd/config.toml"
 # isv:kubernetes OBS Project <isv:kubernetes@build.opensuse.org>: signs every pkgs.k8s.io core:/stable: repository
@@ -34,7 +36,8 @@ TOOLS = ("kubeadm", "kubelet", "kubectl")
 FSTAB_SED = (r"s|^([^#[:space:]][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]].*)$|"
              r"# corral: the kubelet needs swap off: \1|")
 # not registered with every node's snapshot (deploy/nodestate.py): Slurm runs do not read these paths
-WANT = Want(paths=(KEY, SOURCE, PIN, ADMIN_CONF, CONFIG, MODULES, SYSCTL, CONTAINERD),
+WANT = Want(paths=(KEY, SOURCE, PIN, ADMIN_CONF, KUBELET_CONF, CONFIG, JOIN_SCRIPT, KUBE_VIP, MODULES, SYSCTL,
+                   CONTAINERD),
             services=("containerd", "kubelet"), packages=("containerd", *TOOLS))
 
 
@@ -92,7 +95,22 @@ def kubeadm_init(config: str, want: Want):
         host.noop(f"control plane initialized ({ADMIN_CONF} present)")
         return
     annotate(disruption="none (a new cluster)", diff=f"kubeadm init --config {config}\n")
-    yield sh(f"timeout 600 kubeadm init --config {q(config)} --upload-certs")
+    # a failed init is undone (kubeadm reset), so the next run starts clean rather than half-initialized
+    yield sh(f"timeout 600 kubeadm init --config {q(config)} --upload-certs || "
+             "{ rc=$?; timeout 120 kubeadm reset -f >&2 || true; exit $rc; }")
+
+
+@operation()
+def join_pending(config: str, script: str, endpoint: str, role: str, control_plane: str, want: Want):
+    """A node without kubelet.conf has not joined: a change labelled JOIN, which workflows/k8s_join.py carries
+    out after the run (a 15-minute token from the first control-plane node, given to `script` on stdin). The
+    command here only checks that the join's configuration and script are in place."""
+    if (snapshot(want).files.get(KUBELET_CONF) or {}).get("kind") == "file":
+        host.noop(f"joined ({KUBELET_CONF} present)")
+        return
+    annotate(disruption=JOIN, diff=f"kubeadm join {endpoint} as a {role}: after this run, with a 15-minute token "
+                                   f"from {control_plane} (never stored)\n")
+    yield cmd("test", "-s", config, "-a", "-x", script)
 
 
 @deploy("kubernetes node")
@@ -115,8 +133,8 @@ def kubernetes_node() -> None:
                                     commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"],
                                     _if=listed.did_change)
     operations.managed_file(name="Kubernetes version pin", path=PIN, want=WANT, content=pin(version))
-    operations.packages(name="containerd and the Kubernetes tools", names=["containerd", *TOOLS], want=WANT,
-                        together=True)
+    operations.packages(name="containerd", names=["containerd"], want=WANT, together=True)
+    operations.packages(name="the Kubernetes tools", names=list(TOOLS), want=WANT)  # from pkgs.k8s.io, added above
     tools_held(name="Kubernetes tools held", want=WANT)
     runtime = operations.managed_file(name=CONTAINERD, path=CONTAINERD, want=WANT, content=files[CONTAINERD],
                                       disruption="restart containerd")
@@ -124,5 +142,13 @@ def kubernetes_node() -> None:
     operations.restart(name="containerd restarted (config changed)", unit="containerd", want=WANT,
                        _if=runtime.did_change)
     operations.managed_file(name=CONFIG, path=CONFIG, want=WANT, mode="600", content=files[CONFIG])
-    if node.name == k8s.first_control_plane(cluster).name:
+    if KUBE_VIP in files:  # before init: kubeadm reaches the API server through the virtual IP
+        operations.managed_file(name="kube-vip", path=KUBE_VIP, want=WANT, mode="600", content=files[KUBE_VIP])
+    first = k8s.first_control_plane(cluster).name
+    if node.name == first:
         kubeadm_init(name="kubeadm init", config=CONFIG, want=WANT)
+    else:
+        operations.managed_file(name=JOIN_SCRIPT, path=JOIN_SCRIPT, want=WANT, mode="700", content=files[JOIN_SCRIPT])
+        role = "control-plane node" if "control-plane" in node.roles else "worker"
+        join_pending(name="join pending", config=CONFIG, script=JOIN_SCRIPT, endpoint=k8s.endpoint(cluster),
+                     role=role, control_plane=first, want=WANT)

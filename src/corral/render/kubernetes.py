@@ -16,9 +16,11 @@ from corral.spec.cluster import Cluster, Node
 KUBE_VIP_IMAGE = "ghcr.io/kube-vip/kube-vip:v0.8.7"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 CRI_SOCKET = "unix:///run/containerd/containerd.sock"
-JOIN_TOKEN = "<made at join time: kubeadm token create --ttl 15m; never stored>"
-CA_HASH = "<read at join time from the control plane's CA: sha256:...>"
-CERT_KEY = "<made at join time: kubeadm init phase upload-certs --upload-certs; never stored>"
+# placeholders in a joining node's JoinConfiguration, filled by corral-kubeadm-join (join_script) in a private
+# temporary copy: the token (15 minutes) and certificate key are made at join time and never written to disk
+JOIN_TOKEN, CA_HASH, CERT_KEY = "@JOIN_TOKEN@", "@CA_HASH@", "@CERT_KEY@"
+JOIN_SCRIPT = "/usr/local/sbin/corral-kubeadm-join"
+KUBEADM_CONFIG = "/etc/kubernetes/corral-kubeadm.yaml"
 MODULES = "# Managed by corral: what the kubelet and the pod network need\noverlay\nbr_netfilter\n"
 SYSCTL = ("# Managed by corral: Kubernetes networking\nnet.bridge.bridge-nf-call-iptables = 1\n"
           "net.bridge.bridge-nf-call-ip6tables = 1\nnet.ipv4.ip_forward = 1\n")
@@ -92,6 +94,9 @@ def kubeadm_config(cluster: Cluster, node: Node) -> str:
     """/etc/kubernetes/corral-kubeadm.yaml: `kubeadm init --config` on the first control-plane node,
     `kubeadm join --config` on the others (their token, CA hash and certificate key filled in at join time)."""
     head = "# Managed by corral: kubeadm's configuration for this node (docs/components/kubernetes.md)\n"
+    if node.name != first_control_plane(cluster).name:
+        head += (f"# {JOIN_TOKEN}, {CA_HASH} and {CERT_KEY} are filled in at join time by {JOIN_SCRIPT}, in a\n"
+                 "# private temporary copy: the token lives 15 minutes and is never stored\n")
     if node.name == first_control_plane(cluster).name:
         init = {"apiVersion": _api(cluster), "kind": "InitConfiguration",
                 "localAPIEndpoint": {"advertiseAddress": node.address, "bindPort": 6443},
@@ -105,6 +110,37 @@ def kubeadm_config(cluster: Cluster, node: Node) -> str:
         join["controlPlane"] = {"localAPIEndpoint": {"advertiseAddress": node.address, "bindPort": 6443},
                                 "certificateKey": CERT_KEY}
     return head + yaml_text(join)
+
+
+def join_script() -> str:
+    """/usr/local/sbin/corral-kubeadm-join (0700): joins this node with the token, the CA's hash and (a
+    control-plane node) the certificate key read from stdin, one per line: they are on no command line and
+    in no file but a private temporary copy of the JoinConfiguration, removed when kubeadm is done. A failed
+    join is undone with `kubeadm reset -f`, so no half-joined node stays."""
+    return rf"""#!/bin/sh
+# Managed by corral: join this node to the Kubernetes cluster (docs/components/kubernetes.md)
+set -u
+if [ -e /etc/kubernetes/kubelet.conf ]; then echo "already joined (/etc/kubernetes/kubelet.conf)"; exit 0; fi
+IFS= read -r token || token=
+IFS= read -r ca || ca=
+IFS= read -r key || key=
+bad() {{ echo "corral-kubeadm-join: $1" >&2; exit 2; }}
+printf '%s\n' "$token" | grep -Eqx '[a-z0-9]{{6}}\.[a-z0-9]{{16}}' || bad "no valid join token on stdin"
+printf '%s\n' "$ca" | grep -Eqx 'sha256:[0-9a-f]{{64}}' || bad "no valid CA hash on stdin"
+[ -z "$key" ] || printf '%s\n' "$key" | grep -Eqx '[0-9a-f]{{64}}' || bad "the certificate key is not 64 hex digits"
+if grep -q 'certificateKey:' {KUBEADM_CONFIG} && [ -z "$key" ]; then bad "a control-plane join needs the certificate key"; fi
+umask 077
+tmp=$(mktemp /etc/kubernetes/.corral-join.XXXXXX) || exit 1
+trap 'rm -f "$tmp"' EXIT
+sed -e "s/{JOIN_TOKEN}/$token/" -e "s/{CA_HASH}/$ca/" -e "s/{CERT_KEY}/$key/" {KUBEADM_CONFIG} > "$tmp" || exit 1
+timeout 600 kubeadm join --config "$tmp"
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "kubeadm join failed (exit $rc): kubeadm reset -f, so that nothing half-joined stays" >&2
+  timeout 120 kubeadm reset -f >&2 || true
+fi
+exit "$rc"
+"""
 
 
 def containerd_config() -> str:
@@ -147,7 +183,9 @@ def node_files(cluster: Cluster, node: Node) -> dict[str, str]:
              "/etc/sysctl.d/90-corral-kubernetes.conf": SYSCTL,
              "/etc/containerd/config.toml": containerd_config()}
     if "control-plane" in node.roles or "worker" in node.roles:
-        files["/etc/kubernetes/corral-kubeadm.yaml"] = kubeadm_config(cluster, node)
+        files[KUBEADM_CONFIG] = kubeadm_config(cluster, node)
+        if node.name != first_control_plane(cluster).name:
+            files[JOIN_SCRIPT] = join_script()
     vip = kube_vip_manifest(cluster, first=node.name == first_control_plane(cluster).name)
     if vip is not None and "control-plane" in node.roles:
         files["/etc/kubernetes/manifests/kube-vip.yaml"] = vip

@@ -54,6 +54,8 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     if mode != "apply":
         show_rollouts(cluster, result)
         return result
+    if cluster.spec.scheduler == "kubernetes":
+        return _kubernetes_after(cluster, result, say)
     mark_job_hooks(cluster, result)
     chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
     nodes = batches.only(result, rollout.WHAT, rollout.pending(result), chosen)
@@ -86,6 +88,21 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
             journal.record(cluster.state_dir, result)
         except CorralError as exc:
             result.warnings.append(f"journal not written: {exc}")
+    return result
+
+
+def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
+    """apply on a Kubernetes cluster: the pending joins (workflows/k8s_join.py), journaled with the run."""
+    from corral.workflows import k8s_join
+    if not k8s_join.pending(result):
+        return result
+    start = time.monotonic()
+    timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))
+    result.duration_s += time.monotonic() - start
+    try:
+        journal.record(cluster.state_dir, result)
+    except CorralError as exc:
+        result.warnings.append(f"journal not written: {exc}")
     return result
 
 

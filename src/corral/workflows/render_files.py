@@ -70,8 +70,9 @@ def kubernetes_files(cluster: Cluster) -> tuple[dict[str, dict[str, str]], dict[
     from corral.render.kubernetes import node_files
     from corral.spec.rules_kubernetes import NOT_RUN
     return ({n.name: node_files(cluster, n) for n in cluster.nodes}, cluster_files(cluster),
-            [NOT_RUN + ".", "Join tokens and the certificate key are made at join time and never written: the "
-                            "JoinConfiguration files name where they come from."])
+            [NOT_RUN + ".", "Join tokens and the certificate key are made at join time and never written: a "
+                            "JoinConfiguration holds @JOIN_TOKEN@, @CA_HASH@ and @CERT_KEY@, which "
+                            "corral-kubeadm-join fills in a private temporary copy."])
 
 
 MARK = ".corral-render"
