@@ -18,14 +18,20 @@ from test_kubernetes_render import GOLDEN  # noqa: E402
 from test_operations_data import FakeHost  # noqa: E402
 
 from corral.deploy import kubernetes as kdeploy  # noqa: E402
+from corral.deploy import kubernetes_cluster as kcluster  # noqa: E402
 from corral.deploy import operations  # noqa: E402
 from corral.deploy.nodestate import Snapshot  # noqa: E402
 from corral.engine import notes  # noqa: E402
 from corral.render.kubernetes import node_files  # noqa: E402
 from corral.spec.loader import load  # noqa: E402
 
-OPS = {operations: ("managed_file", "run_when_changed", "package_install", "service", "restart"),
-       kdeploy: ("swap_off", "tools_held", "kubeadm_init", "join_pending", "pinned_key")}
+from corral.facts.kubernetes import HelmRelease, KubeState  # noqa: E402
+from corral.render import k8s_releases  # noqa: E402
+from corral.render.gpu_operator import node_labels  # noqa: E402
+
+OPS = {operations: ("managed_file", "run_when_changed", "package_install", "service", "restart", "directory", "skip"),
+       kdeploy: ("swap_off", "tools_held", "kubeadm_init", "join_pending", "pinned_key"),
+       kcluster: ("helm_release", "labels", "pinned_key")}
 MODES = {kdeploy.CONFIG: "600", kdeploy.KUBE_VIP: "600", kdeploy.JOIN_SCRIPT: "700"}
 
 
@@ -43,13 +49,20 @@ def _calls(monkeypatch, cluster, node) -> list[tuple[str, object, dict]]:
     with ctx_host.use(SimpleNamespace(data=SimpleNamespace(corral_node=node, corral_cluster=cluster),
                                       name=node.name, state=SimpleNamespace())):
         kdeploy.kubernetes_node._inner()
+        kcluster.kubernetes_cluster._inner()
     return calls
 
 
 def _state(cluster, node, joined: bool) -> tuple[Snapshot, dict]:
+    mine = dict(node_files(cluster, node))
+    if node.name == cluster.with_role("control-plane")[0].name:
+        mine.update({r.values_path: r.values for r in k8s_releases.releases(cluster)}, **{
+            kcluster.HELM_SOURCE: k8s_releases.helm_source(), kcluster.HELM_PIN: k8s_releases.helm_pin()})
+        if k8s_releases.mig_manifest(cluster):
+            mine[kcluster.MIG_MANIFEST] = k8s_releases.mig_manifest(cluster)
+        MODES.update({kcluster.MIG_MANIFEST: "600", **{r.values_path: "600" for r in k8s_releases.releases(cluster)}})
     files = {path: {"kind": "file", "mode": MODES.get(path, "644"), "user": "root", "group": "root",
-                    "sha256": hashlib.sha256(text.encode()).hexdigest()}
-             for path, text in node_files(cluster, node).items()} if joined else {}
+                    "sha256": hashlib.sha256(text.encode()).hexdigest()} for path, text in mine.items()} if joined else {}
     if joined:
         files[kdeploy.KEY] = {"kind": "file", "mode": "644", "user": "root", "group": "root", "sha256": "0" * 64}
         files[kdeploy.SOURCE] = {"kind": "file", "mode": "644", "user": "root", "group": "root",
@@ -58,14 +71,18 @@ def _state(cluster, node, joined: bool) -> tuple[Snapshot, dict]:
                               "sha256": hashlib.sha256(kdeploy.pin(cluster.spec.kubernetes.version).encode()).hexdigest()}
         files[kdeploy.KUBELET_CONF] = files[kdeploy.KEY]  # every node of a cluster has joined (or inited)
         if "control-plane" in node.roles:
-            files[kdeploy.ADMIN_CONF] = files[kdeploy.KEY]
+            files[kdeploy.ADMIN_CONF] = files[kcluster.HELM_KEY] = files[kdeploy.KEY]
+            files[k8s_releases.VALUES_DIR] = {"kind": "dir", "mode": "700", "user": "root", "group": "root"}
     tools = {t: "1.31.4-1.1" for t in kdeploy.TOOLS}
+    held = {"labels": node_labels(cluster), "releases": {r.name: HelmRelease(r.chart_label, "deployed", r.namespace)
+                                                          for r in k8s_releases.releases(cluster)}}
     snap = Snapshot(files=files, services={"containerd": ("active", "enabled")} if joined else {},
-                    packages={"containerd": "1.6.20~ds1-1", **tools} if joined else {}, blocks={},
+                    packages={"containerd": "1.6.20~ds1-1", "helm": "3.16.4-1", **tools} if joined else {}, blocks={},
                     apt_lists_age_s=60, container="none")
     facts = {"FileContents": {"/proc/swaps": ["Filename Type Size Used Priority"],
                               "/etc/fstab": ["UUID=1 / ext4 defaults 0 1"]},
-             "AptHolds": {" ".join(kdeploy.TOOLS): [list(kdeploy.TOOLS), [], list(kdeploy.TOOLS)] if joined else [[], [], []]}}
+             "AptHolds": {" ".join(kdeploy.TOOLS): [list(kdeploy.TOOLS), [], list(kdeploy.TOOLS)] if joined else [[], [], []]},
+             "KubeCluster": KubeState(up=True, **held) if joined else KubeState(up=False)}
     return snap, facts
 
 
@@ -110,5 +127,12 @@ def test_a_new_worker_installs_and_has_a_pending_join_never_an_init(monkeypatch)
 def test_the_first_control_plane_inits_and_the_others_join(monkeypatch):
     cluster = load(str(GOLDEN / "ha" / "cluster.yaml"))
     names = {n: [c[0] for c in _calls(monkeypatch, cluster, cluster.node(n))] for n in ("cp1", "cp2")}
-    assert names["cp1"][-2:] == ["kube-vip", "kubeadm init"] and "join pending" not in names["cp1"]
-    assert names["cp2"][-3:] == ["kube-vip", kdeploy.JOIN_SCRIPT, "join pending"]
+    init = names["cp1"].index("kubeadm init")
+    assert names["cp1"][init - 1] == "kube-vip" and "join pending" not in names["cp1"]
+    assert names["cp2"][-4:] == ["kube-vip", kdeploy.JOIN_SCRIPT, "join pending", "Helm releases"]  # a skip
+    # the first control-plane node applies the cluster's releases after init: the pod network first, the GPU
+    # Operator last, its MIG layouts before it (ha has MIG layouts), then the labels
+    after = names["cp1"][init + 1:]
+    releases = [n for n in after if n.startswith("helm release")]
+    assert releases == ["helm release calico", "helm release kube-prometheus-stack", "helm release gpu-operator"]
+    assert after.index("MIG layouts applied") < after.index("helm release gpu-operator") and after[-1] == "node labels"

@@ -53,6 +53,7 @@ def kubernetes_components() -> list:
     follow the run (workflows/k8s_join.py)."""
     from corral.deploy.base import base
     from corral.deploy.kubernetes import kubernetes_node
+    from corral.deploy.kubernetes_cluster import kubernetes_cluster
     from corral.deploy.package_source import package_source
     from corral.deploy.proxy import proxy
-    return [base, proxy, package_source, kubernetes_node]
+    return [base, proxy, package_source, kubernetes_node, kubernetes_cluster]
