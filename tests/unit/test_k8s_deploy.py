@@ -136,3 +136,17 @@ def test_the_first_control_plane_inits_and_the_others_join(monkeypatch):
     releases = [n for n in after if n.startswith("helm release")]
     assert releases == ["helm release calico", "helm release kube-prometheus-stack", "helm release gpu-operator"]
     assert after.index("MIG layouts applied") < after.index("helm release gpu-operator") and after[-1] == "node labels"
+
+
+def test_the_virtual_cluster_refuses_kubernetes_before_anything_runs(tmp_path):
+    from corral.errors import UsageError
+    from corral.spec.loader import load_text
+    from corral.virtual.cluster import VirtualCluster
+    from corral.workflows.converge import converge
+    text = (GOLDEN / "single" / "cluster.yaml").read_text() + "virtual:\n  subnet: 10.1.0.0/24\n"
+    cluster = load_text(text, str(tmp_path / "cluster.yaml"))
+    with pytest.raises(UsageError, match="the virtual cluster cannot run Kubernetes"):
+        converge(cluster, "apply")
+    with pytest.raises(UsageError, match="the virtual cluster runs Slurm only"):
+        VirtualCluster(cluster)
+    assert not (tmp_path / ".corral").exists()  # nothing started, nothing written

@@ -36,14 +36,15 @@ def doctor(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
 
 def validate(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt,
              skip_jobs: bool = typer.Option(False, "--skip-jobs", help="read-only: submit no job"),
-             timeout: int = typer.Option(60, "--timeout", min=1, help="seconds for the whole job phase: "
-                                         "a job that has not started or finished by then is cancelled and "
-                                         "reported per node"),
+             timeout: Optional[int] = typer.Option(None, "--timeout", min=1, help="seconds for the whole job "
+                                                   "phase (default 60; Kubernetes' GPU pods: 300): a job that has "
+                                                   "not started or finished by then is cancelled and reported per node"),
              fabric: bool = typer.Option(False, "--fabric", help="also RDMA bandwidth (ib_write_bw) between node "
                                          "pairs along the topology, each against its floor")) -> None:
     """After deploy: controller, nodes, GRES, nodes reachable (SSH, slurmd, munge, Slurm's state), a
     GPU job per node, a multi-node job, accounting, a user's job, munge across nodes (and on real GPUs
-    a burn and NCCL where available). Always a verdict: with --json always one JSON object."""
+    a burn and NCCL where available). Kubernetes: the API server, nodes Ready with their GPU resources, a
+    GPU pod per GPU worker, DCGM series. Always a verdict: with --json always one JSON object."""
     from corral.checks.result import error_text
     from corral.checks.validate import failed, validate as run_validate
     try:
@@ -53,7 +54,11 @@ def validate(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt,
             print_json(failed(error_text(exc)).to_json())
         raise
     try:
-        report = run_validate(cluster, jobs=not skip_jobs, timeout_s=timeout, fabric=fabric)
+        if cluster.spec.scheduler == "kubernetes":
+            from corral.checks.k8s_validate import TIMEOUT_S, validate_kubernetes
+            report = validate_kubernetes(cluster, jobs=not skip_jobs, timeout_s=timeout or TIMEOUT_S)
+        else:
+            report = run_validate(cluster, jobs=not skip_jobs, timeout_s=timeout or 60, fabric=fabric)
     except CorralError as exc:  # validate() turns these into checks itself; this is the last net
         report = failed(error_text(exc, command=True), len(cluster.with_role("compute")))
     except Exception as exc:  # a bug: the JSON object still, then main() logs the traceback (exit 1)

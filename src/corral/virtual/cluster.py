@@ -40,6 +40,11 @@ class VirtualCluster:
         if cluster.spec.virtual is None:
             raise UsageError(f"{cluster.path}: not a virtual cluster spec (no 'virtual:' section)",
                              fix="run `corral virtual up` in a directory of its own")
+        if cluster.spec.scheduler == "kubernetes":
+            raise UsageError(f"{cluster.path}: the virtual cluster runs Slurm only: no kubelet can run in its "
+                             "containers (docs/components/kubernetes.md)", value="scheduler: kubernetes",
+                             fix="use scheduler: slurm here; review a Kubernetes spec with `corral render`, or "
+                                 "`corral plan` it against its nodes")
         self.cluster = cluster
         self.v = cluster.spec.virtual
         self.workdir = cluster.base_dir

@@ -8,7 +8,7 @@ from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.engine.timing import phase
-from corral.errors import CorralError
+from corral.errors import CorralError, UsageError
 from corral.workflows import batches, mig_rollout, removal_phase, rollout, slurm_upgrade, upgrade_rollout
 from corral.engine.results import RunResult
 from corral.spec.rules import spec_warnings
@@ -26,6 +26,11 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py)."""
     from corral.bundle.coverage import refuse_gaps
     from corral.workflows.bundle_serve import serving
+    if mode == "apply" and cluster.spec.scheduler == "kubernetes" and cluster.spec.virtual is not None:
+        raise UsageError("the virtual cluster cannot run Kubernetes: no kubelet runs in its containers and its "
+                         "nodes reach no repository but corral's (docs/components/kubernetes.md)",
+                         value="scheduler: kubernetes", fix="`corral plan` shows what apply would change; apply a "
+                                                           "Kubernetes spec to real nodes")
     refuse_gaps(cluster)
     with serving(cluster):  # packages.serve: the bundle's repository, for this run only
         return _converge(cluster, mode, limit=limit, on_event=on_event, command=command, say=say, force=force,
