@@ -8,6 +8,8 @@ nothing else is applied (slurm.conf must not lose a node whose jobs run) -> the 
 removed node out of Slurm and its services stopped -> the record: finished removals dropped, unfinished
 ones kept with what is left (a later apply finishes them), the spec nodes the run reached added.
 With --limit, removed nodes are only named in a warning: a removal needs the controller's run.
+scheduler: kubernetes: the same phases with workflows/k8s_removal.py's steps (cordon and drain, then
+kubectl delete node and kubeadm reset).
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 from corral.engine.node_record import DRAINED
 from corral.workflows.removal import Removal, Run
+
+
+def _removal(cluster: Cluster):
+    """The removal's steps for the cluster's scheduler: Slurm's (workflows/removal.py) or Kubernetes'."""
+    if cluster.spec.scheduler == "kubernetes":
+        from corral.workflows.k8s_removal import K8sRemoval
+        return K8sRemoval
+    return Removal
 
 
 def _result(cluster: Cluster, mode: str, command: str) -> RunResult:
@@ -59,7 +69,7 @@ def around(cluster: Cluster, mode: str, run_components: Callable[[], RunResult],
             result.warnings.append(f"{', '.join(d.name for d in gone)}: no longer in the spec; an apply without "
                                    "--limit removes them (drain, out of Slurm, services stopped)")
         elif gone:  # plan
-            r = Removal(cluster, gone, run=run, force=force, say=say)
+            r = _removal(cluster)(cluster, gone, run=run, force=force, say=say)
             for d, planned in zip(gone, pmap(r.planned, [d.name for d in gone])):
                 _node(result, d, [planned], None)
             _journal(cluster, result)
@@ -67,7 +77,7 @@ def around(cluster: Cluster, mode: str, run_components: Callable[[], RunResult],
             _save(cluster, record, result, {})
         return result
     start = time.monotonic()
-    r = Removal(cluster, gone, run=run, force=force, say=say)
+    r = _removal(cluster)(cluster, gone, run=run, force=force, say=say)
     names = [d.name for d in gone]
     first = dict(zip(names, pmap(r.before, names)))
     stopped = [name for name, (_, error, _) in first.items() if error]
@@ -76,7 +86,8 @@ def around(cluster: Cluster, mode: str, run_components: Callable[[], RunResult],
         for d in gone:
             _node(result, d, first[d.name][0], first[d.name][1])
         result.warnings.append(f"nothing else was applied: the removal of {', '.join(stopped)} did not get past "
-                               "its drain; a node with running jobs must stay in slurm.conf")
+                               "its drain; a node with running jobs must stay in " +
+                               ("the cluster" if cluster.spec.scheduler == "kubernetes" else "slurm.conf"))
         # every removed node stays in the record; those Slurm knew are drained now (or were asked to be)
         _save(cluster, record, result, {n: DRAINED for n in names if first[n][2]})
     else:
