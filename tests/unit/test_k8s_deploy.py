@@ -30,7 +30,7 @@ from corral.render import k8s_releases  # noqa: E402
 from corral.render.gpu_operator import node_labels  # noqa: E402
 
 OPS = {operations: ("managed_file", "run_when_changed", "package_install", "service", "restart", "directory", "skip"),
-       kdeploy: ("swap_off", "tools_held", "kubeadm_init", "join_pending", "pinned_key"),
+       kdeploy: ("swap_off", "tools_held", "kubeadm_init", "join_pending", "pinned_key", "version_pending"),
        kcluster: ("helm_release", "labels", "pinned_key")}
 MODES = {kdeploy.CONFIG: "600", kdeploy.KUBE_VIP: "600", kdeploy.JOIN_SCRIPT: "700"}
 
@@ -73,7 +73,7 @@ def _state(cluster, node, joined: bool) -> tuple[Snapshot, dict]:
         if "control-plane" in node.roles:
             files[kdeploy.ADMIN_CONF] = files[kcluster.HELM_KEY] = files[kdeploy.KEY]
             files[k8s_releases.VALUES_DIR] = {"kind": "dir", "mode": "700", "user": "root", "group": "root"}
-    tools = {t: "1.31.4-1.1" for t in kdeploy.TOOLS}
+    tools = {t: f"{cluster.spec.kubernetes.version}-1.1" for t in kdeploy.TOOLS}
     held = {"labels": node_labels(cluster), "releases": {r.name: HelmRelease(r.chart_label, "deployed", r.namespace)
                                                           for r in k8s_releases.releases(cluster)}}
     snap = Snapshot(files=files, services={"containerd": ("active", "enabled")} if joined else {},

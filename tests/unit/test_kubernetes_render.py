@@ -106,7 +106,10 @@ def test_gpu_operator_values_and_mig_layouts():
     assert single["driver"] == {"enabled": False} and single["mig"] == {"strategy": "single"}
     assert single["dcgmExporter"]["serviceMonitor"] == {"enabled": False}
     ha = docs((GOLDEN / "ha/tree/cluster/gpu-operator-values.yaml").read_text())[0]
+    policy = ha["driver"].pop("upgradePolicy")  # the rollout policy, for the Operator's upgrade controller
     assert ha["driver"] == {"enabled": True, "version": "550.127.05"} and ha["mig"] == {"strategy": "mixed"}
+    assert policy["autoUpgrade"] and policy["maxParallelUpgrades"] == 1 and policy["drain"]["enable"]
+    assert policy["drain"]["timeoutSeconds"] == 3600  # rollout.drain_timeout
     assert ha["migManager"] == {"enabled": True, "config": {"name": "corral-mig-parted-config", "default": "all-disabled"}}
     labels = json.loads((GOLDEN / "ha/tree/cluster/node-labels.json").read_text())
     cm = docs((GOLDEN / "ha/tree/cluster/mig-parted-configmap.yaml").read_text())[0]
@@ -218,3 +221,12 @@ def test_swap_lines_are_commented_by_the_real_sed_and_the_repository_follows_the
     assert deploy_k8s.source("1.30.8").endswith(
         "deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v1.30/deb/ /\n")
     assert "Package: kubeadm kubelet kubectl\nPin: version 1.31.4-*\nPin-Priority: 1001" in deploy_k8s.pin("1.31.4")
+
+
+def test_the_operators_driver_upgrades_follow_the_rollout_policy():
+    from corral.render.gpu_operator import upgrade_policy
+    c = load_text((GOLDEN / "ha" / "cluster.yaml").read_text() + "rollout: {batch: 2, drain_timeout: 600}\n",
+                  "cluster.yaml")
+    assert upgrade_policy(c) == {"autoUpgrade": True, "maxParallelUpgrades": 2, "maxUnavailable": "2",
+                                 "podDeletion": {"timeoutSeconds": 600, "deleteEmptyDir": True},
+                                 "drain": {"enable": True, "timeoutSeconds": 600, "deleteEmptyDir": True}}

@@ -27,6 +27,7 @@ ADMIN_CONF, KUBELET_CONF = "/etc/kubernetes/admin.conf", "/etc/kubernetes/kubele
 CONFIG, JOIN_SCRIPT = k8s.KUBEADM_CONFIG, k8s.JOIN_SCRIPT
 KUBE_VIP = "/etc/kubernetes/manifests/kube-vip.yaml"
 JOIN = "join the cluster"  # the disruption label of a pending join (workflows/k8s_join.py)
+UPGRADE = "drain + Kubernetes upgrade"  # a node at another version (workflows/k8s_upgrade.py)
 MODULES, SYSCTL = "/etc/modules-load.d/corral-kubernetes.conf", "/etc/sysctl.d/90-corral-kubernetes.conf"
 CONTAINERD = "/etc/containerd/config.toml"
 # isv:kubernetes OBS Project <isv:kubernetes@build.opensuse.org>: signs every pkgs.k8s.io core:/stable: repository
@@ -88,6 +89,42 @@ def tools_held(want: Want):
     yield cmd("apt-mark", "hold", *todo)
 
 
+def upstream(debian_version: str) -> str:
+    """pkgs.k8s.io's Debian version -> Kubernetes': 1.31.4-1.1 -> 1.31.4."""
+    return debian_version.split("-")[0].split(":")[-1]
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+@operation()
+def version_pending(version: str, want: Want):
+    """Installed tools at another version than the spec's: a change labelled UPGRADE, carried out after the run
+    by workflows/k8s_upgrade.py (control plane first, then the workers under the rollout policy). Its command
+    checks that the repository has the version (apt-cache madison), so nothing is drained for a version
+    that cannot be installed. kubeadm's rules are kept: one minor release at a time, never down."""
+    packages = snapshot(want).packages
+    have = sorted({upstream(packages[t]) for t in TOOLS if t in packages})
+    if not have or have == [version]:
+        host.noop(f"Kubernetes {version}" if have else "the Kubernetes tools are installed by this run")
+        return
+    full = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+    oldest, newest = min(have, key=full), max(have, key=full)
+    (m0, n0), (m1, n1) = _minor(oldest), _minor(version)
+    if full(version) < full(newest) or (m1 == m0 and n1 - n0 > 1):
+        from corral.errors import CorralError
+        why = "a downgrade" if full(version) < full(newest) else "more than one minor release"
+        raise CorralError(f"refusing the Kubernetes upgrade {oldest} -> {version}: {why} (kubeadm upgrades one minor "
+                          "release at a time, never down)", value=version,
+                          fix=f"set kubernetes.version to a {m0}.{n0 + 1} release first (or back to {oldest})")
+    annotate(disruption=UPGRADE, diff=f"kubeadm, kubelet, kubectl {', '.join(have)} -> {version}: after this run, "
+                                      "control plane first, then the workers under the rollout policy\n")
+    yield sh(f"apt-cache madison kubeadm | grep -q {q(' ' + version + '-')} || "
+             f"{{ echo {q('kubeadm ' + version + ' is not in the configured repositories')} >&2; exit 1; }}")
+
+
 @operation()
 def kubeadm_init(config: str, want: Want):
     """`kubeadm init` once, on the first control-plane node: admin.conf says the cluster exists."""
@@ -136,6 +173,7 @@ def kubernetes_node() -> None:
     operations.packages(name="containerd", names=["containerd"], want=WANT, together=True)
     operations.packages(name="the Kubernetes tools", names=list(TOOLS), want=WANT)  # from pkgs.k8s.io, added above
     tools_held(name="Kubernetes tools held", want=WANT)
+    version_pending(name="Kubernetes version", version=version, want=WANT)
     runtime = operations.managed_file(name=CONTAINERD, path=CONTAINERD, want=WANT, content=files[CONTAINERD],
                                       disruption="restart containerd")
     operations.service(name="containerd running", unit="containerd", want=WANT)

@@ -40,6 +40,18 @@ def mig_configs(cluster: Cluster) -> dict[str, list]:
     return dict(sorted(out.items()))
 
 
+def upgrade_policy(cluster: Cluster) -> dict:
+    """The Operator's driver upgrade policy from corral's rollout policy (spec `rollout:`): as many nodes at
+    a time as a batch, each drained first within rollout.drain_timeout. The Operator has no canary: its
+    first batch is the canary."""
+    from corral.spec.rules_rollout import policy
+    p = policy(cluster.spec)
+    size = p.batch_size(max(1, len(_gpu_workers(cluster))))
+    return {"autoUpgrade": True, "maxParallelUpgrades": size, "maxUnavailable": str(size),
+            "podDeletion": {"timeoutSeconds": p.drain_timeout, "deleteEmptyDir": True},
+            "drain": {"enable": True, "timeoutSeconds": p.drain_timeout, "deleteEmptyDir": True}}
+
+
 def values(cluster: Cluster) -> str:
     """values.yaml for `helm install gpu-operator nvidia/gpu-operator --version <gpu_operator.version>`."""
     op, driver = cluster.spec.kubernetes.gpu_operator, cluster.spec.nvidia.driver
@@ -47,6 +59,8 @@ def values(cluster: Cluster) -> str:
     v = {"driver": {"enabled": by_operator}}
     if by_operator and driver is not None:
         v["driver"]["version"] = driver.version
+    if by_operator:  # a new nvidia.driver.version rolls out through the Operator's upgrade controller
+        v["driver"]["upgradePolicy"] = upgrade_policy(cluster)
     v["toolkit"] = {"enabled": True}
     v["devicePlugin"] = {"enabled": True}
     v["mig"] = {"strategy": op.mig_strategy}

@@ -97,12 +97,17 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
 
 
 def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
-    """apply on a Kubernetes cluster: the pending joins (workflows/k8s_join.py), journaled with the run."""
-    from corral.workflows import k8s_join
-    if not k8s_join.pending(result):
+    """apply on a Kubernetes cluster: the pending joins (workflows/k8s_join.py), then a pending upgrade
+    (workflows/k8s_upgrade.py), journaled with the run."""
+    from corral.workflows import k8s_join, k8s_upgrade
+    joins, upgrades = k8s_join.pending(result), k8s_upgrade.pending(result)
+    if not joins and not upgrades:
         return result
     start = time.monotonic()
-    timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))
+    if joins:
+        timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))
+    if upgrades:
+        timed(result, k8s_upgrade.WHAT, lambda: k8s_upgrade.roll_out(cluster, result, upgrades, say))
     result.duration_s += time.monotonic() - start
     try:
         journal.record(cluster.state_dir, result)
@@ -123,6 +128,11 @@ def timed(result: RunResult, what: str, step) -> None:
 def show_rollouts(cluster: Cluster, result: RunResult) -> None:
     """plan: the batches each pending rollout would go through (result.rollouts, state "planned")."""
     p = policy(cluster.spec)
+    if cluster.spec.scheduler == "kubernetes":
+        from corral.workflows import k8s_upgrade
+        if k8s_upgrade.pending(result):
+            result.rollouts.append(k8s_upgrade.planned(cluster, k8s_upgrade.pending(result)))
+        return
     for what, nodes in ((rollout.WHAT, rollout.pending(result)), (mig_rollout.WHAT, mig_rollout.pending(result)),
                         (upgrade_rollout.WHAT, upgrade_rollout.pending(result))):
         if nodes:
