@@ -137,7 +137,9 @@ BASE["kubernetes"] = {"version": "1.31.4", "pod_cidr": "10.244.0.0/16", "service
                       "cni": {"plugin": "cilium", "version": "1.16.5"},
                       "control_plane_endpoint": {"address": "10.213.0.5", "interface": "eth0", "port": 6443},
                       "gpu_operator": {"version": "v24.9.1", "driver": {"source": "operator"},
-                                       "mig_strategy": "mixed"}}
+                                       "mig_strategy": "mixed"},
+                      "nodes": [{"names": "gpu01", "labels": {"example.com/team": "vision"},
+                                 "taints": [{"key": "dedicated", "value": "vision", "effect": "NoSchedule"}]}]}
 # a Kubernetes cluster for the kubernetes: leaves (three control-plane nodes behind the virtual IP, two GPU
 # workers, one with a MIG layout), rendered with render/kubernetes.py and render/gpu_operator.py
 K8S_NODES = [{"names": "cp[1-3]", "addresses": "10.213.0.[10-12]", "roles": ["control-plane"]},

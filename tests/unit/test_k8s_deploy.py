@@ -27,11 +27,11 @@ from corral.spec.loader import load  # noqa: E402
 
 from corral.facts.kubernetes import HelmRelease, KubeState  # noqa: E402
 from corral.render import k8s_releases  # noqa: E402
-from corral.render.gpu_operator import node_labels  # noqa: E402
+from corral.render.gpu_operator import node_labels, node_taints  # noqa: E402
 
 OPS = {operations: ("managed_file", "run_when_changed", "package_install", "service", "restart", "directory", "skip"),
        kdeploy: ("swap_off", "tools_held", "kubeadm_init", "join_pending", "pinned_key", "version_pending"),
-       kcluster: ("helm_release", "labels", "pinned_key")}
+       kcluster: ("helm_release", "labels", "taints", "pinned_key")}
 MODES = {kdeploy.CONFIG: "600", kdeploy.KUBE_VIP: "600", kdeploy.JOIN_SCRIPT: "700"}
 
 
@@ -74,7 +74,7 @@ def _state(cluster, node, joined: bool) -> tuple[Snapshot, dict]:
             files[kdeploy.ADMIN_CONF] = files[kcluster.HELM_KEY] = files[kdeploy.KEY]
             files[k8s_releases.VALUES_DIR] = {"kind": "dir", "mode": "700", "user": "root", "group": "root"}
     tools = {t: f"{cluster.spec.kubernetes.version}-1.1" for t in kdeploy.TOOLS}
-    held = {"labels": node_labels(cluster), "releases": {r.name: HelmRelease(r.chart_label, "deployed", r.namespace)
+    held = {"labels": node_labels(cluster), "taints": node_taints(cluster), "releases": {r.name: HelmRelease(r.chart_label, "deployed", r.namespace)
                                                           for r in k8s_releases.releases(cluster)}}
     snap = Snapshot(files=files, services={"containerd": ("active", "enabled")} if joined else {},
                     packages={"containerd": "1.6.20~ds1-1", "helm": "3.16.4-1", **tools} if joined else {}, blocks={},
@@ -135,7 +135,8 @@ def test_the_first_control_plane_inits_and_the_others_join(monkeypatch):
     after = names["cp1"][init + 1:]
     releases = [n for n in after if n.startswith("helm release")]
     assert releases == ["helm release calico", "helm release kube-prometheus-stack", "helm release gpu-operator"]
-    assert after.index("MIG layouts applied") < after.index("helm release gpu-operator") and after[-1] == "node labels"
+    assert after.index("MIG layouts applied") < after.index("helm release gpu-operator")
+    assert after[-2:] == ["node labels", "node taints"]
 
 
 def test_the_virtual_cluster_refuses_kubernetes_before_anything_runs(tmp_path):

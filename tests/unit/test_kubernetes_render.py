@@ -230,3 +230,18 @@ def test_the_operators_driver_upgrades_follow_the_rollout_policy():
     assert upgrade_policy(c) == {"autoUpgrade": True, "maxParallelUpgrades": 2, "maxUnavailable": "2",
                                  "podDeletion": {"timeoutSeconds": 600, "deleteEmptyDir": True},
                                  "drain": {"enable": True, "timeoutSeconds": 600, "deleteEmptyDir": True}}
+
+
+@pytest.mark.parametrize("nodes, error", [
+    ("[{names: gpu09, labels: {team: x}}]", "cluster.yaml:8:30: not nodes of this spec: gpu09"),
+    ("[{names: gpu01, labels: {node-role.kubernetes.io/gpu: x}}]", "is corral's or Kubernetes' own label"),
+    ("[{names: gpu01, labels: {node.kubernetes.io/exclude: x}}]", "is corral's or Kubernetes' own label"),
+    ("[{names: gpu01, labels: {nvidia.com/mig.config: x}}]", "is corral's or Kubernetes' own label"),
+    ("[{names: gpu01, labels: {'team;rm -rf /': x}}]", "kubernetes.nodes.0.labels"),
+    ("[{names: gpu01, labels: {team: 'a b'}}]", "kubernetes.nodes.0.labels"),
+    ("[{names: gpu01, taints: [{key: dedicated, effect: Evict}]}]", "kubernetes.nodes.0.taints.0.effect"),
+    ("[{names: gpu01, taints: [{key: dedicated, value: 'x:NoExecute'}]}]", "kubernetes.nodes.0.taints.0.value"),
+])
+def test_labels_and_taints_are_checked_where_they_stand(nodes, error):
+    with pytest.raises(CorralError, match=error.replace(".", r"\.").replace("(", r"\(")):
+        load_text(BASE + f"kubernetes: {{nodes: {nodes}}}\n", "cluster.yaml")

@@ -2,7 +2,7 @@
 kubernetes.md), after `kubeadm init`: Helm from its apt repository (key pinned by fingerprint, version
 pinned), then each Helm release of render/k8s_releases.py in order (the pod network, kube-prometheus-stack,
 the GPU Operator, with the MIG manager's ConfigMap before it), and the spec's node labels on every
-registered node. Each is compared with what the cluster holds (facts/kubernetes.KubeCluster, one command):
+registered node, and its taints. Each is compared with what the cluster holds (facts/kubernetes.KubeCluster, one command):
 a release deployed at its chart version with unchanged values, and labels already set, are no-ops.
 Proven by operation tests (tests/operations/k8s_helm_release, k8s_labels), not against a live cluster."""
 
@@ -21,7 +21,7 @@ from corral.engine.notes import annotate
 from corral.engine.shell import cmd
 from corral.facts.kubernetes import ADMIN_CONF, KubeCluster
 from corral.render import k8s_releases as rel
-from corral.render.gpu_operator import node_labels
+from corral.render.gpu_operator import node_labels, node_taints
 from corral.render.kubernetes import first_control_plane
 
 HELM_KEY, HELM_SOURCE = "/etc/apt/keyrings/helm.gpg", "/etc/apt/sources.list.d/helm.list"
@@ -79,6 +79,23 @@ def labels(wanted: dict[str, dict[str, str]]):
                   *(f"{k}={v}" for k, v in kv.items()))
 
 
+@operation()
+def taints(wanted: dict[str, list[str]]):
+    """The spec's taints (key=value:Effect) on every registered node that lacks one; a taint corral did not
+    set is left alone (a node not joined yet gets them at registration: its JoinConfiguration)."""
+    state = host.get_fact(KubeCluster)
+    todo = {node: [t for t in want if t not in state.taints.get(node, [])]
+            for node, want in sorted(wanted.items()) if node in state.labels}
+    todo = {node: missing for node, missing in todo.items() if missing}
+    if not todo:
+        host.noop("the spec's taints are set" if state.up else "the cluster is not up yet: taints after init")
+        return
+    annotate(disruption="none (new pods without a toleration stay off; NoExecute evicts)",
+             diff="".join(f"{n}: {t}\n" for n, ts in todo.items() for t in ts))
+    for node, missing in todo.items():
+        yield cmd("timeout", "60", "kubectl", "--kubeconfig", ADMIN_CONF, "taint", "node", "--overwrite", node, *missing)
+
+
 @deploy("kubernetes cluster")
 def kubernetes_cluster() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
@@ -105,3 +122,4 @@ def kubernetes_cluster() -> None:
         operations.managed_file(name=r.values_path, path=r.values_path, want=WANT, mode="600", content=r.values)
         helm_release(name=f"helm release {r.name}", release=r, want=WANT)
     labels(name="node labels", wanted=node_labels(cluster))
+    taints(name="node taints", wanted=node_taints(cluster))

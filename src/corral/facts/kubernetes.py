@@ -1,6 +1,6 @@
 """What a Kubernetes cluster holds, read on the first control-plane node in one command (deploy/
 kubernetes_cluster.py): whether the API answers, the Helm releases (`helm list -A -o json`) and each
-node's labels (`kubectl get nodes -o json`). Before `kubeadm init` (no admin.conf), or without helm or
+node's labels and taints (`kubectl get nodes -o json`). Before `kubeadm init` (no admin.conf), or without helm or
 kubectl yet, the cluster is "down" and holds nothing: a plan then shows every release to install."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ class KubeState:
     up: bool
     releases: dict[str, HelmRelease] = field(default_factory=dict)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    taints: dict[str, list[str]] = field(default_factory=dict)  # node -> ["key=value:Effect", ...]
 
 
 class KubeCluster(FactBase):
@@ -51,5 +52,14 @@ class KubeCluster(FactBase):
         for item in json.loads("\n".join(lines[r + 1:n]) or "[]"):
             releases[item["name"]] = HelmRelease(item.get("chart", ""), item.get("status", ""), item.get("namespace", ""))
         nodes = json.loads("\n".join(lines[n + 1:]) or "{}")
-        labels = {i["metadata"]["name"]: dict(i["metadata"].get("labels") or {}) for i in nodes.get("items", [])}
-        return KubeState(up=True, releases=releases, labels=labels)
+        items = nodes.get("items", [])
+        labels = {i["metadata"]["name"]: dict(i["metadata"].get("labels") or {}) for i in items}
+        taints = {i["metadata"]["name"]: [taint_text(t) for t in (i.get("spec") or {}).get("taints") or []]
+                  for i in items}
+        return KubeState(up=True, releases=releases, labels=labels, taints=taints)
+
+
+def taint_text(t: dict) -> str:
+    """A taint as kubectl taint writes it: key=value:Effect (key:Effect without a value)."""
+    value = t.get("value") or ""
+    return f"{t.get('key', '')}{'=' + value if value else ''}:{t.get('effect', '')}"

@@ -84,11 +84,33 @@ def mig_configmap(cluster: Cluster) -> str | None:
     return "# Managed by corral: MIG layouts from the nodes' gpus.mig\n" + yaml_text(cm)
 
 
+def node_settings(cluster: Cluster) -> dict[str, tuple[dict[str, str], list[str]]]:
+    """node -> (the spec's labels, its taints as key=value:Effect) from kubernetes.nodes (later entries win)."""
+    from corral.spec.hosts import RangeError, expand_names
+    out: dict[str, tuple[dict[str, str], list[str]]] = {}
+    for entry in cluster.spec.kubernetes.nodes:
+        try:
+            names = expand_names(entry.names)
+        except RangeError:
+            continue  # reported by spec/rules_kubernetes.py
+        for name in names:
+            labels, taints = out.get(name, ({}, []))
+            texts = [f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in entry.taints]
+            out[name] = ({**labels, **entry.labels}, taints + [t for t in texts if t not in taints])
+    return out
+
+
+def node_taints(cluster: Cluster) -> dict[str, list[str]]:
+    return {n: taints for n, (_, taints) in node_settings(cluster).items() if taints}
+
+
 def node_labels(cluster: Cluster) -> dict[str, dict[str, str]]:
-    """node -> the labels corral sets: its role, and the MIG layout the MIG manager applies."""
+    """node -> the labels corral sets: the spec's (kubernetes.nodes), its role, and the MIG layout the MIG
+    manager applies."""
     out: dict[str, dict[str, str]] = {}
+    settings = node_settings(cluster)
     for n in cluster.nodes:
-        labels = {}
+        labels = dict(settings.get(n.name, ({}, []))[0])
         if "worker" in n.roles:
             labels["node-role.kubernetes.io/worker"] = ""
         name = _layout_name(n) if "worker" in n.roles else None
@@ -109,4 +131,7 @@ def cluster_files(cluster: Cluster) -> dict[str, str]:
     if cm is not None:
         files["mig-parted-configmap.yaml"] = cm
     files["node-labels.json"] = json.dumps(node_labels(cluster), indent=1, sort_keys=True) + "\n"
+    taints = node_taints(cluster)
+    if taints:
+        files["node-taints.json"] = json.dumps(taints, indent=1, sort_keys=True) + "\n"
     return files

@@ -64,12 +64,18 @@ def _api(cluster: Cluster) -> str:
 
 
 def _registration(cluster: Cluster, node: Node) -> dict:
+    from corral.render.gpu_operator import node_settings
     reg = {"name": node.name, "criSocket": CRI_SOCKET,
            "kubeletExtraArgs": _args(cluster, {"node-ip": node.address})}
+    spec_taints = []
+    for text in node_settings(cluster).get(node.name, ({}, []))[1]:
+        key_value, effect = text.rsplit(":", 1)
+        key, _, value = key_value.partition("=")
+        spec_taints.append({"key": key, **({"value": value} if value else {}), "effect": effect})
     if "control-plane" in node.roles and "worker" not in node.roles:
-        reg["taints"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
-    elif "control-plane" in node.roles:
-        reg["taints"] = []  # a control-plane node that is also a worker takes pods
+        reg["taints"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}, *spec_taints]
+    elif "control-plane" in node.roles or spec_taints:
+        reg["taints"] = spec_taints  # a control-plane node that is also a worker takes pods (unless tainted)
     return reg
 
 

@@ -6,14 +6,39 @@ render/kubernetes.py (kubeadm's configuration, containerd, kube-vip) and render/
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from corral.spec.models_base import Strict
+from corral.spec.models_slurm import HOSTLIST
 
 K8S_VERSION = r"^1\.[0-9]{2}\.[0-9]{1,2}$"  # 1.28 and later: spec/rules_kubernetes.py
 CNI_VERSIONS = {"calico": "3.29.1", "cilium": "1.16.5"}
+# a label or taint key: an optional DNS-subdomain prefix and `/`, then a name of at most 63 characters
+LABEL_KEY = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
+LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE)]
+
+
+class Taint(Strict):
+    """A taint: pods without a matching toleration are kept off (NoSchedule), preferably off, or evicted."""
+
+    key: LabelKey = Field(description="the taint's key, e.g. nvidia.com/gpu or dedicated")
+    value: LabelValue = Field(default="", description="its value (may be empty)")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(default="NoSchedule",
+                                                                           description="NoSchedule, PreferNoSchedule "
+                                                                                       "or NoExecute")
+
+
+class NodeSettings(Strict):
+    """Labels and taints of some nodes (set at join time, and by kubectl on nodes already in the cluster)."""
+
+    names: str = Field(pattern=HOSTLIST, description="node names of the spec (a hostlist: gpu[01-04])")
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="labels, e.g. {team: vision}")
+    taints: list[Taint] = Field(default_factory=list, description="taints, e.g. [{key: dedicated, value: training}]")
 
 
 class CniSpec(Strict):
@@ -73,3 +98,5 @@ class KubernetesSpec(Strict):
         default=None, description="the virtual IP of an HA control plane (three or more control-plane nodes); "
                                   "unset: the single control-plane node's address")
     gpu_operator: GpuOperatorSpec = Field(default=GpuOperatorSpec(), description="the NVIDIA GPU Operator")
+    nodes: list[NodeSettings] = Field(default_factory=list, description="labels and taints per node (a node's "
+                                                                        "role and MIG labels are corral's own)")

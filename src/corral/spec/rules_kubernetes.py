@@ -61,6 +61,7 @@ def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
             problems.append(Problem(where(("kubernetes", "control_plane_endpoint")), f"a virtual IP with "
                                     f"{len(cps)} control-plane node(s): an HA control plane needs three or more",
                                     str(ep.address), "add control-plane nodes, or drop control_plane_endpoint"))
+    problems += _node_settings(cluster, where)
     op = k.gpu_operator
     if op.mig_strategy == "single":
         for n in cluster.with_role("worker"):
@@ -95,3 +96,28 @@ def kubernetes_warnings(cluster: Cluster) -> list[str]:
         out.append("kubernetes.gpu_operator.driver: the GPU Operator installs its chart's default driver, not pinned: "
                    "set nvidia.driver.version (e.g. 550.127.05) to pin it, or source: preinstalled")
     return out
+
+
+OWN_LABELS = ("node-role.kubernetes.io/", "nvidia.com/mig.config")  # set by corral (render/gpu_operator.py)
+RESERVED = ("kubernetes.io/", "k8s.io/")  # the kubelet's and Kubernetes' own prefixes
+
+
+def _node_settings(cluster: Cluster, where: Where) -> list[Problem]:
+    from corral.spec.hosts import RangeError, expand_names
+    known, problems = {n.name for n in cluster.nodes}, []
+    for i, entry in enumerate(cluster.spec.kubernetes.nodes):
+        at = ("kubernetes", "nodes", i)
+        try:
+            unknown = [n for n in expand_names(entry.names) if n not in known]
+        except RangeError as exc:
+            problems.append(Problem(where((*at, "names")), str(exc), entry.names, "write names like 'gpu[01-02]'"))
+            continue
+        if unknown:
+            problems.append(Problem(where((*at, "names")), f"not nodes of this spec: {', '.join(unknown[:5])}",
+                                    entry.names, "name nodes of the spec's nodes: list"))
+        for key in entry.labels:
+            prefix = key.split("/")[0] + "/" if "/" in key else ""
+            if key.startswith(OWN_LABELS) or any(prefix.endswith(r) for r in RESERVED):
+                problems.append(Problem(where((*at, "labels", key)), f"{key!r} is corral's or Kubernetes' own label",
+                                        key, "use a key of your own, e.g. example.com/team"))
+    return problems
