@@ -34,6 +34,7 @@ def test_slurm_files_per_node_no_secret_unknown_facts_named(tmp_path, capsys):
     if acct:
         assert "StoragePass=<secret:not-rendered:" in (tmp_path / "out" / acct[0].name / "etc/slurm/slurmdbd.conf").read_text()
     notes = (tmp_path / "out" / "NOTES.txt").read_text()
-    assert "No hardware facts for" in notes and "Not rendered here yet" in notes
+    assert "No hardware facts for" in notes and "Secrets are never written" in notes
     compute = cluster.with_role("compute")[0].name
     assert (tmp_path / "out" / compute / "etc/corral/job-env").is_file()
+    assert (tmp_path / "out" / compute / "usr/local/sbin/corral-prolog").is_file()  # corral's own programs too

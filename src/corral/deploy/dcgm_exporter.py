@@ -36,6 +36,11 @@ def pin(package: str, version: str | None) -> str:
             f"Package: {package}\nPin: version {version}\nPin-Priority: 1001\n")
 
 
+def fields_text() -> str:
+    """corral's field list for dcgm-exporter (render/files/dcgm-fields.csv), installed as it is."""
+    return resources.files("corral.render").joinpath("files/dcgm-fields.csv").read_text()
+
+
 def unit(binary: str, listen: str, job_map_dir: str) -> str:
     """corral's own unit: its restart policy (render/restart.py) is part of it."""
     start_limit, restart = "\n".join(unit_lines(UNIT)), "\n".join(service_lines(UNIT))
@@ -71,7 +76,7 @@ def dcgm_exporter() -> None:
     operations.packages(name="dcgm-exporter installed", names=[f"{d.package}={d.version}" if d.version else d.package],
                  want=WANT)
     fields = operations.managed_file(name="dcgm-exporter fields", path=FIELDS, want=WANT, disruption=f"restart {UNIT}",
-                              content=resources.files("corral.render").joinpath("files/dcgm-fields.csv").read_text())
+                              content=fields_text())
     unit_file = operations.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",
                                  content=unit(d.binary, listen_address(cluster, node.address, d.port),
                                               m.gpu_job_map_dir))

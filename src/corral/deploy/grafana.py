@@ -26,6 +26,11 @@ WANT = register(Want(paths=(KEY, SOURCE, PIN, INI, DATASOURCE, PROVIDER, DASHBOA
                      services=("grafana-server",), packages=("grafana",)))
 
 
+def source_text(repo_url: str) -> str:
+    """Grafana's apt source, signed by the pinned key (KEY)."""
+    return f"# Managed by corral\ndeb [signed-by={KEY}] {repo_url} stable main\n"
+
+
 def skip_reason(cluster) -> str | None:
     if not cluster.spec.monitoring.grafana.enabled:
         return "monitoring.grafana.enabled is false"
@@ -50,7 +55,7 @@ def grafana() -> None:
         pinned_key(name="Grafana signing key", path=KEY, url=g.key_url, fingerprint=grafana_fingerprint(cluster),
                    what="Grafana's apt key", dearmor=False, want=WANT)
         source = operations.managed_file(name="Grafana apt source", path=SOURCE, want=WANT,
-                                         content=f"# Managed by corral\ndeb [signed-by={KEY}] {g.repo_url} stable main\n")
+                                         content=source_text(g.repo_url))
         operations.run_when_changed(name="apt lists refreshed (Grafana source)", description="apt-get update",
                                     commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"], _if=source.did_change)
     if g.version:

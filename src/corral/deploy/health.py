@@ -4,7 +4,6 @@ the stdlib-only program from corral/node/, a wrapper, and its config rendered fr
 from __future__ import annotations
 
 import json
-from importlib import resources
 
 from pyinfra import host
 from pyinfra.api import deploy
@@ -12,6 +11,7 @@ from pyinfra.api import deploy
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral import paths
+from corral.render.node_programs import node_program
 from corral.spec.shared import mounts_of
 
 LIB = paths.LIB
@@ -54,9 +54,8 @@ def health() -> None:
     if "compute" not in node.roles or not cluster.spec.health.enabled:
         return
     operations.directory(name=LIB, path=LIB, want=WANT)
-    source = resources.files("corral.node")
     for module in MODULES:
-        operations.managed_file(name=f"{LIB}/{module}", path=f"{LIB}/{module}", content=source.joinpath(module).read_text(),
+        operations.managed_file(name=f"{LIB}/{module}", path=f"{LIB}/{module}", content=node_program(module),
                          want=WANT)
     operations.managed_file(name=WRAPPER, path=WRAPPER, content=WRAPPER_TEXT, mode="755", want=WANT)
     operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node), want=WANT)

@@ -7,7 +7,6 @@ per-user enroot directories (node/jobdirs.py)."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 
 from pyinfra import host
 from pyinfra.api import deploy
@@ -17,6 +16,7 @@ from corral.deploy.nodestate import Want, register
 from corral.deploy.context import hw_of
 from corral.render.containers import user_dirs
 from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
+from corral.render.node_programs import node_program
 from corral import paths
 
 LIB = paths.LIB
@@ -45,9 +45,9 @@ def jobhooks() -> None:
         return
     operations.directory(name=LIB, path=LIB, want=WANT)
     operations.managed_file(name=MODULE, path=MODULE, want=WANT,
-                     content=resources.files("corral.node").joinpath("jobhooks.py").read_text())
+                     content=node_program("jobhooks.py"))
     operations.managed_file(name=DIRS, path=DIRS, want=WANT,
-                     content=resources.files("corral.node").joinpath("jobdirs.py").read_text())
+                     content=node_program("jobdirs.py"))
     operations.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
     operations.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
     operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster), want=WANT)

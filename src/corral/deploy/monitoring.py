@@ -55,6 +55,23 @@ def node_exporter_args(cluster, node) -> str:
             f'--collector.systemd.unit-include={UNITS}"\n')
 
 
+def prometheus_flags(cluster, node) -> str:
+    """/etc/default/prometheus: where Prometheus listens, how long it keeps its data."""
+    m = cluster.spec.monitoring
+    args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.prometheus_port)} '
+            f'--storage.tsdb.retention.time={m.retention_days}d"\n')
+    return "# Managed by corral\n" + args
+
+
+def alertmanager_flags(cluster, node) -> str:
+    """/etc/default/prometheus-alertmanager: where Alertmanager listens, no gossip port."""
+    m = cluster.spec.monitoring
+    # --cluster.listen-address= : no gossip port (it would listen on 0.0.0.0:9094)
+    args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.alertmanager_port)} '
+            '--cluster.listen-address= --storage.path=/var/lib/prometheus/alertmanager"\n')
+    return "# Managed by corral\n" + args
+
+
 def _node_exporter(cluster, node) -> None:
     m = cluster.spec.monitoring
     ready = http_ready(node.address, m.node_exporter_port, "/metrics")
@@ -72,8 +89,6 @@ def _node_exporter(cluster, node) -> None:
 def _prometheus(cluster, node) -> None:
     m = cluster.spec.monitoring
     ready = http_ready(node.address, m.prometheus_port, "/-/ready")
-    args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.prometheus_port)} '
-            f'--storage.tsdb.retention.time={m.retention_days}d"\n')
     operations.packages(name="Prometheus installed", names=["prometheus"], want=PROM_WANT, together=True)
     operations.directory(name=RULES_DIR, path=RULES_DIR, want=PROM_WANT)
     rules = operations.managed_file(name="alert rules", path=RULES, want=PROM_WANT, content=render_rules(cluster),
@@ -82,7 +97,7 @@ def _prometheus(cluster, node) -> None:
                             content=render_prometheus_yml(cluster), disruption="reload prometheus",
                             validate="promtool check config --syntax-only {}")
     flags = operations.managed_file(name="Prometheus flags", path=PROM_DEFAULT, want=PROM_WANT,
-                             content="# Managed by corral\n" + args, disruption="restart prometheus")
+                             content=prometheus_flags(cluster, node), disruption="restart prometheus")
     operations.restart_policy(name="Prometheus restarted by systemd when it dies", unit="prometheus", want=PROM_WANT)
     operations.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
     operations.run_when_changed(name="Prometheus reloaded (scrape config or rules changed)", description="reload",
@@ -95,15 +110,12 @@ def _prometheus(cluster, node) -> None:
 def _alertmanager(cluster, node) -> None:
     m = cluster.spec.monitoring
     ready = http_ready(node.address, m.alertmanager_port, "/-/ready")
-    # --cluster.listen-address= : no gossip port (it would listen on 0.0.0.0:9094)
-    args = (f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.alertmanager_port)} '
-            '--cluster.listen-address= --storage.path=/var/lib/prometheus/alertmanager"\n')
     operations.packages(name="Alertmanager installed", names=["prometheus-alertmanager"], want=AM_WANT, together=True)
     conf = operations.managed_file(name="alertmanager.yml (receivers)", path=AM_YML, want=AM_WANT,
                             content=render_alertmanager_yml(cluster), disruption="reload alertmanager",
                             validate="amtool check-config {}")
     flags = operations.managed_file(name="Alertmanager flags", path=AM_DEFAULT, want=AM_WANT,
-                             content="# Managed by corral\n" + args, disruption="restart prometheus-alertmanager")
+                             content=alertmanager_flags(cluster, node), disruption="restart prometheus-alertmanager")
     operations.restart_policy(name="Alertmanager restarted by systemd when it dies", unit="prometheus-alertmanager",
                               want=AM_WANT)
     operations.service(name="Alertmanager running", unit="prometheus-alertmanager", want=AM_WANT, wait=ready)

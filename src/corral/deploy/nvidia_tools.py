@@ -46,10 +46,15 @@ def ctk_source(repo_url: str) -> str:
             f"deb [signed-by={CTK_KEY}] {repo_url.rstrip('/')}/stable/deb/$(ARCH) /\n")
 
 
+def runtime_marker(engine: str) -> str:
+    """RUNTIME_MARK's text: the engine `nvidia-ctk runtime configure` was run for."""
+    return f"engine={engine}\n"
+
+
 @operation()
 def ctk_runtime(engine: str, want: Want):
     """`nvidia-ctk runtime configure` for the engine, once per engine (a marker records which)."""
-    marker = f"engine={engine}\n"
+    marker = runtime_marker(engine)
     import hashlib
     if (snapshot(want).files.get(RUNTIME_MARK) or {}).get("sha256") == hashlib.sha256(marker.encode()).hexdigest():
         host.noop(f"NVIDIA runtime configured for {engine}")

@@ -29,6 +29,13 @@ def _key(path: str, mtime: float) -> bytes:
         return tar.extractfile(KEY_FILE).read()
 
 
+def bundle_key(cluster) -> bytes:
+    """The public key of the spec's bundle (packages.bundle), which signs its repository."""
+    from corral.bundle.serve import bundle_path
+    path = bundle_path(cluster)
+    return _key(str(path), path.stat().st_mtime)
+
+
 @deploy("package source")
 def package_source() -> None:
     cluster = host.data.corral_cluster
@@ -38,10 +45,7 @@ def package_source() -> None:
         operations.run_when_changed(name="apt lists refreshed (own sources back)", description="apt-get update",
                                     commands=[UPDATE], _if=gone.did_change)
         return
-    from corral.bundle.serve import bundle_path
-    path = bundle_path(cluster)
-    key = operations.managed_file(name="the bundle's signing key", path=KEYRING,
-                                  content=_key(str(path), path.stat().st_mtime), want=WANT)
+    key = operations.managed_file(name="the bundle's signing key", path=KEYRING, content=bundle_key(cluster), want=WANT)
     listed = operations.managed_file(name="the bundle's repository", path=LIST, content=source_list(cluster),
                                      want=WANT)
     operations.directory(name=f"{PARTS} (empty: no other source part)", path=PARTS, want=WANT)

@@ -11,14 +11,13 @@ power.enabled false: nothing is done and nothing removed (slurm.conf no longer n
 
 from __future__ import annotations
 
-from importlib import resources
-
 from pyinfra import host
 from pyinfra.api import deploy
 
 from corral import paths
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
+from corral.render.node_programs import node_program
 from corral.render.power import power_config
 from corral.secrets import admin_secret_text
 from corral.spec.rules_power import credentials_path
@@ -48,10 +47,9 @@ def power() -> None:
     operations.packages(name="slurmctld installed (the slurm user runs the power programs)", names=["slurmctld"],
                         want=WANT, together=True)
     operations.directory(name=paths.LIB, path=paths.LIB, want=WANT)
-    source = resources.files("corral.node")
     for module in MODULES:
         operations.managed_file(name=f"{paths.LIB}/{module}", path=f"{paths.LIB}/{module}",
-                                content=source.joinpath(module).read_text(), want=WANT)
+                                content=node_program(module), want=WANT)
     for path, action in WRAPPERS.items():
         operations.managed_file(name=path, path=path, content=wrapper(action), mode="755", want=WANT)
     operations.managed_file(name=paths.POWER_CONFIG, path=paths.POWER_CONFIG, content=power_config(cluster), want=WANT)

@@ -24,6 +24,12 @@ WANT = register(Want(paths=(APT_CONF, *(engine_dropin_path(e) for e in ENGINES))
                      services=ENGINES))
 
 
+def engine_of(cluster) -> str | None:
+    """The container engine that gets the proxy drop-in (nvidia.container_toolkit.engine), if any."""
+    ctk = cluster.spec.nvidia.container_toolkit
+    return ctk.engine if ctk is not None and ctk.engine in ENGINES else None
+
+
 @deploy("proxy")
 def proxy() -> None:
     cluster = host.data.corral_cluster
@@ -34,8 +40,7 @@ def proxy() -> None:
         operations.managed_file(name="apt goes through the proxy", path=APT_CONF, content=conf, want=WANT)
     else:
         absent(name="no apt proxy", paths=[APT_CONF], want=WANT, what="apt proxy configuration")
-    ctk = cluster.spec.nvidia.container_toolkit
-    engine = ctk.engine if ctk is not None and ctk.engine in ENGINES else None
+    engine = engine_of(cluster)
     dropin = engine_dropin(cluster) if engine else None
     for e in ENGINES:
         path = engine_dropin_path(e)

@@ -146,21 +146,26 @@ def without_hooks(cluster, hw) -> list[str]:
             if n.name not in in_run and not (n.name in hw and hw[n.name].job_hooks)]
 
 
-def _configs(cluster) -> dict[str, str]:
-    version, hw, fabric = slurm_version(host.state), hw_of(host.state), fabric_of(host.state)
-    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks(cluster, hw),
-                                          fabric=fabric),
+def configs(cluster, hw, version, fabric, without_hooks=()) -> dict[str, str]:
+    """The controller's files (login nodes take slurm.conf and plugstack.conf), from the nodes' hardware
+    facts, the Slurm version, the fabric read (deploy/fabric.py) and the compute nodes without job hooks."""
+    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks, fabric=fabric),
             GRES_CONF: render_gres_conf(cluster, hw, version=version),
             CGROUP_CONF: render_cgroup_conf(cluster, version=version),
             PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis),
             **({TOPOLOGY_CONF: topology} if (topology := topology_conf(cluster, fabric)) else {})}
 
 
-def slurmd_state(cluster, node) -> str:
+def _configs(cluster) -> dict[str, str]:
+    version, hw, fabric = slurm_version(host.state), hw_of(host.state), fabric_of(host.state)
+    return configs(cluster, hw, version, fabric, without_hooks(cluster, hw))
+
+
+def slurmd_state(cluster, node, facts) -> str:
     """What slurmd reads only when it starts: its SPANK plugins (plugstack.conf, the pyxis version)
-    and its GRES (MIG devices come and go with the layout): a change restarts slurmd."""
+    and its GRES (MIG devices come and go with the layout): a change restarts slurmd. `facts`: the
+    node's hardware facts (None: none known)."""
     p = cluster.spec.nvidia.pyxis
-    facts = hw_of(host.state).get(node.name)
     gres = gres_text(node.gpus.model, node.gpus.count, facts) if node.gpus else "none"
     mig = "".join(f"# {d.profile} {d.files()}\n" for d in (facts.mig if facts else ()))
     return plugstack_conf(p) + (f"# pyxis {p.version}\n" if p else "") + f"# gres {gres}\n" + mig
@@ -212,7 +217,7 @@ def slurm_compute() -> None:
     unit = operations.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
                             disruption="restart slurmd", want=NODE_WANT)
     spank = operations.managed_file(name="what slurmd loads at start (SPANK plugins, GRES)", path=SLURMD_STATE,
-                             content=slurmd_state(cluster, node), disruption="restart slurmd", want=NODE_WANT)
+                             content=slurmd_state(cluster, node, facts), disruption="restart slurmd", want=NODE_WANT)
     # its own file, not corral.conf: a change of the restart policy takes a daemon-reload, never a slurmd restart
     operations.restart_policy(name="slurmd restarted by systemd when it dies", unit="slurmd", want=NODE_WANT)
     operations.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)

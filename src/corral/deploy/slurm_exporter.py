@@ -4,8 +4,6 @@ job `slurm` (render/prometheus.py)."""
 
 from __future__ import annotations
 
-from importlib import resources
-
 from pyinfra import host
 from pyinfra.api import deploy
 
@@ -13,6 +11,7 @@ from corral.deploy import operations
 from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register
 from corral.engine.conditions import AnyChanged
+from corral.render.node_programs import node_program
 from corral.render.prometheus import listen_address
 from corral.render.restart import service_lines, unit_lines
 from corral import paths
@@ -58,9 +57,8 @@ def slurm_exporter() -> None:
     ready = http_ready(node.address, m.slurm_exporter_port, "/metrics")
     operations.packages(name="prometheus-client installed", names=["python3-prometheus-client"], want=WANT, together=True)
     operations.directory(name=LIB, path=LIB, want=WANT)
-    source = resources.files("corral.node")
     changed = [operations.managed_file(name=f"{LIB}/{name}", path=f"{LIB}/{name}", want=WANT,
-                                content=source.joinpath(name).read_text(), disruption=f"restart {UNIT}")
+                                content=node_program(name), disruption=f"restart {UNIT}")
                for name in MODULES]
     changed.append(operations.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",
                                     content=unit(listen_address(cluster, node.address, m.slurm_exporter_port))))

@@ -158,11 +158,19 @@ def read_ca(cluster) -> bytes | None:
     return data
 
 
-def bind_password(cluster) -> str | None:
+def bind_password_path(cluster):
+    """The admin's file holding the LDAP bind password (None: sssd.conf binds anonymously)."""
     ldap = cluster.spec.identity.ldap
     if ldap is None or ldap.bind_dn is None or ldap.bind_password_file is None:
         return None
-    return admin_secret_text(ldap_file(cluster, ldap.bind_password_file), "LDAP bind password")
+    return ldap_file(cluster, ldap.bind_password_file)
+
+
+def bind_password(cluster) -> str | None:
+    path = bind_password_path(cluster)
+    if path is None:
+        return None
+    return admin_secret_text(path, "LDAP bind password")
 
 
 @deploy("sssd")

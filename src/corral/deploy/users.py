@@ -40,6 +40,11 @@ def key_file(name: str) -> str:
     return f"{KEYS_DIR}/{name}"
 
 
+def keys_text(user: User) -> str:
+    """The user's key file (key_file): one public key a line."""
+    return "".join(f"{k}\n" for k in user.ssh_keys)
+
+
 @operation()
 def accounts(users: list[User], groups: list[Group], homes: str, node: str, current: Accounts):
     """Groups and users as the spec says, removed users locked, corral's record rewritten after a change."""
@@ -160,7 +165,7 @@ def users() -> None:
     for u in spec.users:
         if u.ssh_keys:
             operations.managed_file(name=f"SSH keys of {u.name}", path=key_file(u.name),
-                                    content="".join(f"{k}\n" for k in u.ssh_keys), want=want)
+                                    content=keys_text(u), want=want)
     if stale:
         absent(name="SSH keys of removed or keyless users", paths=[key_file(n) for n in stale], want=want,
                what="SSH key files of removed or keyless users")

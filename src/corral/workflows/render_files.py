@@ -4,9 +4,9 @@ dir's cache (what the last plan or apply read); what is not known is named in NO
 Secrets are never written: a file that holds one carries a placeholder naming where the secret lives.
 
 Kubernetes: every node file (render/kubernetes.py) and the cluster-level ones (render/gpu_operator.py).
-Slurm: the configuration files (slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf,
-prometheus.yml, /etc/hosts' block, each compute node's job environment); corral's own scripts and the
-other components' files are not rendered here yet (NOTES.txt says so)."""
+Slurm: every file the Slurm deploys install on each node, for its roles (workflows/render_slurm.py and
+render_monitoring.py: configuration, corral's own programs, unit files and drop-ins, pins and apt
+sources, marked blocks as PATH.corral-block); what depends on the live node is named in NOTES.txt."""
 
 from __future__ import annotations
 
@@ -15,55 +15,6 @@ from pathlib import Path
 
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
-
-SECRET = "<secret:not-rendered:state-dir/secrets/db-password>"  # a password's characters: slurmdbd.conf checks
-
-
-def _slurm_version(cluster: Cluster) -> tuple[tuple[int, int], str]:
-    from corral.render.slurm import DEFAULT_VERSION
-    pinned = cluster.spec.slurm.version
-    if pinned:
-        major, minor = (int(x) for x in pinned.split(".")[:2])
-        return (major, minor), f"for Slurm {major}.{minor:02d} (slurm.version)"
-    return DEFAULT_VERSION, (f"for Slurm {DEFAULT_VERSION[0]}.{DEFAULT_VERSION[1]:02d}: slurm.version is unset and "
-                             "plan/apply render for the version the controller runs")
-
-
-def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, dict[str, str]], list[str]]:
-    from corral.render import render_cgroup_conf, render_gres_conf, render_slurm_conf, render_slurmdbd_conf
-    from corral.render.hosts import render_hosts_block
-    from corral.render.job_env import job_env_text
-    from corral.render.prometheus import render_prometheus_yml
-    from corral.render.topology import topology_conf
-    version, said = _slurm_version(cluster)
-    notes = [f"Slurm configuration rendered {said}."]
-    compute = [n for n in cluster.nodes if "compute" in n.roles]
-    unknown = [n.name for n in compute if n.name not in hw]
-    if unknown:
-        notes.append(f"No hardware facts for {', '.join(unknown)} (run corral plan once): their NodeName lines say "
-                     "what the spec knows, and their job environment has no fabric settings.")
-    files: dict[str, dict[str, str]] = {n.name: {} for n in cluster.nodes}
-    conf = {"/etc/slurm/slurm.conf": render_slurm_conf(cluster, hw, version=version),
-            "/etc/slurm/gres.conf": render_gres_conf(cluster, hw, version=version),
-            "/etc/slurm/cgroup.conf": render_cgroup_conf(cluster, version=version)}
-    topo = topology_conf(cluster) if cluster.spec.topology is not None else None
-    if topo is not None:
-        conf["/etc/slurm/topology.conf"] = topo
-    for n in cluster.with_role("controller"):
-        files[n.name].update(conf)
-    for n in cluster.with_role("accounting"):
-        files[n.name]["/etc/slurm/slurmdbd.conf"] = render_slurmdbd_conf(cluster, db_password=SECRET, version=version)
-    for n in cluster.with_role("monitoring"):
-        if cluster.spec.monitoring.enabled:
-            files[n.name]["/etc/prometheus/prometheus.yml"] = render_prometheus_yml(cluster)
-    for n in cluster.nodes:
-        files[n.name]["/etc/hosts.corral-block"] = render_hosts_block(cluster, n)
-    for n in compute:
-        files[n.name]["/etc/corral/job-env"] = job_env_text(cluster, n, hw.get(n.name))
-    notes.append("Not rendered here yet: corral's own scripts (health, job hooks, power), SSSD, storage mounts, "
-                 "unit drop-ins and the NVIDIA components' files; `corral plan` shows their diffs.")
-    return files, notes
-
 
 def kubernetes_files(cluster: Cluster) -> tuple[dict[str, dict[str, str]], dict[str, str], list[str]]:
     from corral.render.gpu_operator import cluster_files
@@ -106,6 +57,7 @@ def render(cluster: Cluster, out: Path, node: str | None = None) -> dict:
     if cluster.spec.scheduler == "kubernetes":
         per_node, whole, notes = kubernetes_files(cluster)
     else:
+        from corral.workflows.render_slurm import slurm_files
         (per_node, notes), whole = slurm_files(cluster, load_hw_cache(cluster.state_dir)), {}
     written: dict[str, list[str]] = {}
     for name, files in per_node.items():
@@ -114,7 +66,10 @@ def render(cluster: Cluster, out: Path, node: str | None = None) -> dict:
         for path, text in sorted(files.items()):
             dest = out / name / _safe(path)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(text)
+            if isinstance(text, bytes):  # as installed (e.g. a binary keyring)
+                dest.write_bytes(text)
+            else:
+                dest.write_text(text)
             written.setdefault(name, []).append(path)
     if node is None:
         for fname, text in whole.items():

@@ -1,0 +1,94 @@
+"""`corral render` for `scheduler: slurm`, the monitoring deploys (workflows/render_slurm.py holds the others
+and calls these last, as deploy/__init__.py orders them): node-exporter's flags and spec metrics on every
+node; Prometheus (scrape config, alert rules, flags) and Alertmanager (receivers, flags) on the monitoring
+node; corral's Slurm exporter (its programs and unit) on the first controller; dcgm-exporter (pin, field
+list, unit) on GPU compute nodes; Grafana (apt source, pin, grafana.ini with its admin password a
+placeholder, datasource, dashboard provider, the dashboards as installed); the restart drop-ins. Each
+from the function its deploy calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from corral.spec.cluster import Node
+from corral.workflows.render_slurm import Ctx, Files, cuda_repository_note, restart_dropins, secret
+
+
+def _wanted(c: Ctx) -> bool:
+    """Monitoring is deployed at all: enabled, and a node has the monitoring role."""
+    return c.cluster.spec.monitoring.enabled and bool(c.cluster.with_role("monitoring"))
+
+
+def _monitoring(c: Ctx, node: Node) -> Files:
+    from corral.deploy.monitoring import (AM_DEFAULT, AM_YML, NE_DEFAULT, PROM_DEFAULT, PROM_YML, RULES, SPEC_PROM,
+                                          alertmanager_flags, node_exporter_args, prometheus_flags, spec_metrics)
+    from corral.render.alertmanager import render_alertmanager_yml
+    from corral.render.alerts import render_rules
+    from corral.render.prometheus import render_prometheus_yml
+    if not _wanted(c):
+        return {}
+    out: Files = {NE_DEFAULT: node_exporter_args(c.cluster, node), SPEC_PROM: spec_metrics(node),
+                  **restart_dropins("prometheus-node-exporter")}
+    if "monitoring" in node.roles:
+        out.update({AM_YML: render_alertmanager_yml(c.cluster), AM_DEFAULT: alertmanager_flags(c.cluster, node),
+                    **restart_dropins("prometheus-alertmanager"),
+                    RULES: render_rules(c.cluster), PROM_YML: render_prometheus_yml(c.cluster),
+                    PROM_DEFAULT: prometheus_flags(c.cluster, node), **restart_dropins("prometheus")})
+    return out
+
+
+def _slurm_exporter(c: Ctx, node: Node) -> Files:
+    from corral.deploy.slurm_exporter import LIB, MODULES, UNIT_FILE, unit
+    from corral.render.node_programs import node_program
+    from corral.render.prometheus import listen_address
+    controllers = c.cluster.with_role("controller")
+    if not _wanted(c) or not controllers or node.name != controllers[0].name:
+        return {}
+    port = c.cluster.spec.monitoring.slurm_exporter_port
+    return {**{f"{LIB}/{m}": node_program(m) for m in MODULES},
+            UNIT_FILE: unit(listen_address(c.cluster, node.address, port))}
+
+
+def _dcgm_exporter(c: Ctx, node: Node) -> Files:
+    from corral.deploy.dcgm_exporter import FIELDS, PIN, UNIT_FILE, fields_text, pin, unit
+    from corral.render.prometheus import dcgm_skip_reason, listen_address
+    if not _wanted(c) or "compute" not in node.roles:
+        return {}
+    reason = dcgm_skip_reason(c.cluster, node)
+    if reason:
+        if reason != "no GPUs on this node":  # plan says that one too; here it is no news
+            c.skip("dcgm-exporter", node, reason)
+        return {}
+    m = c.cluster.spec.monitoring
+    d = m.dcgm_exporter
+    cuda_repository_note(c)
+    return {PIN: pin(d.package, d.version), FIELDS: fields_text(),
+            UNIT_FILE: unit(d.binary, listen_address(c.cluster, node.address, d.port), m.gpu_job_map_dir)}
+
+
+def _grafana(c: Ctx, node: Node) -> Files:
+    from corral.deploy.grafana import DATASOURCE, INI, KEY, PIN, PROVIDER, SOURCE, skip_reason, source_text
+    from corral.render.grafana import DASHBOARD_DIR, dashboards, render_datasource, render_ini, render_provider
+    from corral.render.vendor_repos import grafana_pin
+    if not _wanted(c) or "monitoring" not in node.roles:
+        return {}
+    reason = skip_reason(c.cluster)
+    if reason:
+        c.skip("Grafana", node, reason)
+        return {}
+    g, out = c.cluster.spec.monitoring.grafana, {}
+    if c.cluster.spec.packages.source != "bundle":
+        c.note(f"Grafana: its signing key ({KEY}) is downloaded on the node and kept only when it is the pinned "
+               "fingerprint: not rendered.")
+        out[SOURCE] = source_text(g.repo_url)
+    if g.version:
+        out[PIN] = grafana_pin(g.version)
+    out.update({INI: render_ini(c.cluster, node.address, secret("state-dir/secrets/grafana-admin-password")),
+                DATASOURCE: render_datasource(c.cluster), PROVIDER: render_provider(),
+                **{f"{DASHBOARD_DIR}/{name}": text for name, text in dashboards().items()},
+                **restart_dropins("grafana-server")})
+    return out
+
+
+# the deploys' order (deploy/__init__.py components): after render_slurm.py's
+RENDERERS: list[Callable[[Ctx, Node], Files]] = [_monitoring, _slurm_exporter, _dcgm_exporter, _grafana]
