@@ -304,7 +304,7 @@ def test_real_spec_every_component_and_no_secret_written(tmp_path, monkeypatch):
         assert named in notes, named
 
 
-def test_node_option_and_a_fresh_render_replace_the_old_one(tmp_path):
+def test_node_option_writes_that_node_only(tmp_path):
     cluster = _cluster(tmp_path, REAL)
     done = render(cluster, tmp_path / "out", node="cpu1")
     assert list(done["files"]) == ["cpu1"] and not (tmp_path / "out" / "gpu1").exists()
@@ -355,5 +355,30 @@ def test_golden_specs_match_their_deploys(tmp_path, monkeypatch, spec):
         (tmp_path / "bmc-credentials").write_text(f"admin:{BMC_PW}\n")
     out = rendered(tmp_path / "out", cluster)
     want, secret = deploy_files(cluster, monkeypatch)
+    assert_same(out, want, secret)
+    assert_no_secret(tmp_path / "out")
+
+
+def test_bundle_source_key_and_sources_from_the_bundle(tmp_path, monkeypatch):
+    import io
+    import json
+    import tarfile
+
+    from corral.render.bundle_source import KEYRING, LIST, ONLY
+    text = REAL.replace("packages: {hold: [slurmd]}", "packages: {source: bundle, bundle: b.tar, serve: 10.0.0.100:8080}")
+    cluster = _cluster(tmp_path, text)
+    missing = render(cluster, tmp_path / "none")
+    assert {LIST, ONLY} <= set(missing["files"]["cpu1"]) and KEYRING not in missing["files"]["cpu1"]
+    assert any(n.startswith(f"{KEYRING} (the bundle's public key)") for n in missing["notes"])
+    with tarfile.open(tmp_path / "b.tar", "w") as tar:
+        for name, data in (("corral-bundle.gpg", b"\x99\x01public key"), ("manifest.json", json.dumps({}).encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    _state_secrets(cluster)
+    out = rendered(tmp_path / "out", cluster)
+    assert out["cpu1"][KEYRING] == b"\x99\x01public key"
+    assert "/etc/apt/sources.list.d/grafana.list" not in out["db1"]  # the bundle's repository carries Grafana
+    want, secret = deploy_files(cluster, monkeypatch, version=(24, 11))
     assert_same(out, want, secret)
     assert_no_secret(tmp_path / "out")
