@@ -24,9 +24,7 @@ from corral.render import k8s_releases as rel
 from corral.render.gpu_operator import node_labels, node_taints
 from corral.render.kubernetes import first_control_plane
 
-HELM_KEY, HELM_SOURCE = "/etc/apt/keyrings/helm.gpg", "/etc/apt/sources.list.d/helm.list"
-HELM_PIN = "/etc/apt/preferences.d/corral-helm"
-MIG_MANIFEST = f"{rel.VALUES_DIR}/mig-layouts.yaml"
+HELM_KEY, HELM_SOURCE, HELM_PIN, MIG_MANIFEST = "/etc/apt/keyrings/helm.gpg", rel.HELM_SOURCE, rel.HELM_PIN, rel.MIG_MANIFEST
 RELEASE_NAMES = ("calico", "cilium", "kube-prometheus-stack", "gpu-operator")
 WANT = Want(paths=(HELM_KEY, HELM_SOURCE, HELM_PIN, rel.VALUES_DIR, MIG_MANIFEST,
                    *(f"{rel.VALUES_DIR}/{n}-values.yaml" for n in RELEASE_NAMES)), packages=("helm",))
@@ -102,24 +100,26 @@ def kubernetes_cluster() -> None:
     if node.name != first_control_plane(cluster).name:
         operations.skip(name="Helm releases", reason=f"applied from {first_control_plane(cluster).name}")
         return
+    files = rel.control_plane_files(cluster)
     if cluster.spec.packages.source != "bundle":
         pinned_key(name="Helm signing key", path=HELM_KEY, url=rel.HELM_KEY_URL, fingerprint=rel.HELM_KEY_FINGERPRINT,
                    what="Helm's apt key", dearmor=True, want=WANT)
-        listed = operations.managed_file(name="Helm apt source", path=HELM_SOURCE, want=WANT, content=rel.helm_source())
+        listed = operations.managed_file(name="Helm apt source", path=HELM_SOURCE, want=WANT, content=files[HELM_SOURCE])
         operations.run_when_changed(name="apt lists refreshed (Helm source)", description="apt-get update",
                                     commands=["DEBIAN_FRONTEND=noninteractive apt-get update -q"],
                                     _if=listed.did_change)
-    operations.managed_file(name="Helm version pin", path=HELM_PIN, want=WANT, content=rel.helm_pin())
+    operations.managed_file(name="Helm version pin", path=HELM_PIN, want=WANT, content=files[HELM_PIN])
     operations.packages(name="Helm", names=["helm"], want=WANT)
     operations.directory(name=rel.VALUES_DIR, path=rel.VALUES_DIR, want=WANT, mode="700")
-    mig = rel.mig_manifest(cluster)
     for r in rel.releases(cluster):
-        if r.name == "gpu-operator" and mig is not None:
-            changed = operations.managed_file(name=MIG_MANIFEST, path=MIG_MANIFEST, want=WANT, mode="600", content=mig)
+        if r.name == "gpu-operator" and MIG_MANIFEST in files:
+            changed = operations.managed_file(name=MIG_MANIFEST, path=MIG_MANIFEST, want=WANT, mode="600",
+                                              content=files[MIG_MANIFEST])
             operations.run_when_changed(name="MIG layouts applied", description="kubectl apply (MIG ConfigMap)",
                                         commands=[f"timeout 60 kubectl --kubeconfig {ADMIN_CONF} apply -f "
                                                   f"{shlex.quote(MIG_MANIFEST)}"], _if=changed.did_change)
-        operations.managed_file(name=r.values_path, path=r.values_path, want=WANT, mode="600", content=r.values)
+        operations.managed_file(name=r.values_path, path=r.values_path, want=WANT, mode="600",
+                                content=files[r.values_path])
         helm_release(name=f"helm release {r.name}", release=r, want=WANT)
     labels(name="node labels", wanted=node_labels(cluster))
     taints(name="node taints", wanted=node_taints(cluster))

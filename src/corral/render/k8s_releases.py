@@ -14,6 +14,8 @@ from corral.render.kubernetes import yaml_text
 from corral.spec.cluster import Cluster
 
 VALUES_DIR = "/etc/corral/kubernetes"
+HELM_SOURCE, HELM_PIN = "/etc/apt/sources.list.d/helm.list", "/etc/apt/preferences.d/corral-helm"
+MIG_MANIFEST = f"{VALUES_DIR}/mig-layouts.yaml"
 HELM_REPO = "https://packages.buildkite.com/helm-linux/helm-debian/any/"
 HELM_KEY_URL = "https://packages.buildkite.com/helm-linux/helm-debian/gpgkey"
 # Helm's Debian repository (hosted by Buildkite): the key the Helm project's install guide pins
@@ -85,3 +87,13 @@ def mig_manifest(cluster: Cluster) -> str | None:
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": gpu_operator.NAMESPACE}}
     return "# Managed by corral: the GPU Operator's namespace and MIG layouts\n" + yaml_text(ns) + "---\n" + \
         cm.split("\n", 1)[1]
+
+
+def control_plane_files(cluster: Cluster) -> dict[str, str]:
+    """path -> content of what the first control-plane node gets for the releases (deploy/kubernetes_cluster.py;
+    `corral render` writes the same): Helm's apt source and pin, each release's values, the MIG manifest."""
+    files = {HELM_SOURCE: helm_source(), HELM_PIN: helm_pin(), **{r.values_path: r.values for r in releases(cluster)}}
+    mig = mig_manifest(cluster)
+    if mig is not None:
+        files[MIG_MANIFEST] = mig
+    return files

@@ -18,9 +18,12 @@ from corral.spec.cluster import Cluster
 
 def kubernetes_files(cluster: Cluster) -> tuple[dict[str, dict[str, str]], dict[str, str], list[str]]:
     from corral.render.gpu_operator import cluster_files
-    from corral.render.kubernetes import node_files
+    from corral.render.k8s_releases import control_plane_files
+    from corral.render.kubernetes import first_control_plane, node_files
     from corral.spec.rules_kubernetes import NOT_RUN
-    return ({n.name: node_files(cluster, n) for n in cluster.nodes}, cluster_files(cluster),
+    per_node = {n.name: node_files(cluster, n) for n in cluster.nodes}
+    per_node[first_control_plane(cluster).name].update(control_plane_files(cluster))  # the Helm releases' files
+    return (per_node, cluster_files(cluster),
             [NOT_RUN + ".", "Join tokens and the certificate key are made at join time and never written: a "
                             "JoinConfiguration holds @JOIN_TOKEN@, @CA_HASH@ and @CERT_KEY@, which "
                             "corral-kubeadm-join fills in a private temporary copy."])
