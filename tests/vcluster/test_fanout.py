@@ -63,7 +63,9 @@ def test_fanout_through_slurm_runs_the_same_operations_and_puts_a_hand_change_ba
     assert history == 0 and runs[0]["command"] == "fanout (slurm)" and runs[0]["ok"]
 
 
-def test_a_busy_node_is_refused_at_once_with_slurms_reason(vc, capsys):
+def test_a_busy_node_is_refused_at_once_with_slurms_reason(vc, capsys, monkeypatch):
+    from corral.fanout import slurm as fanout_slurm
+    monkeypatch.setattr(fanout_slurm, "ALLOC_S", 4)  # the allocation's window (15 s): shorter for the test
     job = ssh(vc, "ctl", "sbatch --parsable --exclusive -w gpu02 -t 2 --wrap 'sleep 120'").stdout.strip()
     try:
         ssh(vc, "ctl", f"for i in $(seq 40); do [ \"$(squeue -h -j {int(job)} -o %T)\" = RUNNING ] && break; sleep 0.5; done")

@@ -26,7 +26,7 @@ from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vc
 pytestmark = pytest.mark.vcluster
 NET = str(TEST_SUBNET.network_address)[:-2]  # "10.213.77"
 BMC_PORT = 18623
-SUSPEND_S, RESUME_TIMEOUT_S = 20, 30
+SUSPEND_S, RESUME_TIMEOUT_S = 12, 30  # the spec's shortest SuspendTime is 10 s
 SPEC = f"""\
 name: powertest
 ssh: {{user: root, key: .corral/ssh/id_ed25519}}
