@@ -88,12 +88,17 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     if slurm_nodes:
         timed(result, slurm_upgrade.WHAT, lambda: slurm_upgrade.roll_out(cluster, result, slurm_nodes, backup, say))
     if nodes or mig_nodes or up_nodes or slurm_nodes:
-        result.duration_s += time.monotonic() - start
-        try:
-            journal.record(cluster.state_dir, result)
-        except CorralError as exc:
-            result.warnings.append(f"journal not written: {exc}")
+        _journal_again(cluster, result, start)
     return result
+
+
+def _journal_again(cluster: Cluster, result: RunResult, start: float) -> None:
+    """The run journaled again with what came after the components (rollouts, joins), and their time."""
+    result.duration_s += time.monotonic() - start
+    try:
+        journal.record(cluster.state_dir, result)
+    except CorralError as exc:
+        result.warnings.append(f"journal not written: {exc}")
 
 
 def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
@@ -108,11 +113,7 @@ def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
         timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))
     if upgrades:
         timed(result, k8s_upgrade.WHAT, lambda: k8s_upgrade.roll_out(cluster, result, upgrades, say))
-    result.duration_s += time.monotonic() - start
-    try:
-        journal.record(cluster.state_dir, result)
-    except CorralError as exc:
-        result.warnings.append(f"journal not written: {exc}")
+    _journal_again(cluster, result, start)
     return result
 
 

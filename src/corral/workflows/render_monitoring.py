@@ -54,10 +54,7 @@ def _dcgm_exporter(c: Ctx, node: Node) -> Files:
     from corral.render.prometheus import dcgm_skip_reason, listen_address
     if not _wanted(c) or "compute" not in node.roles:
         return {}
-    reason = dcgm_skip_reason(c.cluster, node)
-    if reason:
-        if reason != "no GPUs on this node":  # plan says that one too; here it is no news
-            c.skip("dcgm-exporter", node, reason)
+    if c.gated("dcgm-exporter", node, dcgm_skip_reason(c.cluster, node), quiet="no GPUs on this node"):
         return {}
     m = c.cluster.spec.monitoring
     d = m.dcgm_exporter
@@ -72,9 +69,7 @@ def _grafana(c: Ctx, node: Node) -> Files:
     from corral.render.vendor_repos import grafana_pin
     if not _wanted(c) or "monitoring" not in node.roles:
         return {}
-    reason = skip_reason(c.cluster)
-    if reason:
-        c.skip("Grafana", node, reason)
+    if c.gated("Grafana", node, skip_reason(c.cluster), quiet=""):
         return {}
     g, out = c.cluster.spec.monitoring.grafana, {}
     if c.cluster.spec.packages.source != "bundle":

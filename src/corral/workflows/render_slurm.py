@@ -61,6 +61,13 @@ class Ctx:
         """A component the deploy skips on this node, and why (plan shows the same reason)."""
         self.skipped.setdefault((what, reason), []).append(node.name)
 
+    def gated(self, what: str, node: Node, reason: str | None, quiet: str) -> bool:
+        """True when the deploy skips `what` on this node (its skip_reason); named in NOTES.txt unless the
+        reason is `quiet` (one that needs no note, e.g. "no GPUs on this node")."""
+        if reason and reason != quiet:
+            self.skip(what, node, reason)
+        return bool(reason)
+
 
 def restart_dropins(*units: str) -> Files:
     """The restart drop-ins operations.restart_policy installs."""
@@ -206,11 +213,7 @@ def _jobhooks(c: Ctx, node: Node) -> Files:
 def _nvidia_driver(c: Ctx, node: Node) -> Files:
     from corral.deploy.nvidia_driver import skip_reason
     from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, VERSIONLOCK
-    reason = skip_reason(c.cluster, node)
-    if reason == "no GPUs on this node":
-        return {}
-    if reason:
-        c.skip("NVIDIA driver", node, reason)
+    if c.gated("NVIDIA driver", node, skip_reason(c.cluster, node), quiet="no GPUs on this node"):
         return {}
     c.note(f"NVIDIA driver: the version pin ({PIN}; on the RHEL family corral's block in {VERSIONLOCK}) names the "
            "package for the node's OS, read from the node: not rendered. On DGX OS corral writes none of the "
@@ -304,11 +307,7 @@ def _slurm_login(c: Ctx, node: Node) -> Files:
 
 def _dcgm(c: Ctx, node: Node) -> Files:
     from corral.deploy.dcgm import PIN, SERVICE, pin, skip_reason
-    reason = skip_reason(c.cluster, node)
-    if reason == "no GPUs on this node":
-        return {}
-    if reason:
-        c.skip("DCGM", node, reason)
+    if c.gated("DCGM", node, skip_reason(c.cluster, node), quiet="no GPUs on this node"):
         return {}
     d = c.cluster.spec.nvidia.dcgm
     cuda_repository_note(c)
@@ -343,11 +342,7 @@ def _nvidia_tools(c: Ctx, node: Node) -> Files:
 def _acceptance(c: Ctx, node: Node) -> Files:
     from corral.deploy.acceptance import skip_reason
     from corral.render.acceptance import ALL_REDUCE, GPU_BURN, GPU_BURN_MARK, NCCL_TESTS_MARK, gpu_burn_mark
-    reason = skip_reason(c.cluster, node)
-    if reason == "not wanted here":
-        return {}
-    if reason:
-        c.skip("GPU acceptance tools", node, reason)
+    if c.gated("GPU acceptance tools", node, skip_reason(c.cluster, node), quiet="not wanted here"):
         return {}
     acc = c.cluster.spec.acceptance
     if acc.nccl.enabled:
