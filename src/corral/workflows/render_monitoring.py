@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.spec.cluster import Node
-from corral.workflows.render_slurm import Ctx, Files, cuda_repository_note, restart_dropins, secret
+from corral.workflows.render_slurm import Ctx, Files, cuda_repository_note, restart_dropins, secret, vendor_source
 
 
 def _wanted(c: Ctx) -> bool:
@@ -72,9 +72,7 @@ def _grafana(c: Ctx, node: Node) -> Files:
     if c.gated("Grafana", node, skip_reason(c.cluster), quiet=""):
         return {}
     g, out = c.cluster.spec.monitoring.grafana, {}
-    if c.cluster.spec.packages.source != "bundle":
-        c.note(f"Grafana: its signing key ({KEY}) is downloaded on the node and kept only when it is the pinned "
-               "fingerprint: not rendered.")
+    if vendor_source(c, "Grafana", KEY):
         out[SOURCE] = source_text(g.repo_url)
     if g.version:
         out[PIN] = grafana_pin(g.version)

@@ -69,6 +69,16 @@ class Ctx:
         return bool(reason)
 
 
+def vendor_source(c: Ctx, what: str, key: str) -> bool:
+    """Whether a vendor's apt source is written (not from a bundle); its signing key, fetched on the node and kept
+    only when it is the pinned fingerprint, is named in NOTES.txt instead."""
+    if c.cluster.spec.packages.source == "bundle":
+        return False
+    c.note(f"{what}: its signing key ({key}) is downloaded on the node and kept only when it is the pinned "
+           "fingerprint: not rendered.")
+    return True
+
+
 def restart_dropins(*units: str) -> Files:
     """The restart drop-ins operations.restart_policy installs."""
     from corral.render.restart import dropin_path, render_restart_dropin
@@ -327,9 +337,7 @@ def _nvidia_tools(c: Ctx, node: Node) -> Files:
     if skip_reason(c.cluster, node, "container") is not None:
         return {}
     ctk, out = c.cluster.spec.nvidia.container_toolkit, {}
-    if c.cluster.spec.packages.source != "bundle":
-        c.note(f"NVIDIA Container Toolkit: its signing key ({CTK_KEY}) is downloaded on the node and kept only when "
-               "it is the pinned fingerprint: not rendered.")
+    if vendor_source(c, "NVIDIA Container Toolkit", CTK_KEY):
         out[CTK_SOURCE] = ctk_source(ctk.repo_url)
     out[CTK_PIN] = ctk_pin(ctk.version)
     if ctk.engine != "none":
