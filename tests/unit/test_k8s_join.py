@@ -194,3 +194,11 @@ def test_no_token_no_join_and_the_error_hides_the_token(ha):
 def test_nothing_pending_asks_no_node(ha):
     nodes = Nodes()
     assert k8s_join.join(ha, _applied(ha, []), runner=nodes) == [] and nodes.calls == []
+
+
+def test_a_limited_run_without_the_control_plane_still_says_what_happened_there(ha):
+    result = _applied(ha, ["gpu01"])
+    del result.nodes["cp1"]  # apply --limit gpu01
+    assert k8s_join.join(ha, result, runner=Nodes()) == ["gpu01"]
+    assert [w.split(": ")[1] for w in result.warnings] == ["on cp1 (outside --limit)"] * 2
+    assert "join token deleted" in result.warnings[1]

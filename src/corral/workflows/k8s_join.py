@@ -126,7 +126,7 @@ def join(cluster: Cluster, result: RunResult, say=None, runner=None) -> list[str
         for name in nodes:
             _fail(result, name, _op("kubeadm join", "failed", why, tokenless))
         return []
-    cp_ops = result.nodes[cp].ops if cp in result.nodes else []
+    cp_ops = result.nodes[cp].ops if cp in result.nodes else []  # outside --limit: said in a warning below
     cp_ops.append(_op("join token", "changed", f"a {TTL} bootstrap token" + (" and the control-plane certificates "
                                                                               "(a fresh certificate key)" if cps else "")))
     joined: list[str] = []
@@ -143,6 +143,9 @@ def join(cluster: Cluster, result: RunResult, say=None, runner=None) -> list[str
             result.nodes[name].ops.append(_op("kubeadm join", "skipped", "an earlier control-plane join failed"))
     finally:
         cp_ops.append(_cleanup(cluster, cp, secrets, run_on))
+        if cp not in result.nodes:
+            result.warnings += [f"{WHAT}: on {cp} (outside --limit): {o.name.split(' | ')[1]}: {o.reason}"
+                                for o in cp_ops]
     _label(cluster, result, cp, joined, run_on)
     return joined
 
