@@ -54,14 +54,14 @@ def _calls(monkeypatch, cluster, node) -> list[tuple[str, object, dict]]:
 
 
 def _state(cluster, node, joined: bool) -> tuple[Snapshot, dict]:
-    mine = dict(node_files(cluster, node))
+    mine, modes = dict(node_files(cluster, node)), dict(MODES)
     if node.name == cluster.with_role("control-plane")[0].name:
         mine.update({r.values_path: r.values for r in k8s_releases.releases(cluster)}, **{
             kcluster.HELM_SOURCE: k8s_releases.helm_source(), kcluster.HELM_PIN: k8s_releases.helm_pin()})
         if k8s_releases.mig_manifest(cluster):
             mine[kcluster.MIG_MANIFEST] = k8s_releases.mig_manifest(cluster)
-        MODES.update({kcluster.MIG_MANIFEST: "600", **{r.values_path: "600" for r in k8s_releases.releases(cluster)}})
-    files = {path: {"kind": "file", "mode": MODES.get(path, "644"), "user": "root", "group": "root",
+        modes.update({kcluster.MIG_MANIFEST: "600", **{r.values_path: "600" for r in k8s_releases.releases(cluster)}})
+    files = {path: {"kind": "file", "mode": modes.get(path, "644"), "user": "root", "group": "root",
                     "sha256": hashlib.sha256(text.encode()).hexdigest()} for path, text in mine.items()} if joined else {}
     if joined:
         files[kdeploy.KEY] = {"kind": "file", "mode": "644", "user": "root", "group": "root", "sha256": "0" * 64}
