@@ -18,7 +18,7 @@ from test_kubernetes_render import GOLDEN  # noqa: E402
 
 from corral.deploy.kubernetes import JOIN  # noqa: E402
 from corral.engine.results import NodeResult, OpResult, RunResult  # noqa: E402
-from corral.errors import CorralError  # noqa: E402
+from corral.errors import CorralError, NodeError  # noqa: E402
 from corral.render.kubernetes import join_script, kubeadm_config  # noqa: E402
 from corral.spec.loader import load  # noqa: E402
 from corral.workflows import k8s_join  # noqa: E402
@@ -202,3 +202,12 @@ def test_a_limited_run_without_the_control_plane_still_says_what_happened_there(
     assert k8s_join.join(ha, result, runner=Nodes()) == ["gpu01"]
     assert [w.split(": ")[1] for w in result.warnings] == ["on cp1 (outside --limit)"] * 2
     assert "join token deleted" in result.warnings[1]
+
+
+def test_an_unreachable_control_plane_fails_the_joins_and_says_why(ha):
+    def down(cluster, node, command, *, timeout, input=None):
+        raise NodeError("command timed out after 300 s", node=node, command="(the secrets script)")
+    result = _applied(ha, ["gpu01", "gpu02"])
+    assert k8s_join.join(ha, result, runner=down) == []
+    for name in ("gpu01", "gpu02"):
+        assert not result.nodes[name].ok and "timed out after 300 s" in result.nodes[name].ops[-1].reason

@@ -115,14 +115,15 @@ def join(cluster: Cluster, result: RunResult, say=None, runner=None) -> list[str
     cps = [n for n in nodes if "control-plane" in cluster.node(n).roles]
     workers = [n for n in nodes if n not in cps]
     say(f"{WHAT}: a {TTL} token from {cp} for {', '.join(nodes)}")
-    proc = run_on(cluster, cp, secrets_script(bool(cps)), timeout=300)
     try:
+        proc = run_on(cluster, cp, secrets_script(bool(cps)), timeout=300)
         secrets = parse_secrets(proc.stdout, bool(cps)) if proc.returncode == 0 else None
         why = "" if secrets else f"making the join token on {cp} failed (exit {proc.returncode})"
-    except CorralError as exc:
-        secrets, why = None, str(exc)
+        stderr = proc.stderr
+    except CorralError as exc:  # unreachable, timed out (a token made then expires by itself), or no token read
+        secrets, why, stderr = None, re.sub(TOKEN_RE, "*MASKED*", str(exc)), ""
     if secrets is None:
-        tokenless = _tail(re.sub(TOKEN_RE, "*MASKED*", proc.stderr))
+        tokenless = _tail(re.sub(TOKEN_RE, "*MASKED*", stderr))
         for name in nodes:
             _fail(result, name, _op("kubeadm join", "failed", why, tokenless))
         return []
