@@ -21,9 +21,10 @@ import time
 from corral.checks.k8s_parse import dcgm_report, expected_resources, gpu_pod_result, nodes_report
 from corral.checks.result import Check, Report, error_text
 from corral.errors import CorralError
+from corral.facts.kubernetes import KUBECTL as kubectl
 from corral.spec.cluster import Cluster
 
-KUBECTL = "timeout 30 kubectl --kubeconfig /etc/kubernetes/admin.conf"
+KUBECTL = f"timeout 30 {kubectl}"
 LABEL = "app.kubernetes.io/name=corral-validate"
 IMAGE = "nvcr.io/nvidia/cuda:12.6.3-base-ubuntu22.04"
 TIMEOUT_S = 300  # the GPU pods, all together (a first pull of the CUDA base image included)

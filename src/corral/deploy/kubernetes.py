@@ -18,12 +18,13 @@ from corral.deploy.nodestate import Want, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
 from corral.facts.apt_upgrades import AptHolds
+from corral.facts.kubernetes import ADMIN_CONF
 from corral.render import kubernetes as k8s
 
 KEY = "/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
 SOURCE = "/etc/apt/sources.list.d/kubernetes.list"
 PIN = "/etc/apt/preferences.d/corral-kubernetes"
-ADMIN_CONF, KUBELET_CONF = "/etc/kubernetes/admin.conf", "/etc/kubernetes/kubelet.conf"
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 CONFIG, JOIN_SCRIPT = k8s.KUBEADM_CONFIG, k8s.JOIN_SCRIPT
 KUBE_VIP = "/etc/kubernetes/manifests/kube-vip.yaml"
 JOIN = "join the cluster"  # the disruption label of a pending join (workflows/k8s_join.py)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pyinfra.api import FactBase
 
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
+KUBECTL = f"kubectl --kubeconfig {ADMIN_CONF}"  # as root on a control-plane node
 
 
 @dataclass(frozen=True)

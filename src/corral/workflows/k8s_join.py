@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from corral.deploy.kubernetes import ADMIN_CONF, JOIN, JOIN_SCRIPT
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError
+from corral.facts.kubernetes import KUBECTL as kubectl
 from corral.render.gpu_operator import node_labels
 from corral.render.kubernetes import first_control_plane
 from corral.spec.cluster import Cluster
@@ -27,7 +28,7 @@ from corral.spec.cluster import Cluster
 WHAT = "kubernetes join"
 TTL = "15m"
 JOIN_TIMEOUT_S = 780  # the script's kubeadm join (600 s) and reset (120 s), and the SSH around them
-KUBECTL = f"timeout 60 kubectl --kubeconfig {ADMIN_CONF}"
+KUBECTL = f"timeout 60 {kubectl}"
 TOKEN_RE = re.compile(r"[a-z0-9]{6}\.[a-z0-9]{16}")
 HEX64 = re.compile(r"[0-9a-f]{64}")
 

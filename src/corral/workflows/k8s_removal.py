@@ -23,11 +23,12 @@ from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.render.kubernetes import first_control_plane
 from corral.spec.cluster import Cluster
+from corral.facts.kubernetes import KUBECTL
 from corral.workflows.removal import Run, drain_timeout_s, ssh_run
+from corral.workflows.slurm_node import _why
 
 DISRUPTION = "drain + remove from Kubernetes"
 ANNOTATION = "corral.dev/removing"
-KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 RESET = ("rc=0; if command -v kubeadm >/dev/null; then timeout 120 kubeadm reset -f >/dev/null 2>&1 || "
          "{ rc=$?; echo \"kubeadm reset -f failed (exit $rc)\" >&2; }; fi; "
          "systemctl disable --now kubelet.service >/dev/null 2>&1; "
@@ -39,12 +40,9 @@ def op(step: str, status: str, reason: str, disruption: str = DISRUPTION) -> OpR
                     disruption=disruption)
 
 
-def _why(p) -> str:
-    text = " ".join((p.stderr.strip() or p.stdout.strip()).split())
-    return f"rc={p.returncode}: {text[-200:] or 'no output'}"
-
-
 class Failed(Exception):
+    """A step of a Kubernetes workflow that failed (removal, upgrade): the step's name and why."""
+
     def __init__(self, step: str, message: str) -> None:
         super().__init__(message)
         self.step = step

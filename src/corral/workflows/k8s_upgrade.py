@@ -25,10 +25,12 @@ from corral.parallel import pmap
 from corral.render.kubernetes import first_control_plane
 from corral.spec.cluster import Cluster
 from corral.spec.rules_rollout import policy
+from corral.facts.kubernetes import KUBECTL
 from corral.workflows import batches
+from corral.workflows.k8s_removal import Failed
+from corral.workflows.slurm_node import _why
 
 WHAT = "kubernetes upgrade"
-KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 POLL_S = 3
 
 
@@ -44,12 +46,6 @@ def install(packages: list[str], version: str) -> str:
             f"--allow-change-held-packages {pins} >/dev/null; apt-mark hold {' '.join(packages)} >/dev/null")
 
 
-class Failed(Exception):
-    def __init__(self, step: str, message: str) -> None:
-        super().__init__(message)
-        self.step = step
-
-
 class Upgrade:
     def __init__(self, cluster: Cluster, run, say: Callable[[str], None]) -> None:
         self.cluster, self.run, self.say = cluster, run, say
@@ -63,8 +59,7 @@ class Upgrade:
         except CorralError as exc:
             raise Failed(step, " ".join(str(exc).split())) from None
         if p.returncode != 0:
-            tail = " ".join((p.stderr.strip() or p.stdout.strip()).split())[-200:]
-            raise Failed(step, f"rc={p.returncode} on {node}: {tail or 'no output'}")
+            raise Failed(step, f"on {node}: {_why(p)}")
         return p
 
     def one(self, name: str) -> tuple[list[OpResult], str | None]:
