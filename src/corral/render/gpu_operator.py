@@ -84,10 +84,10 @@ def mig_configmap(cluster: Cluster) -> str | None:
     return "# Managed by corral: MIG layouts from the nodes' gpus.mig\n" + yaml_text(cm)
 
 
-def node_settings(cluster: Cluster) -> dict[str, tuple[dict[str, str], list[str]]]:
-    """node -> (the spec's labels, its taints as key=value:Effect) from kubernetes.nodes (later entries win)."""
+def node_settings(cluster: Cluster) -> dict[str, tuple[dict[str, str], list]]:
+    """node -> (the spec's labels, its taints) from kubernetes.nodes (later labels win; a taint once)."""
     from corral.spec.hosts import RangeError, expand_names
-    out: dict[str, tuple[dict[str, str], list[str]]] = {}
+    out: dict[str, tuple[dict[str, str], list]] = {}
     for entry in cluster.spec.kubernetes.nodes:
         try:
             names = expand_names(entry.names)
@@ -95,13 +95,15 @@ def node_settings(cluster: Cluster) -> dict[str, tuple[dict[str, str], list[str]
             continue  # reported by spec/rules_kubernetes.py
         for name in names:
             labels, taints = out.get(name, ({}, []))
-            texts = [f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in entry.taints]
-            out[name] = ({**labels, **entry.labels}, taints + [t for t in texts if t not in taints])
+            out[name] = ({**labels, **entry.labels}, taints + [t for t in entry.taints if t not in taints])
     return out
 
 
 def node_taints(cluster: Cluster) -> dict[str, list[str]]:
-    return {n: taints for n, (_, taints) in node_settings(cluster).items() if taints}
+    """node -> its taints as kubectl taint writes them (key=value:Effect), compared with the cluster's."""
+    from corral.facts.kubernetes import taint_text
+    return {n: [taint_text(t.model_dump()) for t in taints] for n, (_, taints) in node_settings(cluster).items()
+            if taints}
 
 
 def node_labels(cluster: Cluster) -> dict[str, dict[str, str]]:

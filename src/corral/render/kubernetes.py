@@ -67,11 +67,8 @@ def _registration(cluster: Cluster, node: Node) -> dict:
     from corral.render.gpu_operator import node_settings
     reg = {"name": node.name, "criSocket": CRI_SOCKET,
            "kubeletExtraArgs": _args(cluster, {"node-ip": node.address})}
-    spec_taints = []
-    for text in node_settings(cluster).get(node.name, ({}, []))[1]:
-        key_value, effect = text.rsplit(":", 1)
-        key, _, value = key_value.partition("=")
-        spec_taints.append({"key": key, **({"value": value} if value else {}), "effect": effect})
+    spec_taints = [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
+                   for t in node_settings(cluster).get(node.name, ({}, []))[1]]
     if "control-plane" in node.roles and "worker" not in node.roles:
         reg["taints"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}, *spec_taints]
     elif "control-plane" in node.roles or spec_taints:
