@@ -90,3 +90,25 @@ def test_rollout_steps_are_timed_as_they_end_and_counted_as_rollouts(monkeypatch
     assert {category(o.to_json()) for o in steps} == {"rollouts"}
     assert category({"name": "remove node", "status": "changed"}) == "rollouts"
     assert category({"name": "driver rollouts file", "status": "changed", "commands": ["echo"]}) == "commands"
+
+
+def test_overlapping_deploys_split_along_the_node_that_took_longest():
+    """An apply's deploys overlap (engine/execute.apply journals `start` and `waited`): the split is
+    the critical node's ops and its waits for the others, once, not each deploy's slowest node summed."""
+    run = {"duration_s": 12.0,
+           "timing": [{"name": "connect", "kind": "connect", "s": 1.0},
+                      {"name": "packages", "kind": "deploy", "s": 8.0, "start": 0.0, "waited": {}},
+                      {"name": "slurm controller", "kind": "deploy", "s": 2.0, "start": 8.0, "waited": {}},
+                      {"name": "slurm compute", "kind": "deploy", "s": 7.5, "start": 3.0,
+                       "waited": {"gpu01": 6.0}}],
+           "nodes": {"ctl": {"ops": [op("packages | install", "changed", 8.0, "apt-get install -y slurmctld"),
+                                     op("slurm controller | running", "changed", 2.0, "systemctl restart slurmctld")]},
+                     "gpu01": {"ops": [op("packages | install", "changed", 3.0, "apt-get install -y slurmd"),
+                                       op("slurm compute | running", "changed", 1.5, "systemctl restart slurmd")]}}}
+    t = breakdown(run)
+    cats = t["categories"]
+    # the deploys' wall: 0 -> 10.5 s; gpu01: 3 + 1.5 + 6 waited = 10.5 > ctl's 10
+    assert cats["install"] == 3.0 and cats["services"] == 1.5 and cats["waits"] == 6.0
+    assert abs(sum(cats.values()) - 12.0) < 1e-6 and cats["connect"] == 1.0
+    phases = {p["name"]: p for p in t["phases"]}
+    assert phases["packages"]["node"] == "ctl" and phases["slurm compute"]["node"] == "gpu01"

@@ -69,7 +69,7 @@ def show_timing(time: dict) -> None:
     for name, s in time["categories"].items():
         shares.add_row(name, f"{s:.1f}", f"{100 * s / total:.0f} %")
     out.print(shares)
-    phases = Table(title="phases (a deploy's time is its slowest node's)")
+    phases = Table(title="phases (a deploy's span across nodes, its slowest node)")
     for col in ("phase", "kind", "s", "slowest node"):
         phases.add_column(col)
     for p in sorted(time["phases"], key=lambda p: -p["s"])[:15]:

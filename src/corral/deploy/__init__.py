@@ -5,8 +5,8 @@ the engine (corral.engine.run) plans or applies them."""
 
 def components(cluster) -> list:
     """The deploys `corral plan/apply` run for this cluster, in order (each skips nodes without
-    its role). Operations run op by op across nodes, so this order is also the cross-node order:
-    accounting before the controller, the controller before slurmd (configless) and the sync.
+    its role). Each node runs them in this order; what one waits for on other nodes (the controller
+    before slurmd, accounting before the controller and the sync) is in deploy/order.py.
     package_batch installs the packages of the deploys after it in one transaction (deploy/package_batch.py)."""
     if cluster.spec.scheduler == "kubernetes":
         return kubernetes_components()
@@ -41,9 +41,10 @@ def components(cluster) -> list:
     # proxy right after base: before anything reaches a mirror (package_upgrades refreshes apt's lists);
     # slurm_user (after SSSD and the local accounts, whose ids it checks) before the packages: HA controllers'
     # slurm account has a fixed id, the packages would make one
-    return [base, proxy, package_source, package_upgrades, slurm_version, sssd, storage_server, storage_mounts, users, slurm_user, package_batch,
+    from corral.deploy.order import mark
+    return mark([base, proxy, package_source, package_upgrades, slurm_version, sssd, storage_server, storage_mounts, users, slurm_user, package_batch,
             munge, health, jobhooks, nvidia_driver, mig, containers, accounting, power, slurm_controller, slurm_compute, adopt, slurm_login,
-            accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana]
+            accounting_sync, dcgm, nvidia_tools, acceptance, monitoring, slurm_exporter, dcgm_exporter, grafana])
 
 
 def kubernetes_components() -> list:
@@ -56,4 +57,5 @@ def kubernetes_components() -> list:
     from corral.deploy.kubernetes_cluster import kubernetes_cluster
     from corral.deploy.package_source import package_source
     from corral.deploy.proxy import proxy
-    return [base, proxy, package_source, kubernetes_node, kubernetes_cluster]
+    from corral.deploy.order import mark
+    return mark([base, proxy, package_source, kubernetes_node, kubernetes_cluster])

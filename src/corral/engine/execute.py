@@ -11,6 +11,8 @@ import time
 from typing import TYPE_CHECKING
 
 import gevent
+import gevent.event
+import gevent.lock
 from pyinfra.api.operation import OperationMeta
 from pyinfra.api.operations import run_host_op
 from pyinfra.context import ctx_host, ctx_state
@@ -147,30 +149,70 @@ def _applied_if(conditions) -> bool | None:
 
 
 def apply(run: Run) -> None:
-    """Deploy by deploy (a barrier between them, so e.g. slurmctld is up before any slurmd starts);
-    within a deploy each node runs its own ops in order, independently of the others.
+    """Each node runs its deploys in order, its ops one after the other, independently of the other
+    nodes, except where a deploy waits for earlier ones (`run.waits`, from deploy/order.py: e.g.
+    slurmd's deploy for the controller's): it starts once they are done on every node that had ops
+    in them. A deploy with no declared waits waits for all earlier ones (a barrier).
 
     pyinfra identifies ops across hosts by position, so ops of different deploys on different
     nodes can share a hash: the order comes from what each node's deploys added (`run.phases`).
+    Journaled per deploy: when its first node started it (`start`, s after the apply began), its
+    span to the last node's end (`s`), and what each node waited for others before it (`waited`).
     """
     state = run.state
     state.is_executing = True
+    hosts = [h for h in state.inventory if h in state.activated_hosts and run.phases.get(h.name)]
+    count = max((len(run.phases[h.name]) for h in hosts), default=0)
+    has = [[h for h in hosts if i < len(run.phases[h.name]) and run.phases[h.name][i]] for i in range(count)]
+    left = [len(h) for h in has]
+    done = [gevent.event.Event() for _ in range(count)]
+    for i, n in enumerate(left):
+        if n == 0:
+            done[i].set()
+    slots = gevent.lock.BoundedSemaphore(state.pool.size or max(len(hosts), 1))
+    began = time.monotonic()
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    waited: dict[int, dict[str, float]] = {}
 
-    def one_node(host, op_hashes: list[str]) -> None:
+    def ops_of(host, op_hashes: list[str]) -> None:
         for op_hash in op_hashes:
             if host in state.failed_hosts:
                 run.record(host, op_hash, "skipped", reason=EARLIER)
             else:
                 _apply_one(run, host, op_hash)
 
+    def finish(i: int) -> None:
+        last[i] = time.monotonic()
+        left[i] -= 1
+        if left[i] == 0:
+            done[i].set()
+
+    def one_node(host) -> None:
+        todo = [i for i, op_hashes in enumerate(run.phases[host.name]) if op_hashes]
+        try:
+            while todo:
+                i = todo[0]
+                deps = run.waits[i] if i < len(run.waits) and run.waits[i] is not None else range(i)
+                since = time.monotonic()
+                for d in deps:
+                    done[d].wait()
+                if time.monotonic() - since >= 0.01:
+                    waited.setdefault(i, {})[host.name] = round(time.monotonic() - since, 3)
+                first.setdefault(i, time.monotonic())
+                try:
+                    with slots:  # as many nodes at once as pyinfra's pool allows, and only while running ops
+                        ops_of(host, run.phases[host.name][i])
+                finally:
+                    todo.pop(0)
+                    finish(i)
+        finally:  # whatever happened here, no other node waits for this one forever
+            for i in todo:
+                finish(i)
+
     with ctx_state.use(state):
-        for phase in range(max((len(p) for p in run.phases.values()), default=0)):
-            work = [(h, run.phases[h.name][phase]) for h in state.inventory
-                    if h in state.activated_hosts and phase < len(run.phases.get(h.name, []))
-                    and run.phases[h.name][phase]]
-            if not work:
-                continue
-            since = time.monotonic()
-            gevent.joinall([state.pool.spawn(one_node, h, ops) for h, ops in work])
-            name = run.deploy_names[phase] if phase < len(run.deploy_names) else f"deploy {phase + 1}"
-            run.timed(name, "deploy", since)
+        gevent.joinall([gevent.spawn(one_node, h) for h in hosts])
+    for i in sorted(first):
+        name = run.deploy_names[i] if i < len(run.deploy_names) else f"deploy {i + 1}"
+        run.result.timing.append({"name": name, "kind": "deploy", "s": round(last[i] - first[i], 3),
+                                  "start": round(first[i] - began, 3), "waited": waited.get(i, {})})

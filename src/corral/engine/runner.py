@@ -52,6 +52,7 @@ class Run:
         self.names: dict[tuple[str, str], str] = {}
         self.phases: dict[str, list[list[str]]] = {}  # node -> per deploy, the op hashes it added
         self.deploy_names: list[str] = []  # the deploys in order (index = position in phases[node])
+        self.waits: list[tuple[int, ...] | None] = []  # per deploy: the earlier ones it waits for (None: all)
 
     def timed(self, name: str, kind: str, since: float, **extra) -> None:
         """Journal a phase of the run (engine/timing.py): its name, kind and seconds since `since`."""
@@ -119,10 +120,22 @@ class Run:
         self.state.active_hosts.discard(host)
 
 
+def waits_of(deploys: Sequence[Callable]) -> list[tuple[int, ...] | None]:
+    """Per deploy, the positions of the earlier deploys it waits for on other nodes, from its
+    `waits_for` names (deploy/order.py); None, where it has none, waits for every earlier deploy."""
+    names = [getattr(d, "deploy_name", d.__name__) for d in deploys]
+    out: list[tuple[int, ...] | None] = []
+    for i, d in enumerate(deploys):
+        wanted = getattr(d, "waits_for", None)
+        out.append(None if wanted is None else tuple(j for j in range(i) if names[j] in wanted))
+    return out
+
+
 def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
     """add_deploy per host, so a deploy that raises for one node fails that node only."""
     state = run.state
     run.deploy_names = [getattr(d, "deploy_name", d.__name__) for d in deploys]
+    run.waits = waits_of(deploys)
     for host in [h for h in state.inventory if h in state.active_hosts]:
         for deploy in deploys:
             before = len(host.op_hash_order)

@@ -2,9 +2,11 @@
 into categories by what the slowest node did in each deploy (install, services, config, ...).
 
 Pure functions over a run as journaled (RunResult.to_json()), so `apply` (its last line) and
-`corral history --run ID --timing` read the same numbers. A deploy is a barrier: every node runs its
-ops for it, the next deploy starts when the slowest is done, so the slowest node's ops are the
-deploy's time; what the ops do not account for (scheduling, pyinfra's own work) is "engine".
+`corral history --run ID --timing` read the same numbers. An apply's deploys overlap across nodes
+(each node goes on unless a deploy waits for others: deploy/order.py), so its time is split along
+the node that took longest: its ops by category, its waits for other nodes ("waits"), and what the
+ops do not account for (scheduling, pyinfra's own work) as "engine". Runs journaled before that (a
+barrier per deploy, no `start`) split each deploy by its slowest node, as they ran.
 """
 
 from __future__ import annotations
@@ -49,19 +51,23 @@ def _ops_of(run: dict, node: str, names: set[str] | None) -> list[dict]:
 
 
 def _deploy_split(run: dict, phase: dict) -> tuple[dict[str, float], str | None]:
-    """A deploy phase's wall time by category, from its slowest node's ops (the rest: engine)."""
+    """A deploy phase's wall time by category, from its slowest node's ops and its waits for other
+    nodes ("waits"); the rest: engine. A phase with `waited` is the apply's deploys, overlapping."""
     wall = float(phase.get("s") or 0.0)
     deploys = phase.get("deploys", [phase.get("name")])  # None: every deploy (plan's one phase)
     names = set(deploys) if deploys is not None else None
+    waited = phase.get("waited") or {}
     best, best_ops, best_sum = None, [], -1.0
     for node in run.get("nodes") or {}:
         ops = _ops_of(run, node, names)
-        total = sum(float(o.get("duration_s") or 0.0) for o in ops)
+        total = sum(float(o.get("duration_s") or 0.0) for o in ops) + float(waited.get(node) or 0.0)
         if total > best_sum:
             best, best_ops, best_sum = node, ops, total
     split: dict[str, float] = {}
     for op in best_ops:
         split[category(op)] = split.get(category(op), 0.0) + float(op.get("duration_s") or 0.0)
+    if waited.get(best):
+        split["waits"] = float(waited[best])
     accounted = sum(split.values())
     if accounted > wall > 0:  # clocks read at slightly different points: scale into the wall time
         split = {k: v * wall / accounted for k, v in split.items()}
@@ -70,17 +76,39 @@ def _deploy_split(run: dict, phase: dict) -> tuple[dict[str, float], str | None]
     return split, best
 
 
+def _overlapping(phases: list[dict]) -> dict:
+    """The apply's deploys, which overlap across nodes (engine/execute.apply journals each with its
+    `start`), as one phase: their wall time, names, and each node's waits for the others."""
+    end = max(float(p.get("start") or 0.0) + float(p.get("s") or 0.0) for p in phases)
+    begin = min(float(p.get("start") or 0.0) for p in phases)
+    waited: dict[str, float] = {}
+    for p in phases:
+        for node, s in (p.get("waited") or {}).items():
+            waited[node] = waited.get(node, 0.0) + float(s)
+    return {"s": end - begin, "deploys": [p.get("name") for p in phases], "waited": waited}
+
+
 def breakdown(run: dict) -> dict:
     """{total_s, categories: {name: s} (largest first), phases: [{name, kind, s, node}],
     slowest_ops: [{node, op, s, status, category}] (ten)}."""
     total = float(run.get("duration_s") or 0.0)
     categories: dict[str, float] = {}
     phases = []
-    for phase in run.get("timing") or []:
+    timing = run.get("timing") or []
+    overlapping = [p for p in timing if p.get("kind") == "deploy" and "start" in p]
+    if overlapping:  # split once, along the node that took longest (its ops and its waits)
+        split, _ = _deploy_split(run, _overlapping(overlapping))
+        for k, v in split.items():
+            categories[k] = categories.get(k, 0.0) + v
+    for phase in timing:
         kind, s = phase.get("kind"), float(phase.get("s") or 0.0)
         node = None
         if kind == "deploy":
-            split, node = _deploy_split(run, phase)
+            if "start" in phase:  # counted above; its slowest node, for the phase's row
+                node = _deploy_split(run, {"s": s, "name": phase.get("name")})[1]
+                split = {}
+            else:
+                split, node = _deploy_split(run, phase)
         else:
             split = {"rollouts" if kind == "rollout" else kind: s}
         for k, v in split.items():
