@@ -17,6 +17,7 @@ from pyinfra.api.operation import OperationMeta
 from pyinfra.api.operations import run_host_op
 from pyinfra.context import ctx_host, ctx_state
 
+from corral.engine.chain import chained
 from corral.engine.conditions import AnyChanged
 
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ def plan(run: Run) -> None:
 def _apply_one(run: Run, host, op_hash: str) -> None:
     state = run.state
     run.capture.rc.pop(host.name, None)
+    op_data = state.ops[host][op_hash]
+    if not getattr(op_data.command_generator, "corral_chained", False):  # one round trip per run of commands
+        op_data.command_generator = chained(op_data.command_generator)
     since = time.monotonic()
     with ctx_host.use(host):
         try:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 import time
 
+from corral.engine.chain import parts
+
 # what an op spent its time on, from the commands it ran (the first match wins)
 _INSTALL = re.compile(r"\bapt-get\b.*\b(install|upgrade|dist-upgrade)\b|\bdpkg\s+(-i|--install)\b")
 _SERVICE = re.compile(r"\bsystemctl\s+(restart|start|reload|try-restart)\b|not ready after \d+ s")
-_CONFIG = re.compile(r"^(upload |mv -f |install -d |chmod |chown |ln -s)")
+_CONFIG = re.compile(r"^(upload |mv -f |install -d |install -m \S+ -o \S+ -g \S+ /dev/null |mkdir -p |chmod |chown |ln -s)")
 # the steps of a rollout or a removal (workflows/): timed as they end (engine/results.TimedSteps)
 _WORKFLOW = re.compile(r"^(driver rollout|package upgrade|MIG rollout|slurm upgrade|remove node)( \||$)")
 PHASE_KINDS = ("connect", "facts", "prepare", "deploy", "rollout", "removal", "journal")
@@ -35,7 +37,7 @@ def category(op: dict) -> str:
         return "rollouts"
     if op.get("status") != "changed" and op.get("status") != "failed":
         return "checks"
-    commands = op.get("commands") or []
+    commands = [part for c in op.get("commands") or [] for part in parts(c)]  # a chain's commands (engine/chain.py)
     if any(_INSTALL.search(c) for c in commands):
         return "install"
     if any(_SERVICE.search(c) for c in commands):
