@@ -73,7 +73,7 @@ def accounting() -> None:
         return
     password = secret_text(cluster.state_dir, "slurmdbd-db-password", 32)
     operations.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT, together=True)
-    operations.restart_policy(name="mariadb restarted by systemd when it dies", unit="mariadb", want=WANT)
+    operations.restart_policy(name="mariadb restarted by systemd when it dies", unit="mariadb", want=WANT, started_next=True)
     operations.service(name="mariadb running", unit="mariadb", want=WANT)
     database(name="accounting database and user", password=password)
     operations.directory(name="/var/log/slurm", path="/var/log/slurm", user="slurm", group="slurm", want=WANT)
@@ -81,7 +81,7 @@ def accounting() -> None:
         name="slurmdbd.conf", path=CONF, mode="600", user="slurm", group="slurm", want=WANT,
         content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version(host.state)),
         mask=(password,), mask_keys=("StoragePass",), disruption="restart slurmdbd")
-    operations.restart_policy(name="slurmdbd restarted by systemd when it dies", unit="slurmdbd", want=WANT)
+    operations.restart_policy(name="slurmdbd restarted by systemd when it dies", unit="slurmdbd", want=WANT, started_next=True)
     operations.service(name="slurmdbd running", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS)
     operations.restart(name="slurmdbd restarted (slurmdbd.conf changed)", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS,
                 _if=conf.did_change)

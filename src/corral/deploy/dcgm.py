@@ -47,5 +47,5 @@ def dcgm() -> None:
                     if cluster.spec.nvidia.driver else cluster.spec.monitoring.dcgm_exporter.repo_url, want=WANT)
     operations.managed_file(name="DCGM version pin", path=PIN, want=WANT, content=pin(d.package, d.version))
     operations.packages(name="DCGM installed", names=[f"{d.package}={d.version}" if d.version else d.package], want=WANT)
-    operations.restart_policy(name="DCGM host engine restarted by systemd when it dies", unit=SERVICE, want=WANT)
+    operations.restart_policy(name="DCGM host engine restarted by systemd when it dies", unit=SERVICE, want=WANT, started_next=True)
     operations.service(name="DCGM host engine running", unit=SERVICE, want=WANT, wait=f"systemctl is-active {SERVICE}")

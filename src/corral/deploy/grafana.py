@@ -73,7 +73,7 @@ def grafana() -> None:
     for name, text in dashboards().items():  # re-read by Grafana every 10 s: no restart
         operations.managed_file(name=f"dashboard {name}", path=f"{DASHBOARD_DIR}/{name}", want=WANT, content=text)
     ready = http_ready(node.address, g.port, "/api/health")
-    operations.restart_policy(name="Grafana restarted by systemd when it dies", unit="grafana-server", want=WANT)
+    operations.restart_policy(name="Grafana restarted by systemd when it dies", unit="grafana-server", want=WANT, started_next=True)
     operations.service(name="Grafana running", unit="grafana-server", want=WANT, wait=ready)
     operations.restart(name="Grafana restarted (configuration changed)", unit="grafana-server", want=WANT, wait=ready,
                 _if=AnyChanged(*changed))

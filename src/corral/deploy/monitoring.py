@@ -80,7 +80,7 @@ def _node_exporter(cluster, node) -> None:
                              content=node_exporter_args(cluster, node), disruption="restart prometheus-node-exporter")
     operations.managed_file(name="spec metrics for node-exporter", path=SPEC_PROM, want=NE_WANT, content=spec_metrics(node))
     operations.restart_policy(name="node-exporter restarted by systemd when it dies", unit="prometheus-node-exporter",
-                              want=NE_WANT)
+                              want=NE_WANT, started_next=True)
     operations.service(name="node-exporter running", unit="prometheus-node-exporter", want=NE_WANT, wait=ready)
     operations.restart(name="node-exporter restarted (flags changed)", unit="prometheus-node-exporter",
                 want=NE_WANT, wait=ready, _if=flags.did_change)
@@ -98,7 +98,7 @@ def _prometheus(cluster, node) -> None:
                             validate="promtool check config --syntax-only {}")
     flags = operations.managed_file(name="Prometheus flags", path=PROM_DEFAULT, want=PROM_WANT,
                              content=prometheus_flags(cluster, node), disruption="restart prometheus")
-    operations.restart_policy(name="Prometheus restarted by systemd when it dies", unit="prometheus", want=PROM_WANT)
+    operations.restart_policy(name="Prometheus restarted by systemd when it dies", unit="prometheus", want=PROM_WANT, started_next=True)
     operations.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
     operations.run_when_changed(name="Prometheus reloaded (scrape config or rules changed)", description="reload",
                          commands=["systemctl reload prometheus", operations.readiness("prometheus", ready, None)],
@@ -117,7 +117,7 @@ def _alertmanager(cluster, node) -> None:
     flags = operations.managed_file(name="Alertmanager flags", path=AM_DEFAULT, want=AM_WANT,
                              content=alertmanager_flags(cluster, node), disruption="restart prometheus-alertmanager")
     operations.restart_policy(name="Alertmanager restarted by systemd when it dies", unit="prometheus-alertmanager",
-                              want=AM_WANT)
+                              want=AM_WANT, started_next=True)
     operations.service(name="Alertmanager running", unit="prometheus-alertmanager", want=AM_WANT, wait=ready)
     operations.run_when_changed(name="Alertmanager reloaded (receivers changed)", description="reload",
                          commands=["systemctl reload prometheus-alertmanager"], disruption="reload alertmanager",

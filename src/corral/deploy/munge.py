@@ -21,7 +21,7 @@ def munge() -> None:
     operations.packages(name="munge installed", names=["munge"], want=WANT, together=True)
     changed = operations.managed_file(name="munge key", path=KEY, content=key, mode="400", user="munge",
                                group="munge", secret=True, disruption="restart munge", want=WANT)
-    operations.restart_policy(name="munge restarted by systemd when it dies", unit="munge", want=WANT)
+    operations.restart_policy(name="munge restarted by systemd when it dies", unit="munge", want=WANT, started_next=True)
     operations.service(name="munge running", unit="munge", want=WANT)
     operations.restart(name="munge restarted (key changed)", unit="munge", want=WANT,
                 wait="munge -n | unmunge", _if=changed.did_change)

@@ -237,15 +237,19 @@ RELOADED = "none (systemd reloaded)"
 
 
 @operation()
-def restart_policy(unit: str, want: Want):
+def restart_policy(unit: str, want: Want, started_next: bool = False):
     """systemd restarts `unit` when it dies: corral's drop-in (render/restart.py) installed, then
     `systemctl daemon-reload`, which applies it without restarting the daemon. `want` holds the
-    drop-in's path (render.restart.dropin_path), so the one snapshot reads it."""
+    drop-in's path (render.restart.dropin_path), so the one snapshot reads it.
+    `started_next`: the deploy's `service` op for this unit comes next; when the daemon is not running
+    that op starts it, after its own daemon-reload, so this one is left out (one reload, not two)."""
     commands = list(_managed_file(dropin_path(unit), render_restart_dropin(unit), want, disruption=RELOADED))
+    running = snapshot(want).services.get(unit, ("unknown",))[0] == "active"
     if not commands:
         return
     yield from commands
-    yield cmd("systemctl", "daemon-reload")
+    if running or not started_next:
+        yield cmd("systemctl", "daemon-reload")
 
 
 @operation()
@@ -264,8 +268,11 @@ def run_when_changed(description: str, commands: list[str], disruption: str = "n
 
 
 def readiness(name: str, test: str, logs: str | None, timeout_s: int = 60) -> str:
-    """A shell loop: succeed as soon as `test` does; else print the daemon's last log lines, fail."""
-    tries = timeout_s * 4
+    """A shell loop: succeed as soon as `test` does (tried every 50 ms for the first 2 s, when most
+    daemons become ready, then every 250 ms); after `timeout_s` print the daemon's last log lines, fail."""
     show = logs or f"journalctl -u {q(name)} -n 20 --no-pager"
-    return (f"for i in $(seq {int(tries)}); do ( {test} ) >/dev/null 2>&1 && exit 0; sleep 0.25; done; "  # shell-ok: test is corral's
-            f"echo {q(f'{name} not ready after {timeout_s} s; last log lines:')} >&2; ( {show} ) >&2; exit 1")  # shell-ok: logs is corral's
+    now = "$(( $(date +%s%N) / 1000000 ))"  # milliseconds
+    return (f"end=$(( $(date +%s%N) / 1000000 + {int(timeout_s) * 1000} )); n=0; "
+            f"until ( {test} ) >/dev/null 2>&1; do "  # shell-ok: test is corral's
+            f"if [ {now} -ge \"$end\" ]; then echo {q(f'{name} not ready after {timeout_s} s; last log lines:')} >&2; "
+            f"( {show} ) >&2; exit 1; fi; n=$((n + 1)); if [ $n -le 40 ]; then sleep 0.05; else sleep 0.25; fi; done")  # shell-ok: logs is corral's

@@ -181,7 +181,7 @@ def slurm_controller() -> None:
     state_directory(cluster, CTL_WANT)  # local, or on a spec mount with slurmctld's RequiresMountsFor drop-in
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
                       want=CTL_WANT, backup=node.name if node.name != cluster.with_role("controller")[0].name else None)
-    operations.restart_policy(name="slurmctld restarted by systemd when it dies", unit="slurmctld", want=CTL_WANT)
+    operations.restart_policy(name="slurmctld restarted by systemd when it dies", unit="slurmctld", want=CTL_WANT, started_next=True)
     operations.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
 
 
@@ -219,7 +219,7 @@ def slurm_compute() -> None:
     spank = operations.managed_file(name="what slurmd loads at start (SPANK plugins, GRES)", path=SLURMD_STATE,
                              content=slurmd_state(cluster, node, facts), disruption="restart slurmd", want=NODE_WANT)
     # its own file, not corral.conf: a change of the restart policy takes a daemon-reload, never a slurmd restart
-    operations.restart_policy(name="slurmd restarted by systemd when it dies", unit="slurmd", want=NODE_WANT)
+    operations.restart_policy(name="slurmd restarted by systemd when it dies", unit="slurmd", want=NODE_WANT, started_next=True)
     operations.service(name="slurmd running", unit="slurmd", want=NODE_WANT, wait=node_ready(node.name), logs=logs)
     operations.restart(name="slurmd restarted (drop-in, SPANK plugins or GRES changed)", unit="slurmd", want=NODE_WANT,
                 wait=node_ready(node.name), logs=logs, _if=AnyChanged(unit, spank))

@@ -185,5 +185,5 @@ def sssd() -> None:
     pam_sss(name="pam_sss enabled")
     sssd_config(name="sssd.conf and the LDAP CA certificate", conf=conf, ca=read_ca(cluster), password=password,
                 want=WANT)
-    operations.restart_policy(name="sssd restarted by systemd when it dies", unit="sssd", want=WANT)
+    operations.restart_policy(name="sssd restarted by systemd when it dies", unit="sssd", want=WANT, started_next=True)
     operations.service(name="sssd running", unit="sssd", want=WANT, wait=READY, logs=LOGS)
