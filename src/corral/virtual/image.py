@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from corral.virtual.host import debian_mirror, run, say
 SUITE = "bookworm"
 INCLUDE = ["systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "python3",
            "ca-certificates", "procps", "less", "sudo"]
-RECIPE_VERSION = 4  # bump when configure() changes
+RECIPE_VERSION = 5  # bump when configure() or the build changes (5: the release's updates applied)
 CACHE = Path("/var/cache/corral")
 
 APT_CONF = """\
@@ -31,7 +32,7 @@ Acquire::Retries "1";
 
 
 def recipe() -> dict:
-    return {"suite": SUITE, "variant": "minbase", "include": INCLUDE, "version": RECIPE_VERSION}
+    return {"suite": SUITE, "variant": "minbase", "include": INCLUDE, "version": RECIPE_VERSION, "updated": True}
 
 
 def recipe_hash() -> str:
@@ -74,6 +75,45 @@ def configure(root: Path) -> None:
     (root / "etc/corral-image").write_text(json.dumps(recipe(), sort_keys=True) + "\n")
 
 
+def installed(root: Path) -> list[str]:
+    """The packages installed in a tree, from its dpkg status."""
+    names, name = [], None
+    for line in (root / "var/lib/dpkg/status").read_text().splitlines():
+        if line.startswith("Package: "):
+            name = line.split(": ", 1)[1]
+        elif line.startswith("Status: ") and line.endswith(" installed") and name:
+            names.append(name)
+    return names
+
+
+def apply_updates(root: Path) -> None:
+    """debootstrap installs the release as it shipped; a server is kept at its security and stable
+    updates. Take them from the host's apt sources (the suite's -updates and -security where the host
+    has them), as the local repository's packages come from there: without it, a deploy that needs a
+    package whose updated version depends on an updated base package (perl on perl-base) upgrades the
+    base package on every node in every run. Services do not start (a policy-rc.d while it runs)."""
+    from corral.bundle.resolve import download_debs
+    work = root.with_name(root.name + ".updates")
+    shutil.rmtree(work, ignore_errors=True)
+    pool = root / "var/cache/apt/archives/corral-updates"
+    download_debs(root / "var/lib/dpkg/status", installed(root), pool, work, options=["--only-upgrade"])
+    debs = sorted(pool.glob("*.deb"))
+    if debs:
+        say(f"applying {len(debs)} updates of the release to the base image")
+        policy = root / "usr/sbin/policy-rc.d"
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+        try:
+            run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends",
+                 "-o", "Dpkg::Options::=--force-confold", *(f"/{d.relative_to(root)}" for d in debs)],
+                what="the release's updates installed in the base image (apt-get in a chroot)",
+                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        finally:
+            policy.unlink()
+    shutil.rmtree(pool, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def ensure_image(cache: Path | None = None, carried: Path | None = None) -> Path:
     """Return the base image directory, building it first if this recipe has none yet: from `carried` (a
     bundle's virtual/<image>.tar, already checked against its signed sums) when given, else debootstrap."""
@@ -91,6 +131,7 @@ def ensure_image(cache: Path | None = None, carried: Path | None = None) -> Path
     t0 = time.monotonic()
     run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", SUITE, str(tmp), mirror],
         what="debootstrap of the node base image")
+    apply_updates(tmp)
     configure(tmp)
     tmp.rename(target)
     say(f"base image ready in {time.monotonic() - t0:.0f} s")
