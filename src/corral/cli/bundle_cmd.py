@@ -34,7 +34,7 @@ def build(spec: Optional[Path] = SpecOpt,
     try:
         cluster = load_cluster(spec)
         target = output or cluster.base_dir / f"corral-bundle-{cluster.spec.name}.tar"
-        status = image.ensure_image() / "var/lib/dpkg/status"  # a clean Debian 12 node (debootstrap minbase)
+        status = image.release_status(image.ensure_image())  # a clean Debian 12 node (debootstrap minbase)
         built = run_build(cluster, target, status, REPO / "pool",
                           say=lambda m: None if as_json else err.print(m, markup=False),
                           python=python_pins() if with_python else None,

@@ -19,8 +19,9 @@ from corral.virtual.host import debian_mirror, run, say
 SUITE = "bookworm"
 INCLUDE = ["systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "python3",
            "ca-certificates", "procps", "less", "sudo"]
-RECIPE_VERSION = 5  # bump when configure() or the build changes (5: the release's updates applied)
+RECIPE_VERSION = 6  # bump when configure() or the build changes (6: the release's updates applied, its status kept)
 CACHE = Path("/var/cache/corral")
+RELEASE_STATUS = "var/lib/corral-image/release-status"
 
 APT_CONF = """\
 APT::Install-Recommends "false";
@@ -75,6 +76,14 @@ def configure(root: Path) -> None:
     (root / "etc/corral-image").write_text(json.dumps(recipe(), sort_keys=True) + "\n")
 
 
+def release_status(image: Path) -> Path:
+    """The dpkg status of a node installed from the release as it shipped (before the image's updates):
+    an air-gap bundle resolves its packages against it, so it carries the updated base packages a node
+    without those updates needs."""
+    kept = image / RELEASE_STATUS
+    return kept if kept.is_file() else image / "var/lib/dpkg/status"
+
+
 def installed(root: Path) -> list[str]:
     """The packages installed in a tree, from its dpkg status."""
     names, name = [], None
@@ -93,6 +102,9 @@ def apply_updates(root: Path) -> None:
     package whose updated version depends on an updated base package (perl on perl-base) upgrades the
     base package on every node in every run. Services do not start (a policy-rc.d while it runs)."""
     from corral.bundle.resolve import download_debs
+    kept = root / RELEASE_STATUS  # what a node installed from the release's media has: bundles resolve against it
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(root / "var/lib/dpkg/status", kept)
     work = root.with_name(root.name + ".updates")
     shutil.rmtree(work, ignore_errors=True)
     pool = root / "var/cache/apt/archives/corral-updates"
