@@ -60,7 +60,7 @@ def air(tmp_path_factory):
     with _files(d / "files") as url:
         spec.write_text(spec.read_text() + ENROOT.format(url=url, sha=hashlib.sha256(deb.read_bytes()).hexdigest(),
                                                          fpr=fpr))
-        built = build(load(spec), d / "air.tar", image.ensure_image() / "var/lib/dpkg/status", repo.REPO / "pool",
+        built = build(load(spec), d / "air.tar", image.release_status(image.ensure_image()), repo.REPO / "pool",
                       image=image.ensure_image())  # --with-virtual
     spec.write_text(spec.read_text() + bundle_section(built.path, None))  # signer: this state dir's own key
     patch = pytest.MonkeyPatch()
@@ -302,7 +302,7 @@ def test_with_python_corral_installs_on_an_offline_control_host(air, tmp_path):
     pins, source = python_pins()
     assert source is not None and any(p.startswith("pyinfra==") for p in pins)
     with _files(d / "files"):
-        built = build(load(d / "cluster.yaml"), tmp_path / "py.tar", image.ensure_image() / "var/lib/dpkg/status",
+        built = build(load(d / "cluster.yaml"), tmp_path / "py.tar", image.release_status(image.ensure_image()),
                       repo.REPO / "pool", python=(pins, source))
     checked = verify(built.path, built.fingerprint)
     assert checked.ok, checked.problems
@@ -326,7 +326,7 @@ def test_a_bundle_lacking_a_package_is_named_by_doctor_and_plan_before_anything_
     d, built, _ = air
     small_dir = tmp_path / "small"
     small = make_spec(small_dir, name="air", compute=1, usable=False)
-    lacking = build(load(small), tmp_path / "small.tar", image.ensure_image() / "var/lib/dpkg/status",
+    lacking = build(load(small), tmp_path / "small.tar", image.release_status(image.ensure_image()),
                     repo.REPO / "pool")
     spec = tmp_path / "cluster.yaml"
     spec.write_text((d / "cluster.yaml").read_text().replace(str(built.path), str(lacking.path))
