@@ -207,7 +207,8 @@ def test_keyboard_interrupt_mid_job_cancels_then_propagates(cluster):
     run = Captured(**{MULTI_SRUN: KeyboardInterrupt()})
     with pytest.raises(KeyboardInterrupt):
         V.validate(cluster, run=run)
-    assert run.sent("ctl")[-2:] == [srun_sent(run)[-1], CANCEL]
+    sent = run.sent("ctl")
+    assert sent[-1] == CANCEL and MULTI_SRUN in " ".join(srun_sent(run))  # munge's check may run beside the jobs
 
 
 def test_the_spec_users_job_is_cancelled_as_that_user_and_a_failed_cancel_is_a_fail():

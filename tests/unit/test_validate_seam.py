@@ -69,8 +69,12 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
     diag = ("timeout -k 5 335 srun -J corral-validate --immediate=30 -t 6 -N1 -w {} --exclusive --gres=gpu:4 "
             "bash -c 'dcgmi diag -r 1 -j'")
     sent = run.sent("ctl")
-    assert sent[:7] == ["scontrol ping; scontrol version", "scontrol show node -o", gpu, multi,
-                        "sacct -n -X -P -j 4242 -o JobID,State,Account", "munge -n", "unmunge"]
+    assert sent[:2] == ["scontrol ping; scontrol version", "scontrol show node -o"]
+    # the jobs and munge's check at once: each in its own order
+    assert sorted(sent[2:7]) == sorted([gpu, multi, "sacct -n -X -P -j 4242 -o JobID,State,Account", "munge -n",
+                                        "unmunge"])
+    assert sent.index(multi) < sent.index("sacct -n -X -P -j 4242 -o JobID,State,Account")
+    assert sent.index("munge -n") < sent.index("unmunge")
     assert sorted(sent[7:9]) == [diag.format("gpu01"), diag.format("gpu02")]  # the nodes' diagnostics in parallel
     assert sent[9:] == ["scancel --name=corral-validate --user=root"]
     assert run.timeouts[diag.format("gpu01")] == 345  # 30 s to start, level 1's 300 s, 15 s for SSH and teardown

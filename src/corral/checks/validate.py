@@ -252,12 +252,18 @@ def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None,
         shown = _nodes(cluster, run, ctl, report)
         reached = reach(run, compute, shown)
         report.checks.append(reached.check)
-        if jobs:
+        def munge() -> Check:
+            return _munge(cluster, run, ctl, reached.unreachable)
+        if jobs:  # the jobs and munge's check are independent: at once
             submitted_as += ["root", *filter(None, [submitter(cluster)])]
-            _jobs(cluster, run, ctl, report, reached.skipped, shown, Budget(timeout_s))
+            outcomes = pmap(_outcome, [lambda: _jobs(cluster, run, ctl, report, reached.skipped, shown,
+                                                     Budget(timeout_s)), munge])
+            for raised in [o for ok, o in outcomes if not ok]:
+                raise raised  # the finally below still cancels every job
+            report.checks.append(outcomes[1][1])
         else:
             report.checks.append(Check("jobs", "SKIPPED", "--skip-jobs: read-only run"))
-        report.checks.append(_munge(cluster, run, ctl, reached.unreachable))
+            report.checks.append(munge())
         checks, report.extra["acceptance"] = acceptance(cluster, run, ctl, reached.skipped, jobs)
         report.checks += checks
         if fabric:  # --fabric: RDMA pairs along the topology (checks/fabric.py), from the facts the last run read

@@ -100,9 +100,8 @@ def _prometheus(cluster, node) -> None:
                              content=prometheus_flags(cluster, node), disruption="restart prometheus")
     operations.restart_policy(name="Prometheus restarted by systemd when it dies", unit="prometheus", want=PROM_WANT, started_next=True)
     operations.service(name="Prometheus running", unit="prometheus", want=PROM_WANT, wait=ready)
-    operations.run_when_changed(name="Prometheus reloaded (scrape config or rules changed)", description="reload",
-                         commands=["systemctl reload prometheus", operations.readiness("prometheus", ready, None)],
-                         disruption="reload prometheus", _if=AnyChanged(conf, rules))
+    operations.reload(name="Prometheus reloaded (scrape config or rules changed)", unit="prometheus", want=PROM_WANT,
+                      wait=ready, _if=AnyChanged(conf, rules))
     operations.restart(name="Prometheus restarted (flags changed)", unit="prometheus", want=PROM_WANT,
                 wait=ready, _if=flags.did_change)
 
@@ -119,9 +118,8 @@ def _alertmanager(cluster, node) -> None:
     operations.restart_policy(name="Alertmanager restarted by systemd when it dies", unit="prometheus-alertmanager",
                               want=AM_WANT, started_next=True)
     operations.service(name="Alertmanager running", unit="prometheus-alertmanager", want=AM_WANT, wait=ready)
-    operations.run_when_changed(name="Alertmanager reloaded (receivers changed)", description="reload",
-                         commands=["systemctl reload prometheus-alertmanager"], disruption="reload alertmanager",
-                         _if=conf.did_change)
+    operations.reload(name="Alertmanager reloaded (receivers changed)", unit="prometheus-alertmanager", want=AM_WANT,
+                      _if=conf.did_change)
     operations.restart(name="Alertmanager restarted (flags changed)", unit="prometheus-alertmanager", want=AM_WANT,
                 wait=ready, _if=flags.did_change)
 

@@ -233,6 +233,19 @@ def restart(unit: str, want: Want, wait: str | None = None, logs: str | None = N
         yield readiness(name, wait, logs)
 
 
+@operation()
+def reload(unit: str, want: Want, wait: str | None = None, logs: str | None = None):
+    """Reload a daemon's configuration (used with `_if=<a change>`); then prove it with `wait`. A daemon
+    that was not running before this run was started after the change, which it read: no reload."""
+    if snapshot(want).services.get(unit, ("",))[0] != "active":
+        host.noop(f"{unit} was not running before this run; its start read the change")
+        return
+    annotate(disruption=f"reload {unit}")
+    yield cmd("systemctl", "reload", unit)
+    if wait:
+        yield readiness(unit, wait, logs)
+
+
 RELOADED = "none (systemd reloaded)"
 
 
