@@ -51,3 +51,21 @@ def test_a_policy_left_by_a_killed_transaction_is_removed_and_nothing_else_chang
                                                  if o.status == "changed"]
     assert ssh(vc, "gpu01", f"test -e {POLICY}", check=False).returncode == 1
     assert ssh(vc, "ctl", "systemctl show -p MainPID --value slurmctld slurmdbd").stdout.split() == pids
+
+
+def test_the_first_apply_ran_each_node_on_its_own_and_waited_only_where_it_must(vc):
+    """deploy/order.py on real nodes: the compute nodes went on to their health checks and job hooks
+    while the controller was still in its (longer) package transaction; slurmd's deploy began only once
+    the controller's had ended, and says how long each compute node waited for it. An op's commands
+    ran as one chain (engine/chain.py): slurmctld's start and its readiness wait are one command."""
+    runs = journal.recent(vc.cluster.state_dir, limit=1000)
+    first = journal.get(vc.cluster.state_dir, next(r for r in reversed(runs) if r["mode"] == "apply")["run_id"])
+    spans = {p["name"]: p for p in first["timing"] if p["kind"] == "deploy"}
+    packages, health = spans["packages"], spans["health"]
+    controller, compute = spans["slurm controller"], spans["slurm compute"]
+    assert health["start"] < packages["start"] + packages["s"], (health, packages)
+    assert compute["start"] >= controller["start"] + controller["s"] - 0.01, (compute, controller)
+    computes = [n.name for n in vc.cluster.with_role("compute")]
+    assert compute["waited"] and set(compute["waited"]) <= set(computes), compute  # only nodes with slurmd waited
+    start = next(o for o in first["nodes"]["ctl"]["ops"] if o["name"] == "slurm controller | slurmctld running")
+    assert len(start["commands"]) == 1 and ") && ( systemctl restart slurmctld ) && (" in start["commands"][0], start
