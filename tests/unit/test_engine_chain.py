@@ -27,7 +27,7 @@ def test_runs_of_shell_commands_become_one_and_uploads_stay_apart():
            cmd("mv", "-f", "x", "y"), cmd("systemctl", "daemon-reload")]
     got = list(chained(lambda: iter(ops))())
     assert len(got) == 3 and got[1] is upload
-    assert str(got[0]) == "( mkdir -p '/a b' ) && ( install -m 644 /dev/null '/a b/f' )"
+    assert str(got[0]) == "( mkdir -p '/a b'\n) && ( install -m 644 /dev/null '/a b/f'\n)"
     assert parts(str(got[2])) == ["mv -f x y", "systemctl daemon-reload"]
     assert parts("systemctl restart x") == ["systemctl restart x"]
 
@@ -43,6 +43,8 @@ def test_each_command_keeps_its_own_exit_and_the_chain_stops_at_the_first_failur
     assert r.returncode != 0 and "boom" in r.stderr and not marker.exists()
     r = sh(joined([StringCommand("cd /; trap 'echo bye' EXIT"), StringCommand("pwd")]))
     assert r.stdout.splitlines() == ["bye", str(Path.cwd())]  # its trap and cd stayed in its subshell
+    r = sh(joined([StringCommand("echo one # a trailing comment"), StringCommand("cat <<EOF\ntwo\nEOF")]))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["one", "two"]  # the comment and the here-document end
 
 
 def test_masked_values_stay_masked():
@@ -52,10 +54,10 @@ def test_masked_values_stay_masked():
 
 def test_a_chain_is_classified_by_its_commands():
     op = {"name": "x | y", "status": "changed",
-          "commands": ["( mkdir -p /etc/x ) && ( install -m 644 -o root -g root /dev/null /etc/x/f.corral-new )",
-                       "upload /etc/x/f.corral-new", "( mv -f /etc/x/f.corral-new /etc/x/f ) && ( systemctl daemon-reload )"]}
+          "commands": ["( mkdir -p /etc/x\n) && ( install -m 644 -o root -g root /dev/null /etc/x/f.corral-new\n)",
+                       "upload /etc/x/f.corral-new", "( mv -f /etc/x/f.corral-new /etc/x/f\n) && ( systemctl daemon-reload\n)"]}
     assert category(op) == "config"
-    op["commands"] = ["( systemctl daemon-reload ) && ( systemctl restart munge )"]
+    op["commands"] = ["( systemctl daemon-reload\n) && ( systemctl restart munge\n)"]
     assert category(op) == "services"
 
 

@@ -37,8 +37,13 @@ class FakeRun:
         self.events: list[tuple[str, str, float, float]] = []  # (node, op, start, end)
         self.t0 = time.monotonic()
 
+        self.nodes = {h.name: SimpleNamespace(error=None, error_kind=None) for h in self.hosts}
+
     def record(self, host, op_hash, status, **kw):
         self.events.append((host.name, op_hash, -1.0, -1.0))
+
+    def node(self, name):
+        return self.nodes[name]
 
 
 @pytest.fixture
@@ -92,6 +97,8 @@ def test_a_node_that_breaks_leaves_no_one_waiting(fake_ops):
     with gevent.Timeout(5):
         execute.apply(run)
     assert any(e[0] == "gpu" and e[1].startswith("gpu/1") for e in run.events)
+    assert run.nodes["ctl"].error == "ctl: RuntimeError: an engine bug" and run.nodes["ctl"].error_kind == "engine-error"
+    assert ("ctl", "ctl/1/0:0.01", -1.0, -1.0) in run.events  # its later op: recorded as not run
 
 
 def test_every_component_says_what_it_waits_for_and_only_earlier_deploys():

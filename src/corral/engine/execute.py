@@ -167,8 +167,7 @@ def apply(run: Run) -> None:
     state.is_executing = True
     hosts = [h for h in state.inventory if h in state.activated_hosts and run.phases.get(h.name)]
     count = max((len(run.phases[h.name]) for h in hosts), default=0)
-    has = [[h for h in hosts if i < len(run.phases[h.name]) and run.phases[h.name][i]] for i in range(count)]
-    left = [len(h) for h in has]
+    left = [sum(1 for h in hosts if i < len(run.phases[h.name]) and run.phases[h.name][i]) for i in range(count)]
     done = [gevent.event.Event() for _ in range(count)]
     for i, n in enumerate(left):
         if n == 0:
@@ -207,6 +206,11 @@ def apply(run: Run) -> None:
                 try:
                     with slots:  # as many nodes at once as pyinfra's pool allows, and only while running ops
                         ops_of(host, run.phases[host.name][i])
+                except Exception as exc:  # noqa: BLE001 - an engine bug on one node: it fails, the others go on
+                    node = run.node(host.name)
+                    if node.error is None:
+                        node.error, node.error_kind = f"{host.name}: {_error_text(exc)}", "engine-error"
+                    state.failed_hosts.add(host)  # its later ops are recorded as not run
                 finally:
                     todo.pop(0)
                     finish(i)
