@@ -218,32 +218,32 @@ def service(unit: str, want: Want, running: bool = True, enabled: bool = True, w
         yield readiness(name, wait, logs)
 
 
+def _after_change(unit: str, want: Want, verb: str, wait: str | None, logs: str | None, started: str):
+    """`systemctl <verb>` a daemon after a change, then prove it with `wait`; nothing when it was not
+    running before this run (its start in this run came after the change: `started` says so)."""
+    if snapshot(want).services.get(unit, ("",))[0] != "active":
+        host.noop(f"{unit} was not running before this run; its start {started} the change")
+        return
+    annotate(disruption=f"{verb} {unit}")
+    if verb == "restart":  # a changed unit file or drop-in is read first
+        yield cmd("systemctl", "daemon-reload")
+    yield cmd("systemctl", verb, unit)
+    if wait:
+        yield readiness(unit, wait, logs)
+
+
 @operation()
 def restart(unit: str, want: Want, wait: str | None = None, logs: str | None = None):
     """Restart a daemon (used with `_if=<a change>`); then prove it with `wait` (shell test).
     A daemon that was not running before this run was started after the change: no restart."""
-    name = unit
-    if snapshot(want).services.get(name, ("",))[0] != "active":
-        host.noop(f"{name} was not running before this run; its start picked up the change")
-        return
-    annotate(disruption=f"restart {name}")
-    yield cmd("systemctl", "daemon-reload")
-    yield cmd("systemctl", "restart", name)
-    if wait:
-        yield readiness(name, wait, logs)
+    yield from _after_change(unit, want, "restart", wait, logs, "picked up")
 
 
 @operation()
 def reload(unit: str, want: Want, wait: str | None = None, logs: str | None = None):
     """Reload a daemon's configuration (used with `_if=<a change>`); then prove it with `wait`. A daemon
     that was not running before this run was started after the change, which it read: no reload."""
-    if snapshot(want).services.get(unit, ("",))[0] != "active":
-        host.noop(f"{unit} was not running before this run; its start read the change")
-        return
-    annotate(disruption=f"reload {unit}")
-    yield cmd("systemctl", "reload", unit)
-    if wait:
-        yield readiness(unit, wait, logs)
+    yield from _after_change(unit, want, "reload", wait, logs, "read")
 
 
 RELOADED = "none (systemd reloaded)"

@@ -109,7 +109,6 @@ def _apply_one(run: Run, host, op_hash: str) -> None:
         except Exception as exc:  # noqa: BLE001 - one node's error must not stop the others
             ok, error = False, _error_text(exc)
     took = time.monotonic() - since
-    op_data = state.ops[host][op_hash]
     meta = op_data.operation_meta
     commands = list(getattr(meta, "_commands", None) or [])  # pyinfra keeps them privately
     fact_failed = host in state.failed_hosts  # pyinfra fails the host when a fact cannot be read
