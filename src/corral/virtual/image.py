@@ -22,6 +22,7 @@ INCLUDE = ["systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "pyt
 RECIPE_VERSION = 6  # bump when configure() or the build changes (6: the release's updates applied, its status kept)
 CACHE = Path("/var/cache/corral")
 RELEASE_STATUS = "var/lib/corral-image/release-status"
+UPDATE_TIMEOUT_S = 1800  # installing the release's updates in the image (a few hundred MB at most)
 
 APT_CONF = """\
 APT::Install-Recommends "false";
@@ -116,7 +117,7 @@ def apply_updates(root: Path) -> None:
         policy.write_text("#!/bin/sh\nexit 101\n")
         policy.chmod(0o755)
         try:
-            run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends",
+            run(["timeout", str(UPDATE_TIMEOUT_S), "chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends",
                  "-o", "Dpkg::Options::=--force-confold", *(f"/{d.relative_to(root)}" for d in debs)],
                 what="the release's updates installed in the base image (apt-get in a chroot)",
                 env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
