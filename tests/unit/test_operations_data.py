@@ -7,7 +7,8 @@ A case:
      "args": {...},                                      # its arguments (see decode() for objects)
      "snapshot": {"files": {path: {kind, mode, user, group, sha256 | content} | null},
                   "services": {unit: [active, enabled]}, "packages": {name: version},
-                  "blocks": {path: sha256 | {"content": block}}, "apt_lists_age_s": 120, "container": "none"},
+                  "blocks": {path: sha256 | {"content": block}}, "apt_lists_age_s": 120, "container": "none",
+                  "local_routes": {address: has quickack}},
      "facts": {"FileContents": {path: [lines] | null}, "LinuxDistribution": {...}},   # host.get_fact answers
      "host_data": {"ssh_user": "corral"},                # host.data
      "description": "...",                               # what the case shows
@@ -49,7 +50,7 @@ from corral.engine import notes
 CASES = Path(__file__).resolve().parents[1] / "operations"
 FILES = sorted(CASES.glob("*/*.json"))
 HOST = "node01"
-SNAPSHOT_KEYS = {"files", "services", "packages", "blocks", "apt_lists_age_s", "container"}  # nodestate.Snapshot
+SNAPSHOT_KEYS = {"files", "services", "packages", "blocks", "apt_lists_age_s", "container", "local_routes"}  # nodestate.Snapshot
 
 
 def resolve(ref: str):
@@ -106,7 +107,8 @@ def snapshot_of(data: dict) -> Snapshot:
               for path, b in data.get("blocks", {}).items()}
     return Snapshot(files=files, services={k: tuple(v) for k, v in data.get("services", {}).items()},
                     packages=dict(data.get("packages", {})), blocks=blocks,
-                    apt_lists_age_s=data.get("apt_lists_age_s"), container=data.get("container", "none"))
+                    apt_lists_age_s=data.get("apt_lists_age_s"), container=data.get("container", "none"),
+                    local_routes=dict(data.get("local_routes", {})))
 
 
 class HostData(dict):

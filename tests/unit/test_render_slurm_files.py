@@ -148,6 +148,8 @@ def _op_files(name: str, kw: dict) -> dict:
         return {kw["path"] + BLOCK: kw["block"]} if kw["block"] else {}  # "": the block taken away
     if name == "restart_policy":
         return {dropin_path(kw["unit"]): render_restart_dropin(kw["unit"])}
+    if name == "unit_dropin":
+        return {kw["path"]: kw["content"]}
     if name == "controller_config":
         return dict(kw["files"])
     if name == "sssd_config":

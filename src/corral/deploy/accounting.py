@@ -10,8 +10,10 @@ from pyinfra import host
 from pyinfra.api import FactBase, deploy, operation
 
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register
+from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.context import slurm_version
+from corral.engine.shell import cmd
+from corral.render import quickack
 from corral.render.restart import dropin_path
 from corral.render.slurmdbd import render_slurmdbd_conf
 from corral.secrets import secret_text
@@ -20,7 +22,8 @@ from corral import paths
 DB, DB_USER = "slurm_acct_db", "slurm"
 CONF = "/etc/slurm/slurmdbd.conf"
 SQL_FILE = paths.DB_SQL
-WANT = register(Want(paths=(CONF, "/var/log/slurm", dropin_path("mariadb"), dropin_path("slurmdbd")),
+WANT = register(Want(paths=(CONF, "/var/log/slurm", dropin_path("mariadb"), dropin_path("slurmdbd"),
+                            quickack.SCRIPT, quickack.DROPIN),
                      services=("mariadb", "slurmdbd"),
             packages=("mariadb-server", "slurmdbd")))
 READY = "ss -ltn | grep -q ':6819 '"
@@ -66,6 +69,20 @@ def database(password: str):
     yield f"mysql < {SQL_FILE}; rc=$?; rm -f {SQL_FILE}; exit $rc"
 
 
+@operation()
+def own_address_quickack(address: str):
+    """Immediate ACKs between this node and its own address (render/quickack.py says why)."""
+    routes = snapshot(WANT).local_routes
+    if address not in routes:
+        host.noop(f"{address} is not an address of this node: no route to tune")
+        return
+    if routes[address]:
+        host.noop(f"route of {address} has quickack already")
+        return
+    operations.annotate(disruption="none")
+    yield cmd(quickack.SCRIPT, address)
+
+
 @deploy("accounting")
 def accounting() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
@@ -82,6 +99,14 @@ def accounting() -> None:
         content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version(host.state)),
         mask=(password,), mask_keys=("StoragePass",), disruption="restart slurmdbd")
     operations.restart_policy(name="slurmdbd restarted by systemd when it dies", unit="slurmdbd", want=WANT, started_next=True)
+    if node.address is not None:
+        address = str(node.address)
+        operations.managed_file(name="local-quickack (immediate ACKs on the node's own address)", path=quickack.SCRIPT,
+                                content=quickack.render_script(), mode="755", want=WANT)
+        operations.unit_dropin(name="slurmdbd sets immediate ACKs on its node's address at each start",
+                               unit="slurmdbd", path=quickack.DROPIN, content=quickack.render_dropin(address),
+                               want=WANT, started_next=True)
+        own_address_quickack(name=f"immediate ACKs on {address} (Slurm's messages to slurmdbd)", address=address)
     operations.service(name="slurmdbd running", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS)
     operations.restart(name="slurmdbd restarted (slurmdbd.conf changed)", unit="slurmdbd", want=WANT, wait=READY, logs=LOGS,
                 _if=conf.did_change)

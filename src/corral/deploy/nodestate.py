@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pyinfra import host
 from pyinfra.api import FactBase
 
+from corral.render.quickack import parse_local_routes
+
 
 @dataclass(frozen=True)
 class Want:
@@ -34,6 +36,7 @@ class Snapshot:
     blocks: dict[str, str] = field(default_factory=dict)            # path -> sha256 of corral's block
     apt_lists_age_s: int | None = None
     container: str = "none"          # systemd-detect-virt -c
+    local_routes: dict[str, bool] = field(default_factory=dict)  # own address -> quickack (render/quickack.py)
     want: Want = Want()              # what this snapshot read
 
 
@@ -61,6 +64,8 @@ class NodeState(FactBase):
                          f"-f='P|${{Package}}|${{Version}}|${{db:Status-Status}}\\n' -- {names} 2>/dev/null; "
                          "else rpm -q --qf 'P|%{NAME}|%{VERSION}-%{RELEASE}|installed\\n' "
                          f"-- {names} 2>/dev/null | grep '^P|'; fi")
+        lines.append("for f in -4 -6; do ip -o \"$f\" route show table local type local; done 2>/dev/null "
+                     "| sed 's/^/R|/'")
         lines.append("echo \"A|$(( now - $(stat -c %Y /var/lib/apt/periodic/update-success-stamp "
                      "2>/dev/null || echo 0) ))\"")
         return "; ".join(lines) + "; true"
@@ -98,6 +103,8 @@ def parse_snapshot(lines: list[str]) -> Snapshot:
         elif kind == "B":
             sha, _, path = rest.partition("|")
             snap.blocks[path] = sha
+        elif kind == "R":
+            snap.local_routes.update(parse_local_routes([rest]))
         elif kind == "A" and rest.lstrip("-").isdigit():
             snap.apt_lists_age_s = int(rest)
     if unit:

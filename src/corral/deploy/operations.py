@@ -256,7 +256,18 @@ def restart_policy(unit: str, want: Want, started_next: bool = False):
     drop-in's path (render.restart.dropin_path), so the one snapshot reads it.
     `started_next`: the deploy's `service` op for this unit comes next; when the daemon is not running
     that op starts it, after its own daemon-reload, so this one is left out (one reload, not two)."""
-    commands = list(_managed_file(dropin_path(unit), render_restart_dropin(unit), want, disruption=RELOADED))
+    yield from _dropin(unit, dropin_path(unit), render_restart_dropin(unit), want, started_next)
+
+
+@operation()
+def unit_dropin(unit: str, path: str, content: str, want: Want, started_next: bool = False):
+    """Another of corral's drop-ins for `unit` at `path`, applied as restart_policy's: a daemon-reload,
+    left to the `service` op that comes next (`started_next`) when the daemon is not running."""
+    yield from _dropin(unit, path, content, want, started_next)
+
+
+def _dropin(unit: str, path: str, content: str, want: Want, started_next: bool):
+    commands = list(_managed_file(path, content, want, disruption=RELOADED))
     running = snapshot(want).services.get(unit, ("unknown",))[0] == "active"
     if not commands:
         return

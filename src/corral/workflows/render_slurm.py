@@ -260,8 +260,14 @@ def _accounting(c: Ctx, node: Node) -> Files:
         return {}
     c.note("accounting: the database user and its grant are made with SQL (the password's hash) in a file that "
            "exists only while mysql reads it: not rendered.")
-    return {**restart_dropins("mariadb"), CONF: render_slurmdbd_conf(c.cluster, db_password=SECRET, version=c.version),
-            **restart_dropins("slurmdbd")}
+    from corral.render import quickack
+    files = {**restart_dropins("mariadb"), CONF: render_slurmdbd_conf(c.cluster, db_password=SECRET, version=c.version),
+             **restart_dropins("slurmdbd")}
+    if node.address is not None:
+        files |= {quickack.SCRIPT: quickack.render_script(), quickack.DROPIN: quickack.render_dropin(str(node.address))}
+        c.note(f"accounting: the route of {node.address} in the kernel's local table gets `quickack 1` "
+               f"({quickack.SCRIPT}, run by slurmdbd's drop-in and by apply): a route, not a file.")
+    return files
 
 
 def _power(c: Ctx, node: Node) -> Files:
