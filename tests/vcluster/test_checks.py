@@ -8,6 +8,7 @@ import json
 import shlex
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -45,8 +46,17 @@ def test_doctor_fails_when_the_spec_declares_more_gpus_than_the_node_has(deploye
     assert "gpu01: expected 8 GPUs (h100), found 4" in gpus.message
 
 
-def test_validate_on_the_healthy_cluster(deployed, capsys):
+def test_validate_on_the_healthy_cluster(deployed, capsys, monkeypatch):
+    import corral.engine.remote as remote
+    made: list[str] = []
+    real_mkdtemp = remote.tempfile.mkdtemp
+    monkeypatch.setattr(remote.tempfile, "mkdtemp", lambda **kw: made.append(real_mkdtemp(**kw)) or made[-1])
     assert main(["validate", "-f", str(deployed.cluster.path), "--json"]) == 0
+    # its SSH connections were shared for the run, and none outlives it: the sockets' directory is gone
+    # and no ssh process still names it
+    assert len(made) == 1 and not Path(made[0]).exists()
+    left = subprocess.run(["pgrep", "-f", made[0]], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and report["controller_reachable"] and report["gpu_job_ok"]
     assert (report["nodes_total"], report["nodes_available"], report["gpus_configured"]) == (2, 2, 8)

@@ -30,7 +30,7 @@ from corral.checks.reach import reach
 from corral.checks.result import Check, Report, error_text, summarize
 from corral.checks.slurm_parse import available, gres_counts, parse_ping, parse_show_node, slurm_version
 from corral.checks.user_job import submitter, user_job
-from corral.engine.remote import run_on
+from corral.engine.remote import run_on, shared_connections
 from corral.errors import CorralError
 from corral.parallel import pmap
 from corral.render.mig import spec_gres
@@ -238,8 +238,15 @@ def failed(message: str, nodes_total: int | None = None) -> Report:
 def validate(cluster: Cluster, *, jobs: bool = True, run: Run | None = None,
              timeout_s: int = TIMEOUT_S, fabric: bool = False) -> Report:
     """`run`: how a command reaches a node (default: SSH, see remote()); `timeout_s`: the job phase,
-    all jobs together; `fabric`: also the RDMA pairs of checks/fabric.py. Returns a report whatever failed; only KeyboardInterrupt leaves (after the cancel)."""
-    run = run or remote(cluster)
+    all jobs together; `fabric`: also the RDMA pairs of checks/fabric.py. Returns a report whatever failed; only KeyboardInterrupt leaves (after the cancel).
+    Over SSH, each node's commands share one connection for the run (engine.remote.shared_connections)."""
+    if run is not None:
+        return _validate(cluster, jobs=jobs, run=run, timeout_s=timeout_s, fabric=fabric)
+    with shared_connections():
+        return _validate(cluster, jobs=jobs, run=remote(cluster), timeout_s=timeout_s, fabric=fabric)
+
+
+def _validate(cluster: Cluster, *, jobs: bool, run: Run, timeout_s: int, fabric: bool) -> Report:
     ctl = cluster.with_role("controller")[0].name
     compute = [n.name for n in cluster.with_role("compute")]
     report = Report(extra=contract(len(compute)))

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from corral.engine.inventory import _write_private, ssh_config_text
@@ -21,11 +25,46 @@ def as_root(cluster: Cluster, command: str) -> str:
     return f"sudo -n -H -- sh -c {shlex.quote(command)}"
 
 
+_MUX: list[str] = []  # the directory of shared_connections()' sockets while a block runs (process-wide)
+MUX_IDLE_S = 30       # a master left behind (corral killed) exits this long after its last session
+
+
+@contextmanager
+def shared_connections() -> Iterator[None]:
+    """Within the block, every command run_on/stream sends to a node reuses one SSH connection to it
+    (OpenSSH's ControlMaster): ~0.2 s of key exchange and authentication once per node, not per
+    command. The sockets live in a private directory made for the block; at its end each master is
+    told to exit and the directory is removed, so no connection outlives the block (a node rebooted
+    or recreated later is reached afresh). Nested blocks share the outer one's connections."""
+    if _MUX:
+        yield
+        return
+    path = tempfile.mkdtemp(prefix="corral-ssh-")  # 0700; short: a socket path is at most ~104 bytes
+    _MUX.append(path)
+    try:
+        yield
+    finally:
+        _MUX.clear()
+        for sock in Path(path).iterdir():
+            try:
+                subprocess.run(["ssh", "-F", "/dev/null", "-o", f"ControlPath={sock}", "-O", "exit", "corral-node"],
+                               capture_output=True, timeout=5)
+            except subprocess.TimeoutExpired:
+                pass  # its ControlPersist ends it
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _mux_options() -> list[str]:
+    if not _MUX:
+        return []
+    return ["-o", "ControlMaster=auto", "-o", f"ControlPath={_MUX[0]}/%C", "-o", f"ControlPersist={MUX_IDLE_S}"]
+
+
 def ssh_argv(cluster: Cluster, node: str, command: str, *, timeout: int = 10) -> list[str]:
     cfg = cluster.state_dir / "ssh_config-remote"
     _write_private(cfg, ssh_config_text(cluster, list(cluster.nodes)))  # atomic: ssh runs concurrently
     n = cluster.node(node)
-    return ["ssh", "-F", str(cfg), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}",
+    return ["ssh", "-F", str(cfg), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}", *_mux_options(),
             "-o", "LogLevel=ERROR", "-p", str(cluster.spec.ssh.port), n.address, as_root(cluster, command)]
 
 
