@@ -181,6 +181,33 @@ def test_bad_spec_is_located_and_applies_nothing(slurm, tmp_path, capsys):
 FILES = "sha256sum /etc/systemd/system/slurmd.service.d/corral.conf /etc/hosts /etc/munge/munge.key"
 
 
+def test_accounting_messages_do_not_wait_for_delayed_acks(slurm):
+    """The accounting node's own address has `quickack 1` on its local route (render/quickack.py): set
+    by apply, set again by slurmdbd's drop-in at each start (the kernel drops it when the address is
+    configured again), and by the next apply when it was lost; accounting answers throughout."""
+    address = str(slurm.cluster.node("ctl").address)
+
+    def route() -> str:
+        return ctl(slurm, f"ip -4 route show table local exact {address} type local").stdout.strip()
+
+    def lose_it() -> None:
+        ctl(slurm, f"ip route change table local {route().replace(' quickack 1', '')}")
+        assert " quickack 1 " not in f" {route()} "
+
+    assert " quickack 1 " in f" {route()} ", route()
+    lose_it()
+    ctl(slurm, "systemctl restart slurmdbd")  # the drop-in's ExecStartPre sets it again
+    assert " quickack 1 " in f" {route()} ", route()
+    ctl(slurm, "timeout 30 sh -c 'until ss -ltn | grep -q \":6819 \"; do sleep 0.1; done'")
+    lose_it()
+    result = converge(slurm.cluster, "apply", command="test-quickack")
+    assert result.ok, failures(result)
+    changed = [(n, o.name) for n, x in result.nodes.items() for o in x.ops if o.status == "changed"]
+    assert changed == [("ctl", f"accounting | immediate ACKs on {address} (Slurm's messages to slurmdbd)")]
+    assert " quickack 1 " in f" {route()} ", route()
+    assert ctl(slurm, "sacctmgr -n -P show cluster format=Cluster").stdout.split() == [slurm.cluster.name]
+
+
 def test_adding_a_node_touches_only_it_and_the_controller(slurm):
     spec = slurm.cluster.path
     spec.write_text(spec.read_text().replace("gpu[01-02]", "gpu[01-03]")
