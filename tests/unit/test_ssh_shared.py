@@ -56,3 +56,12 @@ def test_an_exception_in_the_block_still_removes_the_directory(vcluster_spec):
         pass
     assert seen and not seen[0].exists()
     assert not remote._MUX
+
+
+def test_a_long_tmpdir_still_gives_a_socket_path_ssh_accepts(vcluster_spec, tmp_path, monkeypatch):
+    long_dir = tmp_path / ("t" * 90)
+    long_dir.mkdir()
+    monkeypatch.setattr(remote.tempfile, "tempdir", str(long_dir))
+    with remote.shared_connections():
+        path = _options(remote.ssh_argv(vcluster_spec, "ctl", "true"))["ControlPath"].replace("%C", "c" * 40)
+        assert len(path) < 108 and path.startswith("/tmp/corral-ssh-")

@@ -27,6 +27,7 @@ def as_root(cluster: Cluster, command: str) -> str:
 
 _MUX: list[str] = []  # the directory of shared_connections()' sockets while a block runs (process-wide)
 MUX_IDLE_S = 30       # a master left behind (corral killed) exits this long after its last session
+SOCKET_DIR_MAX = 60   # the sockets' directory: + "/" + %C (40 hex digits) stays under ssh's 108 bytes
 
 
 @contextmanager
@@ -39,7 +40,10 @@ def shared_connections() -> Iterator[None]:
     if _MUX:
         yield
         return
-    path = tempfile.mkdtemp(prefix="corral-ssh-")  # 0700; short: a socket path is at most ~104 bytes
+    base = tempfile.gettempdir()
+    if len(base) > SOCKET_DIR_MAX - len("/corral-ssh-XXXXXXXX"):
+        base = "/tmp"  # a long TMPDIR: ssh refuses a ControlPath of 108 bytes or more, and runs nothing
+    path = tempfile.mkdtemp(prefix="corral-ssh-", dir=base)  # 0700
     _MUX.append(path)
     try:
         yield
