@@ -98,8 +98,7 @@ def _take(cluster: Cluster, directory: Path, timeout: float, now: datetime.datet
     except OSError as exc:
         raise CorralError(f"cannot create the backup directory: {exc.strerror}", where=str(directory),
                           fix="choose a writable directory with --to or backup.dir") from None
-    stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    dest = directory / f"{cluster.name}-{stamp}{archive.SUFFIX}"
+    dest = directory / archive.backup_name(cluster.name, now)
     with tempfile.TemporaryDirectory(prefix=".backup-", dir=directory) as tmp:
         parts = {STATE_PART: Path(tmp) / STATE_PART}
         version = slurm_version(cluster, controller)
@@ -115,4 +114,4 @@ def _take(cluster: Cluster, directory: Path, timeout: float, now: datetime.datet
         archive.pack(dest, manifest, parts)
         result.parts = {name: info["bytes"] for name, info in manifest.parts.items()}
     result.file, result.bytes = str(dest), dest.stat().st_size
-    result.removed = [str(p) for p in archive.rotate(directory, cluster.name, cluster.spec.backup.keep)]
+    result.removed = [str(p) for p in archive.rotate(directory, cluster.name, cluster.spec.backup.keep, dest)]
