@@ -44,7 +44,7 @@ def unchanged(victim) -> bool:
 def hook(tmp_path, monkeypatch, directory, gpus="0,1", **config) -> list[str]:
     """Run the prolog of job 42 as slurmd would; return what it logged."""
     cfg = tmp_path / "jobhooks.json"
-    cfg.write_text(json.dumps({"gpu_job_map_dir": str(directory), **config}))
+    cfg.write_text(json.dumps({"gpu_job_map_dir": str(directory), "gpu_count": 4, **config}))
     monkeypatch.setattr(J, "CONFIG", str(cfg))
     logged: list[str] = []
     monkeypatch.setattr(J.syslog, "syslog", lambda prio, msg: logged.append(msg))

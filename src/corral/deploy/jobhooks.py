@@ -15,6 +15,7 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.deploy.context import hw_of
 from corral.render.containers import user_dirs
+from corral.render.mig import node_gres
 from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
 from corral.render.node_programs import node_program
 from corral import paths
@@ -31,10 +32,21 @@ def wrapper(hook: str) -> str:
             f"exec /usr/bin/python3 {MODULE} {hook}\n")
 
 
-def config(cluster) -> str:
+def gpu_count(node, facts=None) -> int:
+    """GPU GRES Slurm can give a job on the node (whole GPUs and MIG devices, as gres.conf has them):
+    the prolog maps no index past it."""
+    if node.gpus is None:
+        return 0
+    return max(node.gpus.count, sum(n for _, n in node_gres(node.gpus.model, node.gpus.count, facts)))
+
+
+def config(cluster, node=None, facts=None) -> str:
+    """The hooks' JSON config; without `node` no gpu_count (the prolog then counts /dev/nvidiaN)."""
     m = cluster.spec.monitoring
     data = {"gpu_job_map_dir": m.gpu_job_map_dir if m.enabled else None,
             "user_dirs": user_dirs(cluster.spec.nvidia.enroot)}
+    if node is not None:
+        data["gpu_count"] = gpu_count(node, facts)
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
@@ -50,7 +62,8 @@ def jobhooks() -> None:
                      content=node_program("jobdirs.py"))
     operations.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
     operations.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
-    operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster), want=WANT)
+    operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node, hw_of(host.state).get(node.name)),
+                            want=WANT)
     # the job environment from this node's fabric facts (render/job_env.py) and the TaskProlog exporting it
     operations.managed_file(name=JOB_ENV, path=JOB_ENV, want=WANT,
                             content=job_env_text(cluster, node, hw_of(host.state).get(node.name)))

@@ -9,8 +9,10 @@ job to the files of its GPUs; the epilog removes it and deletes files left empty
 only inside that directory, through a descriptor, after checking it is root's alone (not a link), and
 `<dir>.lock` is never opened through a link: a user who can write beside them gets a logged refusal at
 worst, never a root write elsewhere.
-The job's GPU indices come from SLURM_JOB_GPUS (set by slurmd for Prolog/Epilog), or else from
-`scontrol show job -d` (the IDX list of this node).
+The job's GPU indices come only from SLURM_JOB_GPUS, which slurmd sets for Prolog/Epilog from the
+allocation; a job without it has no GPU here. Never from `scontrol show job` text: it carries the user's
+JobName, which could name any GPUs and any number of them. Indices are bounded by the node's GPUs
+(`gpu_count` in the config, the GRES corral's gres.conf gives it; else its /dev/nvidiaN files).
 
 Per-user directories (enroot's runtime, data and cache paths; see jobdirs.py), from `user_dirs`.
 
@@ -27,52 +29,44 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
 import syslog
 
 CONFIG = "/etc/corral/jobhooks.json"
 
 
-def expand_indices(text: str) -> list[int]:
-    """'0,2-3' -> [0, 2, 3]; anything else is ignored."""
+def expand_indices(text: str, limit: int) -> tuple[list[int], list[str]]:
+    """'0,2-3' -> ([0, 2, 3], []): the indices below `limit`, and the parts naming others (never expanded
+    past `limit`, so no text can make a long list)."""
     out: list[int] = []
+    bad: list[str] = []
     for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
-        if m:
-            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-            out.extend(range(lo, hi + 1))
-    return out
-
-
-def indices_from_scontrol(text: str, node: str) -> list[int]:
-    """GPU indices of `node` in `scontrol show job -d` output (lines `Nodes=gpu01 ... GRES=gpu:h100:2(IDX:0-1)`)."""
-    for line in text.splitlines():
-        m = re.search(r"\bNodes=(\S+)", line)
-        if not m or "IDX:" not in line:
+        m = re.fullmatch(r"\s*(\d{1,9})(?:-(\d{1,9}))?\s*", part)
+        if not m:
+            if part.strip():
+                bad.append(part.strip()[:20])
             continue
-        if m.group(1) == node or node in _expand_hosts(m.group(1)):
-            return sorted({i for idx in re.findall(r"gpu[^ ]*?\(IDX:([0-9,\-]+)\)", line)
-                           for i in expand_indices(idx)})
-    return []
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        out.extend(i for i in range(lo, min(hi, limit - 1) + 1) if i not in out)
+        if hi >= limit or lo > hi:
+            bad.append(part.strip())
+    return out, bad
 
 
-def _expand_hosts(expr: str) -> list[str]:
+def node_gpu_count(config: dict, dev_dir: str = "/dev") -> int:
+    """GPUs Slurm can give a job here: the config's `gpu_count`, else this node's /dev/nvidiaN files."""
+    count = config.get("gpu_count")
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
     try:
-        out = subprocess.run(["scontrol", "show", "hostnames", expr], capture_output=True, text=True, timeout=10)
-        return out.stdout.split()
-    except (OSError, subprocess.SubprocessError):
-        return []
+        return sum(1 for n in os.listdir(dev_dir) if re.fullmatch(r"nvidia\d+", n))
+    except OSError:
+        return 0
 
 
-def job_gpus(env: dict[str, str]) -> list[int]:
-    if env.get("SLURM_JOB_GPUS"):
-        return expand_indices(env["SLURM_JOB_GPUS"])
-    job, node = env.get("SLURM_JOB_ID"), env.get("SLURMD_NODENAME")
-    if not job or not node:
-        return []
-    out = subprocess.run(["scontrol", "show", "job", "-d", job], capture_output=True, text=True, timeout=10)
-    return indices_from_scontrol(out.stdout, node)
+def job_gpus(env: dict[str, str], limit: int) -> tuple[list[int], list[str]]:
+    """The job's GPUs on this node from slurmd's SLURM_JOB_GPUS -> (indices, parts refused)."""
+    return expand_indices(env.get("SLURM_JOB_GPUS", ""), limit)
 
 
 class Refused(Exception):
@@ -183,7 +177,12 @@ def main(argv: list[str], env: dict[str, str]) -> int:
         directory, job = config.get("gpu_job_map_dir"), env.get("SLURM_JOB_ID", "")
         if directory and job.isdigit():
             try:
-                map_gpus(directory, job, job_gpus(env), add=argv[0] == "prolog")
+                limit = node_gpu_count(config)
+                gpus, refused = job_gpus(env, limit)
+                if refused:
+                    syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {job}: SLURM_JOB_GPUS "
+                                  f"{', '.join(refused)} outside this node's {limit} GPUs: not mapped")
+                map_gpus(directory, job, gpus, add=argv[0] == "prolog")
             except Exception as e:  # noqa: BLE001 - e.g. Refused: logged, and the user dirs still follow
                 syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {job}: gpu job map: {e}")
         if config.get("user_dirs") and env.get("SLURM_JOB_UID", "").isdigit():
