@@ -57,7 +57,7 @@ nodes:
 storage:
   exports:
     - {{path: /srv/nfs/home}}
-    - {{path: /srv/nfs/state, options: [rw, sync, no_root_squash]}}
+    - {{path: /srv/nfs/state, options: [rw, sync, no_root_squash], allow_root_equivalent: true}}
   mounts:
     - {{path: /home, export: /srv/nfs/home, roles: [controller, compute, login]}}
     - {{path: /srv/slurmctld-state, export: /srv/nfs/state, roles: [controller]}}

@@ -32,6 +32,7 @@ storage:
     - path: /srv/nfs/scratch
       clients: 10.0.0.0/24
       options: [rw, async, no_root_squash, no_subtree_check]
+      allow_root_equivalent: true
     - path: /srv/nfs/home
   mounts:
     - path: /home
@@ -72,7 +73,7 @@ Wants=network-online.target
 What=10.0.0.10:/srv/nfs/home
 Where=/home
 Type=nfs
-Options=rw,hard,noatime,_netdev
+Options=rw,hard,noatime,_netdev,nosuid,nodev
 TimeoutSec=60
 
 [Install]
@@ -125,9 +126,9 @@ def test_home_unit_golden():
 def test_nas_lustre_and_ipv6_units():
     c = cluster()
     nas = render_mount_unit(c, mount(c, "/data/ml-x"))
-    assert "What=nas.example.com:/export/data\nWhere=/data/ml-x\nType=nfs4\nOptions=ro,soft,timeo=50,_netdev\n" in nas
+    assert "What=nas.example.com:/export/data\nWhere=/data/ml-x\nType=nfs4\nOptions=ro,soft,timeo=50,_netdev,nosuid,nodev\n" in nas
     lustre = render_mount_unit(c, mount(c, "/lustre"))
-    assert "What=10.0.0.5@tcp0:/lustre\nWhere=/lustre\nType=lustre\nOptions=_netdev\n" in lustre
+    assert "What=10.0.0.5@tcp0:/lustre\nWhere=/lustre\nType=lustre\nOptions=_netdev,nosuid,nodev\n" in lustre
     assert "WantedBy=remote-fs.target" in lustre and "After=network-online.target" in lustre
     ipv6 = render_mount_unit(c, mount(c, "/archive"))
     assert "What=[fd00::5]:/export/archive\n" in ipv6 and "Description=corral: /archive from [fd00::5]:/export/archive\n" in ipv6
@@ -137,7 +138,7 @@ def test_local_filesystem_is_not_a_network_mount():
     text = SPEC + "    - path: /fast\n      fstype: xfs\n      source: LABEL=fast\n      options: [noatime]\n"
     c = cluster(text)
     unit = render_mount_unit(c, mount(c, "/fast"))
-    assert "network-online" not in unit and "WantedBy=local-fs.target" in unit and "Options=noatime\n" in unit
+    assert "network-online" not in unit and "WantedBy=local-fs.target" in unit and "Options=noatime,nosuid,nodev\n" in unit
 
 
 def test_ipv6_clients_are_not_bracketed():  # exports(5): brackets are character-class wildcards there

@@ -6,6 +6,7 @@ Cross-field checks (a server to mount from, no overlapping paths) are in spec/ru
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Literal
 
 from pydantic import Field
@@ -16,6 +17,37 @@ from corral.spec.types import AbsPath, ExportOption, Hostname, MountOption, Moun
 EXPORT_DEFAULTS = ("rw", "sync", "root_squash", "no_subtree_check")
 NFS_MOUNT_DEFAULTS = ("rw", "hard", "noatime", "_netdev")
 OTHER_MOUNT_DEFAULTS = ("_netdev",)
+# added to every mount unless its options say the opposite: a setuid binary or device node planted on
+# shared storage (by a user who is root elsewhere, or on the server) is not honoured on the nodes
+HARDENING = (("nosuid", "suid"), ("nodev", "dev"))
+# exports(5) options that make a client's user root on the export: root not squashed, the squashed
+# (or every, with all_squash) user mapped to uid/gid 0, requests from unprivileged ports (any local
+# user of a client can then speak NFS with a forged uid)
+ROOT_EQUIVALENT_OPTIONS = ("no_root_squash", "insecure", "anonuid=0", "anongid=0")
+_NUMBER = re.compile(r"\s*[+-]?[0-9]+")
+
+
+def _is_zero_id(value: str) -> bool:
+    """exportfs reads anonuid/anongid with strtoul into a 32-bit id: 00, -0 and 4294967296 are all 0."""
+    return bool(_NUMBER.fullmatch(value)) and int(value) % 2**32 == 0
+
+
+def root_equivalent(options: list[str]) -> list[str]:
+    """The options of `options` that make a client's user root on the export."""
+    out = []
+    for option in options:
+        key, eq, value = option.partition("=")
+        if (not eq and key in ("no_root_squash", "insecure")) or (eq and key in ("anonuid", "anongid")
+                                                                   and _is_zero_id(value)):
+            out.append(option)
+    return out
+
+
+def world(clients: object) -> bool:
+    """A client network of every address (0.0.0.0/0, ::/0) or of public ones: a client there is a machine
+    nobody here administers, and its root is root on the export."""
+    return isinstance(clients, (ipaddress.IPv4Network, ipaddress.IPv6Network)) and (
+        clients.prefixlen == 0 or not clients.is_private)
 NFS_TYPES = ("nfs", "nfs4")
 ROLES = Literal["controller", "compute", "login", "accounting", "monitoring", "nfs"]
 
@@ -29,7 +61,12 @@ class NfsExport(Strict):
                                        "mount it) or a network, e.g. 10.0.0.0/24")
     options: list[ExportOption] = Field(
         default_factory=lambda: list(EXPORT_DEFAULTS),
-        description="export options (exports(5)); no_root_squash only when given (warned about on every run)")
+        description="export options (exports(5)); root-equivalent ones (no_root_squash, anonuid=0, anongid=0, "
+                    "insecure) only with allow_root_equivalent")
+    allow_root_equivalent: bool = Field(
+        default=False, description="allow options or clients that make a client's user root on this export "
+                                   "(no_root_squash, anonuid=0/anongid=0, insecure, clients 0.0.0.0/0, ::/0 or a public network); "
+                                   "warned about on every run")
 
 
 class Mount(Strict):
@@ -45,7 +82,8 @@ class Mount(Strict):
                                                                  "10.0.0.5@tcp:/lustre (Lustre), mon1:6789:/ (CephFS)")
     options: list[MountOption] | None = Field(
         default=None, description="mount options (Options=), x-systemd.* included; unset: rw,hard,noatime,_netdev "
-                                  "for NFS, _netdev otherwise")
+                                  "for NFS, _netdev otherwise; nosuid and nodev are added unless the list "
+                                  "says suid or dev")
     roles: list[ROLES] = Field(default_factory=lambda: ["compute", "login"],
                                description="nodes with any of these roles mount it (unless `nodes` is set)")
     nodes: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._,\[\]-]+$",
@@ -60,9 +98,9 @@ class Mount(Strict):
         return self.fstype in NFS_TYPES
 
     def mount_options(self) -> list[str]:
-        if self.options is not None:
-            return list(self.options)
-        return list(NFS_MOUNT_DEFAULTS if self.is_nfs() else OTHER_MOUNT_DEFAULTS)
+        given = list(self.options if self.options is not None
+                     else NFS_MOUNT_DEFAULTS if self.is_nfs() else OTHER_MOUNT_DEFAULTS)
+        return given + [on for on, off in HARDENING if on not in given and off not in given]
 
     def client_packages(self) -> list[str]:
         if self.packages is not None:

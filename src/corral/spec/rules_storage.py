@@ -1,6 +1,9 @@
 """Cross-field checks of `storage:` (pure, before any SSH): an NFS mount has a server and an export of
 it, no two mounts share a mount point, no mount covers a system directory, the nfs node exports
-something, and contradictory export options are refused. no_root_squash is allowed, and warned about."""
+something, and contradictory export or mount options are refused. An export that makes a client's
+user root on it (models_storage.root_equivalent: no_root_squash, anonuid/anongid 0, insecure; or
+clients of every address) is refused unless it says allow_root_equivalent: true, and then warned about
+on every run; so is a mount that honours setuid binaries or device files (suid, dev)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from corral.errors import Problem
 from corral.spec.hosts import RangeError, expand_names
+from corral.spec.models_storage import HARDENING, root_equivalent, world
 from corral.spec.shared import export_clients, export_of, mount_nodes, under
 
 if TYPE_CHECKING:
@@ -47,6 +51,7 @@ def check_exports(cluster: Cluster, where: Where) -> list[Problem]:
             if a in opts and b in opts:
                 problems.append(Problem(where(at + ("options",)), f"both {a} and {b}", e.options,
                                         f"keep one of {a} and {b}"))
+        problems += _root_equivalent(e, at, where)
         if e.clients == "cluster" and not export_clients(cluster, e):
             problems.append(Problem(where(at + ("clients",)), "no node of the spec mounts this export", e.path,
                                     "add a storage.mounts entry with export: " + e.path + ", or give clients: a network"))
@@ -60,6 +65,24 @@ def check_exports(cluster: Cluster, where: Where) -> list[Problem]:
     return problems
 
 
+def _root_equivalent(e, at: tuple, where: Where) -> list[Problem]:
+    risky = [(("options", e.options.index(o)), o) for o in root_equivalent(e.options)]
+    risky += [(("clients",), str(e.clients))] if world(e.clients) else []
+    if e.allow_root_equivalent:
+        return [] if risky else [Problem(where(at + ("allow_root_equivalent",)), "nothing on this export is root-"
+                                         "equivalent: the flag allows nothing", e.path,
+                                         "remove allow_root_equivalent")]
+    return [Problem(where(at + key), f"{value}: a client's user would be root on this export", value,
+                    "remove it (root_squash, a secure port, clients: cluster or your network), or say "
+                    "allow_root_equivalent: true on this export if that is meant") for key, value in risky]
+
+
+def _mount_options(m, at: tuple, where: Where) -> list[Problem]:
+    given = set(m.options or ())
+    return [Problem(where(at + ("options",)), f"both {on} and {off}", m.options, f"keep one of {on} and {off}")
+            for on, off in HARDENING if on in given and off in given]
+
+
 def check_mounts(cluster: Cluster, where: Where) -> list[Problem]:
     storage, problems = cluster.spec.storage, []
     server = cluster.with_role("nfs")
@@ -70,6 +93,7 @@ def check_mounts(cluster: Cluster, where: Where) -> list[Problem]:
                                     path, "give every mount its own path"))
     for i, m in enumerate(storage.mounts):
         at = ("storage", "mounts", i)
+        problems += _mount_options(m, at, where)
         if _system(m.path):
             problems.append(Problem(where(at + ("path",)), "a shared filesystem cannot be mounted over a system "
                                     "directory", m.path, "mount it at its own path, e.g. /home, /data or /scratch"))
@@ -111,9 +135,20 @@ def check_mounts(cluster: Cluster, where: Where) -> list[Problem]:
 
 
 def storage_warnings(cluster: Cluster) -> list[str]:
-    """Said on every spec check, plan and apply: exports that let root on a client act as root."""
-    return [f"storage.exports {e.path}: no_root_squash: root on every client is root on this export"
-            for e in cluster.spec.storage.exports if "no_root_squash" in e.options]
+    """Said on every spec check, plan and apply: exports that make a client's user root on them (allowed
+    by allow_root_equivalent), mounts that honour setuid binaries or device files."""
+    out = []
+    for e in cluster.spec.storage.exports:
+        risky = root_equivalent(e.options) + ([f"clients {e.clients}"] if world(e.clients) else [])
+        if risky:
+            out.append(f"storage.exports {e.path}: {', '.join(risky)}: a client's user (root, or anyone with "
+                       "an unprivileged port or on any network) is root on this export")
+    for m in cluster.spec.storage.mounts:
+        honoured = [off for _, off in HARDENING if off in (m.options or ())]
+        if honoured:
+            out.append(f"storage.mounts {m.path}: {', '.join(honoured)}: setuid binaries or device files on "
+                       "this filesystem are honoured on the nodes that mount it")
+    return out
 
 
 def check_storage(cluster: Cluster, where: Where) -> list[Problem]:
