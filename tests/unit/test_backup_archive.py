@@ -1,5 +1,6 @@
 """The backup file format (corral/backup/archive.py) and corral's state dir in it (local_state.py):
-a backup is accepted only whole, for its own cluster; restoring the state dir never overwrites."""
+a backup is accepted only authentic and whole, for its own cluster; restoring the state dir never
+overwrites. Forged backups and trust material: test_backup_auth.py."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from corral.backup import archive, local_state
+from corral.backup import archive, auth, local_state
 from corral.backup.restore import version_tuple
 from corral.errors import CorralError
+
+KEY = b"k" * 64
 
 
 def _manifest(cluster: str = "demo") -> archive.Manifest:
@@ -30,14 +33,14 @@ def backup(tmp_path: Path) -> Path:
     for name, data in (("slurmctld-state.tar.gz", os.urandom(5000)), ("accounting.sql.gz", b"SQL" * 1000)):
         parts[name] = src / name
         parts[name].write_bytes(data)
-    return archive.pack(tmp_path / f"demo-20261203T180000Z{archive.SUFFIX}", _manifest(), parts)
+    return archive.pack(tmp_path / f"demo-20261203T180000Z{archive.SUFFIX}", _manifest(), parts, KEY)
 
 
 def test_round_trip_gives_back_every_part_byte_for_byte(backup: Path, tmp_path: Path) -> None:
     assert stat.S_IMODE(backup.stat().st_mode) == 0o600
     into = tmp_path / "out"
     into.mkdir()
-    manifest, parts = archive.verify(backup, "demo", into)
+    manifest, parts = archive.verify(backup, "demo", into, KEY)
     assert manifest.slurm_version == "22.05.8" and manifest.controller == "ctl"
     assert sorted(parts) == ["accounting.sql.gz", "slurmctld-state.tar.gz"]
     for name, path in parts.items():
@@ -47,16 +50,22 @@ def test_round_trip_gives_back_every_part_byte_for_byte(backup: Path, tmp_path: 
 
 def test_backup_of_another_cluster_is_refused_naming_both(backup: Path, tmp_path: Path) -> None:
     with pytest.raises(CorralError, match="of cluster 'demo', the spec is of 'other'"):
-        archive.verify(backup, "other", tmp_path)
+        archive.verify(backup, "other", tmp_path, KEY)
 
 
 def _rewrite(src: Path, dest: Path, change) -> Path:
-    """A copy of the backup `src` whose members pass through change(name, data) -> (name, data) | None."""
+    """A copy of the backup `src` whose members pass through change(name, data) -> (name, data) | None;
+    the manifest sealed again under KEY (what the key's holder could write)."""
     with tarfile.open(src) as tin, tarfile.open(dest, "w") as tout:
+        manifest = b""
         for m in tin.getmembers():
             got = change(m.name, tin.extractfile(m).read())
             if got is None:
                 continue
+            if got[0] == archive.MANIFEST:
+                manifest = got[1]
+            elif got[0] == archive.SEAL:
+                got = (got[0], auth.seal(manifest, KEY))
             info = tarfile.TarInfo(got[0])
             info.size = len(got[1])
             tout.addfile(info, io.BytesIO(got[1]))
@@ -72,14 +81,14 @@ def test_a_flipped_byte_is_a_checksum_mismatch(backup: Path, tmp_path: Path) -> 
     into = tmp_path / "into"
     into.mkdir()
     with pytest.raises(CorralError, match="checksum mismatch in accounting.sql.gz"):
-        archive.verify(bad, "demo", into)
+        archive.verify(bad, "demo", into, KEY)
 
 
 @pytest.mark.parametrize("change, message", [
     (lambda n, d: None if n == "accounting.sql.gz" else (n, d), "missing: accounting.sql.gz"),
     (lambda n, d: ("../evil", d) if n == "accounting.sql.gz" else (n, d), "unexpected member '../evil'"),
     (lambda n, d: (n, b"{not json") if n == "manifest.json" else (n, d), "manifest is unreadable"),
-    (lambda n, d: (n, d.replace(b'"format": 1', b'"format": 9')) if n == "manifest.json" else (n, d),
+    (lambda n, d: (n, d.replace(b'"format": 2', b'"format": 9')) if n == "manifest.json" else (n, d),
      "backup format 9"),
 ])
 def test_damaged_backups_are_refused_with_what_is_wrong(backup: Path, tmp_path: Path, change, message) -> None:
@@ -87,7 +96,7 @@ def test_damaged_backups_are_refused_with_what_is_wrong(backup: Path, tmp_path: 
     into = tmp_path / "into"
     into.mkdir()
     with pytest.raises(CorralError, match=message) as exc:
-        archive.verify(bad, "demo", into)
+        archive.verify(bad, "demo", into, KEY)
     assert "not a usable corral backup" in str(exc.value) and "was not changed" in str(exc.value)
 
 
@@ -100,9 +109,9 @@ def test_truncated_and_foreign_files_are_refused(backup: Path, tmp_path: Path) -
         into = tmp_path / f"into-{path.stem}"
         into.mkdir()
         with pytest.raises(CorralError, match="not a usable corral backup"):
-            archive.verify(path, "demo", into)
+            archive.verify(path, "demo", into, KEY)
     with pytest.raises(CorralError, match="backup file not found"):
-        archive.verify(tmp_path / "nope.tar", "demo", tmp_path)
+        archive.verify(tmp_path / "nope.tar", "demo", tmp_path, KEY)
 
 
 def test_rotate_keeps_the_newest_of_this_cluster_only(tmp_path: Path) -> None:
@@ -136,7 +145,8 @@ def test_state_dir_keeps_secrets_keys_and_journal_not_runtime_files(tmp_path: Pa
     assert sorted(names) == ["journal.sqlite", "known_hosts", "secrets/munge.key"]
     fresh = tmp_path / "fresh"
     fresh.mkdir(mode=0o700)
-    assert sorted(local_state.restore_missing(tmp_path / "s.tar.gz", fresh)) == sorted(names)
+    written, left_out = local_state.restore_missing(tmp_path / "s.tar.gz", fresh, trust=True)
+    assert sorted(written) == sorted(names) and left_out == []
     assert (fresh / "secrets/munge.key").read_bytes() == (d / "secrets/munge.key").read_bytes()
     assert stat.S_IMODE((fresh / "secrets").stat().st_mode) == 0o700
     assert stat.S_IMODE((fresh / "secrets/munge.key").stat().st_mode) == 0o600
@@ -151,7 +161,7 @@ def test_a_differing_state_file_is_kept_and_reported_never_overwritten(tmp_path:
     (d / "known_hosts").unlink()
     missing, differ, _ = local_state.compare_state(tmp_path / "s.tar.gz", d)
     assert (missing, differ) == (["known_hosts"], ["secrets/munge.key"])
-    assert local_state.restore_missing(tmp_path / "s.tar.gz", d) == ["known_hosts"]
+    assert local_state.restore_missing(tmp_path / "s.tar.gz", d, trust=True) == (["known_hosts"], [])
     assert (d / "secrets/munge.key").read_bytes() == b"k" * 64
 
 

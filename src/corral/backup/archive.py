@@ -1,9 +1,10 @@
-"""The backup file: one uncompressed tar holding manifest.json and the compressed parts it lists,
+"""The backup file: one uncompressed tar holding manifest.json, its authentication (manifest.hmac:
+backup/auth.py, under a key kept outside every backup) and the compressed parts the manifest lists,
 each with its size and sha256. Pure: packs, verifies and unpacks; knows nothing of nodes.
 
-A file is accepted only whole: every part the manifest lists is there with its checksum, nothing
-else is, and the manifest names the cluster it is restored onto. Anything else is refused with
-what is wrong, before anything is changed.
+A file is accepted only authentic and whole: the manifest's MAC checks under the key, every part it
+lists is there with its checksum, nothing else is, and it names the cluster it is restored onto.
+Anything else is refused with what is wrong, before anything is changed (and before any part is read).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from corral.backup import auth
 from corral.digest import sha256_file
 from corral.errors import CorralError
 
-FORMAT = 1
+FORMAT = 2                               # 1: before backups were authenticated
 MANIFEST = "manifest.json"
+SEAL = "manifest.hmac"
 SUFFIX = ".corral-backup.tar"
 STAMP = "%Y%m%dT%H%M%SZ"                 # UTC; sorts as it reads
 STAMP_RE = r"[0-9]{8}T[0-9]{6}Z"
@@ -49,8 +52,9 @@ class Manifest:
                 "accounting": self.accounting, "parts": self.parts}
 
 
-def pack(dest: Path, manifest: Manifest, parts: dict[str, Path]) -> Path:
-    """Write the backup to `dest` (0600; through a temporary name, so `dest` is whole or absent)."""
+def pack(dest: Path, manifest: Manifest, parts: dict[str, Path], key: bytes) -> Path:
+    """Write the backup to `dest`, authenticated under `key` (0600; through a temporary name, so
+    `dest` is whole or absent)."""
     for name, path in parts.items():
         manifest.parts[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
     tmp = dest.with_name(f".{dest.name}.partial")
@@ -58,9 +62,10 @@ def pack(dest: Path, manifest: Manifest, parts: dict[str, Path]) -> Path:
     try:
         with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w", format=tarfile.PAX_FORMAT) as tar:
             data = json.dumps(manifest.to_json(), indent=2).encode()
-            info = tarfile.TarInfo(MANIFEST)
-            info.size, info.mode = len(data), 0o600
-            tar.addfile(info, io.BytesIO(data))
+            for name, content in ((MANIFEST, data), (SEAL, auth.seal(data, key))):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(content), 0o600
+                tar.addfile(info, io.BytesIO(content))
             for name, path in parts.items():
                 info = tarfile.TarInfo(name)
                 info.size, info.mode = path.stat().st_size, 0o600
@@ -96,9 +101,27 @@ def _manifest(path: Path, raw: bytes) -> Manifest:
         raise _bad(path, f"its manifest is unreadable ({type(exc).__name__}: {exc})") from None
 
 
-def verify(path: Path, cluster: str, into: Path) -> tuple[Manifest, dict[str, Path]]:
-    """Check the backup at `path` for `cluster` and unpack its parts into the directory `into`.
-    Returns the manifest and each part's file; raises CorralError naming what is wrong."""
+def _authentic(path: Path, tar: tarfile.TarFile, members: list[tarfile.TarInfo], key: bytes) -> bytes:
+    """The manifest's bytes, once its MAC checks under `key`."""
+    names = [m.name for m in members]
+    if not names or names[0] != MANIFEST:
+        raise _bad(path, f"it does not start with {MANIFEST}")
+    if len(names) < 2 or names[1] != SEAL or not members[0].isfile() or not members[1].isfile():
+        raise _bad(path, f"it is not authenticated (no {SEAL}): written by a corral from before backups were "
+                         "authenticated (format 1), or altered")
+    raw = tar.extractfile(members[0]).read(1 << 20)
+    wrong = auth.check(raw, tar.extractfile(members[1]).read(4096), key)
+    if wrong:
+        raise CorralError(f"backup refused: {wrong}", where=str(path),
+                          fix="restore a backup taken from this state dir, or give the key of the state dir that "
+                              "took it with --key FILE; nothing was changed")
+    return raw
+
+
+def verify(path: Path, cluster: str, into: Path, key: bytes) -> tuple[Manifest, dict[str, Path]]:
+    """Check the backup at `path` for `cluster` (authentic under `key`, whole) and unpack its parts
+    into the directory `into`. Returns the manifest and each part's file; raises CorralError naming
+    what is wrong."""
     path = Path(path)
     try:
         tar = tarfile.open(path, mode="r:")
@@ -112,14 +135,11 @@ def verify(path: Path, cluster: str, into: Path) -> tuple[Manifest, dict[str, Pa
             members = tar.getmembers()
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise _bad(path, f"truncated or damaged ({exc})") from None
-        names = [m.name for m in members]
-        if not names or names[0] != MANIFEST:
-            raise _bad(path, f"it does not start with {MANIFEST}")
-        manifest = _manifest(path, tar.extractfile(members[0]).read())
+        manifest = _manifest(path, _authentic(path, tar, members, key))
         if manifest.cluster != cluster:
             raise CorralError(f"this backup is of cluster {manifest.cluster!r}, the spec is of {cluster!r}",
                               where=str(path), fix="restore a backup of this cluster (or use the spec it was taken with)")
-        for m in members[1:]:
+        for m in members[2:]:
             if not (m.isfile() and PART_RE.fullmatch(m.name) and m.name in manifest.parts
                     and PurePosixPath(m.name).name == m.name) or m.name in out:
                 raise _bad(path, f"unexpected member {m.name!r}")

@@ -1,12 +1,16 @@
 """`corral restore FILE`: put a backup back onto the cluster's (freshly installed) controller.
 
-Order: the file is checked whole (cluster name, every checksum) and the nodes are checked ready
+Order: the file is checked authentic and whole (key, cluster name, every checksum) and the nodes ready
 (Slurm installed and not older than the backup's, MariaDB up) before anything changes. Then:
 slurmctld (every controller) and slurmdbd stop; the current database and the StateSaveLocation's
 contents are kept aside on their nodes (backup/state_dir.py: the directory stays, it may be a shared
 mount); the backup's are put in place; slurmdbd and slurmctld start; validate runs. If any
 step fails, the kept copies are put back and the daemons started again: the cluster is as it was.
-Missing files of corral's state dir are written back; differing ones are kept and reported.
+The file must be authenticated under the backup key (backup/auth.py): the state dir's, or the copy
+the operator kept (`key_file`) when the control host was rebuilt. Even so, its SQL is fed to
+`mysql --sandbox` (no `\\!` shell, `\\.` source, `\\T` tee in it). Missing records of corral's state
+dir are written back; its trust material (secrets, host keys, SSH keys) only with `restore_trust`,
+each file listed; differing ones are kept and reported.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from corral.backup import archive, local_state
+from corral.backup import archive, auth, local_state
 from corral.backup.state_dir import keep_command, put_back_command, ready_command, unpack_command
 from corral.backup.take import DB_PART, LOCAL_PART, STATE_PART, primary_controller, slurm_version
 from corral.deploy.accounting import DB
@@ -29,6 +33,10 @@ from corral.spec.cluster import Cluster
 from corral.spec.shared import state_save_location
 
 KEEP_DIR = "/var/lib/corral-restore"   # what was there before a restore (0700), named in the result
+# the client's sandbox (MariaDB >= 10.5.25, 10.6.18, 10.11.8; Debian 12 has 10.11): a client command
+# that reaches the system (\! shell, \. source, \T tee, \P with a pager) is an error that stops the load
+LOAD_DB = f"mysql --sandbox {DB}"
+SANDBOX_CHECK = "mysql --sandbox -e 'SELECT 1' >/dev/null"
 WAIT_DBD = "for i in $(seq 60); do ss -ltn | grep -q ':6819 ' && exit 0; sleep 1; done; exit 1"
 WAIT_CTLD = "for i in $(seq 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && exit 0; sleep 1; done; exit 1"
 # the compute nodes register again with the restarted slurmctld (UNKNOWN or '*' until then); bounded,
@@ -46,6 +54,8 @@ class RestoreResult:
     steps: list[dict] = field(default_factory=list)
     state_restored: list[str] = field(default_factory=list)
     state_differs: list[str] = field(default_factory=list)
+    trust_restored: list[str] = field(default_factory=list)     # secrets, host keys written (restore_trust)
+    trust_not_restored: list[str] = field(default_factory=list)  # missing here, left out without restore_trust
     kept: dict[str, str] = field(default_factory=dict)   # node -> what was there before, kept aside
     rolled_back: bool = False
     validate: dict | None = None
@@ -55,6 +65,7 @@ class RestoreResult:
     def to_json(self) -> dict:
         return {"cluster": self.cluster, "file": self.file, "ok": self.ok, "created": self.created,
                 "steps": self.steps, "state_restored": self.state_restored, "state_differs": self.state_differs,
+                "trust_restored": self.trust_restored, "trust_not_restored": self.trust_not_restored,
                 "kept": self.kept, "rolled_back": self.rolled_back, "validate": self.validate,
                 "duration_s": round(self.duration_s, 1), "error": self.error}
 
@@ -109,17 +120,22 @@ def _preflight(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Pa
     if acct and DB_PART in parts:
         run_on(cluster, acct, "systemctl is-active --quiet mariadb && command -v mysql >/dev/null",
                timeout=timeout, check=True)
+        if run_on(cluster, acct, SANDBOX_CHECK, timeout=timeout).returncode != 0:
+            raise CorralError("the MariaDB client there has no --sandbox, which restore feeds the backup's SQL to",
+                              where=acct, fix="upgrade MariaDB (10.11.8 or newer: Debian 12's current update)")
 
 
 def restore(cluster: Cluster, file: Path, *, timeout: float = 600, run_validate: bool = True,
+            key_file: Path | None = None, restore_trust: bool = False,
             say: Callable[[str], None] = lambda line: None) -> RestoreResult:
     result = RestoreResult(cluster.name, str(file))
     start = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="corral-restore-") as tmp:
-            manifest, parts = archive.verify(Path(file), cluster.name, Path(tmp))
+            key = auth.load_key(cluster.state_dir, key_file)
+            manifest, parts = archive.verify(Path(file), cluster.name, Path(tmp), key)
             result.created = manifest.created
-            _restore(cluster, manifest, parts, timeout, run_validate, say, result)
+            _restore(cluster, manifest, parts, timeout, run_validate, restore_trust, say, result)
     except CorralError as exc:
         result.error = str(exc)
     finally:
@@ -128,7 +144,7 @@ def restore(cluster: Cluster, file: Path, *, timeout: float = 600, run_validate:
 
 
 def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path], timeout: float,
-             run_validate: bool, say: Callable[[str], None], result: RestoreResult) -> None:
+             run_validate: bool, restore_trust: bool, say: Callable[[str], None], result: RestoreResult) -> None:
     controller = primary_controller(cluster)
     controllers = [n.name for n in cluster.with_role("controller")]
     acct = next((n.name for n in cluster.with_role("accounting")), "")
@@ -141,9 +157,12 @@ def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path
                           fix="run `corral apply` so the controller and accounting node are installed, "
                               "then restore") from None
     if LOCAL_PART in parts:
-        result.state_restored = local_state.restore_missing(parts[LOCAL_PART], cluster.state_dir)
+        written, result.trust_not_restored = local_state.restore_missing(parts[LOCAL_PART], cluster.state_dir,
+                                                                         trust=restore_trust)
+        result.state_restored = written
+        result.trust_restored = [n for n in written if local_state.kind(n) == "trust"]
         _, result.state_differs, _ = local_state.compare_state(parts[LOCAL_PART], cluster.state_dir)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime(archive.STAMP)
     steps = _Steps(cluster, result, timeout, say)
     state, kept_state = state_save_location(cluster), f"{KEEP_DIR}/slurmctld-{stamp}"
     kept_db = f"{KEEP_DIR}/{DB}-{stamp}.sql.gz"
@@ -161,9 +180,9 @@ def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path
             result.kept[acct] = kept_db
             steps.undo.append(("put the previous database back", acct,
                                f"mysql -e 'DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}' && "
-                               f"set -o pipefail && gunzip -c {kept_db} | mysql {DB}"))
+                               f"set -o pipefail && gunzip -c {kept_db} | {LOAD_DB}"))
             steps.run("empty the database", acct, f"mysql -e 'DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}'")
-            steps.run("load the backup's database", acct, f"gunzip -c | mysql {DB}", stdin=parts[DB_PART])
+            steps.run("load the backup's database", acct, f"gunzip -c | {LOAD_DB}", stdin=parts[DB_PART])
         steps.run(f"keep the current state dir as {kept_state}", controller, keep_command(state, kept_state, KEEP_DIR))
         result.kept[controller] = kept_state if controller not in result.kept else \
             f"{result.kept[controller]}, {kept_state}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral import __version__
-from corral.backup import archive
+from corral.backup import archive, auth
 from corral.backup.local_state import pack_state
 from corral.backup.state_dir import pack_command
 from corral.deploy.accounting import DB
@@ -33,12 +33,15 @@ class BackupResult:
     bytes: int = 0
     parts: dict[str, int] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
+    key_id: str = ""                   # the key that authenticates it (backup/auth.py), not the key
+    key_made: str | None = None        # the key file, when this backup made it: keep a copy off the host
     duration_s: float = 0.0
     error: str | None = None
 
     def to_json(self) -> dict:
         return {"cluster": self.cluster, "ok": self.ok, "file": self.file, "bytes": self.bytes,
-                "parts": self.parts, "removed": self.removed, "duration_s": round(self.duration_s, 1),
+                "parts": self.parts, "removed": self.removed, "key_id": self.key_id, "key_made": self.key_made,
+                "duration_s": round(self.duration_s, 1),
                 "error": self.error}
 
 
@@ -111,7 +114,11 @@ def _take(cluster: Cluster, directory: Path, timeout: float, now: datetime.datet
         manifest = archive.Manifest(cluster=cluster.name, created=now.isoformat(timespec="seconds"),
                                     corral_version=__version__, spec_hash=cluster.spec_hash(),
                                     slurm_version=version, controller=controller, accounting=acct)
-        archive.pack(dest, manifest, parts)
+        key_path = cluster.state_dir / auth.KEY_FILE
+        made = not key_path.exists()
+        key = auth.ensure_key(cluster.state_dir)
+        archive.pack(dest, manifest, parts, key)
+        result.key_id, result.key_made = auth.key_id(key), str(key_path) if made else None
         result.parts = {name: info["bytes"] for name, info in manifest.parts.items()}
     result.file, result.bytes = str(dest), dest.stat().st_size
     result.removed = [str(p) for p in archive.rotate(directory, cluster.name, cluster.spec.backup.keep, dest)]
