@@ -100,7 +100,7 @@ def test_unknown_deploy_and_no_compute_node_are_usage_errors(tmp_path):
 def test_controller_script_is_bounded_quoted_and_valid_bash():
     text = slurm.script("gpu[01-02]", 2, "94ca655fb62d965f", "3.11", "abc123", 300)
     subprocess.run(["bash", "-n"], input=text, text=True, check=True)
-    assert "-w 'gpu[01-02]' -N 2" in text and "--overlap -Q -N 2 --ntasks-per-node=1" in text
+    assert "-w 'gpu[01-02]' -N 2" in text and "--overlap --chdir=/ -Q -N 2 --ntasks-per-node=1" in text
     assert "trap '[ -z \"$job\" ] || { scancel --quiet \"$job\"; for i in" in text  # the allocation never outlives the script
     for line in text.splitlines():  # every Slurm command runs under timeout
         words = line.split()
@@ -109,7 +109,7 @@ def test_controller_script_is_bounded_quoted_and_valid_bash():
                 assert "timeout" in words[:words.index(tool)] or "$(timeout" in line, line
     task = slurm.task("94ca655fb62d965f", "3.11", "/var/lib/corral/fanout/abc123.json", 300)
     subprocess.run(["bash", "-n"], input=task, text=True, check=True)
-    assert "timeout -k 5 300 python3 -m corral node converge" in task
+    assert "timeout -k 5 300 python3 -P -m corral node converge" in task
 
 
 def test_runtime_holds_corral_and_its_dependencies_and_is_deterministic(tmp_path, monkeypatch):

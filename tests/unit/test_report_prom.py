@@ -134,9 +134,9 @@ def test_elements_of_another_shape_are_ignored_never_raised():
 def test_the_command_is_the_client_on_the_node_bounded_every_value_one_word():
     q = usage_query(604800, 61)
     words = shlex.split(prom_command("10.0.0.10", 9090, q, 1772928000))
-    assert words[:5] == ["timeout", "75", "python3", "-c", CLIENT]
-    assert words[5:] == ["http://10.0.0.10:9090/api/v1/query", q, "1772928000", "60"]
-    assert shlex.split(prom_command("fd00::10", 9090, q, 1))[5] == "http://[fd00::10]:9090/api/v1/query"
+    assert words[:6] == ["timeout", "75", "python3", "-I", "-c", CLIENT]
+    assert words[6:] == ["http://10.0.0.10:9090/api/v1/query", q, "1772928000", "60"]
+    assert shlex.split(prom_command("fd00::10", 9090, q, 1))[6] == "http://[fd00::10]:9090/api/v1/query"
 
 
 class Prometheus(BaseHTTPRequestHandler):

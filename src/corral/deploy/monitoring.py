@@ -36,7 +36,7 @@ AM_WANT = register(Want(paths=(AM_DEFAULT, AM_YML, dropin_path("prometheus-alert
 
 def http_ready(address: str, port: int, path: str) -> str:
     target = f"[{address}]" if ":" in address else address
-    return (f"python3 -c \"import urllib.request,sys; urllib.request.urlopen('http://{target}:{port}{path}', "
+    return (f"python3 -I -c \"import urllib.request,sys; urllib.request.urlopen('http://{target}:{port}{path}', "
             "timeout=2)\"")
 
 

@@ -1,7 +1,7 @@
 """corral and its Python dependencies (not the test extras) as one relocatable tarball, built from
 the control host's own installation (no network): every file of each installed distribution of the
 requirement closure, corral's package from where it is imported. Unpacked on a node into
-/var/lib/corral/runtime/<id>/ and run as `PYTHONPATH=<dir> python3 -m corral`. Compiled extensions
+/var/lib/corral/runtime/<id>/ and run as `PYTHONPATH=<dir> python3 -P -m corral` from /. Compiled extensions
 (pydantic-core, gevent, cryptography) tie it to the control host's Python minor version and
 platform; RUNTIME.json says which, and the node refuses another (fanout/slurm.py TASK).
 

@@ -11,6 +11,11 @@
    the runtime's, `corral node converge`, remove the snapshot; each node prints its CORRAL-RESULT lines.
 5. The allocation is cancelled on every exit (trap), waited for until it has left the queue (its
    epilogs done, at most 60 s), and the controller's snapshot removed.
+
+Root runs Python here, in a job step: its working directory is the submitter's (or /tmp on a node
+where that directory is missing), a place users can write. So the script and every step start in /
+(`cd /`, `srun --chdir=/`) and Python never puts the working directory on sys.path (`-I` for the
+version probe; `-P` for corral, whose runtime comes by PYTHONPATH, which `-I` would ignore).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ def task(rid: str, python: str, snapshot: str, converge_s: int) -> str:
     rt, tgz = f"{RUNTIMES}/{rid}", tarball(rid)
     return "\n".join([
         "set -u",
+        "cd / || exit 1",
         'n="${SLURMD_NODENAME:-$(hostname -s)}"',
         f"if [ ! -f {q(rt + '/RUNTIME.json')} ]; then",
         f"  tmp={q(rt)}.tmp.$$; rm -rf \"$tmp\"; mkdir -p \"$tmp\"",
@@ -49,11 +55,11 @@ def task(rid: str, python: str, snapshot: str, converge_s: int) -> str:
         "  fi",
         "fi",
         f"rm -f {q(tgz)}",
-        "py=$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>&1)",
+        "py=$(python3 -I -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>&1)",
         f"if [ \"$py\" != {q(python)} ]; then",
         f"  echo \"{FAIL} $n python3 is $py here, the corral runtime was built for {python} (the control host's)\"; exit 1",
         "fi",
-        f"PYTHONPATH={q(rt)} timeout -k 5 {int(converge_s)} python3 -m corral node converge --snapshot {q(snapshot)} --node \"$n\"",
+        f"PYTHONPATH={q(rt)} timeout -k 5 {int(converge_s)} python3 -P -m corral node converge --snapshot {q(snapshot)} --node \"$n\"",
         "rc=$?",
         f"rm -f {q(snapshot)}",
         f"[ $rc -ne 124 ] || echo \"{FAIL} $n corral node converge did not finish within {int(converge_s)} s\"",
@@ -67,9 +73,10 @@ def script(nodes: str, count: int, rid: str, python: str, run_id: str, converge_
     minutes = max(2, (converge_s + SBCAST_S + 3 * STEP_S) // 60 + 1)
     prep = (f"mkdir -p -m 700 {q(DIR)} {q(RUNTIMES)} && "
             f"{{ test -f {q(RUNTIMES + '/' + rid + '/RUNTIME.json')} || echo missing; }}")
-    step = f"srun --jobid=\"$job\" --overlap -Q -N {int(count)} --ntasks-per-node=1"
+    step = f"srun --jobid=\"$job\" --overlap --chdir=/ -Q -N {int(count)} --ntasks-per-node=1"
     return "\n".join([
         "set -u",
+        "cd / || exit 1",
         "job=",
         f"trap '[ -z \"$job\" ] || {{ scancel --quiet \"$job\"; {END_WAIT}; }}; rm -f {q(snap)}' EXIT",
         "parts=$(sinfo -h -o %R | sort -u | paste -sd, -)",

@@ -62,7 +62,7 @@ class GpuData:
 def prom_command(address: str, port: int, query: str, at: int) -> str:
     """The client on the node, bounded by coreutils' timeout (exit 124 past it)."""
     host = f"[{address}]" if ":" in address else address
-    return cmd("timeout", CLIENT_MAX_S, "python3", "-c", CLIENT, f"http://{host}:{int(port)}/api/v1/query", query,
+    return cmd("timeout", CLIENT_MAX_S, "python3", "-I", "-c", CLIENT, f"http://{host}:{int(port)}/api/v1/query", query,
                int(at), PROM_TIMEOUT_S).get_raw_value()
 
 
