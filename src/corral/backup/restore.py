@@ -28,6 +28,7 @@ from corral.backup.state_dir import keep_command, put_back_command, ready_comman
 from corral.backup.take import DB_PART, LOCAL_PART, STATE_PART, primary_controller, slurm_version
 from corral.deploy.accounting import DB
 from corral.engine.remote import run_on, stream
+from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
 from corral.spec.shared import state_save_location
@@ -35,7 +36,11 @@ from corral.spec.shared import state_save_location
 KEEP_DIR = "/var/lib/corral-restore"   # what was there before a restore (0700), named in the result
 # the client's sandbox (MariaDB >= 10.5.25, 10.6.18, 10.11.8; Debian 12 has 10.11): a client command
 # that reaches the system (\! shell, \. source, \T tee, \P with a pager) is an error that stops the load
-LOAD_DB = f"mysql --sandbox {DB}"
+def load_command(db: str) -> str:
+    return f"mysql --sandbox {q(db)}"
+
+
+LOAD_DB = load_command(DB)
 SANDBOX_CHECK = "mysql --sandbox -e 'SELECT 1' >/dev/null"
 WAIT_DBD = "for i in $(seq 60); do ss -ltn | grep -q ':6819 ' && exit 0; sleep 1; done; exit 1"
 WAIT_CTLD = "for i in $(seq 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && exit 0; sleep 1; done; exit 1"
