@@ -26,7 +26,7 @@ nodes:
     addresses: [10.0.0.12]
     roles: [compute, login]
 """
-ON = ["pam_slurm_adopt installed", "/etc/security/corral-adopt.conf (root and ssh.user log in without a job)",
+ON = ["pam_slurm_adopt installed", "/etc/security/corral-adopt.conf (root, ssh.user and identity.adopt_exempt_users log in without a job)",
       "/etc/pam.d/sshd: pam_slurm_adopt, no pam_systemd"]
 OFF = ["/etc/pam.d/sshd: no pam_slurm_adopt", "/etc/security/corral-adopt.conf removed"]
 

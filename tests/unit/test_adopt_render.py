@@ -167,8 +167,8 @@ def test_broken_markers_are_refused_and_nothing_is_guessed(broken, what):
 
 
 def test_the_access_file_lets_in_root_and_the_ssh_user_only():
-    assert access_conf("admin").splitlines()[-2:] == ["+:root admin (sudo) (wheel):ALL", "-:ALL:ALL"]
-    assert access_conf("root").splitlines()[-2:] == ["+:root (sudo) (wheel):ALL", "-:ALL:ALL"]
+    assert access_conf("admin").splitlines()[-2:] == ["+:root admin:ALL", "-:ALL:ALL"]
+    assert access_conf("root").splitlines()[-2:] == ["+:root:ALL", "-:ALL:ALL"]
     assert all(ln.startswith("#") for ln in access_conf("admin").splitlines()[:-2])
     with pytest.raises(CorralError, match="not a Unix user name"):
         access_conf("admin:ALL\n+:ALL")

@@ -2,7 +2,8 @@
 only while they have a job there, and the session joins the job's extern step (its cgroups, its accounting,
 its end). render/adopt.py holds the PAM text and says what Slurm documents and what corral chose.
 
-On: libpam-slurm-adopt, corral's pam_access file (root and ssh.user may log in without a job) and corral's
+On: libpam-slurm-adopt, corral's pam_access file (root, ssh.user and identity.adopt_exempt_users, by
+name, may log in without a job) and corral's
 blocks in /etc/pam.d/sshd; slurm.conf's PrologFlags=Contain comes with the controller's configuration
 (render/slurm.py), which an apply writes before this deploy runs. Off (or a node that is also a login node,
 where users log in without a job): corral's blocks leave /etc/pam.d/sshd, which is then as it was, and the
@@ -84,8 +85,10 @@ def adopt() -> None:
         on = False
     if on:  # the access file before the PAM line that reads it; off: the PAM line goes first
         operations.packages(name="pam_slurm_adopt installed", names=[PACKAGE], want=WANT, together=True)
-        operations.managed_file(name=f"{ACCESS_FILE} (root and ssh.user log in without a job)", path=ACCESS_FILE,
-                                content=access_conf(cluster.spec.ssh.user), want=WANT)
+        operations.managed_file(name=f"{ACCESS_FILE} (root, ssh.user and identity.adopt_exempt_users log in "
+                                     "without a job)", path=ACCESS_FILE,
+                                content=access_conf(cluster.spec.ssh.user, cluster.spec.identity.adopt_exempt_users),
+                                want=WANT)
         sshd_pam(name=f"{PAM_SSHD}: pam_slurm_adopt, no pam_systemd", on=True, node=node.name, want=WANT)
     else:
         sshd_pam(name=f"{PAM_SSHD}: no pam_slurm_adopt", on=False, node=node.name, want=WANT)

@@ -83,16 +83,15 @@ def account_block(node: str) -> list[str]:
             END]
 
 
-ADMIN_GROUPS = ("sudo", "wheel")  # admins already (they can become root): never locked out by a job check
-
-
-def access_conf(ssh_user: str) -> str:
-    """corral's pam_access file: root, corral's SSH user and the admin groups (sudo, wheel: a member can
-    become root anyway; a new deploy account in one is not locked out before corral lists it) may log
-    in without a job; nobody else."""
-    if not _USER.fullmatch(ssh_user):
-        raise CorralError("ssh.user is not a Unix user name", value=ssh_user, fix="correct ssh.user")
-    users = " ".join([*dict.fromkeys(["root", ssh_user]), *(f"({g})" for g in ADMIN_GROUPS)])
+def access_conf(ssh_user: str, exempt: list[str] = ()) -> str:
+    """corral's pam_access file: root, corral's SSH user and identity.adopt_exempt_users may log in
+    without a job; nobody else. Users by name only: a group here (sudo, wheel) would let in whoever the
+    directory or a node's admin puts in a group of that name."""
+    for name in (ssh_user, *exempt):
+        if not _USER.fullmatch(name):
+            raise CorralError("not a Unix user name: cannot be a pam_access entry", value=name,
+                              fix="correct ssh.user or identity.adopt_exempt_users")
+    users = " ".join(dict.fromkeys(["root", ssh_user, *exempt]))
     return ("# Managed by corral (identity.pam_slurm_adopt): who may SSH to this compute node without a\n"
             f"# Slurm job on it (pam_access, from {PAM_SSHD}). Everyone else needs a job here.\n"
             f"+:{users}:ALL\n"

@@ -36,6 +36,10 @@ LdapUri = Annotated[str, AfterValidator(_ldap_uri)]
 LdapDN = Annotated[str, AfterValidator(_dn)]
 
 UID_MIN, UID_MAX = 1000, 59999  # Debian's range for user accounts (adduser.conf FIRST_UID..LAST_UID)
+# groups whose members are root, or can become it, read its secrets or its disks: never handed out by
+# corral (refused in groups:, users[].group(s)) and never read from the directory (sssd.conf filter_groups)
+PRIVILEGED_GROUPS = ("root", "sudo", "wheel", "admin", "adm", "shadow", "disk", "kmem", "staff", "docker", "lxd",
+                     "libvirt", "kvm", "systemd-journal")
 
 
 class Group(Strict):
@@ -93,3 +97,7 @@ class IdentitySpec(Strict):
                                               "and adopt the session into that job (root and the SSH user of "
                                               "corral are exempt; a node that is also a login node is left "
                                               "open); slurm.conf gets PrologFlags=Contain")
+    adopt_exempt_users: list[UnixUser] = Field(
+        default_factory=list, description="users (by name, never a group) who may SSH to a compute node without "
+                                          "a job there, besides root and ssh.user: e.g. an admin or a "
+                                          "monitoring agent")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
+from corral.spec.models_users import PRIVILEGED_GROUPS
 from corral.spec.shared import home_mount
 
 if TYPE_CHECKING:
@@ -52,7 +53,11 @@ def check_users(cluster: Cluster, where: Where) -> list[Problem]:
                                         f"group {clash[0]}", u.uid, "set group: or choose another uid"))
         for key, names in (("group", [u.group] if u.group else []), ("groups", u.groups)):
             for g in names:
-                if g not in group_names and not (g == u.name and key == "groups"):
+                if g in PRIVILEGED_GROUPS:
+                    problems.append(Problem(where(at + (key,)), f"{g} is a privileged group (its members are "
+                                            "root or can become it): corral does not hand it out", g,
+                                            "give admin rights on the nodes themselves, outside corral"))
+                elif g not in group_names and not (g == u.name and key == "groups"):
                     problems.append(Problem(where(at + (key,)), f"group {g!r} is not in groups:", g,
                                             "add it to groups: with a gid"))
         for a in u.accounts:
@@ -69,8 +74,15 @@ def check_users(cluster: Cluster, where: Where) -> list[Problem]:
             problems.append(Problem(where(at + ("default_qos",)), "a default QOS needs a Slurm account",
                                     u.default_qos, "add accounts: [ACCOUNT]"))
     for i, g in enumerate(groups):
-        if g.name in RESERVED:
+        if g.name in PRIVILEGED_GROUPS:
+            problems.append(Problem(where(("groups", i, "name")), "a privileged group (its members are root or can "
+                                    "become it): corral does not make or fill it", g.name, "choose another name"))
+        elif g.name in RESERVED:
             problems.append(Problem(where(("groups", i, "name")), "a system group", g.name, "choose another name"))
+    for i, name in enumerate(spec.identity.adopt_exempt_users):
+        if name in ("root", spec.ssh.user):
+            problems.append(Problem(where(("identity", "adopt_exempt_users", i)), "exempt already", name,
+                                    "remove it (root and ssh.user always are)"))
     homes = spec.identity.homes
     if users and home_mount(cluster) is None and spec.storage.mounts:
         problems.append(Problem(where(("identity", "homes")), "homes are on no shared mount of storage.mounts",
