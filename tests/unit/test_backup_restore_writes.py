@@ -167,3 +167,23 @@ def test_every_mysql_that_reads_sql_runs_sandboxed() -> None:
                 if not line[m.end():].lstrip().startswith("--sandbox"):
                     unsandboxed.append(f"{path.relative_to(src)}:{n}: {line.strip()}")
     assert "--sandbox" in restore.LOAD_DB and not unsandboxed, unsandboxed
+
+
+def test_the_cli_lists_each_trust_file_and_takes_the_key_copy(lab, tmp_path: Path, capsys) -> None:
+    """A rebuilt control host: an empty state dir, the key's copy given with --key."""
+    from corral.cli.main import main
+    cluster, _ = lab
+    copy = tmp_path / "escrow.key"
+    copy.write_text("e" * 64 + "\n")
+    backup = _backup(tmp_path, b"e" * 64)
+    argv = ["restore", str(backup), "-f", str(cluster.path), "--yes", "--no-validate"]
+    assert main(argv) == 1 and "--key" in capsys.readouterr().err  # no key here: stops, saying how
+    assert main([*argv, "--key", str(copy)]) == 0
+    out = capsys.readouterr().out
+    for name in TRUST:
+        assert f"state dir: {name} (trust material) not restored; --restore-trust writes it" in out
+    assert main([*argv, "--key", str(copy), "--restore-trust"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(line for line in out.splitlines() if "(trust material)" in line) == \
+        sorted(f"state dir: restored {name} (trust material)" for name in TRUST)
+    assert not (cluster.state_dir / auth.KEY_FILE).exists()  # the key is never written back

@@ -114,6 +114,7 @@ def restore_missing(archive: Path, state_dir: Path, trust: bool = False) -> tupl
             todo.discard(m.name)  # the first of duplicate names, as compare_state read it
             dest = Path(state_dir) / m.name
             try:
+                Path(state_dir).mkdir(mode=0o700, parents=True, exist_ok=True)  # a rebuilt host may have none
                 for parent in reversed(dest.relative_to(state_dir).parents[:-1]):
                     (Path(state_dir) / parent).mkdir(mode=0o700, exist_ok=True)
                 fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
