@@ -139,51 +139,6 @@ def test_ecc_standin_and_empty():
     assert P.check_ecc("")[0] == P.SKIPPED
 
 
-# --- kernel log Xids ------------------------------------------------------------------------------
-
-def test_xid_lines_journalctl_short_unix():
-    ev = P.parse_xid_lines(fx("journalctl-k-xid.txt"))
-    assert [(e["xid"], e["pci"]) for e in ev] == [(13, "0000:af:00"), (31, "0000:af:00"), (63, "0000:10:1c"),
-                                                  (94, "0000:01:00"), (79, "0000:05:00")]
-    assert ev[4]["ts"] == 1749532840.414765
-    assert ev[4]["text"].endswith("GPU has fallen off the bus.")
-
-
-def test_xid_lines_dmesg_with_and_without_boot_time():
-    ev = P.parse_xid_lines(fx("dmesg-xid.txt"), boot_epoch=1_700_000_000.0)
-    assert [(e["xid"], e["pci"]) for e in ev] == [(14, "0000:03:00"), (79, "0000:09:00")]
-    assert ev[1]["ts"] == pytest.approx(1_700_000_228.414765)
-    assert [e["ts"] for e in P.parse_xid_lines(fx("dmesg-xid.txt"))] == [None, None]
-
-
-def test_xid_empty_journal():
-    assert P.parse_xid_lines(fx("journalctl-k-empty.txt")) == []
-
-
-def test_xid_verdict_fatal_is_named_and_kept():
-    ev = P.parse_xid_lines(fx("journalctl-k-xid.txt"))
-    status, msg, kept = P.xid_verdict([], ev, None)
-    assert status == P.FAIL
-    assert msg.startswith("xid 63 on 0000:10:1c (Row Remapper: New row marked for remapping")
-    assert msg.endswith("and 2 more: xid 94 on 0000:01:00, xid 79 on 0000:05:00")
-    assert [e["xid"] for e in kept] == [63, 94, 79]
-    # the next run sees nothing new, but the fault stays until a reboot or --clear-xid
-    assert P.xid_verdict(kept, [], 1_800_000_000.0) == (status, msg, kept)
-
-
-def test_xid_verdict_application_errors_only():
-    ev = P.parse_xid_lines(fx("journalctl-k-xid.txt"))[:2]
-    assert P.xid_verdict([], ev, None) == (P.OK, "only application Xids (not GPU faults): 13 x1, 31 x1", [])
-
-
-def test_xid_verdict_since_and_ignore():
-    ev = P.parse_xid_lines(fx("journalctl-k-xid.txt"))
-    assert P.xid_verdict([], ev, 1749532840.5)[0] == P.OK           # all before the last run
-    status, msg, _ = P.xid_verdict([], ev, 1749532000.0)             # only the 79 is new
-    assert (status, msg) == (P.FAIL, "xid 79 on 0000:05:00 (GPU has fallen off the bus.)")
-    assert P.xid_verdict([], ev, None, ignore={13, 31, 63, 94, 79})[0] == P.OK
-
-
 # --- services, mounts, free space -----------------------------------------------------------------
 
 def test_is_active():

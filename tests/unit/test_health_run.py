@@ -136,7 +136,7 @@ def test_ecc_failure_drains(node, capsys):
 
 
 def test_xid_stays_failed_until_reboot_or_clear(node, capsys):
-    shutil.copy(FIX / "journalctl-k-xid.txt", node["fake"] / "journal.txt")
+    shutil.copy(FIX / "journalctl-k-xid.json", node["fake"] / "journal.txt")
     first = checks(run(node, capsys)[1])["gpu_xid"]
     assert first[0] == "FAIL" and first[1].startswith("xid 63 on 0000:10:1c")
     (node["fake"] / "journal.txt").write_text("")
@@ -144,7 +144,7 @@ def test_xid_stays_failed_until_reboot_or_clear(node, capsys):
     args = (node["fake"] / "journalctl.args").read_text().splitlines()
     assert "--since" not in args[0] and "--since @" in args[1]        # first run reads the whole boot
     assert checks(run(node, capsys, "--clear-xid")[1])["gpu_xid"][0] == "OK"
-    shutil.copy(FIX / "journalctl-k-xid.txt", node["fake"] / "journal.txt")
+    shutil.copy(FIX / "journalctl-k-xid.json", node["fake"] / "journal.txt")
     assert checks(run(node, capsys)[1])["gpu_xid"][0] == "OK"          # old lines: before the last run
     state = json.loads(Path(node["cfg"]["state_file"]).read_text())
     state["xid_sticky"] = [{"ts": 1.0, "pci": "0000:05:00", "xid": 79, "text": "GPU has fallen off the bus."}]

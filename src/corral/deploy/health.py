@@ -15,7 +15,7 @@ from corral.render.node_programs import node_program
 from corral.spec.shared import mounts_of
 
 LIB = paths.LIB
-MODULES = ("health.py", "health_checks.py", "health_parse.py", "health_slurm.py")
+MODULES = ("health.py", "health_checks.py", "health_parse.py", "health_xid.py", "health_slurm.py")
 WRAPPER = paths.HEALTH
 CONFIG = paths.HEALTH_CONFIG
 METRICS_FILE = "/var/lib/prometheus/node-exporter/corral-health.prom"  # node-exporter's textfile directory

@@ -8,7 +8,7 @@ mounts, services and free space; every probe is bounded and the whole run ends w
 With --act (--slurm = --act, as slurmd runs it) a FAIL drains the node with the reason
 "corral: <first failing check's message>", and a healthy node that corral drained is resumed; a node
 drained or downed for any other reason is left alone. Exit: 0 healthy, 1 a check failed, 2 bad config.
-Installed on nodes as /usr/local/lib/corral/{health,health_checks,health_parse,health_slurm}.py.
+Installed on nodes as /usr/local/lib/corral/{health,health_checks,health_parse,health_xid,health_slurm}.py.
 """
 
 from __future__ import annotations
@@ -127,8 +127,7 @@ def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[lis
     results: list[tuple] = []
     if ctx["gpus"]:
         results.append(("gpu_count",) + C.check_gpu_count(cfg, ctx, got.get("gpu-query")))
-        status, msg, kept, read_ok = C.check_xid(got.get("kernel-log"), ctx, since, sticky,
-                                                 set(cfg["xid_ignore"]))
+        status, msg, kept, read_ok = C.check_xid(got, ctx, since, sticky, set(cfg["xid_ignore"]))
         results.append(("gpu_xid", status, msg, f"read with {ctx['log']}" if ctx["log"] else ""))
         results.append(("gpu_ecc",) + C.check_gpu_ecc(got.get("gpu-ecc")) + ("",))
         results.append(("gpu_temp",) + C.check_gpu_temp(cfg, got.get("gpu-temp")) + ("",))

@@ -19,9 +19,11 @@ import time
 
 try:
     from . import health_parse as P
+    from . import health_xid as X
 except ImportError:  # run as a script on a node: the modules sit side by side
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import health_parse as P  # type: ignore[no-redef]
+    import health_xid as X  # type: ignore[no-redef]
 
 OK, WARN, FAIL, SKIPPED = P.OK, P.WARN, P.FAIL, P.SKIPPED
 
@@ -49,6 +51,26 @@ if r["exists"]:
         except OSError as e:
             r["writable"], r["write_error"] = False, e.strerror or str(e)
 print(json.dumps(r))
+"""
+
+KMSG = "/dev/kmsg"
+# The kernel's records, one per read(), control characters escaped by the kernel; records already
+# overwritten in the ring give EPIPE (skipped). Non-blocking: the end of the ring is EAGAIN.
+KMSG_PROBE = r"""
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+while True:
+    try:
+        rec = os.read(fd, 65536)
+    except OSError as e:
+        if e.errno == errno.EPIPE:
+            continue
+        if e.errno == errno.EAGAIN:
+            break
+        raise
+    if not rec:
+        break
+    sys.stdout.buffer.write(rec)
 """
 
 
@@ -143,6 +165,8 @@ def plan(cfg: dict, env: dict, since: float | None) -> tuple[list[Probe], dict]:
     ctx = {"devs": gpu_device_count(cfg["dev_dir"]), "smi": which("nvidia-smi", env), "log": None}
     ctx["gpus"] = cfg["expected_gpus"] > 0 or ctx["devs"] > 0
     probes: list[Probe] = []
+    # slurmd runs the program with no PATH at all, and then Python cannot name its own executable
+    python = sys.executable or which("python3", env) or "/usr/bin/python3"
     if ctx["gpus"] and ctx["smi"]:
         q = [ctx["smi"], "--format=csv,noheader,nounits"]
         probes += [Probe("gpu-query", q + ["--query-gpu=index,name,memory.total"]),
@@ -150,19 +174,18 @@ def plan(cfg: dict, env: dict, since: float | None) -> tuple[list[Probe], dict]:
                    Probe("gpu-ecc", [ctx["smi"], "-q", "-d", "ECC,PAGE_RETIREMENT,ROW_REMAPPER"])]
         if cfg["expected_mig"] is not None:
             probes.append(Probe("gpu-list", [ctx["smi"], "-L"]))
-    if ctx["gpus"]:
+    if ctx["gpus"]:  # the kernel log as records (health_xid says why never as text lines)
         if journalctl := which("journalctl", env):
-            argv = [journalctl, "-k", "-o", "short-unix", "--no-pager", "-q"]
+            argv = [journalctl, "-k", "-o", "json", "--output-fields=MESSAGE,SYSLOG_FACILITY,_TRANSPORT",
+                    "--no-pager", "-q"]
             probes.append(Probe("kernel-log", argv + (["--since", f"@{int(since)}"] if since else []), 15))
             ctx["log"] = "journalctl"
-        elif dmesg := which("dmesg", env):
-            probes.append(Probe("kernel-log", [dmesg], 15))
-            ctx["log"] = "dmesg"
+        elif os.path.exists(KMSG):
+            probes.append(Probe("kernel-log", [python, "-I", "-S", "-c", KMSG_PROBE, KMSG], 15))
+            ctx["log"] = KMSG
     if cfg["services"] and (systemctl := which("systemctl", env)):
         probes.append(Probe("services", [systemctl, "is-active"] + list(cfg["services"]), 10))
     writable, shared = set(cfg["mounts"]), cfg["shared_mounts"]
-    # slurmd runs the program with no PATH at all, and then Python cannot name its own executable
-    python = sys.executable or which("python3", env) or "/usr/bin/python3"
     for path in dict.fromkeys(list(shared) + list(cfg["mounts"]) + list(cfg["min_free_mb"])):
         mode = ("3" if shared[path] else "2") if path in shared else "1" if path in writable else "0"
         argv = [python, "-I", "-S", "-c", FS_PROBE, path, mode]
@@ -234,14 +257,20 @@ def check_gpu_ecc(p: Probe | None) -> tuple[str, str]:
     return P.check_ecc(p.out)
 
 
-def check_xid(p: Probe | None, ctx: dict, since: float | None, sticky: list,
+def check_xid(got: dict[str, Probe], ctx: dict, since: float | None, sticky: list,
               ignore) -> tuple[str, str, list, bool]:
-    """-> (status, message, sticky', read_ok): read_ok says whether the log was read (advance last_run)."""
+    """-> (status, message, sticky', read_ok): read_ok says whether the log was read (advance last_run).
+    A fatal Xid is kept past this run only when nvidia-smi corroborates it (health_xid)."""
+    p = got.get("kernel-log")
     if p is None:
-        return SKIPPED, "no journalctl or dmesg to read the kernel log", sticky, False
+        return SKIPPED, "no journalctl or /dev/kmsg to read the kernel log", sticky, False
     unreadable = p.timed_out or bool(p.error) or (p.rc != 0 and bool(p.err.strip()) and not p.out.strip())
-    events = P.parse_xid_lines(p.out, boot_epoch=ctx.get("boot_epoch"))
-    status, msg, kept = P.xid_verdict(sticky, events, since, ignore)
+    records = (X.parse_journal_json(p.out) if ctx["log"] == "journalctl"
+               else X.parse_kmsg(p.out, boot_epoch=ctx.get("boot_epoch")))
+    events = X.xid_events(records)
+    smi = got.get("gpu-ecc")
+    proof = X.evidence(events, smi.out if smi else None, smi.failure() if smi else "")
+    status, msg, kept = X.xid_verdict(sticky, events, since, ignore, proof)
     if unreadable and status != FAIL:
         return (FAIL if p.timed_out else WARN), f"cannot read the kernel log: {p.failure()}", kept, False
     return status, msg, kept, not unreadable

@@ -6,9 +6,7 @@ Formats (captures under tests/fixtures/health/, provenance in its README):
 - `nvidia-smi -q [-d ECC,PAGE_RETIREMENT,ROW_REMAPPER]`: `GPU 00000000:18:00.0` blocks of indented
   `Key : Value` lines and section headers; field names vary by driver (`Ecc Mode` / `ECC Mode`,
   `SRAM Uncorrectable` / `SRAM Uncorrectable SEC-DED`, Volta's `Double Bit` / `Total`).
-- kernel log: `NVRM: Xid (PCI:0000:05:00): 79, pid=..., GPU has fallen off the bus.`, also
-  `Xid (0000:03:00): 14, ...` (old drivers) and `Xid (PCI:0000:01:00 GPU-I:05): 94, ...` (MIG), behind a
-  `journalctl -o short-unix` prefix (`1749532840.414765 host kernel: `) or a dmesg one (`[  228.414765] `).
+The kernel log's Xids are health_xid's (records, never text lines).
 """
 
 from __future__ import annotations
@@ -22,10 +20,6 @@ APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68})
 
 _GPU_HEADER = re.compile(r"^\s*GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 _KEY_VALUE = re.compile(r"^(\S.*?)\s+:\s?(.*)$")
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)[^)]*\): "
-                  r"(\d+)(?:,\s*(.*))?")
-_UNIX_TS = re.compile(r"^\s*(\d{9,}\.\d+)\s")
-_DMESG_TS = re.compile(r"^\[\s*(\d+\.\d+)\]")
 
 
 def count_gpu_device_files(names) -> int:
@@ -146,66 +140,6 @@ def check_ecc(text: str) -> tuple[str, str]:
     if warns:
         return WARN, "; ".join(warns)
     return OK, f"no uncorrectable ECC errors, retired pages or row remap problems on {len(gpus)} GPUs"
-
-
-def parse_xid_lines(text: str, boot_epoch: float | None = None) -> list[dict]:
-    """Kernel log text -> [{ts, pci, xid, text}]; ts is epoch seconds (None when it cannot be known)."""
-    events = []
-    for line in text.splitlines():
-        m = _XID.search(line)
-        if not m:
-            continue
-        ts = None
-        if u := _UNIX_TS.match(line):
-            ts = float(u.group(1))
-        elif (d := _DMESG_TS.match(line)) and boot_epoch is not None:
-            ts = round(boot_epoch + float(d.group(1)), 6)
-        events.append({"ts": ts, "pci": m.group(1).lower(), "xid": int(m.group(2)),
-                       "text": (m.group(3) or "").strip()})
-    return events
-
-
-def _describe(e: dict) -> str:
-    return f"xid {e['xid']} on {e['pci']}"
-
-
-def _detail(text: str) -> str:
-    text = re.sub(r"^(pid=[^,]*,\s*)?(name=[^,]*,\s*)?", "", text).strip()
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def xid_verdict(sticky: list[dict], events: list[dict], since: float | None,
-                ignore=APPLICATION_XIDS) -> tuple[str, str, list[dict]]:
-    """Events read this run + fatal ones kept from earlier runs of this boot -> (status, message, sticky').
-
-    Fatal Xids stay (FAIL, so the node stays drained) until the node reboots or --clear-xid: a GPU that
-    fell off the bus does not come back by itself. Application Xids are listed, never fatal.
-    """
-    new = [e for e in events if since is None or e["ts"] is None or e["ts"] >= since]
-    kept = list(sticky)
-    seen = {(e["ts"], e["pci"], e["xid"]) for e in kept}
-    for e in new:
-        if e["xid"] not in ignore and (e["ts"], e["pci"], e["xid"]) not in seen:
-            kept.append(e)
-            seen.add((e["ts"], e["pci"], e["xid"]))
-    if kept:
-        names: list[str] = []
-        for e in kept:
-            if _describe(e) not in names:
-                names.append(_describe(e))
-        detail = _detail(kept[0]["text"])
-        msg = names[0] + (f" ({detail})" if detail else "")
-        if len(names) > 1:
-            msg += f" and {len(names) - 1} more: " + ", ".join(names[1:4])
-        return FAIL, msg, kept
-    ignored = [e for e in new if e["xid"] in ignore]
-    if ignored:
-        counts: dict[int, int] = {}
-        for e in ignored:
-            counts[e["xid"]] = counts.get(e["xid"], 0) + 1
-        listed = ", ".join(f"{x} x{n}" for x, n in sorted(counts.items()))
-        return OK, f"only application Xids (not GPU faults): {listed}", kept
-    return OK, "no Xid errors in the kernel log" + (" since the last run" if since else " this boot"), kept
 
 
 def parse_is_active(text: str, services: list[str]) -> dict[str, str]:
