@@ -1,6 +1,13 @@
 """slurm_exporter: corral's Slurm exporter (corral/node/slurm_exporter.py, prometheus-client) as a
 systemd service on the first controller, bound to its cluster address; Prometheus scrapes it as
-job `slurm` (render/prometheus.py)."""
+job `slurm` (render/prometheus.py).
+
+It answers anyone who reaches its port, so it runs as a user of its own (USER, made by
+systemd-sysusers from corral's sysusers.d file), not as SlurmUser: slurm can read the BMC credentials
+(deploy/power.py, 0600 slurm:slurm) and is Slurm's own super-user. sinfo, squeue, sdiag, scontrol ping
+and sacctmgr show answer an ordinary user (unless slurm.conf's PrivateData hides jobs or usage; see
+docs/components/monitoring.md). The unit confines it further: no capabilities, no new privileges, a
+read-only system, no homes, its own /tmp and /dev."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from corral.deploy import operations
 from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register
 from corral.engine.conditions import AnyChanged
+from corral.engine.shell import cmd
 from corral.render.node_programs import node_program
 from corral.render.prometheus import listen_address
 from corral.render.restart import service_lines, unit_lines
@@ -20,7 +28,32 @@ LIB = paths.LIB
 MODULES = ("slurm_exporter.py", "slurm_exporter_parse.py")
 UNIT = "corral-slurm-exporter"
 UNIT_FILE = f"/etc/systemd/system/{UNIT}.service"
-WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), UNIT_FILE), services=(UNIT,),
+USER = "corral-exporter"
+SYSUSERS = f"/etc/sysusers.d/{USER}.conf"
+SYSUSERS_TEXT = (f"# Managed by corral: the Slurm exporter's own user (no login, no home, no groups)\n"
+                 f'u {USER} - "corral Slurm exporter" /nonexistent /usr/sbin/nologin\n')
+# systemd's sandboxing as far as a systemd-nspawn node allows it (all of these work there)
+HARDENING = """NoNewPrivileges=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+ProtectSystem=strict
+ProtectHome=yes
+PrivateTmp=yes
+PrivateDevices=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+RestrictNamespaces=yes
+LockPersonality=yes
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
+SystemCallArchitectures=native
+UMask=0077"""
+WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), UNIT_FILE, SYSUSERS), services=(UNIT,),
                      packages=("python3-prometheus-client",)))
 
 
@@ -34,13 +67,11 @@ After=munge.service slurmctld.service
 {start_limit}
 
 [Service]
-User=slurm
+User={USER}
+Group={USER}
 ExecStart=/usr/bin/python3 {LIB}/slurm_exporter.py --listen {listen}
 {restart}
-NoNewPrivileges=yes
-ProtectSystem=strict
-ProtectHome=yes
-PrivateTmp=yes
+{HARDENING}
 
 [Install]
 WantedBy=multi-user.target
@@ -56,8 +87,12 @@ def slurm_exporter() -> None:
         return
     ready = http_ready(node.address, m.slurm_exporter_port, "/metrics")
     operations.packages(name="prometheus-client installed", names=["python3-prometheus-client"], want=WANT, together=True)
+    account = operations.managed_file(name=SYSUSERS, path=SYSUSERS, content=SYSUSERS_TEXT, want=WANT,
+                                      disruption=f"restart {UNIT}")
+    operations.run_when_changed(name=f"user {USER} made", description="systemd-sysusers", commands=[cmd("systemd-sysusers", SYSUSERS)],
+                                _if=AnyChanged(account))
     operations.directory(name=LIB, path=LIB, want=WANT)
-    changed = [operations.managed_file(name=f"{LIB}/{name}", path=f"{LIB}/{name}", want=WANT,
+    changed = [account] + [operations.managed_file(name=f"{LIB}/{name}", path=f"{LIB}/{name}", want=WANT,
                                 content=node_program(name), disruption=f"restart {UNIT}")
                for name in MODULES]
     changed.append(operations.managed_file(name=UNIT_FILE, path=UNIT_FILE, want=WANT, disruption=f"restart {UNIT}",

@@ -38,7 +38,7 @@ def _monitoring(c: Ctx, node: Node) -> Files:
 
 
 def _slurm_exporter(c: Ctx, node: Node) -> Files:
-    from corral.deploy.slurm_exporter import LIB, MODULES, UNIT_FILE, unit
+    from corral.deploy.slurm_exporter import LIB, MODULES, SYSUSERS, SYSUSERS_TEXT, UNIT_FILE, unit
     from corral.render.node_programs import node_program
     from corral.render.prometheus import listen_address
     controllers = c.cluster.with_role("controller")
@@ -46,7 +46,7 @@ def _slurm_exporter(c: Ctx, node: Node) -> Files:
         return {}
     port = c.cluster.spec.monitoring.slurm_exporter_port
     return {**{f"{LIB}/{m}": node_program(m) for m in MODULES},
-            UNIT_FILE: unit(listen_address(c.cluster, node.address, port))}
+            UNIT_FILE: unit(listen_address(c.cluster, node.address, port)), SYSUSERS: SYSUSERS_TEXT}
 
 
 def _dcgm_exporter(c: Ctx, node: Node) -> Files:
