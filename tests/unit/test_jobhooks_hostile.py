@@ -4,10 +4,13 @@ onto other users' GPUs and `IDX:0-2000000` made root create two million files in
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from corral.node import jobhooks as J
 
@@ -54,3 +57,28 @@ def test_indices_beyond_the_nodes_gpus_are_never_mapped(hooks):
     assert J.main(["prolog"], {"SLURM_JOB_ID": "78", "SLURM_JOB_GPUS": "2-99"}) == 0
     assert sorted(p.name for p in hooks["map"].iterdir()) == ["2", "3"]
     assert any("outside this node's 4 GPUs" in m for m in hooks["logged"]), hooks["logged"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(st.text(max_size=60), st.from_regex(r"[0-9,\- ]{0,40}", fullmatch=True)),
+       limit=st.integers(0, 16))
+def test_no_text_maps_an_index_outside_the_nodes_gpus(text, limit):
+    gpus, _ = J.expand_indices(text, limit)
+    assert all(0 <= i < limit for i in gpus) and len(gpus) == len(set(gpus)) <= limit
+
+
+@settings(max_examples=200, deadline=None)
+@given(env=st.dictionaries(st.sampled_from(["SLURM_JOB_NAME", "SLURM_JOB_COMMENT", "SLURM_JOB_ID", "SLURMD_NODENAME",
+                                            "SLURM_JOB_CONSTRAINTS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_UID"]),
+                           st.text(max_size=40)))
+def test_a_job_without_slurm_job_gpus_has_no_gpu_whatever_else_it_says(env):
+    assert J.job_gpus(env, 8) == ([], [])
+
+
+def test_the_hooks_never_ask_slurm_for_job_text():
+    """The rule behind the finding: nothing a user names (JobName, Comment) is parsed by the root hooks."""
+    for name in ("jobhooks.py", "jobdirs.py"):
+        tree = ast.parse((Path(J.__file__).parent / name).read_text())
+        calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call)]
+        strings = [n.value for c in calls for n in ast.walk(c) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        assert not [s for s in strings if s.split()[:1] == ["scontrol"] or "show job" in s or "JobName" in s], name
