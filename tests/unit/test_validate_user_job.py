@@ -48,9 +48,9 @@ def test_ok_when_the_output_is_in_the_home_owned_by_the_user(cluster):
     assert (check.status, check.message) == ("OK", "alice's job 17 from login1 ran on gpu01 as alice; its output "
                                                    "is in alice's home on login1")
     (node, script, timeout), = calls
-    assert node == "login1" and script.startswith("u=alice\n") and timeout == U.WAIT_S + 15
+    assert node == "login1" and script.startswith("cd / || exit 1\nu=alice\n") and timeout == U.WAIT_S + 15
     assert "runuser -u \"$u\" -- timeout 150 sbatch --parsable --wait -t 3 -J corral-validate \\\n" in script
-    assert 'rm -f "$f"' in script
+    assert 'runuser -u "$u" -- rm -f -- "$f"' in script
 
 
 def test_bounded_by_the_job_phase_and_kept_off_skipped_nodes(cluster):
@@ -101,7 +101,8 @@ def test_the_script_runs_in_sh_and_cancels_a_job_cut_off_by_the_bound(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (bin_dir / "getent").write_text(f"#!/bin/sh\necho 'alice:x:2001:2001::{home}:/bin/bash'\n")
-    (bin_dir / "runuser").write_text("#!/bin/sh\necho 42\nexit 124\n")
+    (bin_dir / "runuser").write_text('#!/bin/sh\nshift 3\n[ "$1 $3" = "timeout sbatch" ] && { echo 42; exit 124; }\n'
+                                     'exec "$@"\n')
     (bin_dir / "squeue").write_text("#!/bin/sh\necho PENDING\n")
     (bin_dir / "scancel").write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/cancelled\n")
     for f in bin_dir.iterdir():
@@ -112,3 +113,29 @@ def test_the_script_runs_in_sh_and_cancels_a_job_cut_off_by_the_bound(tmp_path):
     got = U.parse(proc.stdout)
     assert got["RC"] == "124" and got["JOB"] == "42" and "FILE" not in got and got["STATE"] == "PENDING"
     assert (tmp_path / "cancelled").read_text() == "42\n"
+
+
+def test_nothing_in_the_users_home_is_touched_as_root():
+    """Root reading there follows the user's links (a link to /etc/shadow in place of the output would
+    be printed in validate's report) and fails under root_squash: every command naming the home ($h)
+    or the output ($f) runs as the user, the only exceptions the assignments and sbatch's own options."""
+    for line in U.script("alice", 60, ["gpu01"]).splitlines():
+        words = line.replace('"', " ").split()
+        if not any(w.startswith(("$h", "$f", "--output=$h")) for w in words) or line.startswith(("h=", "f=")):
+            continue
+        if line.lstrip().startswith("-D "):
+            continue  # the continuation of the sbatch line, which runs as the user
+        assert 'runuser -u "$u" --' in line, line
+
+
+def test_the_output_is_read_as_the_user_through_her_own_view(tmp_path):
+    """READ, the user's side: a link in place of the output is read as the user reads it (here: a file
+    she may read), and a missing file prints nothing (no FILE line)."""
+    target = tmp_path / "t"
+    target.write_text("gpu01 alice\n")
+    link = tmp_path / "o"
+    link.symlink_to(target)
+    got = subprocess.run(["sh", "-c", U.READ, "sh", str(link)], capture_output=True, text=True, timeout=10)
+    assert got.stdout.split()[1:] == ["gpu01", "alice"]
+    missing = subprocess.run(["sh", "-c", U.READ, "sh", str(tmp_path / "none")], capture_output=True, text=True)
+    assert missing.returncode != 0 and missing.stdout == ""

@@ -1,7 +1,7 @@
 """validate's check "jobs run as a user, output visible on the login node": the first spec user submits
 a batch job from their home on the login node (`runuser`, then sbatch --wait, bounded by what is left
 of validate's job phase); the job's output file must appear in that home on the login node, owned by
-the user, saying which compute node ran it as whom. The job is named corral-validate and kept off the
+the user and read as the user (root never opens a file in a user's home: links, root_squash), saying which compute node ran it as whom. The job is named corral-validate and kept off the
 nodes the reachability pass skipped; the file is removed afterwards, and a job still queued or running
 at the bound is cancelled (said whether it never started). validate cancels the user's corral-validate
 jobs once more on its way out (`submitter`)."""
@@ -22,10 +22,15 @@ WAIT_S = 150
 GRACE_S = 15  # beyond the job's bound: SSH, sudo, runuser
 MARK = "@@corral-user-job"
 
-SCRIPT = r"""u={user}
+# Everything in the user's home is touched as the user (`runuser`), never as root: root's reads there
+# would follow whatever link the user put in place of the output (and root cannot read a root_squash
+# NFS home at all). READ prints the owner and the first 200 bytes of $1, from the user's own view.
+READ = r'''test -f "$1" && printf '%s %s\n' "$(stat -c %U -- "$1")" "$(head -c 200 -- "$1" | tr '\n' ' ')"'''
+SCRIPT = r"""cd / || exit 1
+u={user}
 h=$(getent passwd "$u" | cut -d: -f6)
-[ -n "$h" ] && [ -d "$h" ] || {{ echo "{mark} NOHOME"; exit 0; }}
-out=$(cd / && runuser -u "$u" -- timeout {wait} sbatch --parsable --wait -t {limit} -J corral-validate{exclude} \
+[ -n "$h" ] && timeout 20 runuser -u "$u" -- test -d "$h" || {{ echo "{mark} NOHOME"; exit 0; }}
+out=$(runuser -u "$u" -- timeout {wait} sbatch --parsable --wait -t {limit} -J corral-validate{exclude} \
       -D "$h" --output="$h/.corral-validate-%j.out" --wrap 'echo "$(hostname) $(id -un)"' 2>&1); rc=$?
 id=$(printf '%s\n' "$out" | grep -Eo '^[0-9]+' | head -n1)
 if [ "$rc" -ne 0 ] && [ -n "$id" ]; then
@@ -36,8 +41,10 @@ f="$h/.corral-validate-$id.out"
 echo "{mark} RC $rc"
 echo "{mark} JOB ${{id:-none}}"
 echo "{mark} SBATCH $(printf '%s' "$out" | tail -n 2 | tr '\n' ' ')"
-[ -n "$id" ] && [ -f "$f" ] && echo "{mark} FILE $(stat -c %U "$f") $(head -c 200 "$f" | tr '\n' ' ')"
-[ -n "$id" ] && rm -f "$f"
+if [ -n "$id" ]; then
+  got=$(timeout 20 runuser -u "$u" -- sh -c {read} sh "$f" 2>/dev/null) && echo "{mark} FILE $got"
+  timeout 20 runuser -u "$u" -- rm -f -- "$f"
+fi
 true
 """
 
@@ -63,7 +70,7 @@ def script(user: str, wait: int, exclude: list[str] | tuple[str, ...] = ()) -> s
     """The login node's script: `user` and the excluded nodes quoted, the bounds as numbers."""
     skip = f" -x {shlex.quote(compress_names(sorted(exclude)))}" if exclude else ""
     return SCRIPT.format(user=shlex.quote(user), wait=int(wait), limit=max(1, -(-int(wait) // 60)),
-                         exclude=skip, mark=MARK)
+                         exclude=skip, mark=MARK, read=shlex.quote(READ))
 
 
 def parse(text: str) -> dict[str, str]:
