@@ -24,6 +24,8 @@ from corral.engine.conditions import AnyChanged
 from corral.engine.shell import q, sh
 from corral.errors import CorralError
 from corral.render.cgroup import render_cgroup_conf
+from corral.render import ctld_restart
+from corral.render.node_programs import node_program
 from corral.render.containers import PLUGSTACK, plugstack_conf
 from corral.render.mig import gres_text
 from corral.render.restart import dropin_path
@@ -41,7 +43,8 @@ LOGDIR = "/var/log/slurm"  # the StateSaveLocation: spec/shared.py state_save_lo
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
 SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
 CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, TOPOLOGY_CONF, LOGDIR, STATE_DROPIN,
-                                 dropin_path("slurmctld")),
+                                 dropin_path("slurmctld"), ctld_restart.DROPIN, paths.LIB,
+                                 *(f"{paths.LIB}/{m}" for m in ctld_restart.MODULES)),
                           services=("slurmctld",),
                 packages=("slurmctld", "slurm-client")))
 NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd", dropin_path("slurmd")),
@@ -182,6 +185,13 @@ def slurm_controller() -> None:
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
                       want=CTL_WANT, backup=node.name if node.name != cluster.with_role("controller")[0].name else None)
     operations.restart_policy(name="slurmctld restarted by systemd when it dies", unit="slurmctld", want=CTL_WANT, started_next=True)
+    operations.directory(name=paths.LIB, path=paths.LIB, want=CTL_WANT)
+    for module in ctld_restart.MODULES:  # read at slurmctld's next start: no restart
+        operations.managed_file(name=f"{paths.LIB}/{module}", path=f"{paths.LIB}/{module}", want=CTL_WANT,
+                                content=node_program(module))
+    operations.unit_dropin(name="slurmctld's restarts judged after each start (jobs an unclean end lost)",
+                           unit="slurmctld", path=ctld_restart.DROPIN, content=ctld_restart.dropin_text(),
+                           want=CTL_WANT, started_next=True)
     operations.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
 
 

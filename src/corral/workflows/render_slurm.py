@@ -146,7 +146,7 @@ def _sssd(c: Ctx, node: Node) -> Files:
         return {}
     where = bind_password_path(c.cluster)
     out: Files = {SSSD_CONF: render_sssd_conf(c.cluster, secret(f"identity.ldap.bind_password_file={where}")
-                                              if where is not None else None)}
+                                              if where is not None else None, node)}
     try:
         ca = read_ca(c.cluster)
     except CorralError as exc:
@@ -192,7 +192,9 @@ def _users(c: Ctx, node: Node) -> Files:
     c.note(f"users: {RECORD} (corral's record of the accounts it manages) is planned from each node's accounts: "
            f"not rendered; {DROPIN} is installed where openssh-server is. Nodes with users an earlier spec had "
            "get the drop-in too.")
-    return {**{key_file(u.name): keys_text(u) for u in spec.users if u.ssh_keys}, DROPIN: DROPIN_TEXT}
+    from corral.spec.access import users_log_in
+    keyed = [u for u in spec.users if u.ssh_keys] if users_log_in(c.cluster, node) else []
+    return {**{key_file(u.name): keys_text(u) for u in keyed}, DROPIN: DROPIN_TEXT}
 
 
 def _munge(c: Ctx, node: Node) -> Files:
@@ -216,7 +218,7 @@ def _jobhooks(c: Ctx, node: Node) -> Files:
     if "compute" not in node.roles:
         return {}
     return {MODULE: node_program("jobhooks.py"), DIRS: node_program("jobdirs.py"), PROLOG: wrapper("prolog"),
-            EPILOG: wrapper("epilog"), CONFIG: config(c.cluster),
+            EPILOG: wrapper("epilog"), CONFIG: config(c.cluster, node, c.hw.get(node.name)),
             JOB_ENV: job_env_text(c.cluster, node, c.hw.get(node.name)), TASK_PROLOG: task_prolog()}
 
 
@@ -288,8 +290,12 @@ def _slurm_controller(c: Ctx, node: Node) -> Files:
     from corral.spec.shared import state_mount
     if "controller" not in node.roles:
         return {}
+    from corral.render import ctld_restart
+    from corral.render.node_programs import node_program
     state = {STATE_DROPIN: state_dropin(c.cluster)} if state_mount(c.cluster) is not None else {}
-    return {**state, **c.slurm_configs(), **restart_dropins("slurmctld")}
+    judge = {f"{paths.LIB}/{m}": node_program(m) for m in ctld_restart.MODULES}
+    return {**state, **c.slurm_configs(), **restart_dropins("slurmctld"), ctld_restart.DROPIN: ctld_restart.dropin_text(),
+            **judge}
 
 
 def _slurm_compute(c: Ctx, node: Node) -> Files:
