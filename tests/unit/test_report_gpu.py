@@ -168,8 +168,8 @@ def test_json_adds_the_gpu_figures_and_keeps_every_key_it_had(tmp_path, capsys, 
     # sacct on the controller, then the client on the monitoring node against its own Prometheus, bounded
     assert run.calls == [("ctl", "TZ=UTC", 120), ("mon", "timeout", 90)]
     words = shlex.split(run.commands[1])
-    assert words[:3] == ["timeout", "75", "python3"] and words[5] == "http://10.0.0.9:9090/api/v1/query"
-    assert words[7:] == ["1772928000", "60"] and "[604800s:61s]" in words[6]
+    assert words[:4] == ["timeout", "75", "python3", "-I"] and words[6] == "http://10.0.0.9:9090/api/v1/query"
+    assert words[8:] == ["1772928000", "60"] and "[604800s:61s]" in words[7]
 
 
 def test_the_table_has_the_gpu_columns_and_the_idle_jobs(tmp_path, capsys, seam, monkeypatch):

@@ -119,18 +119,32 @@ def _jobs_table(data: dict) -> Table:
     return table
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value) -> object:
+    """A CSV cell a spreadsheet shows as text: a string starting like a formula (OWASP's CSV injection
+    list: = + - @ tab CR) gets a leading apostrophe; names come from users (accounts, partitions, job
+    fields Slurm reports). Numbers stay numbers; None is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def _csv(data: dict, jobs: bool) -> None:
     """The rows (the GPU figures after `currency`, empty without data), or with --jobs the jobs."""
     writer = csv.writer(sys.stdout, lineterminator="\n")
     if jobs:
         writer.writerow(JOB_FIELDS)
         for j in data["idle_jobs"]:
-            writer.writerow(["" if j[k] is None else j[k] for k in JOB_FIELDS])
+            writer.writerow([cell(j[k]) for k in JOB_FIELDS])
         return
-    writer.writerow([data["by"], *CSV_FIELDS, "currency", *GPU_FIELDS])
+    writer.writerow([cell(data["by"]), *CSV_FIELDS, "currency", *GPU_FIELDS])
     for r in data["rows"]:
-        writer.writerow([r["key"], *("" if r[k] is None else r[k] for k in CSV_FIELDS), data["currency"],
-                         *("" if r[k] is None else r[k] for k in GPU_FIELDS)])
+        writer.writerow([cell(r["key"]), *(cell(r[k]) for k in CSV_FIELDS), cell(data["currency"]),
+                         *(cell(r[k]) for k in GPU_FIELDS)])
 
 
 @report_app.command("usage")
