@@ -20,6 +20,8 @@ import re
 from corral import paths
 from corral.facts.records import NodeHW
 from corral.spec.cluster import Cluster, Node
+from corral.spec.models_topology import env_refusal
+from corral.spec.types import WORD_RE
 
 PATH = paths.JOB_ENV
 ROCE_GID_INDEX = "3"
@@ -72,7 +74,10 @@ def job_env(cluster: Cluster, node: Node, hw: NodeHW | None) -> dict[str, str]:
     if not cluster.spec.fabric.job_env:
         return {}
     env = {**derived(node, hw), **cluster.spec.fabric.env}
-    return {k: v for k, v in sorted(env.items()) if v != ""}
+    # the derived values come from the node's facts (interface and HCA names): one config word each, or
+    # left out, like a name the spec could not hold; the file is read line by line by every job
+    return {k: v for k, v in sorted(env.items())
+            if v != "" and env_refusal(k) is None and WORD_RE.fullmatch(v)}
 
 
 def job_env_text(cluster: Cluster, node: Node, hw: NodeHW | None) -> str:

@@ -75,6 +75,23 @@ class TopologySpec(Strict):
 ENV_PREFIXES = ("NCCL", "UCX", "UCC", "OMPI", "PMIX", "SHARP", "NVSHMEM", "FI", "HCOLL", "GLOO", "TORCH_NCCL",
                 "CUDA", "MLX5")
 ENV_KEY = rf"({'|'.join(ENV_PREFIXES)})_[A-Z0-9_]{{1,60}}"
+# ... and of those, none that makes a library load code: a plugin, an injection library, a component or
+# module directory (CUDA_INJECTION64_PATH, NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN, OMPI_MCA_mca_base_component_path
+# upper-cased, UCX_MODULE_DIR, FI_PROVIDER_PATH, ...). Exported into every job of every user, such a path
+# would run whatever is there in all of them; names ending in _PATH or _DIR are refused for the same reason.
+CODE_LOADING = re.compile(r".*(PLUGIN|INJECTION|PRELOAD|_LIBS?|_LIBRARY|_PATH|_DIRS?)(_[A-Z0-9_]*)?")
+
+
+def env_refusal(key: str) -> str | None:
+    """Why `key` may not be in the job environment (None: it may)."""
+    if not re.fullmatch(ENV_KEY, key):
+        return (f"{key[:80]!r} is not a communication library's variable: the job environment sets only "
+                f"{', '.join(f'{p}_*' for p in ENV_PREFIXES)} (upper case)")
+    if CODE_LOADING.fullmatch(key):
+        return (f"{key!r} makes a library load code (a plugin, injection library, component or module path): "
+                "exported into every user's job it would run whatever is at that path; install the plugin "
+                "where the library finds it by default, or set it in the jobs that want it")
+    return None
 
 
 class FabricSpec(Strict):
@@ -93,9 +110,8 @@ class FabricSpec(Strict):
     @classmethod
     def _env_keys(cls, v: dict[str, str]) -> dict[str, str]:
         for key in v:
-            if not re.fullmatch(ENV_KEY, key):
-                raise ValueError(f"{key[:80]!r} is not a communication library's variable: the job environment sets "
-                                 f"only {', '.join(f'{p}_*' for p in ENV_PREFIXES)} (upper case)")
+            if why := env_refusal(key):
+                raise ValueError(why)
         return v
     ib_write_bw_floor_gbps: float | None = Field(default=None, gt=0, le=10000,
                                                  description="`corral validate --fabric`: the least ib_write_bw "
