@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.backup import archive, auth, local_state
+from corral.backup import archive, auth, local_state, rotation
 from corral.backup.restore import version_tuple
 from corral.errors import CorralError
 
@@ -118,9 +118,9 @@ def test_rotate_keeps_the_newest_of_this_cluster_only(tmp_path: Path) -> None:
     for stamp in ("20261201T000000Z", "20261202T000000Z", "20261203T000000Z"):
         (tmp_path / f"demo-{stamp}{archive.SUFFIX}").write_bytes(b"x")
     (tmp_path / f"other-20261101T000000Z{archive.SUFFIX}").write_bytes(b"x")
-    removed = archive.rotate(tmp_path, "demo", 2)
+    removed = rotation.rotate(tmp_path, "demo", 2)
     assert [p.name for p in removed] == [f"demo-20261201T000000Z{archive.SUFFIX}"]
-    assert len(archive.backups_of(tmp_path, "demo")) == 2 and archive.backups_of(tmp_path, "other")
+    assert len(rotation.backups_of(tmp_path, "demo")) == 2 and rotation.backups_of(tmp_path, "other")
 
 
 def _state_dir(root: Path) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from corral.backup import archive, auth, local_state, restore
+from corral.backup import archive, auth, local_state, restore, rotation
 from corral.spec.loader import load
 
 SPEC = """\
@@ -114,7 +114,7 @@ def _backup(tmp_path: Path, key: bytes, cluster: str = "lab") -> Path:
     parts["accounting.sql.gz"].write_bytes(gzip.compress(b"\\! touch /tmp/pwned\n"))
     manifest = archive.Manifest(cluster=cluster, created="2026-12-03T18:00:00+00:00", corral_version="0",
                                 spec_hash="", slurm_version="22.05.8", controller="ctl", accounting="ctl")
-    return archive.pack(tmp_path / archive.backup_name(cluster, NOW), manifest, parts, key)
+    return archive.pack(tmp_path / rotation.backup_name(cluster, NOW), manifest, parts, key)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ Anything else is refused with what is wrong, before anything is changed (and bef
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import io
 import json
@@ -27,8 +26,6 @@ FORMAT = 2                               # 1: before backups were authenticated
 MANIFEST = "manifest.json"
 SEAL = "manifest.hmac"
 SUFFIX = ".corral-backup.tar"
-STAMP = "%Y%m%dT%H%M%SZ"                 # UTC; sorts as it reads
-STAMP_RE = r"[0-9]{8}T[0-9]{6}Z"
 PART_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 PARTS = ("slurmctld-state.tar.gz", "accounting.sql.gz", "corral-state.tar.gz")
 
@@ -161,26 +158,3 @@ def verify(path: Path, cluster: str, into: Path, key: bytes) -> tuple[Manifest, 
     if missing:
         raise _bad(path, f"parts listed in the manifest are missing: {', '.join(missing)}")
     return manifest, out
-
-
-def backup_name(cluster: str, now: datetime.datetime) -> str:
-    """`<cluster>-<UTC time>.corral-backup.tar`: the only names rotation ever removes."""
-    return f"{cluster}-{now.astimezone(datetime.timezone.utc).strftime(STAMP)}{SUFFIX}"
-
-
-def backups_of(directory: Path, cluster: str) -> list[Path]:
-    """The backups of `cluster` in `directory`, oldest first (names carry a sortable UTC time).
-    The whole name is matched, not a glob: `lab-*` would also match cluster `lab-prod`'s files
-    (cluster names are lowercase, so none can end in the stamp's `T...Z`)."""
-    name = re.compile(re.escape(cluster) + "-" + STAMP_RE + re.escape(SUFFIX))
-    return sorted(p for p in Path(directory).iterdir() if name.fullmatch(p.name) and p.is_file())
-
-
-def rotate(directory: Path, cluster: str, keep: int, written: Path | None = None) -> list[Path]:
-    """Remove all but the newest `keep` backups of `cluster`, never `written` (the file just made,
-    even when a clock step makes it look older); returns what was removed."""
-    old = backups_of(directory, cluster)[:-keep] if keep > 0 else []
-    old = [p for p in old if written is None or p.resolve() != Path(written).resolve()]
-    for p in old:
-        p.unlink(missing_ok=True)
-    return old

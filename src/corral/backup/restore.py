@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from corral.backup import archive, auth, local_state
+from corral.backup import archive, auth, local_state, rotation
 from corral.backup.state_dir import keep_command, put_back_command, ready_command, unpack_command
 from corral.backup.take import DB_PART, LOCAL_PART, STATE_PART, primary_controller, slurm_version
 from corral.deploy.accounting import DB
@@ -167,7 +167,7 @@ def _restore(cluster: Cluster, manifest: archive.Manifest, parts: dict[str, Path
         result.state_restored = written
         result.trust_restored = [n for n in written if local_state.kind(n) == "trust"]
         _, result.state_differs, _ = local_state.compare_state(parts[LOCAL_PART], cluster.state_dir)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime(archive.STAMP)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime(rotation.STAMP)
     steps = _Steps(cluster, result, timeout, say)
     state, kept_state = state_save_location(cluster), f"{KEEP_DIR}/slurmctld-{stamp}"
     kept_db = f"{KEEP_DIR}/{DB}-{stamp}.sql.gz"

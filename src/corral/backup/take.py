@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral import __version__
-from corral.backup import archive, auth
+from corral.backup import archive, auth, rotation
 from corral.backup.local_state import pack_state
 from corral.backup.state_dir import pack_command
 from corral.deploy.accounting import DB
@@ -101,7 +101,7 @@ def _take(cluster: Cluster, directory: Path, timeout: float, now: datetime.datet
     except OSError as exc:
         raise CorralError(f"cannot create the backup directory: {exc.strerror}", where=str(directory),
                           fix="choose a writable directory with --to or backup.dir") from None
-    dest = directory / archive.backup_name(cluster.name, now)
+    dest = directory / rotation.backup_name(cluster.name, now)
     with tempfile.TemporaryDirectory(prefix=".backup-", dir=directory) as tmp:
         parts = {STATE_PART: Path(tmp) / STATE_PART}
         version = slurm_version(cluster, controller)
@@ -121,4 +121,4 @@ def _take(cluster: Cluster, directory: Path, timeout: float, now: datetime.datet
         result.key_id, result.key_made = auth.key_id(key), str(key_path) if made else None
         result.parts = {name: info["bytes"] for name, info in manifest.parts.items()}
     result.file, result.bytes = str(dest), dest.stat().st_size
-    result.removed = [str(p) for p in archive.rotate(directory, cluster.name, cluster.spec.backup.keep, dest)]
+    result.removed = [str(p) for p in rotation.rotate(directory, cluster.name, cluster.spec.backup.keep, dest)]
