@@ -112,7 +112,8 @@ def test_a_re_signed_bundle_by_another_key_is_refused(tmp_path, key, tmp_path_fa
     path = make(tmp_path, (other, home2, fpr2))
     checked = verify.verify(path, key[2])
     assert not checked.ok and f"signed by key {fpr2}, not the expected {key[2]}" in checked.problems[0]
-    assert verify.verify(path).ok  # no expectation: it checks, and says whose key it was (the CLI says so)
+    unpinned = verify.verify(path)  # no expectation: never "ok"; integrity checked against the carried key
+    assert unpinned.problems == [verify.UNCHECKED] and unpinned.fingerprint == fpr2
 
 
 def test_sums_edited_to_match_break_the_signature(tmp_path, key):
@@ -168,7 +169,7 @@ def test_a_member_with_a_hostile_name_is_refused(tmp_path, key):
     assert "../../etc/evil: not a plain file with a relative name (refused)" in problems
     assert "repo/link: not a plain file with a relative name (refused)" in problems
     with pytest.raises(CorralError, match="refusing to use the bundle"):
-        verify.extract(bad, verify.verify(bad, key[2]), tmp_path / "x")
+        verify.unpack_verified(bad, verify.verify(bad, key[2]), tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
 
@@ -349,10 +350,10 @@ def test_plan_and_apply_serve_the_bundle_for_the_run_only(tmp_path, key):
 def test_what_is_unpacked_is_what_was_checked(tmp_path, key):
     good = make(tmp_path, key)
     checked = verify.verify(good, key[2])
-    assert verify.extract(good, checked, tmp_path / "ok").joinpath("repo/pool/slurmd_1_amd64.deb").is_file()
+    assert verify.unpack_verified(good, checked, tmp_path / "ok").joinpath("repo/pool/slurmd_1_amd64.deb").is_file()
     checked.listed["repo/pool/slurmd_1_amd64.deb"] = "0" * 64  # as if the file changed after the check
     with pytest.raises(CorralError, match="changed while it was unpacked: repo/pool/slurmd_1_amd64.deb"):
-        verify.extract(good, checked, tmp_path / "x")
+        verify.unpack_verified(good, checked, tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
 

@@ -362,11 +362,17 @@ def test_golden_specs_match_their_deploys(tmp_path, monkeypatch, spec):
 
 
 def test_bundle_source_key_and_sources_from_the_bundle(tmp_path, monkeypatch):
+    """The bundle's signed-by keyring is the pinned key alone (bundle/trust.py), never the key file the bundle
+    carries: a bundle whose carried key is not the pinned one gets a note, not a rendered keyring."""
     import io
     import json
     import tarfile
 
+    from corral.bundle import sign
     from corral.render.bundle_source import KEYRING, LIST, ONLY
+    from tests.unit.test_bundle import make
+    if shutil.which("gpg") is None or shutil.which("gpgv") is None:
+        pytest.skip("gpg and gpgv sign and check bundles (bootstrap installs them)")
     text = REAL.replace("packages: {hold: [slurmd]}", "packages: {source: bundle, bundle: b.tar, serve: 10.0.0.100:8080}")
     cluster = _cluster(tmp_path, text)
     missing = render(cluster, tmp_path / "none")
@@ -377,9 +383,15 @@ def test_bundle_source_key_and_sources_from_the_bundle(tmp_path, monkeypatch):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+    unpinned = render(cluster, tmp_path / "unpinned")
+    assert KEYRING not in unpinned["files"]["cpu1"] and any("(CorralError): not rendered" in n for n in unpinned["notes"])
+    (tmp_path / "b.tar").unlink()
+    home, fpr = sign.ensure_key(tmp_path / "builder", "t")
+    make(tmp_path, (None, home, fpr))
+    cluster = _cluster(tmp_path, text.replace("serve: 10.0.0.100:8080}", f"serve: 10.0.0.100:8080, fingerprint: {fpr}}}"))
     _state_secrets(cluster)
     out = rendered(tmp_path / "out", cluster)
-    assert out["cpu1"][KEYRING] == b"\x99\x01public key"
+    assert sign.primary_fingerprints(out["cpu1"][KEYRING]) == [fpr]
     assert "/etc/apt/sources.list.d/grafana.list" not in out["db1"]  # the bundle's repository carries Grafana
     want, secret = deploy_files(cluster, monkeypatch, version=(24, 11))
     assert_same(out, want, secret)

@@ -6,13 +6,15 @@ Layout (every path relative to the tar's root):
   repo/Release, repo/InRelease                        their index hashes; InRelease clearsigned
   repo/downloads/<tool>/*                             pinned downloads: enroot, pyxis, ... (bundle/downloads.py)
   corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
-  manifest.json                                       what, version, sha256, size, why (bundle/resolve.py)
+  manifest.json                                       what, version, sha256, size, why (bundle/resolve.py);
+                                                      serial and valid_until (bundle/serial.py)
   python/*.whl                                        (--with-python) corral and its dependencies' wheels
   virtual/<image>.tar                                 (--with-virtual) the virtual cluster's base image
   SHA256SUMS, SHA256SUMS.sig                          every other file's sha256, and its detached signature
 
-The manifest holds no time and no host name: the same spec and the same mirror state give the same
-manifest (and the same tar but for the signatures' own time stamps). The tar is written with sorted
+The manifest holds no host name and one time: its serial (the build time, in seconds) with the end of
+its validity (valid_until, also InRelease's Valid-Until, so apt refuses a replayed old one after it):
+the same spec and the same mirror state give the same manifest but for those two. The tar is written with sorted
 members, mtime 0 and owner root, next to the output and renamed into place when complete.
 """
 
@@ -33,7 +35,8 @@ from corral.digest import sha256_file as sha256
 from corral.errors import HostToolError
 from corral.spec.cluster import Cluster
 
-FORMAT = 1
+FORMAT = 2  # 2: serial and valid_until
+VALID_DAYS = 90  # a bundle's default lifetime: InRelease's Valid-Until and the manifest's valid_until
 KEY_FILE, MANIFEST, SUMS = "corral-bundle.gpg", "manifest.json", "SHA256SUMS"
 SUITE = "bookworm"  # the release of the clean node the packages are resolved against (virtual/image.py)
 
@@ -52,9 +55,10 @@ class Built:
                 "size": self.size, "seconds": round(self.seconds, 1), "downloaded": self.downloaded}
 
 
-def release(repo: Path, name: str) -> str:
+def release(repo: Path, name: str, serial: int, valid_until: int) -> str:
     lines = ["Origin: corral", f"Label: corral bundle {name}", f"Codename: {SUITE}",
-             f"Date: {formatdate(time.time(), usegmt=True)}", "Architectures: amd64 all", "SHA256:"]
+             f"Date: {formatdate(serial, usegmt=True)}", f"Valid-Until: {formatdate(valid_until, usegmt=True)}",
+             "Architectures: amd64 all", "SHA256:"]
     for f in ("Packages", "Packages.gz"):
         lines.append(f" {sha256(repo / f)} {(repo / f).stat().st_size} {f}")
     return "\n".join(lines) + "\n"
@@ -148,11 +152,14 @@ def pack_image(image: Path, root: Path) -> dict:
             "sha256": sha256(dest), "size": dest.stat().st_size}
 
 
-def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path) -> None:
-    """root/repo (pool and Packages made) -> Release and InRelease, the public key, the manifest, SHA256SUMS
-    and its signature, then the tar at `out`."""
+def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path,
+         valid_days: int = VALID_DAYS) -> None:
+    """root/repo (pool and Packages made) -> Release and InRelease, the public key, the manifest (with its
+    serial and valid_until), SHA256SUMS and its signature, then the tar at `out`."""
     repo = root / "repo"
-    rel = release(repo, name)
+    serial = int(time.time())
+    content = {**content, "format": FORMAT, "serial": serial, "valid_until": serial + valid_days * 86400}
+    rel = release(repo, name, serial, content["valid_until"])
     (repo / "Release").write_text(rel)
     (repo / "InRelease").write_bytes(sign.sign(home, fpr, rel.encode(), clear=True))
     (root / KEY_FILE).write_bytes(sign.export_public(home, fpr))
@@ -164,11 +171,13 @@ def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path) 
 
 
 def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None,
-          python: tuple[list[str], Path | None] | None = None, image: Path | None = None) -> Built:
+          python: tuple[list[str], Path | None] | None = None, image: Path | None = None,
+          valid_days: int = VALID_DAYS) -> Built:
     """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
     `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
     `python`: (pinned requirements, corral's source directory) for the control host's wheels;
-    `image`: the virtual cluster's base image directory, to carry (--with-virtual)."""
+    `image`: the virtual cluster's base image directory, to carry (--with-virtual);
+    `valid_days`: how long the nodes' apt accepts its InRelease (Valid-Until)."""
     from corral.bundle.vendor import apt_options
     from corral.render.vendor_repos import vendor_repos
     start, out = time.monotonic(), Path(out).resolve()  # apt reads relative Dir:: paths under its own dirs
@@ -201,6 +210,6 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
         if image is not None:
             say(f"adding the virtual cluster's base image {image.name}")
             content["virtual"] = pack_image(image, root)
-        seal(root, cluster.spec.name, content, home, fpr, out)
+        seal(root, cluster.spec.name, content, home, fpr, out, valid_days)
         shutil.rmtree(work, ignore_errors=True)
     return Built(out, fpr, len(files), out.stat().st_size, time.monotonic() - start, len(files) - len(have))

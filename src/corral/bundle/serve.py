@@ -1,6 +1,8 @@
-"""A bundle put to use: verified against the expected signer, then unpacked once into the state dir
-(bundle/<digest>/, keyed by the digest of its signed SHA256SUMS) for the repository server. Nothing of
-an unverified bundle is unpacked; a spec naming no signer it can check against is refused."""
+"""A bundle put to use: verified against the pinned signer, refused when older than the newest this state
+dir has used (bundle/serial.py), then unpacked once into the state dir (bundle/<digest>/, keyed by the
+digest of its signed SHA256SUMS) for the repository server. Nothing of an unverified bundle is unpacked;
+a spec naming no signer it can check against is refused. The keyring handed on for the nodes' apt is the
+pinned key alone (bundle/trust.py), never the file the bundle carries."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from corral.bundle.build import KEY_FILE, SUMS
-from corral.bundle.verify import expected_fingerprint, extract, verify
+from corral.bundle import serial
+from corral.bundle.build import SUMS
+from corral.bundle.trust import expected_fingerprint, key_home
+from corral.bundle.verify import Checked, unpack_verified, verify
 from corral.errors import CorralError
 
 
@@ -27,8 +31,8 @@ def existing_bundle(cluster) -> Path:
     return path
 
 
-def prepare(cluster) -> tuple[Path, bytes]:
-    """(the repository directory to serve, the signing key's public keyring for the nodes' signed-by=)."""
+def checked_bundle(cluster) -> tuple[Path, Checked]:
+    """The spec's bundle, verified against the pinned key; a CorralError naming its problems."""
     path = existing_bundle(cluster)
     expected = expected_fingerprint(cluster)
     if expected is None:
@@ -36,23 +40,31 @@ def prepare(cluster) -> tuple[Path, bytes]:
                           "this state dir has no bundle key", value="packages.fingerprint",
                           fix="set packages.fingerprint to the key `corral bundle build` printed (compare it with "
                               "the builder's over another channel)")
-    checked = verify(path, expected)
+    checked = verify(path, expected, key_home(cluster))
     if not checked.ok:
         raise CorralError(f"refusing the bundle {path}: " + "; ".join(checked.problems[:3])
                           + (f" (and {len(checked.problems) - 3} more)" if len(checked.problems) > 3 else ""),
                           value=str(path), fix=f"`corral bundle verify {path}` names every problem; build or carry "
                                                "it again")
+    return path, checked
+
+
+def prepare(cluster) -> tuple[Path, bytes]:
+    """(the repository directory to serve, the pinned key alone as a keyring for the nodes' signed-by=)."""
+    path, checked = checked_bundle(cluster)
+    serial.check(cluster.state_dir, checked.serial, path)
     with tarfile.open(path, "r:") as tar:
         digest = hashlib.sha256(tar.extractfile(SUMS).read()).hexdigest()[:16]
     dest = cluster.state_dir / "bundle" / digest
     if not (dest / ".complete").is_file():
         shutil.rmtree(dest, ignore_errors=True)
-        extract(path, checked, dest)
+        unpack_verified(path, checked, dest)
         (dest / ".complete").write_text(str(path) + "\n")
     for old in (cluster.state_dir / "bundle").iterdir():  # only the bundle in use is kept unpacked
         if old != dest and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
-    return dest / "repo", (dest / KEY_FILE).read_bytes()
+    serial.remember(cluster.state_dir, checked.serial, path)
+    return dest / "repo", checked.keyring
 
 
 def carried_image(cluster, wanted: str) -> Path | None:

@@ -100,25 +100,46 @@ def sign(home: Path, fpr: str, data: bytes, *, clear: bool) -> bytes:
                     "--clearsign" if clear else "--detach-sign", input=data).stdout
 
 
-def verify(keyring: bytes, data: bytes, signature: bytes) -> str | None:
-    """None when `signature` is a good signature of `data` by a key of `keyring`; else why not."""
+def verify(keyring: bytes, data: bytes | None, signature: bytes, *, fingerprint: str) -> str | None:
+    """None when `signature` (detached, of `data`; or clearsigned when `data` is None) is good and every
+    good signature in it is by the primary key `fingerprint` (or a subkey of it); else why not. gpgv accepts
+    a signature by any key of the keyring, so its VALIDSIG lines are what decides, not its exit status."""
     gpgv = shutil.which("gpgv")
     if gpgv is None:
         raise HostToolError("gpgv is not installed on this host: it checks the bundle's signature",
                             fix="apt-get install gpgv")
+    pinned = fingerprint.upper()
     with tempfile.TemporaryDirectory(prefix="corral-gpgv-") as tmp:
         ring, sig, payload = Path(tmp, "key.gpg"), Path(tmp, "data.sig"), Path(tmp, "data")
         ring.write_bytes(keyring)
         sig.write_bytes(signature)
-        payload.write_bytes(data)
+        files = [str(sig)]
+        if data is not None:
+            payload.write_bytes(data)
+            files.append(str(payload))
         try:
-            proc = subprocess.run([gpgv, "--homedir", tmp, "--keyring", str(ring), str(sig), str(payload)],
+            proc = subprocess.run([gpgv, "--homedir", tmp, "--status-fd", "1", "--keyring", str(ring), *files],
                                   capture_output=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return f"gpgv did not finish within {TIMEOUT_S} s"
-    if proc.returncode == 0:
-        return None
-    return " | ".join(proc.stderr.decode(errors="replace").strip().splitlines()[-2:]) or "bad signature"
+    signers = validsig_primaries(proc.stdout.decode(errors="replace"))
+    if proc.returncode != 0 or not signers:
+        return " | ".join(proc.stderr.decode(errors="replace").strip().splitlines()[-2:]) or "bad signature"
+    others = sorted(set(signers) - {pinned})
+    if others:
+        return f"signed by key {', '.join(others)}, not the pinned {pinned}"
+    return None
+
+
+def validsig_primaries(status: str) -> list[str]:
+    """The primary-key fingerprint of each good signature in gpgv's --status-fd output (VALIDSIG's last
+    field, or its first where gpg writes no primary: the signing key is the primary)."""
+    out = []
+    for line in status.splitlines():
+        f = line.split()
+        if f[:2] == ["[GNUPG:]", "VALIDSIG"] and len(f) >= 3:
+            out.append((f[11] if len(f) >= 12 else f[2]).upper())
+    return out
 
 
 def primary_fingerprints(data: bytes) -> list[str]:

@@ -1,5 +1,7 @@
-"""`corral bundle build | verify | diff` (the work is in corral/bundle/). With --json each prints one object,
-also when it fails."""
+"""`corral bundle build | verify | diff | use` (the work is in corral/bundle/). With --json each prints one
+object, also when it fails. verify and diff need a key to compare the signer with (`--fingerprint`, or a
+spec's pin or state dir key): without one they exit 1 rather than print an "ok" nothing backs (there is no
+flag to trust the key the bundle carries: anyone who can alter the file can put their key in it)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from corral.bundle.build import VALID_DAYS
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json
 from corral.errors import CorralError
 
@@ -16,6 +19,8 @@ bundle_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup
 
 FprOpt = typer.Option(None, "--fingerprint", help="the signing key's fingerprint the bundle must carry (default: "
                                                  "the spec's packages.fingerprint, else this state dir's key)")
+SpecFileOpt = typer.Option(None, "--file", "-f", help="cluster spec (its packages.fingerprint or state dir key is "
+                                                      "the expected signer)")
 
 
 @bundle_app.command("build")
@@ -26,6 +31,9 @@ def build(spec: Optional[Path] = SpecOpt,
                                            "dependencies', for installing corral on an offline control host"),
           with_virtual: bool = typer.Option(False, "--with-virtual", help="also the virtual cluster's base image "
                                             "(about 275 MB), so `corral up --bundle` needs no Debian mirror"),
+          valid_days: int = typer.Option(VALID_DAYS, "--valid-days", min=1, max=3650, help="how long the nodes' apt "
+                                         "accepts the bundle's repository (InRelease's Valid-Until), and verify the "
+                                         "bundle"),
           as_json: bool = JsonOpt) -> None:
     """Resolve, download and sign every .deb the spec's nodes install, into one tar."""
     from corral.bundle.build import build as run_build
@@ -38,7 +46,7 @@ def build(spec: Optional[Path] = SpecOpt,
         built = run_build(cluster, target, status, REPO / "pool",
                           say=lambda m: None if as_json else err.print(m, markup=False),
                           python=python_pins() if with_python else None,
-                          image=image.ensure_image() if with_virtual else None)
+                          image=image.ensure_image() if with_virtual else None, valid_days=valid_days)
     except CorralError as exc:
         if as_json:
             print_json({"ok": False, "error": str(exc)})
@@ -67,25 +75,30 @@ def python_pins() -> tuple[list[str], Path | None]:
     return pins, next((c for c in candidates if (c / "pyproject.toml").is_file()), None)
 
 
+def _expected(fingerprint: str | None, spec: Path | None) -> tuple[str | None, Path | None]:
+    """(the pinned fingerprint, the state dir's key home): --fingerprint, else the spec's pin or key."""
+    from corral.bundle.trust import expected_fingerprint, key_home
+    if spec is None:
+        return fingerprint, None
+    cluster = load_cluster(spec)
+    return fingerprint or expected_fingerprint(cluster), key_home(cluster)
+
+
 @bundle_app.command("verify")
 def verify(file: Path = typer.Argument(..., help="a bundle written by `corral bundle build`"),
-           spec: Optional[Path] = typer.Option(None, "--file", "-f", help="cluster spec (its packages.fingerprint "
-                                               "or state dir key is the expected signer)"),
-           fingerprint: Optional[str] = FprOpt, as_json: bool = JsonOpt) -> None:
-    """Check the signature and every file's sha256; name each altered, missing, added or truncated file."""
-    from corral.bundle.verify import expected_fingerprint, verify as run_verify
-    expected = fingerprint
-    if expected is None and spec is not None:
-        expected = expected_fingerprint(load_cluster(spec))
-    checked = run_verify(file, expected)
+           spec: Optional[Path] = SpecFileOpt, fingerprint: Optional[str] = FprOpt, as_json: bool = JsonOpt) -> None:
+    """Check the signature (by the pinned key alone) and every file's sha256; name each altered, missing, added
+    or truncated file. Exit 1 on any problem, and when there is no key to compare the signer with."""
+    from corral.bundle.verify import verify as run_verify
+    checked = run_verify(file, *_expected(fingerprint, spec))
     if as_json:
         print_json(checked.to_json())
     else:
         for problem in checked.problems:
             err.print(f"problem: {problem}", markup=False)
-        who = (f"key {checked.fingerprint}" + (" (the expected one)" if checked.expected and checked.ok else
-                                               " (not compared with a known key: pass --fingerprint)"
-                                               if not checked.expected else ""))
+        who = ("no key that checks" if not checked.fingerprint else f"key {checked.fingerprint} (the expected one)"
+               if checked.ok else f"key {checked.fingerprint}" + ("" if checked.expected else
+                                                                  " (NOT compared with a pinned key: UNCHECKED)"))
         verdict = "ok" if checked.ok else f"{len(checked.problems)} problem(s)"
         out.print(f"{file}: {verdict}: {checked.files} files, {checked.packages} packages, signed by {who}",
                   markup=False)
@@ -95,11 +108,13 @@ def verify(file: Path = typer.Argument(..., help="a bundle written by `corral bu
 
 @bundle_app.command("diff")
 def diff(a: Path = typer.Argument(..., help="the older bundle"), b: Path = typer.Argument(..., help="the newer one"),
-         as_json: bool = JsonOpt) -> None:
-    """What changed between two bundles: packages added, removed, or at another version."""
+         spec: Optional[Path] = SpecFileOpt, fingerprint: Optional[str] = FprOpt, as_json: bool = JsonOpt) -> None:
+    """What changed between two bundles: packages added, removed, or at another version (exit 1 when either
+    does not verify against the pinned key)."""
     from corral.bundle.diff import diff as run_diff, lines
     from corral.bundle.verify import verify as run_verify
-    checked = [run_verify(p) for p in (a, b)]
+    expected = _expected(fingerprint, spec)
+    checked = [run_verify(p, *expected) for p in (a, b)]
     bad = [c for c in checked if c.manifest is None]
     if bad:
         msg = f"{bad[0].path}: no readable manifest ({'; '.join(bad[0].problems[:2])})"
@@ -119,3 +134,32 @@ def diff(a: Path = typer.Argument(..., help="the older bundle"), b: Path = typer
             err.print(f"warning: {path} does not verify (corral bundle verify {path})", markup=False)
     if unsigned:
         raise typer.Exit(1)
+
+
+@bundle_app.command("use")
+def use(file: Path = typer.Argument(..., help="the spec's bundle (packages.bundle)"), spec: Optional[Path] = SpecOpt,
+        allow_downgrade: bool = typer.Option(False, "--allow-downgrade", help="accept a bundle older than the newest "
+                                             "this state dir has used (a deliberate rollback)"),
+        as_json: bool = JsonOpt) -> None:
+    """Verify the spec's bundle against the pinned key and record its serial as the newest used: plan, apply and
+    up refuse an older one. --allow-downgrade records an older one, on purpose."""
+    from corral.bundle import serial
+    from corral.bundle.serve import bundle_path, checked_bundle
+    try:
+        cluster = load_cluster(spec)
+        if bundle_path(cluster) != file.resolve():
+            raise CorralError(f"{file} is not the spec's bundle ({bundle_path(cluster)})", value=str(file),
+                              fix="set packages.bundle to it first")
+        path, checked = checked_bundle(cluster)
+        if not allow_downgrade:
+            serial.check(cluster.state_dir, checked.serial, path)
+        before = serial.remember(cluster.state_dir, checked.serial, path, downgrade=allow_downgrade)
+    except CorralError as exc:
+        if as_json:
+            print_json({"ok": False, "error": str(exc)})
+        raise
+    if as_json:
+        print_json({"ok": True, "path": str(path), "serial": checked.serial, "previous_serial": before})
+        return
+    said = "a DOWNGRADE, accepted on purpose" if checked.serial < before else "the newest used"
+    out.print(f"{path}: verified; serial {checked.serial} recorded as {said} (was {before})", markup=False)

@@ -1,12 +1,10 @@
 """package source (every node, after proxy, before anything installs): with `packages.source: bundle` and
 `packages.serve`, apt on the node reads the bundle's repository alone, served by the control host during
-plan and apply (workflows/bundle_serve.py), its InRelease checked with the bundle's key; apt's lists are
+plan and apply (workflows/bundle_serve.py), its InRelease checked with the pinned key alone; apt's lists are
 refreshed when the source changed. Otherwise corral's files go (if an earlier run wrote them) and the
 node's own sources are read again. What each file holds: render/bundle_source.py."""
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 from pyinfra import host
 from pyinfra.api import deploy
@@ -20,20 +18,12 @@ WANT = register(Want(paths=(KEYRING, LIST, ONLY, PARTS)))
 UPDATE = "timeout -k 5 300 apt-get update -q -o Acquire::Retries=2"
 
 
-@lru_cache(maxsize=4)
-def _key(path: str, mtime: float) -> bytes:
-    """The bundle's public key (the bundle was verified before the run: workflows/bundle_serve.py)."""
-    import tarfile
-    from corral.bundle.build import KEY_FILE
-    with tarfile.open(path, "r:") as tar:
-        return tar.extractfile(KEY_FILE).read()
-
-
 def bundle_key(cluster) -> bytes:
-    """The public key of the spec's bundle (packages.bundle), which signs its repository."""
-    from corral.bundle.serve import bundle_path
-    path = bundle_path(cluster)
-    return _key(str(path), path.stat().st_mtime)
+    """The keyring apt on the nodes checks the bundle's repository with (signed-by=): the pinned key alone,
+    never the key file the bundle carries (bundle/trust.py; the bundle was verified before the run:
+    workflows/bundle_serve.py)."""
+    from corral.bundle.trust import keyring_for
+    return keyring_for(cluster)
 
 
 @deploy("package source")

@@ -152,21 +152,19 @@ def ensure_image(cache: Path | None = None, carried: Path | None = None) -> Path
 
 
 def import_image(carried: Path, target: Path) -> Path:
-    """Unpack a bundle's base image (owners, modes, links and device nodes as they were) into `target`:
-    the member names are checked (relative, no `..`), then it is renamed into place complete."""
-    import tarfile
+    """Unpack a bundle's base image (owners, modes, links and device nodes as they were) into `target`
+    through bundle/untar.py (every member checked first: no name outside the image, nothing written through
+    a link of the archive, device nodes under dev/ only), then rename it into place complete."""
+    from corral.bundle.untar import unpack
     tmp = target.with_name(target.name + ".building")
     if tmp.exists():
         shutil.rmtree(tmp)
     say(f"unpacking the node base image from the bundle into {target}")
-    with tarfile.open(carried, "r:") as tar:
-        bad = [m.name for m in tar.getmembers() if m.name.startswith("/") or ".." in Path(m.name).parts
-               or (m.islnk() and (m.linkname.startswith("/") or ".." in Path(m.linkname).parts))]
-        if bad:
-            raise HostToolError(f"the bundle's base image {carried.name} has unsafe names: {', '.join(bad[:3])}",
-                                fix="build the bundle again with corral bundle build --with-virtual")
-        tmp.mkdir(parents=True)
-        tar.extractall(tmp, numeric_owner=True, filter="fully_trusted")  # a root file system, checked by its sum
+    try:
+        unpack(carried, tmp, rootfs=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if not (tmp / "etc/corral-image").is_file():
         shutil.rmtree(tmp, ignore_errors=True)
         raise HostToolError(f"{carried.name} is not a corral node base image (no /etc/corral-image)",

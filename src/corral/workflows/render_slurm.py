@@ -124,7 +124,7 @@ def _package_source(c: Ctx, node: Node) -> Files:
     out: Files = {LIST: source_list(c.cluster), ONLY: only_source()}
     try:
         out[KEYRING] = bundle_key(c.cluster)
-    except (OSError, KeyError, AttributeError, tarfile.TarError) as exc:
+    except (OSError, KeyError, AttributeError, tarfile.TarError, CorralError) as exc:  # no pinned key
         c.note(f"{KEYRING} (the bundle's public key) is read from packages.bundle, which cannot be read here "
                f"({type(exc).__name__}): not rendered.")
     return out
