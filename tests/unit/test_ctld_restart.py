@@ -143,3 +143,54 @@ def test_without_a_textfile_directory_only_the_state_is_written(tmp_path, monkey
     out = ctld_restart.record(ctld_restart.judge(log, 0), tmp_path / "s.json", tmp_path / "none" / "x.prom")
     assert out["last_unclean"] is None and not (tmp_path / "none").exists()
     assert "corral_slurmctld_unclean_restart_timestamp_seconds 0" in ctld_restart.metrics(None)
+
+
+def judged(tmp_path, monkeypatch, restart: str) -> str:
+    """What the judge prints on the controller for the capture cut at `restart` (as `--json` prints it)."""
+    monkeypatch.setattr(ctld_restart, "nrestarts", lambda: 3)
+    log = tmp_path / "slurmctld.log"
+    log.write_text(upto(capture(), restart))
+    return json.dumps(ctld_restart.record(ctld_restart.judge(log, 0), tmp_path / "s.json", tmp_path / "x.prom"))
+
+
+def test_validate_and_health_name_the_lost_jobs_of_a_recent_unclean_restart(tmp_path, monkeypatch):
+    import subprocess
+    from corral.checks.ctld_restart import restart_check
+    from corral.render.ctld_restart import JUDGE
+    out = judged(tmp_path, monkeypatch, "2026-12-05T16:23:54.084")
+    sent = []
+
+    def run(node, command, *, timeout):
+        sent.append((node, command, timeout))
+        data = json.loads(out)
+        data["last_unclean_age_s"] = 60
+        return subprocess.CompletedProcess(command, 0, json.dumps(data), "")
+    check = restart_check(run, "ctl")
+    assert sent == [("ctl", JUDGE, 30)]
+    assert check.status == "WARN" and "slurmctld on ctl started at 2026-12-05T16:23:54.084 after an unclean end" \
+        in check.message
+    assert "2 job(s) that had ended ran again: 363, 364" in check.message and "lost" not in check.message
+    assert check.nodes == {"ctl": "unclean restart 2026-12-05T16:23:54.084: lost none; ran again 363,364"}
+
+
+def test_many_lost_jobs_are_named_twenty_then_counted_and_old_ones_are_history(tmp_path, monkeypatch):
+    from corral.checks.ctld_restart import RECENT_S, verdict
+    data = json.loads(judged(tmp_path, monkeypatch, "2026-12-05T16:20:32.591"))
+    data["last_unclean_age_s"] = 5
+    check = verdict(data, "ctl")
+    assert check.status == "WARN" and "50 acknowledged job(s) lost" in check.message
+    assert "307, 308, " in check.message and "and 30 more" in check.message
+    data["last_unclean_age_s"] = RECENT_S + 1
+    assert verdict(data, "ctl").status == "OK"
+
+
+def test_a_judge_that_does_not_answer_is_a_failure_naming_the_node():
+    import subprocess
+    from corral.checks.ctld_restart import restart_check
+    from corral.errors import NodeError
+    check = restart_check(lambda *a, **k: subprocess.CompletedProcess("", 2, "", "python3: can't open file"), "ctl")
+    assert check.status == "FAIL" and "did not run on ctl (rc=2): python3: can't open file" in check.message
+
+    def gone(*a, **k):
+        raise NodeError("command timed out after 30 s", node="ctl", command="x")
+    assert restart_check(gone, "ctl").status == "FAIL"

@@ -11,6 +11,7 @@ import pytest
 import corral.checks.jobs as J
 import corral.checks.validate as V
 from corral.errors import NodeError
+from corral.render.ctld_restart import JUDGE
 from corral.spec.loader import load_text
 from tests.unit.validate_capture import (CRED, GPU01, GPU02_DRAINED, GPU02_IDLE, GPU_SRUN, PING_DOWN, SHOWN,
                                          SPEC, Captured)
@@ -42,6 +43,7 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
         "gpus_configured": 8, "gpu_job_ok": True}
     assert checks(report) == {
         "controller reachable": ("OK", "slurmctld on ctl is up (Slurm 22.05.8)"),
+        "slurmctld restarts": ("OK", "no unclean end of slurmctld in its log on ctl"),
         "nodes available": ("OK", "2/2 compute nodes available"),
         "gres": ("OK", "configured GRES equals the spec on every node"),
         "nodes reachable": ("OK", "2/2 compute nodes reachable, slurmd and munge active, responding in Slurm"),
@@ -54,7 +56,7 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
         "gpu burn": ("SKIPPED", "acceptance.burn.enabled is false"),
         "nccl all-reduce": ("SKIPPED", "acceptance.nccl.enabled is false")}
     assert data["acceptance"]["dcgm_diag"]["gpu01"] == {"level": 1, "version": "4.1.1", "fail": [], "warn": []}
-    assert report.checks[3].nodes == {"gpu01": "OK: slurmd and munge active; Slurm: IDLE",
+    assert report.checks[4].nodes == {"gpu01": "OK: slurmd and munge active; Slurm: IDLE",
                                       "gpu02": "OK: slurmd and munge active; Slurm: IDLE"}
     # every compute node asked (bounded) whether slurmd and munge run, before any job
     assert sorted((n, c) for n, c, _ in run.calls if n != "ctl") == [
@@ -69,14 +71,14 @@ def test_a_healthy_cluster_is_ok_with_the_deepops_fields(cluster):
     diag = ("timeout -k 5 335 srun -J corral-validate --immediate=30 -t 6 -N1 -w {} --exclusive --gres=gpu:4 "
             "bash -c 'dcgmi diag -r 1 -j'")
     sent = run.sent("ctl")
-    assert sent[:2] == ["scontrol ping; scontrol version", "scontrol show node -o"]
+    assert sent[:3] == ["scontrol ping; scontrol version", JUDGE, "scontrol show node -o"]
     # the jobs and munge's check at once: each in its own order
-    assert sorted(sent[2:7]) == sorted([gpu, multi, "sacct -n -X -P -j 4242 -o JobID,State,Account", "munge -n",
+    assert sorted(sent[3:8]) == sorted([gpu, multi, "sacct -n -X -P -j 4242 -o JobID,State,Account", "munge -n",
                                         "unmunge"])
     assert sent.index(multi) < sent.index("sacct -n -X -P -j 4242 -o JobID,State,Account")
     assert sent.index("munge -n") < sent.index("unmunge")
-    assert sorted(sent[7:9]) == [diag.format("gpu01"), diag.format("gpu02")]  # the nodes' diagnostics in parallel
-    assert sent[9:] == ["scancel --name=corral-validate --user=root"]
+    assert sorted(sent[8:10]) == [diag.format("gpu01"), diag.format("gpu02")]  # the nodes' diagnostics in parallel
+    assert sent[10:] == ["scancel --name=corral-validate --user=root"]
     assert run.timeouts[diag.format("gpu01")] == 345  # 30 s to start, level 1's 300 s, 15 s for SSH and teardown
     assert run.timeouts[gpu] == run.timeouts[multi] == 75  # the job phase's 60 s + 15 s for SSH and teardown
     # the controller's credential goes to every node's unmunge on stdin

@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from corral.render.ctld_restart import JUDGE
+
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 SPEC = """\
 name: lab
@@ -37,6 +39,10 @@ UNMUNGE = "STATUS:          Success (0)\nENCODE_HOST:     ctl (10.0.0.10)\n"
 ACCEPT = FIX / "acceptance"
 DCGM_PASS = (ACCEPT / "dcgm4_diag_r1_pass.json").read_text()   # 4 H100s, as the spec's nodes
 DIAG = "dcgmi diag "                        # in the DCGM diagnostics' srun only (validate's default level 1)
+# the restart judge on the controller (node/ctld_restart.py) after a clean restart, as it prints it
+JUDGED_CLEAN = ('{"last": {"at": "2026-12-05T16:21:36.830", "previous_started": "2026-12-05T16:20:42.859", '
+                '"clean": true, "lost": [], "reran": [], "recovered": 356, "not_understood": 0, "recovery_done": true}, '
+                '"last_unclean": null, "last_unclean_age_s": null, "nrestarts": 0}\n')
 
 
 class Captured:
@@ -54,7 +60,8 @@ class Captured:
                         "munge -n": (0, CRED, ""),
                         "unmunge": (0, UNMUNGE, ""),
                         DIAG: (0, DCGM_PASS, ""),
-                        "scancel ": (0, "", "")}
+                        "scancel ": (0, "", ""),
+                        JUDGE: (0, JUDGED_CLEAN, "")}
         self.answers.update({k.replace("_", " "): v for k, v in over.items()})
         self.nodes = nodes or {}
         self.calls: list[tuple[str, str, str | None]] = []

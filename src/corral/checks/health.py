@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from corral.checks.ctld_restart import restart_check
 from corral.checks.result import Check, Report
 from corral.paths import LIB
 from corral.engine.remote import run_on
@@ -33,6 +34,17 @@ def _one(cluster: Cluster, name: str) -> Check:
                  {c["name"]: f"{c['status']}: {c['message']}" for c in data["checks"]})
 
 
+def _controller(cluster: Cluster) -> Check:
+    """slurmctld's last unclean restart and the jobs it lost (checks/ctld_restart.py), on the first controller."""
+    def run(node: str, command: str, **kw):
+        return run_on(cluster, node, command, **kw)
+    return restart_check(run, cluster.with_role("controller")[0].name)
+
+
 def run_health(cluster: Cluster, names: list[str] | None = None) -> Report:
+    """The compute nodes' checks (or those of `names`) and, unless names are given, the controller's."""
     targets = names or [n.name for n in cluster.with_role("compute")]
-    return Report(pmap(lambda n: _one(cluster, n), targets))
+    jobs = [lambda n=n: _one(cluster, n) for n in targets]
+    if not names and cluster.with_role("controller") and cluster.spec.scheduler == "slurm":
+        jobs.append(lambda: _controller(cluster))
+    return Report(pmap(lambda job: job(), jobs))

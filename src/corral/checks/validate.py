@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 
 from corral.checks.acceptance import acceptance, figures
+from corral.checks.ctld_restart import restart_check
 from corral.checks.jobs import CANCEL_S, Budget, cancel_command, gpu_jobs, multi_node
 from corral.checks.reach import reach
 from corral.checks.result import Check, Report, error_text, summarize
@@ -256,6 +257,7 @@ def _validate(cluster: Cluster, *, jobs: bool, run: Run, timeout_s: int, fabric:
         if answered is None:
             return report
         ctl = answered  # the node scontrol answered on: the backup's when the primary's is unreachable
+        report.checks.append(restart_check(run, ctl))  # jobs an unclean restart of slurmctld lost, by ID
         shown = _nodes(cluster, run, ctl, report)
         reached = reach(run, compute, shown)
         report.checks.append(reached.check)

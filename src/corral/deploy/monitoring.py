@@ -52,6 +52,7 @@ def node_exporter_args(cluster, node) -> str:
     return ("# Managed by corral\n"
             f'ARGS="--web.listen-address={listen_address(cluster, node.address, m.node_exporter_port)} '
             f"--collector.textfile.directory={TEXTFILE_DIR} --collector.systemd "
+            "--collector.systemd.enable-restarts-metrics "
             f'--collector.systemd.unit-include={UNITS}"\n')
 
 

@@ -102,7 +102,9 @@ def record(last: dict, state: Path, textfile: Path) -> dict:
         before = {}
     # an unclean restart replaces the one kept (or is the same one judged again, with more of its log read)
     unclean = last if not last["clean"] else before.get("last_unclean")
-    out = {"last": last, "last_unclean": unclean, "nrestarts": nrestarts()}
+    age = time.time() - epoch(unclean["at"]) if unclean else None
+    out = {"last": last, "last_unclean": unclean, "last_unclean_age_s": None if age is None else round(age),
+           "nrestarts": nrestarts()}
     state.parent.mkdir(parents=True, exist_ok=True)
     _write(state, json.dumps(out, indent=1) + "\n", 0o644)
     if textfile.parent.is_dir():

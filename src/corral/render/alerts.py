@@ -36,6 +36,17 @@ def rules(cluster: Cluster) -> list[Rule]:
         Rule("SlurmctldDown", 'node_systemd_unit_state{name="slurmctld.service",state="active"} == 0 '
              'or corral_slurm_slurmctld_up == 0', 60, "critical",
              "slurmctld does not answer (seen from {{ $labels.node }})"),
+        # corral's judge of slurmctld's restarts (node/ctld_restart.py) names the jobs an unclean end lost, for
+        # an hour after it; systemd's count of its automatic restarts says so even where the judge did not run
+        Rule("SlurmctldUncleanRestart",
+             "(corral_slurmctld_lost_jobs and ignoring(job_ids) "
+             "(corral_slurmctld_unclean_restart_timestamp_seconds > 0 and "
+             "time() - corral_slurmctld_unclean_restart_timestamp_seconds < 3600)) "
+             'or on(node) (increase(node_systemd_service_restart_total{name="slurmctld.service"}[1h]) > 0)',
+             0, "critical",
+             "slurmctld on {{ $labels.node }} restarted after an unclean end (kill, crash, power); jobs acknowledged "
+             "to their users and not recovered (gone, their IDs handed out again): "
+             "{{ if $labels.job_ids }}{{ $labels.job_ids }}{{ else }}none known{{ end }}; `corral health` names them all"),
         Rule("SlurmdbdDown", 'node_systemd_unit_state{name="slurmdbd.service",state="active"} == 0 '
              'or corral_slurm_slurmdbd_up == 0', 120, "critical",
              "slurmdbd does not answer: accounting is not recorded"),
