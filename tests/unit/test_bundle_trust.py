@@ -173,3 +173,20 @@ def test_every_signature_check_compares_the_signer_with_a_pinned_key():
                     calls.append(f"{rel}:{node.lineno}")
     assert not runners, "signatures are checked through corral.bundle.sign.verify alone:\n" + "\n".join(runners)
     assert not calls, "sign.verify without a pinned fingerprint:\n" + "\n".join(calls)
+
+
+def test_a_duplicate_member_is_refused(tmp_path, key):
+    """A second member of the same name (here an altered .deb before the signed one): tarfile and tar take
+    the last, another reader could take the first; either way the bundle is refused, naming it."""
+    import io
+    import tarfile
+    good = make(tmp_path, key)
+    bad = tmp_path / "dup.tar"
+    with tarfile.open(good) as tin, tarfile.open(bad, "w") as tout:
+        evil = tarfile.TarInfo(DEB)
+        evil.size = 4
+        tout.addfile(evil, io.BytesIO(b"evil"))
+        for m in tin.getmembers():
+            tout.addfile(m, tin.extractfile(m))
+    checked = verify.verify(bad, key[2])
+    assert checked.problems == [f"{DEB}: appears 2 times in the archive (refused)"]
