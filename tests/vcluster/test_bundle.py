@@ -108,6 +108,13 @@ def test_nodes_take_only_the_bundles_signed_repository(air):
     # apt checks the signature: the InRelease the nodes fetched verifies with the bundle's key
     policy = ssh(vc, "gpu01", "apt-get update 2>&1; apt-cache policy slurmd").stdout
     assert "NO_PUBKEY" not in policy and "not signed" not in policy and "Candidate:" in policy
+    # the keyring apt trusts for it is the pinned key alone (never the file the bundle carries), and the
+    # InRelease it accepted has a Valid-Until (a replayed old one is refused once expired)
+    import base64
+    from corral.bundle.sign import primary_fingerprints
+    ring = base64.b64decode(ssh(vc, "gpu01", "base64 -w0 /etc/apt/keyrings/corral-virtual-bundle.gpg").stdout)
+    assert primary_fingerprints(ring) == [built.fingerprint]
+    assert "Valid-Until: " in ssh(vc, "gpu01", "cat /var/lib/apt/lists/*_InRelease").stdout
 
 
 def test_pinned_downloads_come_from_the_bundle(air):

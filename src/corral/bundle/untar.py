@@ -2,7 +2,8 @@
 calls extract/extractall/unpack_archive). Every member is checked before anything is written, by name and
 type alone (no realpath of what is on disk, which is where tarfile's own filters have had their gaps):
 
-- a name is relative, normalised (no `..`, `.`, `//`, trailing or leading `/`), and appears once;
+- a name is relative, normalised (no `..`, `.`, `//`, trailing or leading `/`), and appears once (a
+  backslash is an ordinary character here: systemd's unit names hold `\x2d`);
 - no member lies under a symlink or hard link member, nor under a member that is not a directory, in
   whatever order they come: nothing is ever written *through* a link of the archive;
 - `files`: regular files and directories only; `rootfs`: also symlinks (their targets are the image's own
@@ -26,7 +27,7 @@ SPECIALS_UNDER = ("dev",)  # where a root file system keeps its device nodes
 
 def clean_name(name: str) -> bool:
     p = PurePosixPath(name)
-    return (bool(name) and "\\" not in name and "\0" not in name and not p.is_absolute()
+    return (bool(name) and "\0" not in name and not p.is_absolute()
             and p.as_posix() == name and ".." not in p.parts and "." not in name.split("/"))
 
 

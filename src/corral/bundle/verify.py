@@ -91,7 +91,7 @@ def verify(path: Path, expected: str | None = None, key_home: Path | None = None
             if n > 1:  # tar and tarfile take the last copy: it could shadow the one a reader checked
                 out.problems.append(f"{name}: appears {n} times in the archive (refused)")
         for name, m in sorted(members.items()):
-            if not m.isfile() or not clean_name(name):
+            if not m.isfile() or not clean_name(name) or "\\" in name:  # a bundle's own names have none
                 out.problems.append(f"{name}: not a plain file with a relative name (refused)")
 
         def read(name: str) -> bytes | None:
