@@ -288,6 +288,39 @@ def test_killed_slurmctld_comes_back_with_its_queue(slurm):
         ctl(slurm, f"scancel {held} {running}", check=False)
 
 
+def test_a_killed_slurmctld_names_the_acknowledged_jobs_it_lost(slurm):
+    """Slurm saves its job state a few seconds behind: jobs acknowledged just before a kill -9 are gone after
+    the restart. corral's judge (node/ctld_restart.py, run by slurmctld's ExecStartPost) names exactly those:
+    validate's WARN, the state file, and the SlurmctldUncleanRestart alert in Alertmanager with their IDs."""
+    from tests.vcluster.test_monitoring import get, wait_for
+    burst = ("for i in $(seq 40); do sbatch --parsable --hold -A research -o /dev/null --wrap 'sleep 600' "
+             "|| exit 1; done; kill -9 $(systemctl show -p MainPID --value slurmctld)")
+    pid = _main_pid(slurm, "ctl", "slurmctld")
+    acked = ctl(slurm, burst).stdout.split()
+    try:
+        assert len(acked) == 40
+        _back(slurm, "ctl", "slurmctld", pid)
+        wait_for("slurmctld serving", lambda: "is UP" in ctl(slurm, "scontrol ping", check=False).stdout, 30, 0.5)
+        queued = set(ctl(slurm, "squeue -h -o %i").stdout.split())
+        lost = [j for j in acked if j not in queued]
+        assert lost, "the kill came after the state save: nothing to name (the test proves nothing)"
+        check = next(c for c in validate(slurm.cluster, jobs=False).checks if c.name == "slurmctld restarts")
+        assert check.status == "WARN" and f"{len(lost)} acknowledged job(s) lost" in check.message, check
+        named = check.nodes["ctl"].split("lost ")[1].split(";")[0].split(",")
+        assert named == lost, (named, lost)
+        state = json.loads(ctl(slurm, "cat /var/lib/corral/slurmctld-restart.json").stdout)
+        assert state["last_unclean"]["lost"] == lost and state["nrestarts"] >= 1
+
+        def alert():
+            return [a for a in get(slurm, 9093, "/api/v2/alerts")
+                    if a["labels"].get("alertname") == "SlurmctldUncleanRestart" and a["labels"].get("job_ids")]
+        fired = wait_for("SlurmctldUncleanRestart with the lost jobs' IDs in Alertmanager", alert, timeout=90)
+        assert fired[0]["labels"]["job_ids"].split(",")[:3] == lost[:3]
+        assert ",".join(lost[:3]) in fired[0]["annotations"]["summary"]
+    finally:
+        ctl(slurm, f"scancel {' '.join(acked)}", check=False)
+
+
 def test_killed_slurmd_comes_back_and_its_running_job_completes(slurm):
     job = ctl(slurm, "sbatch --parsable -A research -w gpu01 --wrap 'sleep 15; echo done'").stdout.strip()
     for _ in range(40):
