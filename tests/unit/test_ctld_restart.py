@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,23 @@ def test_a_judge_that_does_not_answer_is_a_failure_naming_the_node():
     def gone(*a, **k):
         raise NodeError("command timed out after 30 s", node="ctl", command="x")
     assert restart_check(gone, "ctl").status == "FAIL"
+
+
+def test_the_first_start_is_recovered_at_once_and_the_start_is_never_held_up(tmp_path):
+    """A first start logs that it has no state: judged at once (no wait). With --wait the judge returns at once
+    to slurmctld's ExecStartPost and writes its verdict from the background."""
+    import subprocess
+    text = "\n".join([L(0, START), L(1, "No job state file (/var/lib/slurm/slurmctld/job_state.old) to recover")])
+    assert ctld_log.last_restart(text).recovery_done
+    log = tmp_path / "slurmctld.log"
+    log.write_text(L(0, START) + "\n")   # never recovers: the background judge gives up after --wait
+    prog = Path(ctld_restart.__file__)
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, str(prog), "--log", str(log), "--state", str(tmp_path / "s.json"),
+                    "--textfile", str(tmp_path / "x.prom"), "--wait", "3"], check=True, timeout=10)
+    assert time.monotonic() - t0 < 2 and not (tmp_path / "s.json").exists()
+    log.write_text(text + "\n")
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "s.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert json.loads((tmp_path / "s.json").read_text())["last"]["recovery_done"]

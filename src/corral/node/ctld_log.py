@@ -87,7 +87,8 @@ def runs(text: str) -> tuple[list[Run], int]:
         if not out:
             continue
         run = out[-1]
-        if msg.startswith("Recovered information about "):
+        if msg.startswith("Recovered information about ") or (msg.startswith("No job state file") and
+                                                                 msg.endswith(" to recover")):
             run.recovery_done = True
         elif any(msg.startswith(c) for c in _CLEAN_STOP):
             run.clean_stop = True

@@ -6,7 +6,9 @@ It reads slurmctld's log (the rotated file first), judges the last restart (ctld
   across later clean restarts until a newer unclean one replaces it;
 - the node exporter's textfile metrics (corral_slurmctld.prom), which the alert SlurmctldUncleanRestart
   reads: when the last unclean start was, and the job IDs acknowledged and not recovered (a label).
-`--wait S`: at slurmctld's start, wait up to S seconds for the new run to have read its state back.
+`--wait S`: at slurmctld's start: return at once (the start is never held up) and, in the background, wait up
+to S seconds for the new run to have read its state back (a standby backup controller reads it only when it
+takes over: it is judged by the next `corral health`).
 """
 
 from __future__ import annotations
@@ -120,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait", type=float, default=0.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.wait and os.fork() > 0:
+        return 0  # slurmctld's start goes on; the judge waits for its recovery in the background
     out = record(judge(args.log, args.wait), args.state, args.textfile)
     if args.json:
         print(json.dumps(out))

@@ -1,10 +1,10 @@
 """slurmctld's restart check (pure): the drop-in that runs corral's judge of the restart after each start of
 slurmctld (node/ctld_restart.py, which names the jobs an unclean end lost), and the files it needs.
 
-ExecStartPost with `-`: the judge never fails slurmctld's start; `timeout` bounds it (it waits at most
-WAIT_S for slurmctld to have read its state back, which takes about a second). With Debian 12's
-Type=simple unit it runs right after the fork; with Type=notify (Slurm >= 23.02) after the daemon is
-ready. Both write the verdict when the recovery has been logged.
+ExecStartPost with `-`: the judge never fails slurmctld's start, and never holds it up: it returns at once
+and waits in the background (at most WAIT_S, under `timeout`) for slurmctld to have logged its recovery,
+which takes about a second. With Debian 12's Type=simple unit it runs right after the fork; with
+Type=notify (Slurm >= 23.02) after the daemon is ready.
 """
 
 from __future__ import annotations
