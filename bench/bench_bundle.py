@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import tarfile
 import tempfile
 from pathlib import Path
@@ -19,6 +20,12 @@ from corral.spec.loader import load
 from corral.virtual import image
 from corral.virtual.defaults import default_spec
 from corral.virtual.repo import REPO
+
+
+def _content(path) -> bytes:
+    """The manifest less its serial and valid_until (the build's time): what must be the same each build."""
+    m = json.loads(tarfile.open(path).extractfile("manifest.json").read())
+    return json.dumps({k: v for k, v in m.items() if k not in ("serial", "valid_until")}, sort_keys=True).encode()
 
 
 def main() -> None:
@@ -39,8 +46,7 @@ def main() -> None:
         for kind, cache, base in kinds:
             builds = [build(cluster, Path(d) / f"b{i}.tar", status, cache, image=base) for i in range(args.runs)]
             checks = [timed(lambda b=b: verify(b.path, b.fingerprint)) for b in builds]
-            manifests = {hashlib.sha256(tarfile.open(b.path).extractfile("manifest.json").read()).hexdigest()
-                         for b in builds}
+            manifests = {hashlib.sha256(_content(b.path)).hexdigest() for b in builds}
             rows.append([kind, builds[0].packages, f"{builds[0].size / 1e6:.1f}",
                          f"{median([b.seconds for b in builds]):.1f}",
                          f"{min(b.seconds for b in builds):.1f}-{max(b.seconds for b in builds):.1f}",
