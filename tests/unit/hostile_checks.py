@@ -147,7 +147,8 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
                                                                  state_mount(cluster).path) + "\n")
     if cluster.spec.identity.ldap is not None:
         ldap = cluster.spec.identity.ldap
-        out["sssd.conf"] = ("sssd", render_sssd_conf(cluster, "bind-password" if ldap.bind_dn else None))
+        for i, n in enumerate(cluster.nodes):  # the access provider is per node
+            out["sssd.conf" + (f" #{i}" if i else "")] = ("sssd", render_sssd_conf(cluster, "bind-password" if ldap.bind_dn else None, n))
     if nv.driver is not None:
         out["driver versionlock"] = ("words", versionlock_block(nv.driver.version))
         out["driver versionlock script"] = ("shell", lock_restore_script(nv.driver.version))

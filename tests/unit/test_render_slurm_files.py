@@ -123,7 +123,7 @@ def _state_secrets(cluster) -> None:
 class _Host:
     """pyinfra's host, with the facts a deploy reads while it is prepared answered here (no SSH)."""
 
-    FACTS = {"LocalAccounts": Accounts(), "PciDevices": [],
+    FACTS = {"LocalAccounts": Accounts(), "AccountsByKey": Accounts(), "PciDevices": [],
              "LinuxDistribution": {"name": "Debian", "major": 12, "release_meta": {"ID": "debian", "VERSION_ID": "12"}}}
 
     def __getattr__(self, name):
@@ -241,10 +241,12 @@ def test_virtual_default_spec_every_node_gets_its_deploys_files(tmp_path, monkey
     assert_same(out, want, secret)
     assert_no_secret(tmp_path / "out")
     ctl, gpu, login = out["ctl"], out["gpu01"], out["login1"]
-    common = {"/etc/hosts.corral-block", "/etc/munge/munge.key", "/etc/ssh/authorized_keys/alice",
+    common = {"/etc/hosts.corral-block", "/etc/munge/munge.key",
               "/etc/ssh/sshd_config.d/corral-users.conf", "/etc/default/prometheus-node-exporter",
               "/etc/systemd/system/chrony.service.d/corral-restart.conf"}
     assert common <= set(ctl) & set(gpu) & set(login)
+    # users' keys where users log in only (spec/access.py): not on the controller
+    assert "/etc/ssh/authorized_keys/alice" in set(gpu) & set(login) and "/etc/ssh/authorized_keys/alice" not in ctl
     assert {"/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf", "/etc/slurm/plugstack.conf",
             "/etc/slurm/slurmdbd.conf", "/etc/prometheus/prometheus.yml", "/etc/prometheus/rules/corral.yml",
             "/etc/systemd/system/corral-slurm-exporter.service", "/usr/local/lib/corral/slurm_exporter.py",

@@ -42,6 +42,8 @@ services = nss, pam
 domains = corral
 
 [nss]
+filter_users = _apt, bin, daemon, messagebus, munge, mysql, nobody, prometheus, root, slurm, sshd, sync, sys, systemd-network
+filter_groups = _apt, adm, admin, bin, daemon, disk, docker, kmem, kvm, libvirt, lxd, messagebus, munge, mysql, nobody, prometheus, root, shadow, slurm, sshd, staff, sudo, sync, sys, systemd-journal, systemd-network, wheel
 
 [pam]
 
@@ -54,13 +56,16 @@ cache_credentials = false
 enumerate = false
 fallback_homedir = /home/%u
 default_shell = /bin/bash
+min_id = 10000
+max_id = 59999
+access_provider = deny
 """
 
 
 def test_ldaps_with_a_ca_and_a_bind_dn(tmp_path):
     c = cluster(tmp_path, "{uri: ['ldaps://ldap.example.com:636'], base: 'dc=example,dc=com', ca_cert: keys/ca.pem, "
                           "bind_dn: 'cn=reader,ou=services,dc=example,dc=com', bind_password_file: keys/bind}")
-    assert render_sssd_conf(c, "s3cret-Pa55") == HEAD + """\
+    assert render_sssd_conf(c, "s3cret-Pa55", c.nodes[0]) == HEAD + """\
 ldap_uri = ldaps://ldap.example.com:636
 ldap_search_base = dc=example,dc=com
 ldap_schema = rfc2307
@@ -77,7 +82,7 @@ def test_ldap_uri_with_starttls_and_the_system_cas(tmp_path):
     """ldap:// with tls (the default): StartTLS, the certificate checked against the system's CAs;
     anonymous bind: no bind lines, no password needed."""
     c = cluster(tmp_path, "{uri: ['ldap://ldap.example.com'], base: 'dc=example,dc=com'}", homes="/shared/home")
-    assert render_sssd_conf(c, None) == HEAD + """\
+    assert render_sssd_conf(c, None, c.nodes[0]) == HEAD + """\
 ldap_uri = ldap://ldap.example.com
 ldap_search_base = dc=example,dc=com
 ldap_schema = rfc2307
@@ -92,7 +97,7 @@ def test_tls_false_is_a_test_directory(tmp_path):
     passwords over the plain connection (it refuses LDAP authentication without TLS otherwise)."""
     c = cluster(tmp_path, "{uri: ['ldap://10.0.0.5:389'], base: 'dc=test', tls: false, "
                           "bind_dn: 'cn=admin,dc=test', bind_password_file: keys/bind}")
-    assert render_sssd_conf(c, "admin") == HEAD + """\
+    assert render_sssd_conf(c, "admin", c.nodes[0]) == HEAD + """\
 ldap_uri = ldap://10.0.0.5:389
 ldap_search_base = dc=test
 ldap_schema = rfc2307
@@ -111,7 +116,7 @@ def test_two_uris_tried_in_order(tmp_path):
     it on the ldaps:// ones)."""
     c = cluster(tmp_path, "{uri: ['ldaps://ldap1.example.com', 'ldap://[fd00::5]:389'], base: 'dc=example,dc=com', "
                           "ca_cert: keys/ca.pem}")
-    text = render_sssd_conf(c, None)
+    text = render_sssd_conf(c, None, c.nodes[0])
     assert "ldap_uri = ldaps://ldap1.example.com,ldap://[fd00::5]:389\n" in text
     assert "ldap_id_use_start_tls = true\n" in text and "ldap_tls_cacert = /etc/sssd/corral-ca.pem\n" in text
     assert "ldap_default_bind_dn" not in text
@@ -123,7 +128,7 @@ def test_a_password_sssd_conf_cannot_hold_is_refused_naming_its_file(tmp_path, p
     c = cluster(tmp_path, "{uri: ['ldaps://ldap.example.com'], base: 'dc=example,dc=com', "
                           "bind_dn: 'cn=reader,dc=example,dc=com', bind_password_file: keys/bind}")
     with pytest.raises(CorralError) as err:
-        render_sssd_conf(c, password)
+        render_sssd_conf(c, password, c.nodes[0])
     assert err.value.where == str(tmp_path / "keys" / "bind")
     assert "/etc/sssd/sssd.conf" in err.value.message
     assert password.strip() == "" or password.strip() not in str(err.value)  # the password is never shown
@@ -135,7 +140,7 @@ def test_any_one_line_password_is_written_as_it_is(tmp_path, password):
     at the start of a line, and SSSD expands no '%' in ldap_default_authtok."""
     c = cluster(tmp_path, "{uri: ['ldaps://ldap.example.com'], base: 'dc=example,dc=com', "
                           "bind_dn: 'cn=reader,dc=example,dc=com', bind_password_file: keys/bind}")
-    assert f"\nldap_default_authtok = {password}\n" in render_sssd_conf(c, password)
+    assert f"\nldap_default_authtok = {password}\n" in render_sssd_conf(c, password, c.nodes[0])
     assert check_bind_password(c, password) == password
 
 
@@ -143,18 +148,18 @@ def test_bind_dn_without_a_password_is_refused(tmp_path):
     c = cluster(tmp_path, "{uri: ['ldaps://ldap.example.com'], base: 'dc=example,dc=com', "
                           "bind_dn: 'cn=reader,dc=example,dc=com', bind_password_file: keys/bind}")
     with pytest.raises(CorralError, match="no bind password"):
-        render_sssd_conf(c, None)
+        render_sssd_conf(c, None, c.nodes[0])
 
 
 def test_no_ldap_no_sssd_conf(tmp_path):
     c = load_text(BASE, str(tmp_path / "cluster.yaml"))
     with pytest.raises(CorralError, match="identity.ldap is not set"):
-        render_sssd_conf(c, None)
+        render_sssd_conf(c, None, c.nodes[0])
 
 
 def test_homes_at_the_root_make_one_slash(tmp_path):
     c = cluster(tmp_path, "{uri: ['ldaps://ldap.example.com'], base: 'dc=example,dc=com'}", homes="/")
-    assert "\nfallback_homedir = /%u\n" in render_sssd_conf(c, None)
+    assert "\nfallback_homedir = /%u\n" in render_sssd_conf(c, None, c.nodes[0])
 
 
 # Debian 12's /etc/nsswitch.conf as installed (libc-bin's, with libnss-systemd's `systemd`)

@@ -76,10 +76,11 @@ def test_full_name_with_spaces_and_option_like_values_stay_one_argv_word():
 
 def test_home_script_quotes_the_path_and_makes_nothing_over_an_existing_one():
     script = home_script("/srv/nfs/my homes/alice", 2001, 3000)
-    assert script.startswith("if [ -e '/srv/nfs/my homes/alice' ]; then echo")
-    assert "install -d -m 0700 -o 2001 -g 3000 '/srv/nfs/my homes/alice'" in script
-    assert "cp -rT /etc/skel '/srv/nfs/my homes/alice'" in script
-    assert "chown -R 2001:3000 '/srv/nfs/my homes/alice'" in script
+    assert script.startswith("if [ -e '/srv/nfs/my homes/alice' ] || [ -L '/srv/nfs/my homes/alice' ]; then echo")
+    assert "install -d -m 0700 -o 0 -g 0 '/srv/nfs/my homes/alice'" in script
+    assert "cp -RPT /etc/skel '/srv/nfs/my homes/alice'" in script
+    assert "find '/srv/nfs/my homes/alice' -mindepth 1 -exec chown -h 2001:3000 {} +" in script
+    assert script.endswith("chown 2001:3000 '/srv/nfs/my homes/alice'; fi")
 
 
 def test_personal_group_gid_taken_by_another_group_is_located_at_the_uid():

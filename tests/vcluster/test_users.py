@@ -258,7 +258,8 @@ def test_ldap_users_resolve_on_every_node_and_their_jobs_run_as_them(usable, tmp
     (spec.parent / "ldap-bind").write_text(LDAP_PW + "\n")
     (spec.parent / "ldap-bind").chmod(0o600)
     ldap = (f"identity:\n  ldap:\n    uri: [ldaps://{ctl_address}]\n    base: dc=corral,dc=test\n"
-            "    ca_cert: ldap-ca.pem\n    bind_dn: cn=admin,dc=corral,dc=test\n    bind_password_file: ldap-bind\n")
+            "    ca_cert: ldap-ca.pem\n    bind_dn: cn=admin,dc=corral,dc=test\n    bind_password_file: ldap-bind\n"
+            "    min_id: 3000\n")  # bob's uid 3001 is below the default floor (10000)
     spec.write_text(text.replace("slurm:\n", ldap + "slurm:\n", 1)
                     .replace("users: [root]", "users: [root, bob]"))
     try:

@@ -179,7 +179,7 @@ def sssd() -> None:
     if cluster.spec.identity.ldap is None:
         return
     password = bind_password(cluster)
-    conf = render_sssd_conf(cluster, password)
+    conf = render_sssd_conf(cluster, password, host.data.corral_node)
     operations.packages(name="SSSD (LDAP) installed", names=list(PACKAGES), want=WANT)
     nsswitch(name="sss in /etc/nsswitch.conf")
     pam_sss(name="pam_sss enabled")

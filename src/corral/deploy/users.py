@@ -1,6 +1,7 @@
 """users (every node, when the spec has users or groups, or corral manages users there): local accounts
 (deploy/users_plan.py plans them from facts/accounts.py), corral's record of them (/var/lib/corral/users,
-0600 root), SSH keys as root-owned files (/etc/ssh/authorized_keys/NAME, read by sshd through the drop-in
+0600 root), SSH keys as root-owned files on the nodes users log in to (spec/access.py: login nodes, compute nodes
+under pam_slurm_adopt; removed elsewhere) (/etc/ssh/authorized_keys/NAME, read by sshd through the drop-in
 /etc/ssh/sshd_config.d/corral-users.conf: checked with `sshd -t`, put back when refused, ssh reloaded),
 and homes: made once (0700, from /etc/skel) on the node that holds them (spec/shared.py: home_maker),
 never changed once there, never deleted.
@@ -20,7 +21,8 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.users_plan import plan_accounts, record_text
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
-from corral.facts.accounts import RECORD, Accounts, HomeDirs, LocalAccounts
+from corral.facts.accounts import RECORD, Accounts, AccountsByKey, HomeDirs, LocalAccounts, not_local
+from corral.spec.access import users_log_in
 from corral.spec.models_users import Group, User
 from corral.spec.shared import home_maker
 
@@ -46,9 +48,11 @@ def keys_text(user: User) -> str:
 
 
 @operation()
-def accounts(users: list[User], groups: list[Group], homes: str, node: str, current: Accounts):
-    """Groups and users as the spec says, removed users locked, corral's record rewritten after a change."""
-    plan = plan_accounts(users, groups, homes, node, current)
+def accounts(users: list[User], groups: list[Group], homes: str, node: str, current: Accounts,
+             directory: Accounts | None = None):
+    """Groups and users as the spec says, removed users locked, corral's record rewritten after a change;
+    refused when a spec name or id is the directory's (`directory`: facts/accounts.py AccountsByKey)."""
+    plan = plan_accounts(users, groups, homes, node, current, directory)
     if not plan.commands and not plan.record_changed:
         host.noop(plan.summary)
         return
@@ -108,10 +112,15 @@ def sshd_dropin(content: str, want: Want):
 
 
 def home_script(path: str, uid: int, gid: int) -> str:
-    """Made only when nothing is there: 0700, the user's, a copy of /etc/skel."""
-    return (f"if [ -e {q(path)} ]; then echo {q(f'{path} exists: left as it is')}; else "
-            f"install -d -m 0700 -o {int(uid)} -g {int(gid)} {q(path)} && "
-            f"if [ -d {SKEL} ]; then cp -rT {SKEL} {q(path)}; fi && chown -R {int(uid)}:{int(gid)} {q(path)}; fi")
+    """Made only when nothing is there (not even a dangling link): 0700, the user's, a copy of /etc/skel.
+    Root fills a directory only root can enter, gives its contents away without following links (find
+    and chown -h), and the directory itself last: the user can place nothing in it while root writes
+    there (the old order, the directory the user's before the copy, let a planted .bashrc symlink
+    turn root's copy into a write anywhere)."""
+    return (f"if [ -e {q(path)} ] || [ -L {q(path)} ]; then echo {q(f'{path} exists: left as it is')}; else "
+            f"install -d -m 0700 -o 0 -g 0 {q(path)} && "
+            f"if [ -d {SKEL} ]; then cp -RPT {SKEL} {q(path)}; fi && "
+            f"find {q(path)} -mindepth 1 -exec chown -h {int(uid)}:{int(gid)} {{}} + && chown {int(uid)}:{int(gid)} {q(path)}; fi")
 
 
 @operation()
@@ -155,20 +164,30 @@ def users() -> None:
     current = host.get_fact(LocalAccounts) or Accounts()
     if not (spec.users or spec.groups or current.managed):
         return
+    directory = None
+    if spec.users or spec.groups:  # each spec name and number, as the node resolves it (SSSD included)
+        found = host.get_fact(AccountsByKey,
+                              users=[*(u.name for u in spec.users), *(u.uid for u in spec.users)] or ["root"],
+                              groups=[*(g.name for g in spec.groups), *(g.gid for g in spec.groups),
+                                      *(u.uid for u in spec.users if u.group is None)] or ["root"])
+        directory = not_local(found or Accounts(), current)
     accounts(name="local users and groups", users=spec.users, groups=spec.groups, homes=spec.identity.homes,
-             node=node.name, current=current)
+             node=node.name, current=current, directory=directory)
     names = {u.name for u in spec.users}
-    stale = sorted({u.name for u in spec.users if not u.ssh_keys} | (set(current.managed) - names))
+    # keys only where users log in (spec/access.py): on the controller, accounting or NFS node a user's
+    # key would be a shell next to slurmctld's state, the database or every home
+    keyed = [u for u in spec.users if u.ssh_keys] if users_log_in(cluster, node) else []
+    stale = sorted((names - {u.name for u in keyed}) | (set(current.managed) - names))
     want = _key_want(names | set(current.managed))
-    if any(u.ssh_keys for u in spec.users):
+    if keyed:
         operations.directory(name=KEYS_DIR, path=KEYS_DIR, want=want)
-    for u in spec.users:
-        if u.ssh_keys:
-            operations.managed_file(name=f"SSH keys of {u.name}", path=key_file(u.name),
-                                    content=keys_text(u), want=want)
+    for u in keyed:
+        operations.managed_file(name=f"SSH keys of {u.name}", path=key_file(u.name), content=keys_text(u),
+                                want=want)
     if stale:
-        absent(name="SSH keys of removed or keyless users", paths=[key_file(n) for n in stale], want=want,
-               what="SSH key files of removed or keyless users")
+        absent(name="SSH keys of removed or keyless users, or of a node users do not log in to",
+               paths=[key_file(n) for n in stale], want=want,
+               what="SSH key files of removed or keyless users, or of a node users do not log in to")
     sshd_dropin(name="sshd reads /etc/ssh/authorized_keys/%u", content=DROPIN_TEXT, want=WANT)
     base = home_base(cluster, node)
     if base is not None and spec.users:

@@ -7,7 +7,10 @@ the spec's `groups:` and `users:`, the plan's diff lines, and corral's record af
   (of those the spec knows: others the admin gave are kept), full name, home or shell differ: usermod.
 - An existing account with the spec's name and uid that corral does not manage yet is adopted (recorded).
 - A uid, gid or name the node already uses otherwise: a CorralError located like the spec
-  (`users[1].uid: 2001 is already user bob's on gpu01`); no uid or gid is ever changed.
+  (`users[1].uid: 2001 is already user bob's on gpu01`); no uid or gid is ever changed. That includes
+  the directory's entries (`directory`: looked up by each spec name and number, facts/accounts.py
+  AccountsByKey), which `getent passwd` does not list: a local account sharing a directory user's uid
+  would own their files and see their jobs.
 - A recorded user no longer in the spec: locked (`usermod -L -e 1 -s /usr/sbin/nologin`), recorded
   `locked`, the home kept; back in the spec: unlocked (`usermod -U -e ''`) with the spec's shell.
 """
@@ -43,8 +46,8 @@ def record_text(record: dict[str, Record]) -> str:
 
 
 class _Plan:
-    def __init__(self, node: str, current: Accounts) -> None:
-        self.node, self.cur = node, current
+    def __init__(self, node: str, current: Accounts, directory: Accounts) -> None:
+        self.node, self.cur, self.dir = node, current, directory
         self.out = AccountsPlan()
         self.problems: list[tuple[str, str, str]] = []  # (where, message, fix)
 
@@ -132,6 +135,29 @@ class _Plan:
         self.change(f"lock user {name} (removed from the spec; home kept)",
                     cmd("usermod", "-L", "-e", "1", "-s", NOLOGIN, name))
 
+    def directory_clashes(self, users: list[User], groups: list[Group]) -> None:
+        """A spec name or id the directory also holds (the same name with the same id is the same account)."""
+        for i, u in enumerate(users):
+            owner = self.dir.user_of_uid(u.uid)
+            entry = self.dir.passwd.get(u.name)
+            if owner not in (None, u.name) or (entry is not None and entry.uid != u.uid):
+                held = f"uid {u.uid} is the directory's user {owner}" if owner not in (None, u.name) else \
+                    f"the directory has user {u.name} with uid {entry.uid}"
+                self.problem(f"users[{i}].uid", f"{held} on {self.node} (not a local account)", FIX_UID)
+        for i, g in enumerate(groups):
+            owner = self.dir.group_of_gid(g.gid)
+            entry = self.dir.groups.get(g.name)
+            if owner not in (None, g.name) or (entry is not None and entry.gid != g.gid):
+                held = f"gid {g.gid} is the directory's group {owner}" if owner not in (None, g.name) else \
+                    f"the directory has group {g.name} with gid {entry.gid}"
+                self.problem(f"groups[{i}].gid", f"{held} on {self.node} (not a local group)", FIX_GID)
+        names = {g.name for g in groups}
+        for i, u in enumerate(users):
+            owner = self.dir.group_of_gid(u.uid)
+            if u.group is None and u.name not in names and owner not in (None, u.name):
+                self.problem(f"users[{i}].uid", f"the personal group's gid {u.uid} is the directory's group "
+                             f"{owner} on {self.node}", FIX_UID)
+
     def raise_problems(self) -> None:
         if not self.problems:
             return
@@ -142,10 +168,13 @@ class _Plan:
         raise CorralError(message, where=where, fix=fix)
 
 
-def plan_accounts(users: list[User], groups: list[Group], homes: str, node: str, current: Accounts) -> AccountsPlan:
+def plan_accounts(users: list[User], groups: list[Group], homes: str, node: str, current: Accounts,
+                  directory: Accounts | None = None) -> AccountsPlan:
     """What makes `current` (one node's accounts) match the spec's users and groups; raises CorralError
-    for a name, uid or gid the node already uses otherwise. `homes`: identity.homes."""
-    p = _Plan(node, current)
+    for a name, uid or gid the node already uses otherwise, locally or (`directory`) in the directory.
+    `homes`: identity.homes."""
+    p = _Plan(node, current, directory or Accounts())
+    p.directory_clashes(users, groups)
     gids = {g.name: g.gid for g in groups}
     for i, g in enumerate(groups):
         p.group(f"groups[{i}].gid", g.name, g.gid, personal=False)

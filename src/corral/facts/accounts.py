@@ -166,6 +166,32 @@ class HomeDirs(FactBase):
         return sorted(line for line in output if line)
 
 
+class AccountsByKey(FactBase):
+    """The passwd and group entries of the given names and ids as the node resolves them one by one
+    (`getent passwd KEY...`: local files and the directory through SSSD, which `getent passwd` alone does
+    not list without enumeration): what else holds a spec user's or group's name or number."""
+
+    def command(self, users: list[str], groups: list[str]) -> str:
+        # the keys are spec names and numbers (typed); quoted all the same. `getent` exits 2 when a key is
+        # not found and prints the others
+        return (f"getent passwd {' '.join(shlex.quote(str(k)) for k in users)} | sed 's/^/P|/'; "
+                f"getent group {' '.join(shlex.quote(str(k)) for k in groups)} | sed 's/^/G|/'; true")
+
+    def default(self) -> Accounts:
+        return Accounts()
+
+    def process(self, output: list[str]) -> Accounts:
+        return parse_accounts(list(output))
+
+
+def not_local(found: Accounts, local: Accounts) -> Accounts:
+    """The entries of `found` that the node's own enumeration (`getent passwd`, LocalAccounts) does not
+    list as they are: the directory's (or another NSS source's)."""
+    return Accounts(passwd={n: e for n, e in found.passwd.items() if local.passwd.get(n) != e},
+                    groups={n: e for n, e in found.groups.items()
+                            if n not in local.groups or local.groups[n].gid != e.gid})
+
+
 class SlurmAccount(FactBase):
     """The passwd and group entries named slurm and those with id 64030 (Accounts: passwd, groups), as
     the node resolves them (`getent`: local files, or LDAP through SSSD)."""

@@ -16,8 +16,11 @@ import re
 import unicodedata
 
 from corral.errors import CorralError
-from corral.spec.cluster import Cluster
+from corral.spec.access import users_log_in
+from corral.spec.cluster import Cluster, Node
+from corral.spec.models_users import PRIVILEGED_GROUPS
 from corral.spec.rules_ldap import ldap_file
+from corral.spec.rules_users import RESERVED
 
 SSSD_CONF = "/etc/sssd/sssd.conf"
 CA_CERT = "/etc/sssd/corral-ca.pem"   # identity.ldap.ca_cert, copied to every node
@@ -70,8 +73,28 @@ def start_tls(cluster: Cluster) -> bool:
     return bool(ldap and ldap.tls and any(u.startswith("ldap://") for u in ldap.uri))
 
 
-def render_sssd_conf(cluster: Cluster, bind_password: str | None) -> str:
-    """sssd.conf (0600 root:root on the node) for identity.ldap; `bind_password` with bind_dn."""
+def access(cluster: Cluster, node: Node) -> list[tuple[str, str, str]]:
+    """Who of the directory may log in on `node` (spec/access.py): on user nodes identity.ldap.login_groups
+    (none listed: everyone), elsewhere identity.ldap.admin_groups (none listed: nobody, `deny`). Local
+    accounts (root, corral's SSH user) are not SSSD's to refuse."""
+    ldap = cluster.spec.identity.ldap
+    groups = ldap.login_groups if users_log_in(cluster, node) else ldap.admin_groups
+    if groups:
+        return [("access_provider", "simple", ""), ("simple_allow_groups", ", ".join(groups), "")]
+    return [("access_provider", "simple" if users_log_in(cluster, node) else "deny", "")]
+
+
+def nss_filters(cluster: Cluster) -> list[str]:
+    """[nss] lines: names SSSD never returns from the directory, so a directory user or group named like a
+    system one (a group `sudo`: sudoers' %sudo matches by name) gains nothing."""
+    users = sorted(RESERVED | {cluster.spec.ssh.user})
+    groups = sorted(set(PRIVILEGED_GROUPS) | RESERVED)
+    return [f"filter_users = {_value('filter_users', ', '.join(users))}",
+            f"filter_groups = {_value('filter_groups', ', '.join(groups))}"]
+
+
+def render_sssd_conf(cluster: Cluster, bind_password: str | None, node: Node) -> str:
+    """sssd.conf (0600 root:root on `node`) for identity.ldap; `bind_password` with bind_dn."""
     ldap = cluster.spec.identity.ldap
     if ldap is None:
         raise CorralError("identity.ldap is not set: there is no sssd.conf to render",
@@ -100,9 +123,10 @@ def render_sssd_conf(cluster: Cluster, bind_password: str | None) -> str:
         domain += [("ldap_default_bind_dn", ldap.bind_dn, ""), ("ldap_default_authtok_type", "password", ""),
                    ("ldap_default_authtok", check_bind_password(cluster, bind_password), "")]
     domain += [("cache_credentials", "false", ""), ("enumerate", "false", ""),
-               ("fallback_homedir", f"{homes}/%u", "%u"), ("default_shell", "/bin/bash", "")]
-    lines = [HEADER, "[sssd]", "services = nss, pam", f"domains = {DOMAIN}", "", "[nss]", "", "[pam]", "",
-             f"[domain/{DOMAIN}]"]
+               ("fallback_homedir", f"{homes}/%u", "%u"), ("default_shell", "/bin/bash", ""),
+               ("min_id", str(ldap.min_id), ""), ("max_id", str(ldap.max_id), ""), *access(cluster, node)]
+    lines = [HEADER, "[sssd]", "services = nss, pam", f"domains = {DOMAIN}", "", "[nss]", *nss_filters(cluster),
+             "", "[pam]", "", f"[domain/{DOMAIN}]"]
     for key, value, allow in domain:
         # the password was checked above, as the password file's content (it may hold quotes or '%')
         lines.append(f"{key} = {value if key == 'ldap_default_authtok' else _value(key, value, allow)}")

@@ -36,6 +36,8 @@ LdapUri = Annotated[str, AfterValidator(_ldap_uri)]
 LdapDN = Annotated[str, AfterValidator(_dn)]
 
 UID_MIN, UID_MAX = 1000, 59999  # Debian's range for user accounts (adduser.conf FIRST_UID..LAST_UID)
+DIRECTORY_MIN_ID = 10000  # directory ids start here by default: 1000-9999 stay the spec's local users'
+SYSTEM_IDS = (60000, 65535)  # Debian's ids for packages (slurm 64030) and systemd's dynamic users, nobody 65534
 # groups whose members are root, or can become it, read its secrets or its disks: never handed out by
 # corral (refused in groups:, users[].group(s)) and never read from the directory (sssd.conf filter_groups)
 PRIVILEGED_GROUPS = ("root", "sudo", "wheel", "admin", "adm", "shadow", "disk", "kmem", "staff", "docker", "lxd",
@@ -61,7 +63,8 @@ class User(Strict):
     full_name: Gecos = Field(default="", description="the GECOS field (finger's name)")
     ssh_keys: list[SshPublicKey] = Field(default_factory=list,
                                          description="public keys that may log in as the user: written to "
-                                                     "/etc/ssh/authorized_keys/NAME on every node (root-owned)")
+                                                     "/etc/ssh/authorized_keys/NAME (root-owned) on login nodes "
+                                                     "and on compute nodes under pam_slurm_adopt only")
     accounts: list[SlurmName] = Field(default_factory=list,
                                       description="Slurm accounts (of slurm.accounts) the user may charge; the "
                                                   "first is the DefaultAccount")
@@ -83,6 +86,18 @@ class LdapSpec(Strict):
         description="file on the control host holding the bind password (with bind_dn); never in the spec")
     tls: bool = Field(default=True, description="require TLS (ldaps:// or StartTLS, certificate checked); false "
                                                 "only for a test directory (warned about on every run)")
+    min_id: int = Field(default=DIRECTORY_MIN_ID, ge=UID_MIN, le=2**32 - 2,
+                        description="SSSD's min_id: directory users and groups with a smaller uid/gid are ignored "
+                                    "(so the directory cannot claim sudo's gid 27, root's 0 or the spec users')")
+    max_id: int = Field(default=UID_MAX, ge=0, le=2**32 - 2,
+                        description="SSSD's max_id (0: no limit): above it directory ids are ignored; the default "
+                                    "keeps Debian's system ids (60000-65535: slurm 64030, nobody 65534) out")
+    login_groups: list[UnixUser] = Field(
+        default_factory=list, description="directory groups whose members may log in on login nodes (and compute "
+                                          "nodes, with a job there); empty: every directory user")
+    admin_groups: list[UnixUser] = Field(
+        default_factory=list, description="directory groups whose members may log in on every other node "
+                                          "(controller, accounting, NFS server, monitoring); empty: none")
 
 
 class IdentitySpec(Strict):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
+from corral.spec.models_users import PRIVILEGED_GROUPS, SYSTEM_IDS
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
@@ -60,6 +61,14 @@ def check_ldap(cluster: Cluster, where: Where) -> list[Problem]:
             i = max(i for i, u in enumerate(ldap.uri) if u == uri)
             problems.append(Problem(where(at + ("uri", i)), f"URI listed {count} times", uri,
                                     "list each directory server once"))
+    if ldap.max_id and ldap.max_id < ldap.min_id:
+        problems.append(Problem(where(at + ("max_id",)), f"below min_id ({ldap.min_id})", ldap.max_id,
+                                "make max_id larger than min_id, or 0 for no limit"))
+    for key in ("login_groups", "admin_groups"):
+        for i, name in enumerate(getattr(ldap, key)):
+            if name in PRIVILEGED_GROUPS:
+                problems.append(Problem(where(at + (key, i)), "a privileged group: SSSD never reads it from the "
+                                        "directory (filter_groups)", name, "name the directory's own group"))
     for key, what in (("ca_cert", "CA certificate"), ("bind_password_file", "bind password file")):
         value = getattr(ldap, key)
         if value is None:
@@ -86,6 +95,16 @@ def ldap_warnings(cluster: Cluster) -> list[str]:
         out.append("identity.ldap.tls: false: the nodes talk to the directory unencrypted and check no "
                    "certificate (user lookups can be forged, the bind and users' passwords travel in clear); "
                    "for a test directory only")
+    if ldap.min_id <= SYSTEM_IDS[1] and (ldap.max_id == 0 or ldap.max_id >= SYSTEM_IDS[0]):
+        out.append(f"identity.ldap: ids {ldap.min_id}-{ldap.max_id or 'unlimited'} include Debian's system ids "
+                   f"{SYSTEM_IDS[0]}-{SYSTEM_IDS[1]} (slurm 64030, nobody 65534): a directory entry with one of "
+                   "them takes its rights; corral checks the spec's and slurm's ids on the nodes")
+    spec_ids = [u.uid for u in cluster.spec.users] + [g.gid for g in cluster.spec.groups]
+    inside = sorted({i for i in spec_ids if i >= ldap.min_id and (ldap.max_id == 0 or i <= ldap.max_id)})
+    if inside:
+        out.append(f"identity.ldap: the spec's uids/gids {', '.join(map(str, inside[:5]))} are inside the "
+                   f"directory's id range ({ldap.min_id}-{ldap.max_id or 'unlimited'}): plan refuses any that "
+                   "the directory also holds; keep local ids below min_id")
     if ldap.bind_password_file is not None:
         path = ldap_file(cluster, ldap.bind_password_file)
         try:
