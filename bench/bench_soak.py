@@ -30,6 +30,7 @@ from corral.engine import patch_gevent
 
 patch_gevent()
 
+from bench.bench_chaos import until  # noqa: E402
 from bench.common import BENCH_SUBNET, table  # noqa: E402
 from corral.spec.loader import load  # noqa: E402
 from corral.virtual.cluster import VirtualCluster  # noqa: E402
@@ -71,18 +72,6 @@ def sh(vc, node: str, command: str, check: bool = True, timeout: float = 120) ->
     return proc.stdout
 
 
-def until(what: str, probe, timeout: float = 180) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        try:
-            if probe():
-                return time.monotonic() - start
-        except (RuntimeError, subprocess.TimeoutExpired):
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"{what}: not within {timeout} s")
-
-
 def apply(vc, base: str, version: str, label: str) -> None:
     vc.cluster.path.write_text(base + DRIVER.format(v=version))
     result = converge(load(vc.cluster.path), "apply", command=label)
@@ -104,18 +93,19 @@ def faults(vc, base: str, kill: bool, log: list, origin: float) -> None:
 
     def failover():
         sh(vc, "ctl", "systemctl stop slurmctld")
-        until("ctl2 in control", lambda: "in use" not in sh(vc, "ctl2", "scontrol ping", check=False)
-              and "is UP" in sh(vc, "ctl2", "scontrol ping", check=False).split("\n")[-2], 60)
+        # the backup serves (answers an RPC only the controller in charge answers) once the primary is down
+        until(lambda: "at ctl is DOWN" in (out := sh(vc, "ctl2", "scontrol ping; scontrol show partition >/dev/null "
+                                                   "&& echo SERVED", check=False)) and "SERVED" in out, 60)
         time.sleep(15)
         sh(vc, "ctl", "systemctl start slurmctld")
-        until("ctl back in control", lambda: "Slurmctld(primary) at ctl is UP" in sh(vc, "ctl", "scontrol ping", check=False), 120)
+        until(lambda: "Slurmctld(primary) at ctl is UP" in sh(vc, "ctl", "scontrol ping", check=False), 120)
     step("HA failover: primary stopped 15 s past takeover, then back", failover)
     time.sleep(10)
 
     def reboot():
         sh(vc, "gpu02", "systemctl reboot", check=False)
         time.sleep(3)
-        until("gpu02 idle again", lambda: sh(vc, "ctl", "sinfo -h -n gpu02 -o %T").strip() in ("idle", "mixed", "allocated"), 180)
+        until(lambda: sh(vc, "ctl", "sinfo -h -n gpu02 -o %T").strip() in ("idle", "mixed", "allocated"), 180)
     step("gpu02 rebooted", reboot)
     if kill:
         time.sleep(10)
@@ -176,10 +166,10 @@ def main() -> None:
         path.write_text(spec(key))
         base = path.read_text()
         repo = build_repo(work / "repo", {"1.0": False, "1.1": False})
-        server = start_server(repo, gateway, REPO_PORT, work / "repo.log")
-        vc = VirtualCluster(load(path))
+        vc, server = VirtualCluster(load(path)), None
         try:
             vc.up()
+            server = start_server(repo, gateway, REPO_PORT, work / "repo.log")  # on the bridge: after it is up
             for n in ("gpu01", "gpu02"):
                 sh(vc, n, f"echo 'deb [trusted=yes] http://{gateway}:{REPO_PORT} ./' > /etc/apt/sources.list.d/corral-test.list")
             apply(vc, base, "1.0", "soak-setup")
@@ -203,7 +193,7 @@ def main() -> None:
             sh(vc, "login1", "touch /tmp/soak-stop")
             soak_s = time.time() - t0
             time.sleep(3)
-            until("queue drained", lambda: not sh(vc, "ctl", "squeue -h -o %j | grep -c ^soak- || true").strip().strip("0"), 300)
+            until(lambda: not sh(vc, "ctl", "squeue -h -o %j | grep -c ^soak- || true").strip().strip("0"), 300)
             time.sleep(5)
             subs, acct = collect(vc)
             rows, lost_all, lat_all = [], [], []
@@ -231,7 +221,8 @@ def main() -> None:
                 print("fault sequence error:", *errors)
         finally:
             vc.down()
-            stop_server(server)
+            if server is not None:
+                stop_server(server)
 
 
 if __name__ == "__main__":
