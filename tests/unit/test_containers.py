@@ -55,13 +55,13 @@ def test_enroot_conf_and_plugstack_from_the_spec():
     e = EnrootSpec(version="3.5.0", settings={"ENROOT_SQUASH_OPTIONS": "-comp lz4"})
     assert enroot_conf(e).splitlines()[1:] == ["ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)",
                                                "ENROOT_CACHE_PATH /var/lib/enroot/cache/group-$(id -g)",
-                                               "ENROOT_DATA_PATH /tmp/enroot-data/user-$(id -u)",
+                                               "ENROOT_DATA_PATH /var/lib/enroot/data/user-$(id -u)",
                                                "ENROOT_SQUASH_OPTIONS -comp lz4"]
     assert plugstack_conf(None).endswith("# none\n")
     p = PyxisSpec(version="0.20.0", args={"runtime_path": "/run/pyxis", "container_scope": "job"})
     assert plugstack_conf(p).splitlines()[-1] == f"required {PYXIS_SO} container_scope=job runtime_path=/run/pyxis"
     assert [d["path"].format(uid=7, gid=8) for d in user_dirs(e)] == [
-        "/run/enroot/user-7", "/tmp/enroot-data/user-7", "/var/lib/enroot/cache/group-8"]
+        "/run/enroot/user-7", "/var/lib/enroot/data/user-7", "/var/lib/enroot/cache/group-8"]
     assert [(d["clean"], d["shared"]) for d in user_dirs(e)] == [(True, False), (True, False), (False, True)]
     assert user_dirs(None) == []
 
@@ -182,4 +182,4 @@ def test_url_templates_and_fixed_paths():
     assert "the URL may use only {version}" in \
         problems("  enroot: {version: 3.5.0}\n  pyxis: {version: 0.20.0, url: 'https://mirror/{arch}.tgz'}\n")
     fixed = EnrootSpec(version="3.5.0", cache_path="/scratch/enroot-cache")  # the admin's own shared path
-    assert [d["path"] for d in user_dirs(fixed)] == ["/run/enroot/user-{uid}", "/tmp/enroot-data/user-{uid}"]
+    assert [d["path"] for d in user_dirs(fixed)] == ["/run/enroot/user-{uid}", "/var/lib/enroot/data/user-{uid}"]

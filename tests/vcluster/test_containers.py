@@ -104,9 +104,9 @@ def test_enroot_is_installed_and_configured_from_the_spec(ctr):
 
 
 def test_prolog_makes_the_users_enroot_dirs_and_the_epilog_cleans_them(ctr):
-    dirs = f"/run/enroot/user-{UID} /tmp/enroot-data/user-{UID} /var/lib/enroot/cache/group-{UID}"
+    dirs = f"/run/enroot/user-{UID} /var/lib/enroot/data/user-{UID} /var/lib/enroot/cache/group-{UID}"
     out = ssh(ctr, "ctl", f"su alice -c \"srun -A research -w gpu01 stat -c '%n %U %G %a' {dirs}\"").stdout
-    assert out.splitlines() == [f"/run/enroot/user-{UID} alice alice 700", f"/tmp/enroot-data/user-{UID} alice alice 700",
+    assert out.splitlines() == [f"/run/enroot/user-{UID} alice alice 700", f"/var/lib/enroot/data/user-{UID} alice alice 700",
                                 f"/var/lib/enroot/cache/group-{UID} root alice 2770"]  # the group shares its cache
     for _ in range(40):  # the epilog runs after the job ends
         left = ssh(ctr, "gpu01", f"ls -d {dirs} 2>/dev/null", check=False).stdout.split()

@@ -46,7 +46,8 @@ class EnrootSpec(Strict):
                                           "the job user's ids (corral's prolog creates the directory)")
     cache_path: str = Field(default="/var/lib/enroot/cache/group-$(id -g)",
                             description="ENROOT_CACHE_PATH in enroot.conf (placeholders as runtime_path)")
-    data_path: str = Field(default="/tmp/enroot-data/user-$(id -u)",
+    # not under /tmp: a user who makes the parent first would stop the prolog making anyone's directory
+    data_path: str = Field(default="/var/lib/enroot/data/user-$(id -u)",
                            description="ENROOT_DATA_PATH in enroot.conf (placeholders as runtime_path)")
     settings: dict[str, ShellSafeValue] = Field(default={}, description="more enroot.conf lines, e.g. "
                                                                      "ENROOT_SQUASH_OPTIONS: -comp lz4")
