@@ -85,6 +85,7 @@ def faults(vc, base: str, kill: bool, log: list, origin: float) -> None:
         t0 = time.monotonic()
         fn()
         log.append((name, t0 - origin, time.monotonic() - t0))
+        print(f"fault done: {name} at +{t0 - origin:.0f} s, took {time.monotonic() - t0:.1f} s", flush=True)
     time.sleep(20)
     step("slurmdbd restart", lambda: sh(vc, "ctl", "systemctl restart slurmdbd"))
     time.sleep(10)
@@ -193,16 +194,23 @@ def main() -> None:
             sh(vc, "login1", "touch /tmp/soak-stop")
             soak_s = time.time() - t0
             time.sleep(3)
-            until(lambda: not sh(vc, "ctl", "squeue -h -o %j | grep -c ^soak- || true").strip().strip("0"), 300)
+            try:
+                until(lambda: not sh(vc, "ctl", "squeue -h -o %j | grep -c ^soak- || true").strip().strip("0"), 240)
+            except RuntimeError:
+                print("queue not drained within 240 s; what is left, and why:")
+                print(sh(vc, "ctl", "squeue -h -o '%i %j %T %R' | grep soak- | head -20", check=False))
+            print("nodes drained or down after the soak (sinfo -R):")
+            print(sh(vc, "ctl", "sinfo -R", check=False))
             time.sleep(5)
             subs, acct = collect(vc)
+            queued = set(sh(vc, "ctl", "squeue -h -o %j", check=False).split())
             rows, lost_all, lat_all = [], [], []
             for user, mine in subs.items():
                 acked = [s for s in mine if s["rc"] == 0 and s["id"]]
                 refused = len(mine) - len(acked)
                 completed = sum(1 for s in acked if any(st == "COMPLETED" for _, st in acct.get(s["name"], [])))
                 accounted = sum(1 for s in acked if s["name"] in acct)
-                lost = [dict(s, rel=s["t"] - t0) for s in acked if s["name"] not in acct]
+                lost = [dict(s, rel=s["t"] - t0) for s in acked if s["name"] not in acct and s["name"] not in queued]
                 lat = [s["latency"] for s in mine]
                 lat_all += lat
                 lost_all += lost
