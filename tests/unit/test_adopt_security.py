@@ -39,6 +39,18 @@ def test_exempt_users_from_the_spec_are_listed_by_name():
     assert _entries(access_conf("root", cluster.spec.identity.adopt_exempt_users)) == ["root", "ops", "backup-agent"]
 
 
+def test_the_next_ssh_user_may_be_listed_before_the_switch():
+    """Switching ssh.user: the new user is listed while the old one still applies; once it is ssh.user the
+    entry is a harmless duplicate (listed once in the file), not an error."""
+    before = load_text(BASE + "identity: {adopt_exempt_users: [deploy, ops]}\n", "cluster.yaml")
+    assert _entries(access_conf(before.spec.ssh.user, before.spec.identity.adopt_exempt_users)) == \
+        ["root", "deploy", "ops"]
+    after = load_text(BASE + "ssh: {user: deploy}\nidentity: {adopt_exempt_users: [deploy, ops]}\n",
+                      "cluster.yaml")
+    assert _entries(access_conf(after.spec.ssh.user, after.spec.identity.adopt_exempt_users)) == \
+        ["root", "deploy", "ops"]
+
+
 PRIVILEGED = ["sudo", "wheel", "adm", "root", "shadow", "disk", "docker", "lxd", "systemd-journal", "kmem",
               "staff", "admin", "libvirt", "kvm"]
 

@@ -166,18 +166,21 @@ def test_deploy_plans_accounts_keys_drop_in_and_homes_without_changing_anything(
     extra = ("groups:\n  - name: corraltest-g\n    gid: 52340\n"
              "users:\n  - name: corraltest-a\n    uid: 52341\n    group: corraltest-g\n    full_name: Test User\n"
              f"    ssh_keys: [\"{key}\"]\n  - name: corraltest-b\n    uid: 52342\n"
-             f"identity:\n  homes: {tmp_path}/homes\n")
+             f"identity:\n  homes: {tmp_path}/homes\n  pam_slurm_adopt: true\n")
     cluster = make_cluster(tmp_path, sshd, extra=extra)
     for name in ("corraltest-a", "corraltest-b"):
         with pytest.raises(KeyError):
             pwd.getpwnam(name)
-    result = run(cluster, [users], mode="plan", limit=["ctl1"], record=False)
-    ops = {o.name: o for o in result.nodes["ctl1"].ops}
-    assert result.ok, result.nodes["ctl1"].error
+    result = run(cluster, [users], mode="plan", limit=["ctl1", "cn1"], record=False)
+    assert result.ok, {n: r.error for n, r in result.nodes.items()}
+    ctl = {o.name: o for o in result.nodes["ctl1"].ops}
+    ops = {o.name: o for o in result.nodes["cn1"].ops}
     acct = ops["users | local users and groups"]
     assert acct.status == "changed" and "+ user corraltest-a (uid 52341)" in acct.diff
     assert any(c.startswith("useradd -u 52341 -g corraltest-g -s /bin/bash") for c in acct.commands)
+    # keys where users log in (a compute node under pam_slurm_adopt), none on the controller
     assert ops["users | SSH keys of corraltest-a"].status == "changed"
+    assert "users | SSH keys of corraltest-a" not in ctl and "users | local users and groups" in ctl
     homes = ops[f"users | homes under {tmp_path}/homes"]
     assert homes.status == "changed" and len(homes.commands) == 2
     assert "users | sshd reads /etc/ssh/authorized_keys/%u" in ops

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from corral.checks.doctor import doctor
 from corral.checks.validate import validate
@@ -188,7 +189,7 @@ def test_corral_health_on_demand_and_the_time_bound(health_every_5s, capsys):
     vc = health_every_5s
     assert main(["health", "-f", str(vc.cluster.path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert [c["name"] for c in report["checks"]] == ["health gpu01", "health gpu02"]
+    assert [c["name"] for c in report["checks"]] == ["health gpu01", "health gpu02", "slurmctld restarts"]
     # a probe that hangs is killed within the bound and reported, it never blocks
     cfg = "/etc/corral/health.json"
     ssh(vc, "gpu01", f"cp {cfg} /tmp/h.json && python3 -c \"import json; c=json.load(open('/tmp/h.json')); "
@@ -228,10 +229,18 @@ def test_a_non_root_ssh_user_converges_checks_and_never_exposes_a_secret(deploye
             "install -m 600 -o deploy -g deploy /root/.ssh/authorized_keys ~deploy/.ssh/authorized_keys; "
             "echo 'deploy ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/deploy; chmod 440 /etc/sudoers.d/deploy; "
             "rm -f /tmp/leak /tmp/stop-watch")
-    spec = vc.cluster.path.with_name("cluster-deploy.yaml")  # same directory: same state dir and pinned keys
-    text = vc.cluster.path.read_text()
-    assert "ssh:\n  user: root\n" in text
-    spec.write_text(text.replace("ssh:\n  user: root\n", "ssh:\n  user: deploy\n", 1))
+    # the documented switch of ssh.user on a pam_slurm_adopt cluster: list the new user among the exempt
+    # and apply once as the old one (no group, sudo included, gets past pam_slurm_adopt)
+    data = yaml.safe_load(vc.cluster.path.read_text())
+    assert data["ssh"]["user"] == "root"
+    data.setdefault("identity", {})["adopt_exempt_users"] = ["deploy"]
+    as_root = vc.cluster.path.with_name("cluster-exempt.yaml")  # same directory: same state dir and pinned keys
+    as_root.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert converge(load(as_root), "apply").ok
+    assert "deploy" in ssh(vc, "gpu01", "cat /etc/security/corral-adopt.conf").stdout
+    data["ssh"]["user"] = "deploy"
+    spec = vc.cluster.path.with_name("cluster-deploy.yaml")
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
     cluster = load(spec)
     # drift that needs secrets pushed: gpu01's munge key gone, a stale DB password in slurmdbd.conf
     ssh(vc, "gpu01", "rm -f /etc/munge/munge.key")

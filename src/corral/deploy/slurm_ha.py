@@ -96,7 +96,7 @@ def make_state_script(path: str, mount: str) -> str:
     absent_mount = f"corral: {mount} is not mounted: not making {path} on the local disk"
     refused = (f"corral: cannot make {path} owned by {SLURM_USER} ({SLURM_ID}:{SLURM_ID}): an NFS export that "
                f"squashes root refuses it; on the server, chown {SLURM_ID}:{SLURM_ID} the exported directory (or "
-               "export it with no_root_squash to the controllers: allow_root_equivalent: true in corral's spec)")
+               "export it with no_root_squash to the controllers: allow_root_equivalent: true on that export in cluster.yaml)")
     return "\n".join([
         f"mountpoint -q {q(mount)} || {{ echo {q(absent_mount)} >&2; exit 1; }}",
         f"timeout -k 2 30 install -d -m {STATE_MODE} -o {SLURM_USER} -g {SLURM_USER} {q(path)} || {{",

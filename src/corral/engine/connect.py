@@ -83,8 +83,8 @@ def explain(cluster: Cluster, node_name: str, address: str, exc: BaseException) 
         fix = "check ssh.user and ssh.key in cluster.yaml and the node's authorized_keys"
         if ssh.user != "root" and cluster.spec.identity.pam_slurm_adopt:
             fix += (f"; on a compute node pam_slurm_adopt admits only root, the SSH user the node was last "
-                    f"applied with and the sudo/wheel groups: add {ssh.user} to the sudo group there, or "
-                    "apply once with the previous ssh.user")
+                    f"applied with and identity.adopt_exempt_users: list {ssh.user} there and apply once with "
+                    "the previous ssh.user")
     elif kind == "refused":
         msg, fix = (f"connection refused by {entry}",
                     "check the node is up and sshd listens on that address and port")

@@ -80,9 +80,9 @@ def check_users(cluster: Cluster, where: Where) -> list[Problem]:
         elif g.name in RESERVED:
             problems.append(Problem(where(("groups", i, "name")), "a system group", g.name, "choose another name"))
     for i, name in enumerate(spec.identity.adopt_exempt_users):
-        if name in ("root", spec.ssh.user):
+        if name == "root":  # ssh.user may be listed: the way to switch ssh.user (docs/security.md)
             problems.append(Problem(where(("identity", "adopt_exempt_users", i)), "exempt already", name,
-                                    "remove it (root and ssh.user always are)"))
+                                    "remove it (root always is)"))
     homes = spec.identity.homes
     if users and home_mount(cluster) is None and spec.storage.mounts:
         problems.append(Problem(where(("identity", "homes")), "homes are on no shared mount of storage.mounts",
