@@ -17,6 +17,8 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
                                                               "component; the virtual cluster; DeepOps import; "
                                                               "usage reports"),
     (("bundle",), "offline bundles: resolve, sign, verify, diff, serve, coverage"),
+    (("components",), "what each component is, declared once (deploy, waits, packages, daemons) and the "
+                      "views derived from it"),
     (("engine", "render"), "inventory, plan/apply, results, journal, host keys, operation contract, "
                            "command quoting; config text"),
     (("facts",), "pyinfra facts (command + pure parser) and the fact records the cache holds"),

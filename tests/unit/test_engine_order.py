@@ -13,7 +13,6 @@ import gevent.pool
 import pytest
 
 from corral.deploy import components
-from corral.deploy.order import WAITS
 from corral.engine import execute
 from corral.engine.results import RunResult
 from corral.engine.runner import waits_of
@@ -102,16 +101,14 @@ def test_a_node_that_breaks_leaves_no_one_waiting(fake_ops):
 
 
 def test_every_component_says_what_it_waits_for_and_only_earlier_deploys():
-    names_seen = set()
     for deploys in (components(SimpleNamespace(spec=SimpleNamespace(scheduler="slurm"))),
                     components(SimpleNamespace(spec=SimpleNamespace(scheduler="kubernetes")))):
         names = [d.deploy_name for d in deploys]
-        names_seen |= set(names)
-        for i, name in enumerate(names):
-            assert name in WAITS, f"deploy/order.py: no entry for {name!r}"
-            assert set(WAITS[name]) <= set(names[:i]), f"{name} waits for a later or unknown deploy"
+        assert len(set(names)) == len(names), names
+        for i, d in enumerate(deploys):  # the declaration's name is the deploy's (journal op names)
+            assert d.component.name == d.deploy_name
+            assert set(d.waits_for) <= set(names[:i]), f"{d.deploy_name} waits for a later or unknown deploy"
         assert all(w is not None for w in waits_of(deploys))
         slurm = dict(zip(names, waits_of(deploys)))
         if "slurm compute" in slurm:
             assert names[slurm["slurm compute"][0]] == "slurm controller"
-    assert set(WAITS) == names_seen, "deploy/order.py names a deploy components() does not run"

@@ -80,7 +80,7 @@ def test_nothing_discovered_yet_renders_no_topology(tmp_path):
     cluster = load(f)
     assert topology_conf(cluster, {}) is None and "Topology" not in render_slurm_conf(cluster, {}, fabric={})
     assert discovery_warnings(cluster, {})[0].startswith("topology.discover: nothing discovered yet")
-    from corral.render.packages import package_reasons
+    from corral.components.views import package_reasons
     assert package_reasons(cluster)["infiniband-diags"] == ["topology.discover"]
 
 
@@ -92,7 +92,7 @@ def test_discover_spec_rules(tmp_path):
     (tmp_path / "fabric.txt").write_text((FIXTURES / "virtual.txt").read_text())
     cluster = load(f)
     assert "SwitchName=spine Switches=leaf[01-02]" in topology_conf(cluster)
-    from corral.render.packages import package_reasons
+    from corral.components.views import package_reasons
     assert "infiniband-diags" not in package_reasons(cluster)  # a saved output: nothing runs ibnetdiscover
     f.write_text(SPEC.replace("{discover: infiniband}", "{discover: infiniband, switches: [{name: a, nodes: gpu01}]}"))
     with pytest.raises(CorralError, match="give one of switches .topology/tree., blocks .topology/block. or "

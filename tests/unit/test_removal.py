@@ -185,9 +185,12 @@ def test_plan_shows_the_running_jobs_and_changes_nothing(cluster):
 
 
 def test_units_by_role_slurmd_before_munge():
-    assert units_of(("compute",)) == ["slurmd", "corral-dcgm-exporter", "nvidia-dcgm", "corral-mig", "munge",
-                                      "prometheus-node-exporter"]
-    assert units_of(("login",)) == ["munge", "prometheus-node-exporter"]
+    # each role's own daemons in the reverse of their start order, then those of every node
+    assert units_of(("compute",)) == ["corral-dcgm-exporter", "nvidia-dcgm", "slurmd", "corral-mig",
+                                      "prometheus-node-exporter", "munge"]
+    assert units_of(("login",)) == ["prometheus-node-exporter", "munge"]
+    assert units_of(("controller", "accounting")) == ["corral-slurm-exporter", "slurmctld", "slurmdbd",
+                                                      "prometheus-node-exporter", "munge"]
 
 
 SYSTEMCTL = """#!/bin/sh

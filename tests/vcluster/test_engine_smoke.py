@@ -9,10 +9,19 @@ from corral.checks.smoke import check_smoke
 from corral.cli.main import main
 from corral.deploy.smoke import smoke
 from corral.engine import journal, run
-from tests.vcluster.conftest import ssh
+from tests.vcluster.conftest import ssh, vcluster_unavailable
 
 pytestmark = pytest.mark.vcluster
 NODES = ["ctl", "gpu01", "gpu02"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def memcached_in_the_repository():
+    """The smoke deploy installs memcached, which no corral component declares: the served repository
+    gets it before the module's cluster boots (a fresh machine's repository lacks it)."""
+    if not vcluster_unavailable():
+        from corral.virtual import image, repo
+        repo.ensure_repo(image.ensure_image(), ["memcached"])
 
 
 def memcached_pids(vc) -> dict[str, str]:

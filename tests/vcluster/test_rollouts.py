@@ -318,7 +318,7 @@ def test_a_discovered_fabric_becomes_the_topology(drv):
     fabric = (Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "virtual.txt").read_text()
     spec = drv.cluster.path
     spec.write_text(spec.read_text().replace(TOPOLOGY, "topology: {discover: infiniband}\n"))
-    from corral.render.packages import packages_for
+    from corral.components.views import packages_for
     from corral.virtual import image, repo
     repo.ensure_repo(image.ensure_image(), packages_for(load(spec)))  # the served repository: + infiniband-diags
     script = ("#!/bin/sh\n# corral TEST stand-in: an emulated fabric (the virtual nodes have no HCAs)\n"

@@ -65,11 +65,12 @@ def release(repo: Path, name: str, serial: int, valid_until: int) -> str:
 
 
 def requested(cluster: Cluster) -> dict[str, list[str]]:
-    """Every apt request the spec's nodes make -> why: the distribution's packages, and those from the vendors'
+    """Every apt request the spec's nodes make -> why: the distribution's packages (as real servers install
+    them, even from a virtual spec: a bundle is carried to real servers), and those from the vendors'
     repositories ("pkg=version" where the spec pins one; bundle/vendor.py)."""
     from corral.bundle.vendor import requests
-    from corral.render.packages import package_reasons
-    return {**package_reasons(cluster), **requests(cluster)}
+    from corral.components.views import package_reasons
+    return {**package_reasons(cluster, real=True), **requests(cluster)}
 
 
 def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:

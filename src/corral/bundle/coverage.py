@@ -1,5 +1,5 @@
 """Does the bundle hold what every node needs? Per node, each package its roles and the spec's features
-install (render/packages.py: ROLE_PACKAGES and package_reasons' rules), at the Slurm release the spec pins
+install (the components' declarations, components/), at the Slurm release the spec pins
 (slurm.version), and what it takes from the vendors' repositories (render/vendor_repos.py; the driver at
 nvidia.driver.version), compared with the bundle's manifest. `gaps` is pure; `check` reads the manifest from
 the bundle file (doctor, plan and apply call it before anything changes)."""
@@ -16,18 +16,9 @@ SLURM_PACKAGES = ("slurmctld", "slurmd", "slurmdbd", "slurm-client", "libpam-slu
 
 
 def node_needs(cluster, node) -> dict[str, str]:
-    """package -> why, for one node (the cluster-wide extras of package_reasons go to the nodes that use them)."""
-    from corral.render.packages import ROLE_PACKAGES, package_reasons
-    mine = {p: "every node" for p in ROLE_PACKAGES["*"]}
-    for role in node.roles:
-        for p in ROLE_PACKAGES.get(role, []):
-            mine.setdefault(p, f"role {role}")
-    for p, reasons in package_reasons(cluster).items():
-        extra = [r for r in reasons if not r.startswith("role ") and r != "every node"]
-        # sssd (identity.ldap) on every node; enroot, pyxis' build and pam_slurm_adopt on compute nodes
-        if extra and p not in mine and ("compute" in node.roles or extra[0] == "identity.ldap"):
-            mine[p] = extra[0]
-    return mine
+    """package -> why, for one node: what its components' declarations say they may install."""
+    from corral.components.views import node_packages
+    return node_packages(cluster, node)
 
 
 def gaps(cluster, manifest: dict) -> dict[str, list[str]]:

@@ -9,6 +9,7 @@ import shlex
 from pyinfra import host
 from pyinfra.api import FactBase, deploy, operation
 
+from corral.components.slurm import ACCOUNTING
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.context import slurm_version
@@ -25,7 +26,7 @@ SQL_FILE = paths.DB_SQL
 WANT = register(Want(paths=(CONF, "/var/log/slurm", dropin_path("mariadb"), dropin_path("slurmdbd"),
                             quickack.SCRIPT, quickack.DROPIN),
                      services=("mariadb", "slurmdbd"),
-            packages=("mariadb-server", "slurmdbd")))
+            packages=ACCOUNTING))
 READY = "ss -ltn | grep -q ':6819 '"
 LOGS = "tail -n 20 /var/log/slurm/slurmdbd.log; journalctl -u slurmdbd -n 10 --no-pager"
 

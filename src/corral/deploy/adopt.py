@@ -18,6 +18,7 @@ from pyinfra import host
 from pyinfra.api import FileUploadCommand, deploy, operation
 from pyinfra.facts.files import FileContents
 
+from corral.components.slurm import ADOPT
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
@@ -25,7 +26,7 @@ from corral.engine.shell import cmd
 from corral.render.adopt import (ACCESS_FILE, COMMON_SESSION, EMPTY_SHA, PAM_SSHD, access_conf, adopt_lines,
                                  converged_block_hashes, restore_lines, text)
 
-PACKAGE = "libpam-slurm-adopt"
+PACKAGE = ADOPT
 WANT = register(Want(paths=(ACCESS_FILE,), packages=(PACKAGE,), blocks=(PAM_SSHD,)))
 
 

@@ -12,6 +12,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
+from corral.components.kubernetes import TOOLS
 from corral.deploy import operations
 from corral.deploy.apt_keys import pinned_key
 from corral.deploy.nodestate import Want, snapshot
@@ -33,7 +34,6 @@ MODULES, SYSCTL = "/etc/modules-load.d/corral-kubernetes.conf", "/etc/sysctl.d/9
 CONTAINERD = "/etc/containerd/config.toml"
 # isv:kubernetes OBS Project <isv:kubernetes@build.opensuse.org>: signs every pkgs.k8s.io core:/stable: repository
 K8S_KEY_FINGERPRINT = "DE15B14486CD377B9E876E1A234654DA9A296436"
-TOOLS = ("kubeadm", "kubelet", "kubectl")
 # an active fstab line of type swap (device, mount point, `swap`, ...) -> commented, saying why
 FSTAB_SED = (r"s|^([^#[:space:]][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]].*)$|"
              r"# corral: the kubelet needs swap off: \1|")

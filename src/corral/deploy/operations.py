@@ -19,6 +19,7 @@ from corral.engine.notes import annotate
 from corral.engine.shell import AND, OR, Raw, cmd, q
 from corral.render.restart import dropin_path, render_restart_dropin
 from corral import paths
+from corral.errors import CorralError
 
 APT_MAX_AGE_S = 3600
 APT_ENV = Raw("DEBIAN_FRONTEND=noninteractive")
@@ -37,12 +38,29 @@ def _missing(names: list[str], installed: dict[str, str]) -> list[str]:
     return out
 
 
+def _declared(names: list[str]) -> None:
+    """A component installs only what its declaration says it may (components/): else the bundle, its
+    coverage and the virtual repository, which read the declarations, would lack the package. A deploy
+    no declaration names (a test's) is not checked."""
+    from corral.components.views import by_name, may_install
+    cluster, node = getattr(host.data, "corral_cluster", None), getattr(host.data, "corral_node", None)
+    deploy_name = getattr(host, "current_deploy_name", None)
+    if cluster is None or deploy_name is None or by_name(cluster, deploy_name) is None:
+        return
+    undeclared = sorted({n.partition("=")[0] for n in names} - may_install(cluster, node, deploy_name))
+    if undeclared:
+        raise CorralError(f"deploy {deploy_name!r} installs {', '.join(undeclared)} on {node.name}, which its "
+                          "declaration does not list: the bundle and the virtual repository would lack it",
+                          value=deploy_name, fix="add it to the component's packages or vendor (components/)")
+
+
 def packages(*, names: list[str], want: Want, together: bool = False, **kwargs):
     """Install the Debian packages that are missing or (`name=version`) at another version.
     together=True: packages from a repository the node has before the run (Debian's, corral's
     local one): they go in the node's one transaction (deploy/package_batch.py), which installs them
     before this op runs; this op then says so and runs nothing (alone, as in a run without that deploy,
     it installs them itself)."""
+    _declared(names)
     books = batch() if together else None
     if books is not None:
         books.want(names)

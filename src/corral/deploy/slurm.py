@@ -15,6 +15,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
+from corral.components.slurm import COMPUTE, CONTROLLER, LOGIN
 from corral.deploy import operations
 from corral.deploy.context import fabric_of, hw_of, in_run_of, slurm_version
 from corral.deploy.nodestate import Want, register, snapshot
@@ -46,14 +47,14 @@ CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, T
                                  dropin_path("slurmctld"), ctld_restart.DROPIN, paths.LIB,
                                  *(f"{paths.LIB}/{m}" for m in ctld_restart.MODULES)),
                           services=("slurmctld",),
-                packages=("slurmctld", "slurm-client")))
+                packages=CONTROLLER))
 NODE_WANT = register(Want(paths=(DROPIN, SLURMD_STATE, LOGDIR, "/var/lib/slurm/slurmd", dropin_path("slurmd")),
                            services=("slurmd",),
-                 packages=("slurmd", "slurm-client")))
+                 packages=COMPUTE))
 FABRIC_WANT = register(Want(packages=("infiniband-diags",)))
 PERF_WANT = register(Want(packages=("perftest",)))  # ib_write_bw: validate --fabric (checks/fabric.py)
 # login nodes: the client tools, and what users need to make their Python environments (job clients)
-LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=("slurm-client", "python3-venv")))
+LOGIN_WANT = register(Want(paths=(SLURM_CONF, PLUGSTACK), packages=LOGIN))
 # answering a ping is not serving: with a backup controller, slurmctld answers pings while it still stands
 # by (a slurmd asking for its configuration then falls to the standby backup and loops there); an RPC that
 # only the active controller answers proves it serves

@@ -21,6 +21,7 @@ import hashlib
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
+from corral.components.slurm import NFS_SERVER
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
@@ -31,7 +32,7 @@ from corral.render.storage import (EXPORTS, MOUNTS_DROPIN, UNIT_DIR, render_expo
                                    requires_mounts_dropin, unit_name)
 from corral.spec.shared import mounts_of
 
-SERVER_PACKAGE, SERVER_UNIT = "nfs-kernel-server", "nfs-server"
+SERVER_PACKAGE, SERVER_UNIT = NFS_SERVER, "nfs-server"
 SERVER_WANT = register(Want(paths=(EXPORTS,), services=(SERVER_UNIT,), packages=(SERVER_PACKAGE,)))
 DROPIN_WANT = register(Want(paths=(MOUNTS_DROPIN,)))
 EXPORT_LOGS = f"exportfs -v; cat {EXPORTS}; journalctl -u {SERVER_UNIT} -n 10 --no-pager"

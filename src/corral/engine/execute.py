@@ -153,7 +153,7 @@ def _applied_if(conditions) -> bool | None:
 
 def apply(run: Run) -> None:
     """Each node runs its deploys in order, its ops one after the other, independently of the other
-    nodes, except where a deploy waits for earlier ones (`run.waits`, from deploy/order.py: e.g.
+    nodes, except where a deploy waits for earlier ones (`run.waits`, from the components' declarations: e.g.
     slurmd's deploy for the controller's): it starts once they are done on every node that had ops
     in them. A deploy with no declared waits waits for all earlier ones (a barrier).
 

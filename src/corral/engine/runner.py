@@ -122,7 +122,7 @@ class Run:
 
 def waits_of(deploys: Sequence[Callable]) -> list[tuple[int, ...] | None]:
     """Per deploy, the positions of the earlier deploys it waits for on other nodes, from its
-    `waits_for` names (deploy/order.py); None, where it has none, waits for every earlier deploy."""
+    `waits_for` names (components/: each declaration's waits); None, where it has none, waits for every earlier deploy."""
     names = [getattr(d, "deploy_name", d.__name__) for d in deploys]
     out: list[tuple[int, ...] | None] = []
     for i, d in enumerate(deploys):

@@ -145,7 +145,7 @@ class VirtualCluster:
         if self.cluster.spec.packages.source == "bundle":
             from corral.bundle.serve import prepare
             return prepare(self.cluster)
-        from corral.render.packages import packages_for
+        from corral.components.views import packages_for
         return repo.ensure_repo(base, packages_for(self.cluster)), None
 
     def _bmc_up(self, state: dict) -> None:

@@ -6,6 +6,7 @@ Every change is recorded in the cluster state so `down` undoes exactly what `up`
 from __future__ import annotations
 
 import ipaddress
+import time
 from pathlib import Path
 
 from corral.errors import HostToolError
@@ -16,8 +17,25 @@ def host_address(subnet: ipaddress.IPv4Network) -> str:
     return str(subnet.network_address + 1)
 
 
+ALIAS = "corral-virtual"  # marks a bridge corral made, so the last cluster on it removes it
+
+
 def bridge_exists(name: str) -> bool:
     return Path(f"/sys/class/net/{name}").exists()
+
+
+def _ours(name: str) -> bool:
+    try:
+        return Path(f"/sys/class/net/{name}/ifalias").read_text().strip() == ALIAS
+    except OSError:
+        return False
+
+
+def _ports(name: str) -> list[str]:
+    try:
+        return sorted(p.name for p in Path(f"/sys/class/net/{name}/brif").iterdir())
+    except OSError:
+        return []
 
 
 def _sysctl_path(key: str) -> Path:
@@ -33,7 +51,8 @@ def write_sysctl(key: str, value: str) -> None:
 
 
 def bridge_up(name: str, subnet: ipaddress.IPv4Network, state: dict) -> None:
-    """Create the bridge unless it is there (state['bridge_created'] records that we made it)."""
+    """Create the bridge unless it is there. state['bridge_created'] records that corral made it (this
+    cluster or another one sharing the bridge): `down` of the last cluster on it removes it."""
     addr = f"{host_address(subnet)}/{subnet.prefixlen}"
     if bridge_exists(name):
         have = run(["ip", "-o", "-4", "addr", "show", "dev", name], what="ip addr").stdout
@@ -41,6 +60,8 @@ def bridge_up(name: str, subnet: ipaddress.IPv4Network, state: dict) -> None:
             raise HostToolError(f"bridge {name} exists without address {addr}",
                                 value=have.strip() or "(no address)",
                                 fix="pick another virtual.bridge name, or remove that bridge")
+        if _ours(name):
+            state["bridge_created"] = name
         return
     clash = run(["ip", "-o", "-4", "route", "show", "to", "match", str(subnet.network_address + 1)],
                 what="ip route").stdout
@@ -50,6 +71,7 @@ def bridge_up(name: str, subnet: ipaddress.IPv4Network, state: dict) -> None:
                                 value=line.strip(), fix="set virtual.subnet to an unused private /24")
     run(["ip", "link", "add", name, "type", "bridge"], what=f"creating bridge {name}")
     state["bridge_created"] = name
+    run(["ip", "link", "set", "dev", name, "alias", ALIAS], what=f"marking bridge {name}")
     run(["ip", "addr", "add", addr, "dev", name], what=f"addressing bridge {name}")
     run(["ip", "link", "set", name, "up"], what=f"bringing up bridge {name}")
     # readiness polls would otherwise wait on 1 s ARP retries
@@ -57,8 +79,12 @@ def bridge_up(name: str, subnet: ipaddress.IPv4Network, state: dict) -> None:
 
 
 def bridge_down(state: dict) -> None:
+    """Remove the bridge corral made, unless another cluster's nodes are still on it."""
     name = state.pop("bridge_created", None)
-    if name and bridge_exists(name):
+    deadline = time.monotonic() + 3  # a stopped node's veth leaves the bridge a moment after it
+    while name and _ports(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if name and bridge_exists(name) and not _ports(name):
         run(["ip", "link", "del", name], what=f"removing bridge {name}")
 
 

@@ -8,7 +8,7 @@ steps on one such node. workflows/removal_phase.py runs them around the componen
           slurmctld with a slurm.conf that lost a node kills that node's jobs.
   (the components: slurm.conf without the node; a node-set change restarts slurmctld, then reconfigure)
   after:  Slurm no longer knows it (scontrol: `Node X not found`) -> on the node, corral's daemons for
-          its roles (UNITS) stopped and disabled. Its data, packages, users, mounts and host key stay.
+          its roles (the components' `stops`) stopped and disabled. Its data, packages, users, mounts and host key stay.
 
 Slurm calls are workflows/slurm_node.py's; `run(node, command, timeout)` is the seam (SSH by default,
 the removed node reached at its recorded address with the spec's SSH settings).
@@ -20,9 +20,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from types import SimpleNamespace
 
-from corral.deploy.dcgm import SERVICE as DCGM
-from corral.deploy.dcgm_exporter import UNIT as DCGM_EXPORTER
-from corral.deploy.slurm_exporter import UNIT as SLURM_EXPORTER
+from corral.components.slurm import COMPONENTS
+from corral.components.views import stopped_units
 from corral.engine.node_record import DRAINED, SERVICES_LEFT, Deployed
 from corral.engine.remote import run_on
 from corral.engine.results import OpResult, TimedSteps
@@ -35,10 +34,6 @@ from corral.workflows.slurm_node import SlurmNode, StepFailed, _why
 REASON = "corral: removing"
 DISRUPTION = "drain + remove from Slurm"
 STOP_ONLY = "stop services"
-# the daemons corral starts, per role (deploy/): stopped and disabled on a removed node, slurmd before munge
-UNITS = {"compute": ("slurmd", DCGM_EXPORTER, DCGM, "corral-mig"), "controller": ("slurmctld", SLURM_EXPORTER),
-         "accounting": ("slurmdbd",), "monitoring": ("prometheus", "prometheus-alertmanager", "grafana-server"),
-         "*": ("munge", "prometheus-node-exporter")}
 STOP_TIMEOUT = 120
 
 Run = Callable[[str, str, float], object]  # (node, command, timeout) -> CompletedProcess
@@ -51,8 +46,8 @@ def drain_timeout_s(cluster: Cluster) -> int:
 
 
 def units_of(roles) -> list[str]:
-    units = [u for role in (*roles, "*") for u in UNITS.get(role, ())]
-    return list(dict.fromkeys(units))
+    """The daemons corral starts on a node of `roles` (the components' `stops`), slurmd before munge."""
+    return stopped_units(COMPONENTS, roles)
 
 
 def stop_script(units: list[str]) -> str:

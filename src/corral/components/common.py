@@ -1,0 +1,18 @@
+"""The components every scheduler's nodes start with: /etc/hosts and time sync, the proxy, the package
+source (Debian's mirror, or the bundle's repository)."""
+
+from __future__ import annotations
+
+from corral.components import Component, gives
+
+
+def time_sync(cluster, node) -> dict[str, str]:
+    """chrony on real servers; a virtual node is a container, whose clock is the host's (no CAP_SYS_TIME)."""
+    return gives(["chrony"], "time sync") if cluster.spec.virtual is None else {}
+
+
+HEAD = (
+    Component("base", "corral.deploy.base:base", packages=time_sync),
+    Component("proxy", "corral.deploy.proxy:proxy"),
+    Component("package source", "corral.deploy.package_source:package_source"),
+)

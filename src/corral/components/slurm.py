@@ -1,0 +1,192 @@
+"""scheduler: slurm: the components in the order each node runs them (what each waits for on other
+nodes: `waits`). proxy comes right after base, before anything reaches a mirror (package upgrades
+refreshes apt's lists); slurm user (after SSSD and the local accounts, whose ids it checks) before the
+packages: HA controllers' slurm account has a fixed id, the packages would make one; packages installs
+the Debian packages of the components after it in one transaction (deploy/package_batch.py)."""
+
+from __future__ import annotations
+
+from corral.components import Component, gives
+from corral.components.common import HEAD
+from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
+from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
+from corral.render.nvidia import dcgm_skip_reason
+from corral.render.sssd import PACKAGES as SSSD_PACKAGES
+from corral.render.vendor_repos import CTK_PACKAGES
+from corral.spec.shared import mounts_of
+
+SLURM_ROLES = ("controller", "compute", "login")
+CONTROLLER = ("slurmctld", "slurm-client")
+COMPUTE = ("slurmd", "slurm-client")
+LOGIN = ("slurm-client", "python3-venv")  # users make their venvs there (job clients)
+ACCOUNTING = ("mariadb-server", "slurmdbd")
+ADOPT = "libpam-slurm-adopt"
+NFS_SERVER = "nfs-kernel-server"
+
+
+def _role(role: str, names, why: str | None = None):
+    def needs(cluster, node) -> dict[str, str]:
+        return gives(names, why or f"role {role}") if role in node.roles else {}
+    return needs
+
+
+def _sssd(cluster, node):
+    return gives(SSSD_PACKAGES, "identity.ldap") if cluster.spec.identity.ldap is not None else {}
+
+
+def _nfs_server(cluster, node):
+    real = cluster.spec.virtual is None  # a virtual cluster's NAS is a bind mount of the host's directory
+    return gives([NFS_SERVER], "storage.exports") if real and "nfs" in node.roles and cluster.spec.storage.exports else {}
+
+
+def _mount_clients(cluster, node):
+    if cluster.spec.virtual is not None:
+        return {}
+    return gives([p for m in mounts_of(cluster, node) for p in m.client_packages()], "storage.mounts")
+
+
+def _mig(cluster, node):
+    layout = "compute" in node.roles and node.gpus is not None and node.gpus.mig is not None
+    return gives(FETCH_PACKAGES, "nvidia.mig_parted downloads") if layout and cluster.spec.virtual is None else {}
+
+
+def _containers(cluster, node):
+    nv, out = cluster.spec.nvidia, {}
+    if nv.enroot is not None and "compute" in node.roles:
+        out.update(gives(FETCH_PACKAGES, "nvidia.enroot/pyxis downloads"))
+    if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):  # built against the installed Slurm
+        out.update({**gives(FETCH_PACKAGES, "nvidia.enroot/pyxis downloads"),
+                    **gives(PYXIS_BUILD, "nvidia.pyxis (built on the nodes)")})
+    return out
+
+
+def _power(cluster, node):
+    on = cluster.spec.power.enabled and "controller" in node.roles
+    return gives(["slurmctld"], "power (the slurm user runs the power programs)") if on else {}
+
+
+def _compute(cluster, node):
+    if "compute" not in node.roles:
+        return {}
+    out = gives(COMPUTE, "role compute")
+    t = cluster.spec.topology
+    if t is not None and t.discover and not t.ibnetdiscover_file:
+        out["infiniband-diags"] = "topology.discover"  # ibnetdiscover (deploy/fabric.py)
+    if cluster.spec.virtual is None:  # installed where the node has an active RDMA port
+        out["perftest"] = "validate --fabric"
+    return out
+
+
+def _adopt(cluster, node):
+    on = cluster.spec.identity.pam_slurm_adopt and "compute" in node.roles and "login" not in node.roles
+    return gives([ADOPT], "identity.pam_slurm_adopt") if on else {}
+
+
+def _gpu_compute(node) -> bool:
+    return bool(node.gpu_count) and "compute" in node.roles
+
+
+def _dcgm(cluster, node):
+    d = cluster.spec.nvidia.dcgm
+    return gives([d.package], "nvidia.dcgm") if dcgm_skip_reason(cluster, node, d.enabled, "") is None else {}
+
+
+def _cuda_tools(cluster, node):
+    nv, out = cluster.spec.nvidia, {}
+    if nv.cuda_toolkit is not None:
+        out["cuda-toolkit-" + nv.cuda_toolkit.version.replace(".", "-")] = "nvidia.cuda_toolkit"
+    if nv.container_toolkit is not None:
+        out.update(gives(CTK_PACKAGES, "nvidia.container_toolkit"))
+    return out
+
+
+def _acceptance(cluster, node):
+    acc = cluster.spec.acceptance
+    if cluster.spec.virtual is not None or not _gpu_compute(node) or not (acc.burn.enabled or acc.nccl.enabled):
+        return {}
+    out = gives(ACCEPTANCE_BUILD, "acceptance (gpu-burn, nccl-tests built on the nodes)")
+    if acc.nccl.enabled and acc.nccl.across_nodes:
+        out.update(gives(OPENMPI_PACKAGES, "acceptance.nccl.across_nodes"))
+    return out
+
+
+def _nccl(cluster, node):
+    return gives(NCCL_PACKAGES, "acceptance.nccl") if cluster.spec.acceptance.nccl.enabled else {}
+
+
+def _monitored(cluster) -> bool:
+    return cluster.spec.monitoring.enabled and bool(cluster.with_role("monitoring"))
+
+
+def _monitoring(cluster, node):
+    if not _monitored(cluster):
+        return {}
+    out = gives(["prometheus-node-exporter"], "monitoring (every node)")
+    if "monitoring" in node.roles:
+        out.update(gives(["prometheus", "prometheus-alertmanager"], "role monitoring"))
+    return out
+
+
+def _slurm_exporter(cluster, node):
+    controllers = cluster.with_role("controller")
+    first = bool(controllers) and node.name == controllers[0].name
+    return gives(["python3-prometheus-client"], "monitoring (Slurm exporter)") if _monitored(cluster) and first else {}
+
+
+def _dcgm_exporter(cluster, node):
+    d = cluster.spec.monitoring.dcgm_exporter
+    on = _monitored(cluster) and dcgm_skip_reason(cluster, node, d.enabled, "") is None
+    return gives([d.package], "monitoring.dcgm_exporter") if on else {}
+
+
+def _grafana(cluster, node):
+    return gives(["grafana"], "monitoring.grafana") if _monitored(cluster) and "monitoring" in node.roles else {}
+
+
+def _munge(cluster, node):
+    return gives(["munge"], "every node (Slurm's authentication)")
+
+
+D = "corral.deploy."
+COMPONENTS = (
+    *HEAD,
+    Component("package upgrades", D + "upgrades:package_upgrades"),
+    Component("slurm version", D + "slurm_version:slurm_version"),
+    Component("sssd", D + "sssd:sssd", packages=_sssd),  # the directory is outside the cluster
+    Component("storage server", D + "storage:storage_server", packages=_nfs_server),
+    Component("storage mounts", D + "storage:storage_mounts", waits=("storage server",), packages=_mount_clients),
+    Component("users", D + "users:users"),  # homes are made on the node that holds them (spec/shared.home_maker)
+    Component("slurm user", D + "slurm_ha:slurm_user"),
+    Component("packages", D + "package_batch:package_batch"),
+    Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}),  # the key: from the control host
+    Component("health", D + "health:health"),
+    Component("jobhooks", D + "jobhooks:jobhooks"),
+    Component("nvidia driver", D + "nvidia_driver:nvidia_driver"),
+    Component("mig", D + "mig:mig", packages=_mig, stops={"compute": ("corral-mig",)}),
+    Component("containers", D + "containers:containers", packages=_containers),
+    Component("accounting", D + "accounting:accounting", packages=_role("accounting", ACCOUNTING),
+              stops={"accounting": ("slurmdbd",)}),  # MariaDB and slurmdbd on the same node
+    Component("power", D + "power:power", packages=_power),
+    Component("slurm controller", D + "slurm:slurm_controller", waits=("accounting",),  # registers with slurmdbd
+              packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)}),
+    # configless slurmd fetches its config from slurmctld
+    Component("slurm compute", D + "slurm:slurm_compute", waits=("slurm controller",), packages=_compute,
+              stops={"compute": ("slurmd",)}),
+    # PrologFlags=Contain comes with the controller's slurm.conf
+    Component("pam_slurm_adopt", D + "adopt:adopt", waits=("slurm controller",), packages=_adopt),
+    Component("slurm login", D + "slurm:slurm_login", waits=("slurm controller",), packages=_role("login", LOGIN)),
+    # sacctmgr through slurmdbd, the cluster registered
+    Component("accounting sync", D + "sacct:accounting_sync", waits=("accounting", "slurm controller")),
+    Component("dcgm", D + "dcgm:dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)}),
+    Component("nvidia tools", D + "nvidia_tools:nvidia_tools", vendor=_cuda_tools),
+    Component("acceptance tools", D + "acceptance:acceptance", packages=_acceptance, vendor=_nccl),
+    # Prometheus scrapes targets whenever they answer
+    Component("monitoring", D + "monitoring:monitoring", packages=_monitoring,
+              stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)}),
+    Component("slurm exporter", D + "slurm_exporter:slurm_exporter", waits=("slurm controller",),  # sinfo, squeue
+              packages=_slurm_exporter, stops={"controller": ("corral-slurm-exporter",)}),
+    Component("dcgm exporter", D + "dcgm_exporter:dcgm_exporter", vendor=_dcgm_exporter,
+              stops={"compute": ("corral-dcgm-exporter",)}),
+    # its data source is read when a dashboard is opened
+    Component("grafana", D + "grafana:grafana", vendor=_grafana, stops={"monitoring": ("grafana-server",)}),
+)
