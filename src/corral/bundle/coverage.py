@@ -11,6 +11,7 @@ import tarfile
 
 from corral.bundle.build import MANIFEST
 from corral.errors import CorralError
+from corral.spec import schedulers
 
 SLURM_PACKAGES = ("slurmctld", "slurmd", "slurmdbd", "slurm-client", "libpam-slurm-adopt")
 
@@ -26,7 +27,7 @@ def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
     have: dict[str, list[str]] = {}
     for p in manifest.get("packages", []):
         have.setdefault(p["package"], []).append(p["version"])
-    pin = cluster.spec.slurm.version if cluster.spec.scheduler == "slurm" else None
+    pin = schedulers.of(cluster).pinned(cluster.spec)
     out: dict[str, list[str]] = {}
     for node in cluster.nodes:
         for pkg, why in sorted(node_needs(cluster, node).items()):

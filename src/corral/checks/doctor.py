@@ -119,8 +119,8 @@ def _gpus(node: Node, f: dict) -> tuple[str, str]:
 def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -> Report:
     reach = {n.name: (("FAIL", errors[n.name].removeprefix(f"{n.name}: ")) if n.name in errors else ("OK", "SSH login with the pinned host key"))
              for n in cluster.nodes}
-    from corral.spec.rules_kubernetes import kubernetes_warnings
-    unproven = kubernetes_warnings(cluster)[:1]  # the Kubernetes path: said on every doctor, until it has run live
+    from corral.spec import schedulers
+    unproven = schedulers.warnings(cluster)[:1]  # the Kubernetes path: said on every doctor, until it has run live
     checks = [Check("spec", "WARN" if unproven else "OK", "; ".join([f"{cluster.path}: valid, {len(cluster.nodes)} "
                                                                      "nodes", *unproven])),
               summarize("reachable", reach, f"all {len(cluster.nodes)} nodes reachable")]

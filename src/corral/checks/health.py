@@ -45,6 +45,6 @@ def run_health(cluster: Cluster, names: list[str] | None = None) -> Report:
     """The compute nodes' checks (or those of `names`) and, unless names are given, the controller's."""
     targets = names or [n.name for n in cluster.with_role("compute")]
     jobs = [lambda n=n: _one(cluster, n) for n in targets]
-    if not names and cluster.with_role("controller") and cluster.spec.scheduler == "slurm":
+    if not names and cluster.with_role("controller"):  # Slurm's role (spec rules: the scheduler's roles)
         jobs.append(lambda: _controller(cluster))
     return Report(pmap(lambda job: job(), jobs))

@@ -70,7 +70,9 @@ def _api(cluster: Cluster, run, report: Report) -> tuple[str | None, str]:
     return None, ""
 
 
-def validate_kubernetes(cluster: Cluster, *, jobs: bool = True, run=None, timeout_s: int = TIMEOUT_S) -> Report:
+def validate_kubernetes(cluster: Cluster, *, jobs: bool = True, run=None, timeout_s: int = TIMEOUT_S,
+                        fabric: bool = False) -> Report:
+    """`fabric` (RDMA pairs) is Slurm's validate alone: the GPU pods here do not span nodes."""
     from corral.checks.validate import remote
     run = run or remote(cluster)
     report = Report(extra=contract(len(cluster.nodes)))

@@ -46,7 +46,7 @@ def validate(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt,
     a burn and NCCL where available). Kubernetes: the API server, nodes Ready with their GPU resources, a
     GPU pod per GPU worker, DCGM series. Always a verdict: with --json always one JSON object."""
     from corral.checks.result import error_text
-    from corral.checks.validate import failed, validate as run_validate
+    from corral.checks.validate import failed
     try:
         cluster = load_cluster(spec)
     except CorralError as exc:  # a spec error: exit 2, but --json still gets its object
@@ -54,11 +54,9 @@ def validate(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt,
             print_json(failed(error_text(exc)).to_json())
         raise
     try:
-        if cluster.spec.scheduler == "kubernetes":
-            from corral.checks.k8s_validate import TIMEOUT_S, validate_kubernetes
-            report = validate_kubernetes(cluster, jobs=not skip_jobs, timeout_s=timeout or TIMEOUT_S)
-        else:
-            report = run_validate(cluster, jobs=not skip_jobs, timeout_s=timeout or 60, fabric=fabric)
+        from corral.spec import schedulers
+        bound = {"timeout_s": timeout} if timeout else {}  # else the scheduler's own default
+        report = schedulers.of(cluster).use("validate")(cluster, jobs=not skip_jobs, fabric=fabric, **bound)
     except CorralError as exc:  # validate() turns these into checks itself; this is the last net
         report = failed(error_text(exc, command=True), len(cluster.with_role("compute")))
     except Exception as exc:  # a bug: the JSON object still, then main() logs the traceback (exit 1)

@@ -17,6 +17,7 @@ from corral.importers.deepops_inventory import Var
 from corral.importers.deepops_vars import MAPPED, truthy
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.models import DriverSpec
+from corral.spec.schedulers import SCHEDULERS
 
 DEEPOPS_ENROOT = "3.2.0"  # DeepOps' enroot when enroot_version is unset (nvidia.enroot role v0.5.0)
 DEEPOPS_PYXIS = "0.11.1"  # DeepOps' roles/pyxis/defaults/main.yml slurm_pyxis_version
@@ -57,9 +58,14 @@ class NvidiaImport:
     def run(self) -> NvidiaImport:
         self.driver()
         self.dcgm_and_cuda()
-        if self.scheduler == "slurm":
+        if "pyxis" in SCHEDULERS[self.scheduler].carries:  # enroot and pyxis: Slurm's containers
             self.containers()
         return self
+
+    @property
+    def slurm_vars(self) -> bool:
+        """DeepOps' slurm_cluster_* gates apply (the cluster.yaml carries Slurm's settings)."""
+        return "slurm-conf" in SCHEDULERS[self.scheduler].carries
 
     def take(self, *names: str) -> dict[str, Var]:
         found = {n: v for n in names if (v := self.get(n)) is not None}
@@ -78,7 +84,7 @@ class NvidiaImport:
     def driver(self) -> None:
         found = self.take(*DRIVER_VARS)
         gate = self.take("slurm_cluster_install_nvidia_driver").get("slurm_cluster_install_nvidia_driver") \
-            if self.scheduler == "slurm" else None
+            if self.slurm_vars else None
         if gate is not None and not truthy(gate):
             self.note("slurm_cluster_install_nvidia_driver", gate, "false: DeepOps left the driver alone and so "
                       "does corral (nvidia.driver unset)")
@@ -165,7 +171,7 @@ class NvidiaImport:
         dcgm = self.take("install_dcgm").get("install_dcgm")
         if dcgm is not None and self.literal("install_dcgm", dcgm, "nvidia.dcgm.enabled") is not None:
             self.lines.append(f"  dcgm: {{enabled: {'true' if truthy(dcgm) else 'false'}}}")
-        found = self.take("cuda_version", *(("slurm_cluster_install_cuda",) if self.scheduler == "slurm" else ()))
+        found = self.take("cuda_version", *(("slurm_cluster_install_cuda",) if self.slurm_vars else ()))
         gate, ver = found.get("slurm_cluster_install_cuda"), found.get("cuda_version")
         fix = "set nvidia.cuda_toolkit.version to the major.minor you run (nvcc --version)"
         if gate is not None and not truthy(gate):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from corral.importers.deepops_inventory import GROUP_NOTES, OTHER_GROUPS, Inventory, Var, canon
+from corral.spec.schedulers import SCHEDULERS
 
 MAPPED = {  # DeepOps variable -> the cluster.yaml key it sets
     "ansible_host": "nodes[].addresses", "ansible_user": "ssh.user", "ansible_ssh_user": "ssh.user",
@@ -185,7 +186,7 @@ NO_SETTING = [  # DeepOps variable (regex) -> the cluster.yaml setting it lacks 
 
 
 def reason_for(var: str, scheduler: str = "slurm") -> str:
-    if var in MAPPED and var in SLURM_ONLY and scheduler != "slurm":
+    if var in MAPPED and var in SLURM_ONLY and not _slurm_conf(scheduler):
         return f"a Slurm setting (it maps to {MAPPED[var]}); this cluster.yaml is for {scheduler}"
     what = REASON.get(var) or next((w for p, w in NO_SETTING if re.search(p, var)), "!no cluster.yaml equivalent")
     return what[1:] if what.startswith("!") else f"cluster.yaml has no {what}"
@@ -234,4 +235,9 @@ def note_rest(inv: Inventory, used: set[str], other: tuple[str, ...], umbrella: 
 
 
 def _cluster_wide(var: str, scheduler: str) -> bool:  # a mapped variable the import reads once per cluster
-    return var in MAPPED and var not in PER_HOST and (scheduler == "slurm" or var not in SLURM_ONLY)
+    return var in MAPPED and var not in PER_HOST and (_slurm_conf(scheduler) or var not in SLURM_ONLY)
+
+
+def _slurm_conf(scheduler: str) -> bool:
+    """Whether the cluster.yaml written carries Slurm's settings (DeepOps' Slurm-only variables)."""
+    return "slurm-conf" in SCHEDULERS[scheduler].carries

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from corral.render import nvidia
+from corral.spec import schedulers
 from corral.spec.cluster import Cluster, Node
 
 RULES_DIR = "/etc/prometheus/rules"
@@ -50,7 +51,7 @@ def render_prometheus_yml(cluster: Cluster) -> str:
     lines += _job("prometheus", mon, m.prometheus_port)
     lines += _job("alertmanager", mon, m.alertmanager_port)
     lines += _job("node", cluster.nodes, m.node_exporter_port, roles=True)
-    if cluster.spec.scheduler == "slurm" and cluster.with_role("controller"):
+    if "slurm-exporter" in schedulers.of(cluster).carries and cluster.with_role("controller"):
         # honor_labels: the exporter's own `node` label (per Slurm node) wins over the target's
         lines += _job("slurm", cluster.with_role("controller")[:1], m.slurm_exporter_port, honor=True)
     gpu_nodes = [n for n in cluster.nodes if dcgm_skip_reason(cluster, n) is None]

@@ -11,18 +11,17 @@ from typing import TYPE_CHECKING
 from corral.errors import Problem
 from corral.spec.rules_acceptance import acceptance_warnings, check_acceptance
 from corral.spec.rules_download import check_checksums, check_urls, download_warnings
-from corral.spec.rules_ha import check_ha, ha_warnings
+from corral.spec.rules_ha import ha_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
 from corral.spec.rules_reports import check_reports
 from corral.spec.rules_rollout import check_rollout, rollout_warnings
 from corral.spec.rules_bundle import bundle_warnings, check_bundle
 from corral.spec.rules_topology import check_topology, topology_warnings
-from corral.spec.rules_kubernetes import check_kubernetes, kubernetes_warnings
 from corral.spec.rules_power import check_power, power_warnings
 from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
-from corral.spec.models import K8S_ROLES, SLURM_ROLES
+from corral.spec import schedulers
 from corral.spec.slurm_keys import (GLOBAL_KEYS, PARTITION_KEYS, PROGRAM_KEYS, RENDERED_KEYS,
                                     RENDERED_PARTITION_KEYS, RESERVED_KEYS, RESERVED_PARTITION_KEYS)
 
@@ -57,7 +56,7 @@ def check_nodes(cluster: Cluster, where: Where) -> list[Problem]:
 
 def check_roles(cluster: Cluster, where: Where) -> list[Problem]:
     spec, problems = cluster.spec, []
-    allowed = SLURM_ROLES if spec.scheduler == "slurm" else K8S_ROLES
+    allowed = schedulers.of(cluster).roles
     for gi, group in enumerate(spec.nodes):
         roles = list(group.roles)
         for r in roles:
@@ -273,7 +272,7 @@ def check_containers(cluster: Cluster, where: Where) -> list[Problem]:
     if nv.pyxis is not None and nv.enroot is None:
         problems.append(Problem(where(("nvidia", "pyxis")), "nvidia.pyxis needs nvidia.enroot: pyxis runs containers with enroot",
                                 "pyxis", "add nvidia.enroot: {version: 3.5.0} (or remove nvidia.pyxis)"))
-    if nv.pyxis is not None and cluster.spec.scheduler != "slurm":
+    if nv.pyxis is not None and "pyxis" not in schedulers.of(cluster).carries:
         problems.append(Problem(where(("nvidia", "pyxis")), "pyxis is a Slurm plugin", cluster.spec.scheduler,
                                 "remove nvidia.pyxis or use scheduler: slurm"))
     for key, tool in (("enroot", nv.enroot), ("mig_parted", nv.mig_parted)):
@@ -297,16 +296,13 @@ def check_mig(cluster: Cluster, where: Where) -> list[Problem]:
 
 
 def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
-    problems = check_nodes(cluster, where) + check_roles(cluster, where)
-    if cluster.spec.scheduler == "slurm":
-        problems += check_slurm(cluster, where) + check_ha(cluster, where)
+    problems = check_nodes(cluster, where) + check_roles(cluster, where) + schedulers.problems(cluster, where)
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
             + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
             + check_reports(cluster, where) + check_rollout(cluster, where)
-            + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where)
-            + check_kubernetes(cluster, where))
+            + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:
@@ -314,4 +310,4 @@ def spec_warnings(cluster: Cluster) -> list[str]:
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
             + ha_warnings(cluster) + acceptance_warnings(cluster) + rollout_warnings(cluster)
             + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster)
-            + kubernetes_warnings(cluster))
+            + schedulers.warnings(cluster))

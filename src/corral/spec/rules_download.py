@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from corral.errors import Problem
+from corral.spec import schedulers
 from corral.spec.types import UrlStr
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def downloads(cluster: Cluster) -> list[tuple[tuple, list[str], object]]:
     if nv.pyxis is not None:
         out.append((("nvidia", "pyxis", "sha256"), ["pyxis source"], nv.pyxis.sha256))
     mig = any(n.gpus is not None and n.gpus.mig is not None for n in cluster.nodes)
-    if mig and cluster.spec.virtual is None and cluster.spec.scheduler == "slurm":  # Kubernetes: the Operator's
+    if mig and cluster.spec.virtual is None and "mig-parted" in schedulers.of(cluster).carries:  # K8s: the Operator's
         out.append((("nvidia", "mig_parted", "sha256"), list(nv.mig_parted.packages), nv.mig_parted.sha256))
     return out
 

@@ -21,8 +21,7 @@ NOT_RUN = ("Kubernetes path: not yet run against a live cluster by corral's test
 
 
 def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
-    if cluster.spec.scheduler != "kubernetes":
-        return []
+    """The kubernetes: section's rules (spec/schedulers.py runs them for scheduler: kubernetes)."""
     k, problems = cluster.spec.kubernetes, []
     pod, svc = k.pod_cidr, k.service_cidr
     if pod.overlaps(svc):
@@ -83,8 +82,7 @@ def check_kubernetes(cluster: Cluster, where: Where) -> list[Problem]:
 
 
 def kubernetes_warnings(cluster: Cluster) -> list[str]:
-    if cluster.spec.scheduler != "kubernetes":
-        return []
+    """Said on every spec check, plan and apply of scheduler: kubernetes (spec/schedulers.py)."""
     out = [NOT_RUN]
     cps = cluster.with_role("control-plane")
     if len(cps) >= 3 and cluster.spec.kubernetes.control_plane_endpoint is None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
+from corral.spec import schedulers
 from corral.spec.hosts import RangeError, expand_names
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ MAX_FABRIC_BYTES = 64 << 20  # ibnetdiscover of a 10,000-node fabric is a few MB
 
 
 def _check_discover(cluster: Cluster, where: Where) -> list[Problem]:
-    if cluster.spec.scheduler != "slurm":
+    if "topology" not in schedulers.of(cluster).carries:
         return [Problem(where(("topology",)), "topology is Slurm's (topology.conf)", "discover", "remove it")]
     path = fabric_file(cluster)
     if path is None:

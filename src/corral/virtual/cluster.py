@@ -17,6 +17,7 @@ from pathlib import Path
 
 from corral.errors import CorralError, HostToolError, UsageError
 from corral.parallel import pmap
+from corral.spec import schedulers
 from corral.spec.cluster import Cluster
 from corral.virtual import host, image, keys, nas, network, node as vnode, repo
 from corral.virtual.host import say
@@ -40,9 +41,9 @@ class VirtualCluster:
         if cluster.spec.virtual is None:
             raise UsageError(f"{cluster.path}: not a virtual cluster spec (no 'virtual:' section)",
                              fix="run `corral virtual up` in a directory of its own")
-        if cluster.spec.scheduler == "kubernetes":
-            raise UsageError(f"{cluster.path}: the virtual cluster runs Slurm only: no kubelet can run in its "
-                             "containers (docs/components/kubernetes.md)", value="scheduler: kubernetes",
+        if schedulers.of(cluster).not_virtual:
+            raise UsageError(f"{cluster.path}: {schedulers.of(cluster).not_virtual}",
+                             value=f"scheduler: {cluster.spec.scheduler}",
                              fix="use scheduler: slurm here; review a Kubernetes spec with `corral render`, or "
                                  "`corral plan` it against its nodes")
         self.cluster = cluster

@@ -23,17 +23,15 @@ from corral.engine import journal, node_record
 from corral.engine.results import NodeResult, RunResult
 from corral.errors import CorralError
 from corral.parallel import pmap
+from corral.spec import schedulers
 from corral.spec.cluster import Cluster
 from corral.engine.node_record import DRAINED
-from corral.workflows.removal import Removal, Run
+from corral.workflows.removal import Run
 
 
 def _removal(cluster: Cluster):
     """The removal's steps for the cluster's scheduler: Slurm's (workflows/removal.py) or Kubernetes'."""
-    if cluster.spec.scheduler == "kubernetes":
-        from corral.workflows.k8s_removal import K8sRemoval
-        return K8sRemoval
-    return Removal
+    return schedulers.of(cluster).use("removal")
 
 
 def _result(cluster: Cluster, mode: str, command: str) -> RunResult:
@@ -86,8 +84,8 @@ def around(cluster: Cluster, mode: str, run_components: Callable[[], RunResult],
         for d in gone:
             _node(result, d, first[d.name][0], first[d.name][1])
         result.warnings.append(f"nothing else was applied: the removal of {', '.join(stopped)} did not get past "
-                               "its drain; a node with running jobs must stay in " +
-                               ("the cluster" if cluster.spec.scheduler == "kubernetes" else "slurm.conf"))
+                               "its drain; a node with running jobs must stay in "
+                               + schedulers.of(cluster).stays_in)
         # every removed node stays in the record; those Slurm knew are drained now (or were asked to be)
         _save(cluster, record, result, {n: DRAINED for n in names if first[n][2]})
     else:

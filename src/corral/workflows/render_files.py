@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from corral.errors import CorralError
+from corral.spec import schedulers
 from corral.spec.cluster import Cluster
 
 def kubernetes_files(cluster: Cluster) -> tuple[dict[str, dict[str, str]], dict[str, str], list[str]]:
@@ -52,16 +53,11 @@ def _safe(path: str) -> str:
 
 def render(cluster: Cluster, out: Path, node: str | None = None) -> dict:
     """Write the files under out/<node>/<path> (and out/cluster/ for Kubernetes); the summary."""
-    from corral.facts.slurm import load_hw_cache
     if node is not None and node not in {n.name for n in cluster.nodes}:
         raise CorralError(f"--node {node}: no such node in the spec", value=node,
                           fix="name a node of the spec (corral spec check lists them)")
     _fresh(out)
-    if cluster.spec.scheduler == "kubernetes":
-        per_node, whole, notes = kubernetes_files(cluster)
-    else:
-        from corral.workflows.render_slurm import slurm_files
-        (per_node, notes), whole = slurm_files(cluster, load_hw_cache(cluster.state_dir)), {}
+    per_node, whole, notes = schedulers.of(cluster).use("files")(cluster)
     written: dict[str, list[str]] = {}
     for name, files in per_node.items():
         if node is not None and name != node:

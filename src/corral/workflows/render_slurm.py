@@ -390,6 +390,14 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
     return files, _notes(c, said)
 
 
+def cluster_files(cluster: Cluster) -> tuple[dict[str, Files], dict[str, str], list[str]]:
+    """`corral render`'s view (spec/schedulers.py): every node's files from the cached hardware facts, no
+    whole-cluster files, the notes."""
+    from corral.facts.slurm import load_hw_cache
+    per_node, notes = slurm_files(cluster, load_hw_cache(cluster.state_dir))
+    return per_node, {}, notes
+
+
 def _slurm_version_said(cluster: Cluster) -> tuple[tuple[int, int], str]:
     from corral.render.slurm import DEFAULT_VERSION
     pinned = cluster.spec.slurm.version
