@@ -27,7 +27,7 @@ def test_command_runs_a_fixed_number_of_processes_and_quotes_paths():
 
 def test_union_of_registered_wants(monkeypatch):
     import corral.deploy.nodestate as ns
-    monkeypatch.setattr(ns, "_REGISTERED", [])
+    monkeypatch.setattr(ns, "_DECLARED", [])
     register(Want(paths=("/z",), services=("zz",)))
     union = _union(Want(paths=("/a",), packages=("p",)))
     assert {"/z", "/a"} <= set(union.paths) and "zz" in union.services and "p" in union.packages

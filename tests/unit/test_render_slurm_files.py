@@ -17,6 +17,7 @@ import pytest
 from pyinfra.api import Config, State
 from pyinfra.api.deploy import add_deploy
 
+from corral.engine import run_context
 from corral.deploy import components
 from corral.deploy import nvidia_driver as deploy_driver
 from corral.deploy import users as deploy_users
@@ -174,7 +175,8 @@ def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=(22, 5)) ->
     monkeypatch.setattr(deploy_driver, "host", _Host())
     inventory = build_inventory(cluster)
     state = State(inventory, Config(), check_for_changes=False)
-    state.corral_hw, state.corral_fabric, state.corral_slurm_version = hw or {}, fabric or {}, version
+    ctx = run_context.current()
+    ctx.hw, ctx.fabric, ctx.slurm_version = hw or {}, fabric or {}, version
     files: dict[str, dict] = {}
     secret: set[tuple[str, str]] = set()
     for host in inventory:

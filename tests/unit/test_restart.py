@@ -18,6 +18,7 @@ from pyinfra.api import Config, State
 from pyinfra.api.deploy import add_deploy
 
 import corral.deploy
+from corral.engine import run_context
 from corral.deploy import dcgm_exporter, nodestate, operations, slurm_exporter
 from corral.render.restart import (DROPIN_NAME, EXEMPT, IN_UNIT, POLICIES, UNIT_DIR, dropin_path, render_restart_dropin,
                                    service_lines, unit_lines)
@@ -163,7 +164,7 @@ def _import_deploys() -> None:
 
 def test_every_managed_service_has_a_restart_policy_or_a_reason():
     _import_deploys()
-    wants = [w for w in nodestate._REGISTERED if w.services]
+    wants = [w for w in nodestate._DECLARED if w.services]
     managed = {s for w in wants for s in w.services}
     assert {"slurmctld", "slurmd", "slurmdbd", "munge", "mariadb"} <= managed
     missing = sorted(managed - set(POLICIES) - set(EXEMPT))
@@ -199,7 +200,8 @@ def _plan_calls(tmp_path: Path, monkeypatch) -> dict[str, list[tuple[str, dict, 
     cluster = load_text(SPEC.read_text() + ldap, str(tmp_path / "cluster.yaml"))
     inventory = build_inventory(cluster)
     state = State(inventory, Config(), check_for_changes=False)
-    state.corral_hw, state.corral_in_run, state.corral_slurm_version = {}, None, (22, 5)
+    ctx = run_context.current()
+    ctx.hw, ctx.in_run, ctx.slurm_version = {}, None, (22, 5)
     calls: dict[str, list] = {}
 
     def spy(name):

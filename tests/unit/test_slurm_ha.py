@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import corral.checks.validate as V
+from corral.engine import run_context
 from corral.backup import state_dir
 from corral.checks.slurm_parse import parse_ping, ping_up
 from corral.deploy import components
@@ -146,7 +147,8 @@ def test_the_drop_in_requires_the_state_mount_only_when_there_is_one():
 
 def op_names(tmp_path: Path, text: str) -> dict[str, list[str]]:
     def prepare(state):
-        state.corral_hw, state.corral_in_run, state.corral_slurm_version = {}, None, (22, 5)
+        ctx = run_context.current()
+        ctx.hw, ctx.in_run, ctx.slurm_version = {}, None, (22, 5)
     return planned_ops(tmp_path, text, (slurm_user, slurm_controller), prepare=prepare)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import gevent
-from pyinfra.context import ctx_host, ctx_state
+from corral.engine.pyinfra_seam import as_host
 
 from corral.checks.doctor_facts import DoctorFacts
 from corral.checks.result import Check, Report, summarize
@@ -32,7 +32,7 @@ def gather(cluster: Cluster) -> tuple[dict[str, dict], dict[str, str]]:
 
     def hook(state, hosts) -> None:
         def one(h) -> None:
-            with ctx_state.use(state), ctx_host.use(h):
+            with as_host(state, h):
                 t0 = time.time()
                 data = h.get_fact(DoctorFacts)
                 t1 = time.time()

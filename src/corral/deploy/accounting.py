@@ -97,7 +97,7 @@ def accounting() -> None:
     operations.directory(name="/var/log/slurm", path="/var/log/slurm", user="slurm", group="slurm", want=WANT)
     conf = operations.managed_file(
         name="slurmdbd.conf", path=CONF, mode="600", user="slurm", group="slurm", want=WANT,
-        content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version(host.state)),
+        content=render_slurmdbd_conf(cluster, db_password=password, version=slurm_version()),
         mask=(password,), mask_keys=("StoragePass",), disruption="restart slurmdbd")
     operations.restart_policy(name="slurmdbd restarted by systemd when it dies", unit="slurmdbd", want=WANT, started_next=True)
     if node.address is not None:

@@ -15,7 +15,7 @@ from corral.bundle.downloads import bundled
 from corral.engine.shell import sh
 
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.notes import annotate
 from corral.facts.slurm import upstream_version
 from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, enroot_conf,
@@ -24,7 +24,6 @@ from corral.render.debs import release_debs_script
 
 SLURM_ROLES = ("controller", "compute", "login")
 WANT = register(Want(paths=(ENROOT_CONF, PYXIS_SO, PYXIS_MARK), packages=FETCH_PACKAGES + BUILD_PACKAGES))
-_PACKAGES: set[str] = set()
 
 
 def _bash(script: str):
@@ -66,9 +65,7 @@ def containers() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     nv = cluster.spec.nvidia
     if nv.enroot is not None and "compute" in node.roles:
-        for p in set(nv.enroot.packages) - _PACKAGES:  # read with the node's one snapshot
-            _PACKAGES.add(p)
-            register(Want(packages=(p,)))
+        register_for_run(Want(packages=tuple(nv.enroot.packages)))  # read with the node's one snapshot
         operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT, together=True)
         release_debs(name=f"enroot {nv.enroot.version}", label="enroot", sums_key="nvidia.enroot.sha256",
                      spec=bundled(cluster, ("nvidia", "enroot")), want=WANT)

@@ -1,12 +1,14 @@
-"""Run context shared by the deploys: hardware facts of every node, gathered in parallel once per
-run (and cached in the state dir, so nodes outside `--limit` or unreachable keep their line in
-slurm.conf), and the installed Slurm version."""
+"""What every run reads of every node before it prepares the deploys: hardware facts, gathered in
+parallel once per run (and cached in the state dir, so nodes outside `--limit` or unreachable keep their
+line in slurm.conf), the installed Slurm version, the fabric; kept in the run's context
+(engine/run_context.py), where the deploys read them."""
 
 from __future__ import annotations
 
 import gevent
 from pyinfra.api import FactBase
-from pyinfra.context import ctx_host, ctx_state
+from corral.engine import run_context
+from corral.engine.pyinfra_seam import as_host
 
 from corral.deploy.nodestate import NodeState, Want, _union, parse_snapshot
 from corral.errors import CorralError
@@ -31,25 +33,26 @@ class HardwareAndState(FactBase):
 
 
 def read_node(h):
-    """(hardware, snapshot) of one node in one command; the snapshot cached for the run's operations
-    (nodestate.snapshot reads it from the same place)."""
+    """(hardware, snapshot) of one node in one command; the snapshot kept for the run's operations
+    (nodestate.snapshot reads it from the run's context)."""
     full = _union(Want())
     hw, snap = h.get_fact(HardwareAndState, paths=full.paths, services=full.services, packages=full.packages,
                           blocks=full.blocks)
     snap.want = full
-    vars(h.state).setdefault("_corral_snapshots", {})[h.name] = snap
+    run_context.current().snapshots[h.name] = snap
     return hw
 
 
 def gather(cluster):
-    """A `prepare` hook for engine.run: sets `state.corral_hw` {node: NodeHW}."""
+    """A `prepare` hook for engine.run: the run context's `hw` {node: NodeHW}, `in_run`, `slurm_version`
+    and `fabric`."""
     def hook(state, hosts) -> None:
         found = {}
 
         versions = []
 
         def one(h) -> None:
-            with ctx_state.use(state), ctx_host.use(h):
+            with as_host(state, h):
                 try:
                     hw = read_node(h)
                     if "controller" in h.data.corral_node.roles:
@@ -64,11 +67,12 @@ def gather(cluster):
         merged = {**cached, **found}
         if merged != cached:
             save_hw_cache(cluster.state_dir, merged)
-        state.corral_hw = {n.name: merged[n.name] for n in cluster.nodes if n.name in merged}
-        state.corral_in_run = set(found)  # reachable nodes of this run
-        state.corral_slurm_version = versions[0] if versions else DEFAULT_VERSION
+        ctx = run_context.current()
+        ctx.hw = {n.name: merged[n.name] for n in cluster.nodes if n.name in merged}
+        ctx.in_run = set(found)  # reachable nodes of this run
+        ctx.slurm_version = versions[0] if versions else DEFAULT_VERSION
         from corral.deploy.fabric import discover
-        state.corral_fabric = discover(cluster, state, [h for h in hosts if h.name in found])
+        ctx.fabric = discover(cluster, state, [h for h in hosts if h.name in found])
     return hook
 
 
@@ -81,7 +85,7 @@ def _version(h) -> tuple[int, int]:
     from pyinfra.facts.server import Command
 
     from corral.render.slurm import slurm_version_tuple
-    snap = vars(h.state).get("_corral_snapshots", {}).get(h.name)
+    snap = run_context.current().snapshots.get(h.name)
     installed = snap.packages.get("slurm-client") if snap is not None else None  # read already: no round trip
     text = installed or (h.get_fact(Command, VERSION_CMD) or "").strip()
     try:
@@ -93,22 +97,9 @@ def _version(h) -> tuple[int, int]:
 DEFAULT_VERSION = (22, 5)
 
 
-def slurm_version(state) -> tuple[int, int]:
-    return getattr(state, "corral_slurm_version", DEFAULT_VERSION)
-
-
-def fabric_of(state) -> dict[str, str]:
-    """node -> ibnetdiscover output, for `topology: {discover: infiniband}` (deploy/fabric.py)."""
-    return getattr(state, "corral_fabric", {})
-
-
-def hw_of(state) -> dict:
-    return getattr(state, "corral_hw", {})
-
-
-def in_run_of(state) -> set[str] | None:
-    """The reachable nodes of this run (None outside a run with the gather hook)."""
-    return getattr(state, "corral_in_run", None)
+def slurm_version() -> tuple[int, int]:
+    """This run's Slurm version (Debian 12's where the run had no gather hook)."""
+    return run_context.current().slurm_version or DEFAULT_VERSION
 
 
 JOB_HOOK_OP = "jobhooks | /usr/local/sbin/corral-prolog"

@@ -8,7 +8,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register
+from corral.deploy.nodestate import Want, register, register_for_run
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.render.nvidia import dcgm_skip_reason
 from corral.render.restart import dropin_path
@@ -16,7 +16,6 @@ from corral.render.restart import dropin_path
 SERVICE = "nvidia-dcgm"
 PIN = "/etc/apt/preferences.d/corral-dcgm"
 WANT = register(Want(paths=(PIN, dropin_path(SERVICE)), services=(SERVICE,), packages=("cuda-keyring",)))
-_PACKAGES: set[str] = set()
 
 
 def skip_reason(cluster, node) -> str | None:
@@ -40,9 +39,7 @@ def dcgm() -> None:
         operations.skip(name="DCGM", reason=reason)
         return
     d = cluster.spec.nvidia.dcgm
-    if d.package not in _PACKAGES:
-        _PACKAGES.add(d.package)
-        register(Want(packages=(d.package,)))
+    register_for_run(Want(packages=(d.package,)))
     cuda_repository(name="NVIDIA CUDA repository", repo_url=cluster.spec.nvidia.driver.repo_url
                     if cluster.spec.nvidia.driver else cluster.spec.monitoring.dcgm_exporter.repo_url, want=WANT)
     operations.managed_file(name="DCGM version pin", path=PIN, want=WANT, content=pin(d.package, d.version))

@@ -6,7 +6,7 @@ what it printed is kept in the state dir (fabric/ibnetdiscover.json), so a run t
 
 from __future__ import annotations
 
-from pyinfra.context import ctx_host, ctx_state
+from corral.engine.pyinfra_seam import as_host
 from pyinfra.facts.server import Command
 
 from corral.facts.ibnetdiscover import load_fabric_cache, parse, save_fabric_cache
@@ -26,7 +26,7 @@ def cached(cluster) -> dict[str, str]:
 
 def _read(state, h):
     """(its output, the parsed fabric), or None where ibnetdiscover is missing, fails or prints no fabric."""
-    with ctx_state.use(state), ctx_host.use(h):
+    with as_host(state, h):
         try:
             text = h.get_fact(Command, COMMAND) or ""
         except Exception:  # noqa: BLE001 - an unreadable node: the next one is asked

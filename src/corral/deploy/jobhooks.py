@@ -13,7 +13,7 @@ from pyinfra.api import deploy
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
-from corral.deploy.context import hw_of
+from corral.engine.run_context import current as run
 from corral.render.containers import user_dirs
 from corral.render.mig import node_gres
 from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
@@ -62,9 +62,9 @@ def jobhooks() -> None:
                      content=node_program("jobdirs.py"))
     operations.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
     operations.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
-    operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node, hw_of(host.state).get(node.name)),
+    operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node, run().hw.get(node.name)),
                             want=WANT)
     # the job environment from this node's fabric facts (render/job_env.py) and the TaskProlog exporting it
     operations.managed_file(name=JOB_ENV, path=JOB_ENV, want=WANT,
-                            content=job_env_text(cluster, node, hw_of(host.state).get(node.name)))
+                            content=job_env_text(cluster, node, run().hw.get(node.name)))
     operations.managed_file(name=TASK_PROLOG, path=TASK_PROLOG, content=task_prolog(), mode="755", want=WANT)

@@ -14,8 +14,8 @@ from pyinfra.api import deploy, operation
 from corral.engine.shell import cmd
 
 from corral.deploy import operations
-from corral.deploy.context import hw_of
-from corral.deploy.nodestate import Want, register
+from corral.engine.run_context import current as run
+from corral.deploy.nodestate import Want, register, register_for_run
 from corral.engine.notes import annotate
 from corral.deploy.containers import release_debs
 from corral.render.containers import FETCH_PACKAGES
@@ -26,7 +26,6 @@ MIG_CHANGE = "drain + MIG reconfigure"
 UNIT = "/etc/systemd/system/corral-mig.service"
 TOOL = "/usr/bin/nvidia-mig-parted"
 WANT = register(Want(paths=(CONFIG, UNIT, TOOL), services=("corral-mig",), packages=FETCH_PACKAGES))
-_PACKAGES: set[str] = set()
 
 
 def unit_text() -> str:
@@ -62,13 +61,11 @@ def mig() -> None:
     if cluster.spec.virtual is not None:
         operations.skip(name="nvidia-mig-parted", reason="virtual cluster: the GPU emulation brings its stand-in")
     else:
-        for p in set(tool.packages) - _PACKAGES:
-            _PACKAGES.add(p)
-            register(Want(packages=(p,)))
+        register_for_run(Want(packages=tuple(tool.packages)))
         operations.packages(name="download tools", names=list(FETCH_PACKAGES), want=WANT, together=True)
         release_debs(name=f"nvidia-mig-parted {tool.version}", label="mig-parted", sums_key="nvidia.mig_parted.sha256",
                      spec=bundled(cluster, ("nvidia", "mig_parted")), want=WANT)
     operations.managed_file(name=CONFIG, path=CONFIG, content=mig_parted_config(node.gpus), want=WANT)
     operations.managed_file(name="corral-mig.service (layout at boot)", path=UNIT, content=unit_text(), want=WANT)
     operations.service(name="corral-mig enabled", unit="corral-mig", running=False, want=WANT)
-    mig_layout(name="MIG layout", gpus=node.gpus, facts=hw_of(host.state).get(node.name))
+    mig_layout(name="MIG layout", gpus=node.gpus, facts=run().hw.get(node.name))

@@ -3,8 +3,8 @@ files (mode, owner, sha256), services (active, enabled), packages (version: dpkg
 RHEL family), apt list age.
 
 pyinfra 3 does not cache facts, so a fact per operation would cost one SSH exec each; a converged
-node then answers every operation from this one snapshot (kept on the pyinfra host object, which
-lives for one run).
+node then answers every operation from this one snapshot (kept in the run's context,
+engine/run_context.py, which lives for one run).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pyinfra import host
 from pyinfra.api import FactBase
 
+from corral.engine import run_context
+from corral.engine.run_context import WANT_FIELDS
 from corral.render.quickack import parse_local_routes
 
 
@@ -119,26 +121,37 @@ def parse_snapshot(lines: list[str]) -> Snapshot:
     return snap
 
 
-_REGISTERED: list[Want] = []
+_DECLARED: list[Want] = []  # the Wants deploy modules declare when imported: the same for every run
 
 
 def register(want: Want) -> Want:
-    """Declare what a deploy manages; every node's snapshot reads the union of all declared Wants
-    in one command, before the run changes anything (each op manages objects no other op does)."""
-    _REGISTERED.append(want)
+    """Declare, at module level, what a deploy manages in every run; every node's snapshot reads the
+    union of all declared Wants in one command, before the run changes anything (each op manages
+    objects no other op does). What is known only from the spec: `register_for_run`."""
+    _DECLARED.append(want)
+    return want
+
+
+def register_for_run(want: Want) -> Want:
+    """Add to this run's snapshot what a deploy manages that only the spec names (users' key files,
+    mount units, packages of a configured version): called while the deploy is prepared, i.e. before
+    any snapshot is read; kept in the run's context (engine/run_context.py), gone after the run."""
+    wants = run_context.current().wants
+    for f in WANT_FIELDS:
+        wants[f].update(getattr(want, f))
     return want
 
 
 def _union(extra: Want) -> Want:
-    wants = [*_REGISTERED, extra]
-    return Want(*(tuple(sorted({item for w in wants for item in getattr(w, f)}))
-                  for f in ("paths", "services", "packages", "blocks")))
+    run = run_context.current().wants if run_context.in_run() else {}
+    return Want(*(tuple(sorted({item for w in [*_DECLARED, extra] for item in getattr(w, f)} | run.get(f, set())))
+                  for f in WANT_FIELDS))
 
 
 def snapshot(want: Want) -> Snapshot:
-    """The node's snapshot for `want`, read once per run (cached on the run's pyinfra State;
+    """The node's snapshot for `want`, read once per run (kept in the run's context;
     `host` is a context proxy, so nothing may be stored on it)."""
-    cache = vars(host.state).setdefault("_corral_snapshots", {})
+    cache = run_context.current().snapshots
     snap = cache.get(host.name)
     if snap is None or not _covers(snap, want):
         full = _union(want)
@@ -150,4 +163,4 @@ def snapshot(want: Want) -> Snapshot:
 
 def _covers(snap: Snapshot, want: Want) -> bool:
     have = snap.want
-    return all(set(getattr(want, f)) <= set(getattr(have, f)) for f in ("paths", "services", "packages", "blocks"))
+    return all(set(getattr(want, f)) <= set(getattr(have, f)) for f in WANT_FIELDS)

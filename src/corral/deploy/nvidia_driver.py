@@ -19,8 +19,8 @@ from corral.engine.shell import cmd, sh
 from pyinfra.facts.server import LinuxDistribution
 
 from corral.deploy import operations
-from corral.deploy.context import hw_of
-from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine.run_context import current as run
+from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.notes import annotate
 from corral.facts.gpu import PciDevices, classify
 from corral.deploy.nvidia_repo import cuda_repository
@@ -32,7 +32,6 @@ REBOOT = "reboot + drain"
 PERSISTENCED, FABRICMANAGER = "nvidia-persistenced", "nvidia-fabricmanager"
 WANT = register(Want(paths=(PIN, BLACKLIST, DGX_RELEASE), services=(PERSISTENCED, FABRICMANAGER),
                      blocks=(VERSIONLOCK,)))
-_PACKAGES: set[str] = set()
 
 
 def os_of() -> tuple[str, str]:
@@ -136,10 +135,8 @@ def nvidia_driver() -> None:
         packages.append(fabricmanager_package(driver, os_family))
     if driver.source == "cuda" and cluster.spec.virtual is None:  # the rollout installs from it
         cuda_repository(name="NVIDIA CUDA repository", repo_url=driver.repo_url, want=WANT)
-    for package in set(packages) - _PACKAGES:  # read with every node's one snapshot, not a second command
-        _PACKAGES.add(package)
-        register(Want(packages=(package,)))
-    facts = hw_of(host.state).get(node.name)
+    register_for_run(Want(packages=tuple(packages)))  # read with every node's one snapshot, not a second command
+    facts = run().hw.get(node.name)
     driver_version(name=f"NVIDIA driver {driver.version}", packages=packages, version=driver.version,
                    overridden=driver.package is not None, os_family=os_family,
                    loaded=facts.driver_loaded if facts else "")

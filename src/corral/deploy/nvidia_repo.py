@@ -11,6 +11,7 @@ from pyinfra import host
 from pyinfra.api import operation
 from pyinfra.facts.server import Arch, LinuxDistribution
 
+from corral.engine import run_context
 from corral.engine.notes import annotate
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.shell import cmd, q, sh
@@ -42,7 +43,7 @@ register(Want(paths=(RHEL_REPO,), packages=("cuda-keyring",)))  # in every node'
 
 def _first_in_run() -> bool:
     """True the first time a component asks for the repository on this node in this run."""
-    done = vars(host.state).setdefault("_corral_cuda_repo", set())
+    done = run_context.current().cuda_repo_asked
     first = host.name not in done
     done.add(host.name)
     return first

@@ -10,7 +10,7 @@ from pyinfra.api import deploy, operation
 from corral.engine.shell import cmd
 
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.notes import annotate
 from corral.deploy.apt_keys import pinned_key
 from corral.deploy.nvidia_repo import cuda_repository
@@ -23,7 +23,6 @@ CTK_PIN = "/etc/apt/preferences.d/corral-nvidia-container-toolkit"
 RUNTIME_MARK = paths.CTK_RUNTIME_MARK
 WANT = register(Want(paths=(CTK_KEY, CTK_SOURCE, CTK_PIN, RUNTIME_MARK),
                      packages=("cuda-keyring", *CTK_PACKAGES)))
-_PACKAGES: set[str] = set()
 
 
 def cuda_package(version: str) -> str:
@@ -75,9 +74,7 @@ def nvidia_tools() -> None:
             operations.skip(name=label, reason=reason)
     if skip_reason(cluster, node, "cuda") is None:
         package = cuda_package(n.cuda_toolkit.version)
-        if package not in _PACKAGES:
-            _PACKAGES.add(package)
-            register(Want(packages=(package,)))
+        register_for_run(Want(packages=(package,)))
         cuda_repository(name="NVIDIA CUDA repository", want=WANT,
                         repo_url=n.driver.repo_url if n.driver else "https://developer.download.nvidia.com/compute/cuda/repos")
         operations.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}", names=[package], want=WANT)

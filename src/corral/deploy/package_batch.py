@@ -6,8 +6,8 @@ daemon once. Packages from a repository a deploy adds itself (NVIDIA's, Grafana'
 transaction, in their deploy.
 
 The wanted names are collected while the run prepares the deploys (this deploy is prepared first,
-its op runs first, after every deploy has been prepared), on the run's pyinfra State: nothing
-survives the run. A later `packages` op whose names this transaction installed says so and runs nothing.
+its op runs first, after every deploy has been prepared), in the run's context
+(engine/run_context.py): nothing survives the run. A later `packages` op whose names this transaction installed says so and runs nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine import run_context
 from corral.engine.notes import annotate
 from corral.engine.shell import AND, Raw, cmd
 
@@ -48,9 +49,9 @@ class Batch:
 
 
 def batch() -> Batch | None:
-    """This node's batch in this run (on the run's pyinfra State); None before `package_batch` was
+    """This node's batch in this run (in the run's context); None before `package_batch` was
     prepared for it (a run without it: each packages op installs its own)."""
-    return vars(host.state).get("_corral_package_batch", {}).get(host.name)
+    return run_context.current().package_batches.get(host.name)
 
 
 def policy_guard() -> list:
@@ -82,5 +83,5 @@ def install_together(want: Want, books: Batch):
 
 @deploy("packages")
 def package_batch() -> None:
-    books = vars(host.state).setdefault("_corral_package_batch", {})[host.name] = Batch()  # the later deploys fill it
+    books = run_context.current().package_batches[host.name] = Batch()  # the later deploys fill it
     install_together(name="packages of the node's roles, in one transaction", want=WANT, books=books)

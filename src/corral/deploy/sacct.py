@@ -10,6 +10,7 @@ from pyinfra.api import FactBase, deploy, operation
 
 from corral.deploy import operations
 from corral.deploy.sacct_sync import QUERY_COMMANDS, AcctState, parse_state, plan_sync
+from corral.engine import run_context
 from corral.errors import CorralError
 from corral.facts.accounts import ManagedUsers
 
@@ -42,7 +43,7 @@ def sync(cluster):
     try:
         current = parse_state(outputs)
     except CorralError as exc:
-        if host.state.is_executing:  # apply: the database must answer now
+        if run_context.current().executing:  # apply: the database must answer now
             raise CorralError(f"cannot read the accounting database with sacctmgr: {exc}",
                               fix="check slurmdbd on the accounting node (journalctl -u slurmdbd)") from None
         current = AcctState()  # plan before slurmdbd runs: everything will be created

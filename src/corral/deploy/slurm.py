@@ -17,7 +17,8 @@ from pyinfra.facts.files import FileContents
 
 from corral.components.slurm import COMPUTE, CONTROLLER, LOGIN
 from corral.deploy import operations
-from corral.deploy.context import fabric_of, hw_of, in_run_of, slurm_version
+from corral.deploy.context import slurm_version
+from corral.engine.run_context import current as run
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.slurm_ha import state_directory
 from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
@@ -143,7 +144,7 @@ def controller_config(files: dict[str, str], want: Want, backup: str | None = No
 def without_hooks(cluster, hw) -> list[str]:
     """Compute nodes that neither are in this run (jobhooks installs the hooks before slurm.conf is
     written) nor had them installed by an earlier run (their cached facts)."""
-    in_run = in_run_of(host.state)
+    in_run = run().in_run
     if in_run is None:
         return []
     return [n.name for n in cluster.with_role("compute")
@@ -161,7 +162,7 @@ def configs(cluster, hw, version, fabric, without_hooks=()) -> dict[str, str]:
 
 
 def _configs(cluster) -> dict[str, str]:
-    version, hw, fabric = slurm_version(host.state), hw_of(host.state), fabric_of(host.state)
+    version, hw, fabric = slurm_version(), run().hw, run().fabric
     return configs(cluster, hw, version, fabric, without_hooks(cluster, hw))
 
 
@@ -219,7 +220,7 @@ def slurm_compute() -> None:
     if t is not None and t.discover and not t.ibnetdiscover_file:  # what reads the fabric (deploy/fabric.py)
         operations.packages(name="infiniband-diags (topology.discover)", names=list(FABRIC_WANT.packages),
                             want=FABRIC_WANT, together=True)
-    facts = hw_of(host.state).get(node.name)
+    facts = run().hw.get(node.name)
     if facts is not None and rdma_ports(facts):  # a node with an active RDMA port
         operations.packages(name="perftest (validate --fabric)", names=list(PERF_WANT.packages), want=PERF_WANT,
                             together=True)

@@ -21,7 +21,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register
+from corral.deploy.nodestate import Want, register, register_for_run
 from corral.deploy.storage import path_state
 from corral.deploy.users import absent
 from corral.engine.notes import annotate
@@ -34,7 +34,6 @@ from corral.spec.shared import state_mount, state_save_location
 
 NOLOGIN, HOME = "/usr/sbin/nologin", "/nonexistent"
 STATE_MODE = "755"
-_REGISTERED: set[str] = set()
 
 
 def _fix(node: str) -> str:
@@ -126,11 +125,8 @@ def shared_state_dir(path: str, mount: str):
 
 
 def _local_want(path: str) -> Want:
-    """The local state directory in every node's one snapshot (registered once, like the static Wants)."""
-    if path not in _REGISTERED:
-        _REGISTERED.add(path)
-        register(Want(paths=(path,)))
-    return Want(paths=(path,))
+    """The local state directory in every node's one snapshot (registered for the run)."""
+    return register_for_run(Want(paths=(path,)))
 
 
 def state_directory(cluster, want: Want) -> None:

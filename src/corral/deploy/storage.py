@@ -23,7 +23,8 @@ from pyinfra.api import deploy, operation
 
 from corral.components.slurm import NFS_SERVER
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.nodestate import Want, register, register_for_run, snapshot
+from corral.engine import run_context
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
 from corral.errors import CorralError
@@ -38,23 +39,17 @@ DROPIN_WANT = register(Want(paths=(MOUNTS_DROPIN,)))
 EXPORT_LOGS = f"exportfs -v; cat {EXPORTS}; journalctl -u {SERVER_UNIT} -n 10 --no-pager"
 REEXPORT = "reload NFS exports (exportfs -ra)"
 SCRIPT_TIMEOUT_S, START_TIMEOUT_S = 90, 60
-_REGISTERED: set[tuple[str, str]] = set()
 
 
 def _want(paths: tuple[str, ...] = (), packages: tuple[str, ...] = ()) -> Want:
-    """A Want of paths and packages known only from the spec, registered once each (every node's one
+    """A Want of paths and packages known only from the spec, registered for the run (every node's one
     snapshot reads them), like the static Wants above."""
-    for kind, items in (("paths", paths), ("packages", packages)):
-        for item in items:
-            if (kind, item) not in _REGISTERED:
-                _REGISTERED.add((kind, item))
-                register(Want(**{kind: (item,)}))
-    return Want(paths=paths, packages=packages)
+    return register_for_run(Want(paths=paths, packages=packages))
 
 
 def path_state(path: str) -> PathState:
     """The MountPoint fact of `path` on this node, read once per run (as the snapshot is)."""
-    cache = vars(host.state).setdefault("_corral_mount_points", {})
+    cache = run_context.current().mount_points
     if (host.name, path) not in cache:
         cache[(host.name, path)] = host.get_fact(MountPoint, path=path)
     return cache[(host.name, path)]

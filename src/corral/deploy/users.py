@@ -17,7 +17,7 @@ from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register, snapshot
+from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.deploy.users_plan import plan_accounts, record_text
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
@@ -35,7 +35,6 @@ SSH_UNITS = ("ssh", "sshd")  # Debian's unit, and the RHEL family's (an alias of
 DROPIN_TEXT = ("# Managed by corral: the keys of the spec's users are root-owned files in /etc/ssh/authorized_keys\n"
                "AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys2 /etc/ssh/authorized_keys/%u\n")
 WANT = register(Want(paths=(KEYS_DIR, DROPIN), services=SSH_UNITS, packages=("openssh-server",)))
-_KEY_PATHS: set[str] = set()  # the key files of this process's runs, read with every node's one snapshot
 
 
 def key_file(name: str) -> str:
@@ -150,10 +149,7 @@ def home_base(cluster, node) -> str | None:
 
 def _key_want(names: set[str]) -> Want:
     paths = tuple(sorted(key_file(n) for n in names))
-    new = set(paths) - _KEY_PATHS
-    if new:  # before any snapshot is read: deploys are all prepared first
-        _KEY_PATHS.update(new)
-        register(Want(paths=tuple(sorted(new))))
+    register_for_run(Want(paths=paths))  # before any snapshot is read: deploys are all prepared first
     return Want(paths=WANT.paths + paths, services=WANT.services, packages=WANT.packages)
 
 

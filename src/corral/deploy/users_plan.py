@@ -20,7 +20,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from pyinfra.api import StringCommand
+from corral.engine.pyinfra_seam import StringCommand
 
 from corral.engine.shell import cmd
 from corral.errors import CorralError

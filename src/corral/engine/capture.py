@@ -14,17 +14,11 @@ import re
 from collections import defaultdict
 from contextlib import contextmanager
 
-from pyinfra.api.command import MaskString, QuoteString, StringCommand
-from pyinfra.api.hiddenvalue import HiddenValue
-from pyinfra.context import ctx_host
+from corral.engine.pyinfra_seam import current_host, current_op_hash, secrets_in
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PREFIX = re.compile(r"^\[(?P<host>[^\]]+)\]\s*(?:nested\s+)?")
 MASK = "*MASKED*"
-
-
-def _current_host():
-    return ctx_host.get()  # greenlet-local: the host whose op/fact is running here, or None
 
 
 class Capture(logging.Handler):
@@ -41,14 +35,14 @@ class Capture(logging.Handler):
             text = ANSI.sub("", record.getMessage())
         except Exception:  # noqa: BLE001 - a bad log call must not break a run
             return
-        host = _current_host()
+        host = current_host()  # greenlet-local: the host whose op/fact is running here, or None
         name = getattr(host, "name", None)
         m = PREFIX.match(text)
         if m:
             name = name or m.group("host")
             text = text[m.end():]
         if text.startswith("noop: "):
-            op_hash = getattr(host, "current_op_hash", None) or getattr(host, "executing_op_hash", None)
+            op_hash = current_op_hash(host)
             if name:
                 self.noops[(name, op_hash)].append(text[len("noop: "):].strip())
         elif record.msg == "Command exit status: %i" and name and record.args:
@@ -63,18 +57,7 @@ class Capture(logging.Handler):
 
     def learn(self, command: object) -> None:
         """Remember the raw values of MaskString / HiddenValue bits of a (nested) command."""
-        stack = [command]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, QuoteString):
-                stack.append(item.obj)
-            elif isinstance(item, StringCommand):
-                stack.extend(item.bits)
-            elif isinstance(item, HiddenValue):
-                if item.raw_value:
-                    self.secrets.add(str(item.raw_value))
-            elif isinstance(item, MaskString) and str(item):
-                self.secrets.add(str.__str__(item))
+        self.secrets |= secrets_in(command)
 
     def scrub(self, text: str | None) -> str | None:
         if not text:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from pyinfra.api import StringCommand
+from corral.engine.pyinfra_seam import StringCommand
 
 SEPARATOR = "\n) && ( "
 

@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING
 import gevent
 import gevent.event
 import gevent.lock
-from pyinfra.api.operation import OperationMeta
-from pyinfra.api.operations import run_host_op
-from pyinfra.context import ctx_host, ctx_state
-
+from corral.engine import pyinfra_seam as seam
 from corral.engine.chain import chained
 from corral.engine.conditions import AnyChanged
 
@@ -41,12 +38,12 @@ def _plan_if(conditions) -> bool | None:
         value: bool | None = None
         if isinstance(cond, AnyChanged):
             value = cond.planned()
-        elif isinstance(owner, OperationMeta):
-            if func is OperationMeta.did_change:
+        elif isinstance(owner, seam.OperationMeta):
+            if func is seam.OperationMeta.did_change:
                 value = owner.will_change
-            elif func is OperationMeta.did_not_change:
+            elif func is seam.OperationMeta.did_not_change:
                 value = not owner.will_change
-            elif func is OperationMeta.did_succeed:
+            elif func is seam.OperationMeta.did_succeed:
                 value = True
         if value is False:
             return False
@@ -57,15 +54,15 @@ def _plan_if(conditions) -> bool | None:
 
 def _plan_host(run: Run, host) -> None:
     state = run.state
-    with ctx_host.use(host):
-        for op_hash in list(host.op_hash_order):
+    with seam.on_host(host):
+        for op_hash in list(seam.op_hashes(host)):
             if host in state.failed_hosts:
                 run.record(host, op_hash, "skipped", reason=EARLIER)
                 continue
-            op_data = state.ops[host][op_hash]
+            op_data = seam.op_data(state, host, op_hash)
             cond = _plan_if(op_data.global_arguments.get("_if"))
             if cond is False:
-                op_data.operation_meta._maybe_is_change = False
+                seam.set_planned_change(op_data.operation_meta, False)
                 run.record(host, op_hash, "unchanged",
                            reason="its condition (_if) is false: the op it depends on would not change")
                 continue
@@ -79,7 +76,7 @@ def _plan_host(run: Run, host) -> None:
             if host in state.failed_hosts:  # a fact could not be read
                 run.op_failed(host, op_hash, run.host_messages(host) or "a fact could not be read", duration=took)
                 continue
-            op_data.operation_meta._maybe_is_change = bool(commands)
+            seam.set_planned_change(op_data.operation_meta, bool(commands))
             if commands:
                 reason = "if its condition holds at apply time" if cond is None else None
                 run.record(host, op_hash, "changed", reason=reason, commands=commands, duration=took)
@@ -90,7 +87,7 @@ def _plan_host(run: Run, host) -> None:
 def plan(run: Run) -> None:
     hosts = [h for h in run.state.inventory if h in run.state.active_hosts]
     since = time.monotonic()
-    with ctx_state.use(run.state):
+    with seam.as_state(run.state):
         gevent.joinall([run.state.pool.spawn(_plan_host, run, h) for h in hosts])
     run.timed("plan", "deploy", since, deploys=None)  # one phase: every node computes all its ops at once
 
@@ -98,19 +95,19 @@ def plan(run: Run) -> None:
 def _apply_one(run: Run, host, op_hash: str) -> None:
     state = run.state
     run.capture.rc.pop(host.name, None)
-    op_data = state.ops[host][op_hash]
+    op_data = seam.op_data(state, host, op_hash)
     if not getattr(op_data.command_generator, "corral_chained", False):  # one round trip per run of commands
         op_data.command_generator = chained(op_data.command_generator)
     since = time.monotonic()
-    with ctx_host.use(host):
+    with seam.on_host(host):
         try:
-            ok = run_host_op(state, host, op_hash)
+            ok = seam.run_host_op(state, host, op_hash)
             error = None
         except Exception as exc:  # noqa: BLE001 - one node's error must not stop the others
             ok, error = False, _error_text(exc)
     took = time.monotonic() - since
     meta = op_data.operation_meta
-    commands = list(getattr(meta, "_commands", None) or [])  # pyinfra keeps them privately
+    commands = seam.op_commands(meta)
     fact_failed = host in state.failed_hosts  # pyinfra fails the host when a fact cannot be read
     if ok and not fact_failed and meta.is_complete() and meta.did_succeed():
         reason = None
@@ -119,7 +116,7 @@ def _apply_one(run: Run, host, op_hash: str) -> None:
         run.record(host, op_hash, "changed" if commands else "unchanged", reason=reason,
                    commands=commands, duration=took)
         return
-    output = getattr(meta, "_combined_output", None) if meta.is_complete() else None
+    output = seam.op_output(meta)
     lines = (output.stderr_lines or output.stdout_lines) if output is not None else []
     tail = "\n".join(lines[-TAIL:])
     rc = run.capture.rc.get(host.name)
@@ -142,7 +139,7 @@ def _applied_if(conditions) -> bool | None:
     if conditions is None:
         return None
     items = conditions if isinstance(conditions, list) else [conditions]
-    if not all(isinstance(c, AnyChanged) or isinstance(getattr(c, "__self__", None), OperationMeta)
+    if not all(isinstance(c, AnyChanged) or isinstance(getattr(c, "__self__", None), seam.OperationMeta)
                for c in items):
         return None
     try:
@@ -163,7 +160,7 @@ def apply(run: Run) -> None:
     span to the last node's end (`s`), and what each node waited for others before it (`waited`).
     """
     state = run.state
-    state.is_executing = True
+    seam.mark_executing(state)
     hosts = [h for h in state.inventory if h in state.activated_hosts and run.phases.get(h.name)]
     count = max((len(run.phases[h.name]) for h in hosts), default=0)
     left = [sum(1 for h in hosts if i < len(run.phases[h.name]) and run.phases[h.name][i]) for i in range(count)]
@@ -217,7 +214,7 @@ def apply(run: Run) -> None:
             for i in todo:
                 finish(i)
 
-    with ctx_state.use(state):
+    with seam.as_state(state):
         gevent.joinall([gevent.spawn(one_node, h) for h in hosts])
     for i in sorted(first):
         name = run.deploy_names[i] if i < len(run.deploy_names) else f"deploy {i + 1}"

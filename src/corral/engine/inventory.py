@@ -68,10 +68,9 @@ def ssh_config_text(cluster: Cluster, nodes: list[Node]) -> str:
 def clear_pyinfra_ssh_caches() -> None:
     """pyinfra memoizes known_hosts and ssh_config per file name for the whole process: forget them,
     so a key trusted (or a spec changed) since the last run in this process is seen."""
-    from pyinfra.connectors.sshuserclient.client import get_host_keys, get_ssh_config
+    from corral.engine.pyinfra_seam import clear_ssh_caches
 
-    get_host_keys.cache.clear()
-    get_ssh_config.cache.clear()
+    clear_ssh_caches()
 
 
 def local_inventory(cluster: Cluster, node: str) -> Inventory:

@@ -1,12 +1,13 @@
 """Notes an operation attaches to its own result while it generates commands: the disruption a
 change causes ("none", "reconfigure", "restart slurmd", "drain needed") and a unified diff.
 
-Keyed by (node, op hash); greenlet-safe because each key is written by its own node's greenlet.
+Kept in the run's context (engine/run_context.py), keyed by (node, op hash); greenlet-safe because
+each key is written by its own node's greenlet.
 """
 
 from __future__ import annotations
 
-_notes: dict[tuple[str, str], dict] = {}
+from corral.engine import run_context
 
 
 def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
@@ -14,7 +15,7 @@ def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
     op_hash = getattr(host, "current_op_hash", None)
     if op_hash is None:
         return
-    note = _notes.setdefault((host.name, op_hash), {})
+    note = run_context.current().notes.setdefault((host.name, op_hash), {})
     if disruption is not None:
         note["disruption"] = disruption
     if diff is not None:
@@ -22,8 +23,4 @@ def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
 
 
 def take(node: str, op_hash: str) -> dict:
-    return _notes.pop((node, op_hash), {})
-
-
-def clear() -> None:
-    _notes.clear()
+    return run_context.current().notes.pop((node, op_hash), {})

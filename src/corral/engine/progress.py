@@ -15,6 +15,8 @@ from typing import IO
 
 from pyinfra.api import BaseStateCallback
 
+from corral.engine.pyinfra_seam import host_has_op
+
 OP_DONE = ("changed", "unchanged", "failed", "skipped")
 
 
@@ -57,7 +59,7 @@ class PyinfraEvents(BaseStateCallback):
         self.sink(Event(host.name, None, "connected", mode=self.mode))
 
     def operation_host_start(self, state, host, op_hash):  # noqa: D102
-        if op_hash in state.ops.get(host, {}):
+        if host_has_op(state, host, op_hash):
             self.sink(Event(host.name, self.op_name(host.name, op_hash), "running", mode=self.mode))
 
 

@@ -13,11 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 
 from pyinfra.api import Config, State
-from pyinfra.api.connect import disconnect_all
-from pyinfra.api.deploy import add_deploy
 
-from corral.engine import notes
-from corral.engine import execute, journal, timing
+from corral.engine import execute, journal, notes, pyinfra_seam as seam, run_context, timing
 from corral.engine.capture import Capture, capturing
 from corral.engine.connect import connect
 from corral.engine.inventory import build_inventory, local_inventory, select_nodes
@@ -64,18 +61,16 @@ class Run:
     def op_name(self, node: str, op_hash: str) -> str:
         name = self.names.get((node, op_hash))
         if name is None:
-            meta = self.state.op_meta.get(op_hash)
-            name = ", ".join(sorted(meta.names)) if meta and meta.names else op_hash
+            name = ", ".join(seam.op_names(self.state, op_hash)) or op_hash
         return name
 
     def name_ops(self, host, deploy_name: str, hashes: Iterable[str]) -> None:
         """pyinfra shares op meta (and names) between hosts by op *position*; keep each host's own."""
         for op_hash in hashes:
-            op = self.state.ops[host].get(op_hash)
-            if op is None:  # the deploy raised while this op was being added
+            if not seam.host_has_op(self.state, host, op_hash):  # the deploy raised while this op was being added
                 continue
-            own = op.global_arguments.get("name")
-            names = sorted(self.state.op_meta[op_hash].names)
+            own = seam.op_data(self.state, host, op_hash).global_arguments.get("name")
+            names = seam.op_names(self.state, op_hash)
             if own:
                 match = [n for n in names if n == own or n.endswith(f" | {own}")]
                 mine = [n for n in match if n.startswith(f"{deploy_name} | ")]
@@ -138,9 +133,9 @@ def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
     run.waits = waits_of(deploys)
     for host in [h for h in state.inventory if h in state.active_hosts]:
         for deploy in deploys:
-            before = len(host.op_hash_order)
+            before = len(seam.op_hashes(host))
             try:
-                add_deploy(state, deploy, host=host)
+                seam.add_deploy(state, deploy, host=host)
             except Exception as exc:  # noqa: BLE001
                 node = run.node(host.name)
                 node.error = run.capture.scrub(
@@ -151,25 +146,19 @@ def _prepare(run: Run, deploys: Sequence[Callable]) -> None:
                 state.active_hosts.discard(host)
                 break
             finally:
-                run.name_ops(host, getattr(deploy, "deploy_name", deploy.__name__),
-                             host.op_hash_order[before:])
-                run.phases.setdefault(host.name, []).append(list(host.op_hash_order[before:]))
+                added = seam.op_hashes(host)[before:]
+                run.name_ops(host, getattr(deploy, "deploy_name", deploy.__name__), added)
+                run.phases.setdefault(host.name, []).append(list(added))
 
 
 def _disconnect(state: State) -> None:
     """pyinfra's SSH disconnect only drops its SFTP cache; close the SSH clients too."""
     try:
-        disconnect_all(state)
+        seam.disconnect_all(state)
     except Exception:  # noqa: BLE001 - a failed disconnect changes no result
         pass
     for host in state.inventory:
-        client = getattr(host.connector, "client", None)
-        if client is not None:
-            try:
-                client.close()
-            except Exception:  # noqa: BLE001
-                pass
-        host.connected = False
+        seam.close_ssh_client(host)
 
 
 def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
@@ -183,6 +172,7 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
     UsageError for a bad mode, an unknown node in `limit` or a missing SSH key file.
     `prepare(state, hosts)` runs after connecting, before the deploys are prepared.
     `local`: the one node in `limit` is this machine (pyinfra's @local, as root; corral node converge).
+    What the run's deploys share lives in a fresh `RunContext` (engine/run_context.py), current while it runs.
     """
     if mode not in MODES:
         raise UsageError(f"unknown run mode {mode!r}", value=mode, fix="use 'plan' or 'apply'")
@@ -199,13 +189,12 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
     config = Config(CONNECT_TIMEOUT=connect_timeout, FAIL_PERCENT=None,  # nodes are configured as root
                     SUDO=cluster.spec.ssh.user != "root" and not local)
     state = State(inventory, config, check_for_changes=False)
-    state.should_raise_failed_hosts = lambda _state: False
+    seam.never_raise_failed_hosts(state)
     capture = Capture()
     r = Run(state, cluster, capture, sink, mode, result)
     state.add_callback_handler(PyinfraEvents(sink, mode, r.op_name))
     interrupted: BaseException | None = None
-    notes.clear()
-    with capturing(capture):
+    with capturing(capture), run_context.active(run_context.RunContext(mode=mode)):
         try:
             since = time.monotonic()
             for name, (kind, message) in connect(state, cluster).items():
@@ -220,7 +209,7 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
             since = time.monotonic()
             _prepare(r, deploys)
             r.timed("prepare", "prepare", since)
-            total = sum(len(h.op_hash_order) for h in inventory if h in state.active_hosts)
+            total = sum(len(seam.op_hashes(h)) for h in inventory if h in state.active_hosts)
             sink(Event(None, None, "start", total=total, mode=mode))
             (execute.plan if mode == "plan" else execute.apply)(r)
         except BaseException as exc:  # Ctrl-C or an engine bug: journal what happened, re-raise

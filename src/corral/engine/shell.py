@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from pyinfra.api import MaskString, QuoteString, StringCommand
+from corral.engine.pyinfra_seam import MaskString, QuoteString, StringCommand
 
 
 class Raw(str):

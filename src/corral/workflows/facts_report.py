@@ -4,7 +4,7 @@ parallel through the engine (pinned host keys), one set of commands per node."""
 from __future__ import annotations
 
 import gevent
-from pyinfra.context import ctx_host, ctx_state
+from corral.engine.pyinfra_seam import as_host
 
 from corral.engine import run
 from corral.facts.gpu import KernelModule, NvidiaSmiGpus, PciDevices, classify
@@ -38,7 +38,7 @@ def gather_facts(cluster: Cluster, limit: list[str] | None = None) -> tuple[dict
     def hook(state, hosts) -> None:
         def one(h) -> None:
             raw = {}
-            with ctx_state.use(state), ctx_host.use(h):
+            with as_host(state, h):
                 for key, fact in FACTS.items():
                     try:
                         raw[key] = h.get_fact(fact)
