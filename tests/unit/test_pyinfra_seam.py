@@ -1,0 +1,153 @@
+"""Every pyinfra internal corral uses (engine/pyinfra_seam.py), checked by name against the installed
+pyinfra: an upgrade that renames, moves or reshapes one fails here, saying which. And no module
+outside the seam imports pyinfra's internal modules."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+from pyinfra.api import Config, Inventory, State
+
+import corral
+from corral.engine import pyinfra_seam as seam
+
+SRC = Path(corral.__file__).parent
+
+
+def _params(func) -> list[str]:
+    return list(inspect.signature(func).parameters)
+
+
+def _local_state():
+    inventory = Inventory((["@local"], {}))
+    return State(inventory, Config(), check_for_changes=False), next(iter(inventory))
+
+
+def test_add_deploy_takes_state_deploy_and_host():
+    from pyinfra.api.deploy import add_deploy
+    assert seam.add_deploy is add_deploy and _params(add_deploy)[:2] == ["state", "deploy_func"]
+
+
+def test_run_host_op_runs_one_op_on_one_host():
+    from pyinfra.api.operations import run_host_op
+    assert seam.run_host_op is run_host_op and _params(run_host_op) == ["state", "host", "op_hash"]
+
+
+def test_disconnect_all_takes_the_state():
+    from pyinfra.api.connect import disconnect_all
+    assert seam.disconnect_all is disconnect_all and _params(disconnect_all) == ["state"]
+
+
+def test_operation_meta_keeps_the_results_corral_reads():
+    from pyinfra.api.operation import OperationMeta
+    assert seam.OperationMeta is OperationMeta
+    for name in ("did_change", "did_not_change", "did_succeed", "is_complete"):
+        assert callable(getattr(OperationMeta, name)), name
+    assert isinstance(inspect.getattr_static(OperationMeta, "will_change"), property)
+    assert {"_maybe_is_change", "_commands", "_combined_output"} <= set(OperationMeta.__annotations__)
+    assert _params(OperationMeta.set_complete)[1:4] == ["success", "commands", "combined_output"]
+    meta = OperationMeta("hash", None)
+    seam.set_planned_change(meta, True)
+    assert meta.will_change is True  # plan's answer, read by `_if` of later ops
+    seam.set_planned_change(meta, False)
+    assert meta.will_change is False
+    assert seam.op_output(meta) is None and seam.op_commands(meta) == []
+    meta.set_complete(True, ["echo hi"], None)
+    assert seam.op_commands(meta) == ["echo hi"] and meta.did_succeed()
+
+
+def test_state_op_host_data_has_the_fields_corral_reads():
+    from pyinfra.api.state import StateOperationHostData
+    fields = set(getattr(StateOperationHostData, "__dataclass_fields__", {}))
+    assert {"command_generator", "global_arguments", "operation_meta"} <= fields
+
+
+def test_state_has_the_attributes_corral_uses():
+    state, host = _local_state()
+    for name in ("ops", "op_meta", "failed_hosts", "active_hosts", "activated_hosts", "pool"):
+        assert hasattr(state, name), name
+    assert callable(state.activate_host) and state.is_executing is False
+    seam.mark_executing(state)
+    assert state.is_executing is True
+    seam.never_raise_failed_hosts(state)
+    assert state.should_raise_failed_hosts(state) is False
+    assert seam.op_names(state, "none") == [] and not seam.host_has_op(state, host, "none")
+
+
+def test_host_has_the_attributes_corral_uses():
+    _, host = _local_state()
+    assert seam.op_hashes(host) == [] and isinstance(host.op_hash_order, list)
+    for name in ("current_op_hash", "executing_op_hash", "connector", "connected"):
+        assert hasattr(host, name), name
+    assert seam.current_op_hash(host) is None
+    seam.close_ssh_client(host)
+    assert host.connected is False
+
+
+def test_command_classes_keep_their_parts():
+    from pyinfra.api.command import MaskString, QuoteString, StringCommand
+    from pyinfra.api.hiddenvalue import HiddenValue
+    assert (seam.MaskString, seam.QuoteString, seam.StringCommand, seam.HiddenValue) == (
+        MaskString, QuoteString, StringCommand, HiddenValue)
+    command = StringCommand("mysql", QuoteString(StringCommand("-p", MaskString("s3cret"))), HiddenValue("t0ken"))
+    assert command.bits and QuoteString("x").obj == "x" and HiddenValue("v").raw_value == "v"
+    assert isinstance(MaskString("m"), str) and command.get_raw_value().startswith("mysql")
+    assert seam.secrets_in(command) == {"s3cret", "t0ken"}
+
+
+def test_context_managers_set_the_greenlets_host_and_the_state():
+    from pyinfra.context import ctx_host, ctx_state
+    state, host = _local_state()
+    assert seam.current_host() is None
+    with seam.as_host(state, host):
+        assert ctx_state.get() is state and ctx_host.get() is host and seam.current_host() is host
+    assert ctx_host.get() is None and ctx_state.get() is None
+
+
+def test_ssh_client_caches_can_be_cleared():
+    from pyinfra.connectors.sshuserclient.client import get_host_keys, get_ssh_config
+    assert callable(get_host_keys.cache.clear) and callable(get_ssh_config.cache.clear)
+    seam.clear_ssh_caches()
+
+
+def test_operations_keep_their_undecorated_generator():
+    from pyinfra.operations import server
+    assert inspect.isgeneratorfunction(seam.inner(server.shell)) and seam.inner(server.shell) is not server.shell
+
+
+CHECKED = {  # each internal the seam lists -> the test above that checks it
+    "pyinfra.api.deploy.add_deploy": test_add_deploy_takes_state_deploy_and_host,
+    "pyinfra.api.operations.run_host_op": test_run_host_op_runs_one_op_on_one_host,
+    "pyinfra.api.connect.disconnect_all": test_disconnect_all_takes_the_state,
+    "pyinfra.api.operation.OperationMeta": test_operation_meta_keeps_the_results_corral_reads,
+    "pyinfra.api.state.StateOperationHostData": test_state_op_host_data_has_the_fields_corral_reads,
+    "pyinfra.api.state.State": test_state_has_the_attributes_corral_uses,
+    "pyinfra.api.host.Host": test_host_has_the_attributes_corral_uses,
+    "pyinfra.api.command.StringCommand/QuoteString/MaskString": test_command_classes_keep_their_parts,
+    "pyinfra.api.hiddenvalue.HiddenValue": test_command_classes_keep_their_parts,
+    "pyinfra.context.ctx_host/ctx_state": test_context_managers_set_the_greenlets_host_and_the_state,
+    "pyinfra.connectors.sshuserclient.client.get_host_keys/get_ssh_config": test_ssh_client_caches_can_be_cleared,
+    "pyinfra operation._inner": test_operations_keep_their_undecorated_generator,
+}
+
+
+def test_every_internal_the_seam_lists_is_checked_here():
+    assert set(CHECKED) == set(seam.INTERNALS), "add a check for each internal added to the seam"
+
+
+INTERNAL_IMPORT = re.compile(r"^\s*(from|import)\s+pyinfra\.(api\.\w+|context|connectors)\b", re.M)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in SRC.rglob("*.py") if p.name != "pyinfra_seam.py"),
+                         ids=lambda p: str(p.relative_to(SRC)))
+def test_only_the_seam_imports_pyinfra_internals(path):
+    found = INTERNAL_IMPORT.findall(path.read_text())
+    assert not found, f"{path.relative_to(SRC)} imports pyinfra internals {found}: use corral.engine.pyinfra_seam"
+
+
+def test_the_seam_imports():
+    importlib.reload(seam)
