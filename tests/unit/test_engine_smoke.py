@@ -7,7 +7,7 @@ import jinja2
 from pyinfra.api import Config, State
 from pyinfra.api.deploy import add_deploy
 
-from corral.deploy import smoke
+from tests.smoke import deploy as smoke
 from corral.engine.inventory import build_inventory
 from corral.spec.loader import load_text
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from corral.checks.smoke import check_smoke
+from tests.smoke.check import check_smoke
 from corral.cli.main import main
-from corral.deploy.smoke import smoke
+from tests.smoke.deploy import smoke
 from corral.engine import journal, run
 from tests.vcluster.conftest import ssh, vcluster_unavailable
 

@@ -1,4 +1,4 @@
-"""Engine smoke deploy: memcached installed, configured per node, running. Proves the engine end to
+"""Engine smoke deploy (test scaffolding): memcached installed, configured per node, running. Proves the engine end to
 end on virtual nodes (package + templated file + service); a second apply reports 0 changes.
 
 Per node: listens on the node's own address, memory 32 + 8 * (index of the node in the spec) MB.
@@ -16,7 +16,7 @@ from pyinfra.api import deploy, operation
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import apt, files, systemd
 
-TEMPLATE = Path(__file__).parent / "templates" / "smoke-memcached.conf.j2"
+TEMPLATE = Path(__file__).parent / "memcached.conf.j2"
 CACHE_TIME = 3600
 PACKAGES = ["memcached"]
 
