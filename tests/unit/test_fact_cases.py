@@ -3,7 +3,7 @@ command a fact runs and the parser that reads its output, together.
 
 A case:
 
-    {"fact": "corral.facts.slurm:SlurmVersion",      # module:Class, a pyinfra FactBase
+    {"fact": "corral.facts.storage:MountPoint",      # module:Class, a pyinfra FactBase
      "args": {...},                                  # Fact().command(**args)
      "command": "...",                               # what it renders to (StringCommand.get_raw_value())
      "output": ...,                                  # what the node printed (see lines_of())

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from corral.errors import CorralError
 from corral.facts.gpu_topology import (
-    NvidiaTopology, compress_cpulist, cpu_to_core, expand_cpulist, gres_cores, gres_links, nvlink_pairs,
+    compress_cpulist, cpu_to_core, expand_cpulist, gres_cores, gres_links, nvlink_pairs,
     parse_topology,
 )
 
@@ -108,14 +106,3 @@ def test_rejects_malformed(text, match):
     with pytest.raises(CorralError, match=match):
         parse_topology(text)
 
-
-def test_fact_command(tmp_path):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "nvidia-smi").write_text(f'#!/bin/sh\n[ "$1 $2" = "topo -m" ] && cat {TOPO / "dgx-a100-mlx5.txt"}\n')
-    (bindir / "nvidia-smi").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
-    out = subprocess.run(["sh", "-c", NvidiaTopology().command()], env=env, capture_output=True, text=True,
-                         timeout=30).stdout.splitlines()
-    assert NvidiaTopology().process(out) == topo("dgx-a100-mlx5.txt")
-    assert NvidiaTopology().process(["NVIDIA-SMI has failed because it couldn't communicate"]) is None

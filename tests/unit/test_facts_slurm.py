@@ -1,80 +1,20 @@
-"""Slurm facts (corral.facts.slurm): `slurmd -C`, the installed version, the hardware facts cache."""
+"""Slurm facts (corral.facts.slurm): Debian versions, the hardware facts cache."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
-from pathlib import Path
 
 import pytest
 
 from corral.errors import CorralError
 from corral.facts.slurm import (
-    HW_CACHE, SlurmdHardware, SlurmVersion, hw_from_json, hw_to_json, load_hw_cache,
-    parse_slurm_version, parse_slurmd_c, save_hw_cache, upstream_version,
+    HW_CACHE, hw_from_json, hw_to_json, load_hw_cache, save_hw_cache, upstream_version,
 )
 from corral.facts.records import NodeHW
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm"
-
-
-def lines(name: str) -> list[str]:
-    return (FIXTURES / name).read_text().splitlines()
-
-
-# --- slurmd -C -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name,hw", [
-    ("slurmd-C.txt", NodeHW(cpus=2, sockets=1, cores_per_socket=2, threads_per_core=1, memory_mb=24000)),
-    ("slurmd-C-autodetect.txt", NodeHW(224, 2, 56, 2, 2063937)),
-    ("slurmd-C-boards.txt", NodeHW(32, 2, 8, 2, 128000)),  # sockets = Boards * SocketsPerBoard
-])
-def test_parse_slurmd_c(name, hw):
-    assert parse_slurmd_c((FIXTURES / name).read_text()) == hw
-    assert SlurmdHardware().process(lines(name)) == hw
-
-
-def test_slurmd_hardware_is_none_without_slurmd():
-    assert SlurmdHardware().process([]) is None
-    assert SlurmdHardware().process(["UpTime=0-00:00:01"]) is None
-
-
-def test_slurmd_hardware_command_never_fails():
-    cmd = SlurmdHardware().command()
-    assert "slurmd -C" in cmd and cmd.rstrip().endswith("|| true")
-
-
-@pytest.mark.parametrize("text,missing", [
-    ("NodeName=x CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1\n", "RealMemory"),
-    ("NodeName=x CPUs=two Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=1",
-     "invalid literal"),
-])
-def test_parse_slurmd_c_rejects_incomplete_output(text, missing):
-    with pytest.raises(CorralError, match=missing):
-        parse_slurmd_c(text)
-
-
-def test_parse_slurmd_c_rejects_other_output():
-    with pytest.raises(CorralError, match="no NodeName= line"):
-        parse_slurmd_c("slurmd: error: something\n")
-
-
 # --- version -------------------------------------------------------------------------------------
-
-
-def test_version_from_dpkg_strips_debian_revision():
-    assert SlurmVersion().process(lines("version-dpkg.txt")) == "22.05.8"
-
-
-def test_version_from_sinfo_when_not_a_package():
-    assert SlurmVersion().process(lines("version-sinfo.txt")) == "23.11.4"
-
-
-def test_version_none_when_not_installed():
-    assert SlurmVersion().process([]) is None
-    assert parse_slurm_version(["un  ", "rc  22.05.8-4"]) is None  # known, not installed / removed
 
 
 @pytest.mark.parametrize("deb,up", [
@@ -82,11 +22,6 @@ def test_version_none_when_not_installed():
 ])
 def test_upstream_version(deb, up):
     assert upstream_version(deb) == up
-
-
-def test_version_command_asks_dpkg_then_sinfo_and_never_fails():
-    cmd = SlurmVersion().command()
-    assert cmd.index("dpkg-query -W") < cmd.index("sinfo --version") and cmd.endswith("true")
 
 
 # --- hardware facts cache ------------------------------------------------------------------------

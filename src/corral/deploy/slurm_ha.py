@@ -21,7 +21,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register, register_for_run
+from corral.deploy.nodestate import Want, register_for_run
 from corral.deploy.storage import path_state
 from corral.deploy.users import absent
 from corral.engine.notes import annotate

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 
-from pyinfra.api import FactBase
-
 from corral.errors import CorralError
 
 _LINK = re.compile(r"^(X|NV\d+|[A-Z]{3,4})$")
@@ -154,14 +152,3 @@ def gres_cores(topo: dict, cpu_core: dict[int, int] | None = None) -> dict[int, 
         if cpus:
             out[i] = compress_cpulist(cpus)
     return out
-
-
-class NvidiaTopology(FactBase):
-    """`nvidia-smi topo -m` parsed (see parse_topology), or None without nvidia-smi or a driver."""
-
-    def command(self) -> str:
-        return "command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi topo -m 2>/dev/null || true"
-
-    def process(self, output: list[str]) -> dict | None:
-        text = "\n".join(output)
-        return parse_topology(text) if "GPU0" in text.split() else None

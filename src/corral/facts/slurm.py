@@ -1,92 +1,25 @@
-"""Slurm facts: node hardware as slurmd detects it (`slurmd -C`), the installed Slurm version, and
-a JSON cache of hardware facts in the state dir so a plan does not need every node reachable.
-
-`slurmd -C` prints (slurmd.c, _print_config):
-    NodeName=gpu01 CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24000
-    UpTime=0-01:02:03
-Newer releases may append ` Gres=...` to the first line and print an autodetect line before UpTime;
-older ones may start with `ClusterName=...`. Only the `NodeName=` line is read.
-"""
+"""Slurm versions as Debian packages give them (`upstream_version`), and a JSON cache of hardware facts
+in the state dir so a plan does not need every node reachable."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-
-from pyinfra.api import FactBase
 
 from corral.errors import CorralError
 from corral.facts.mig import MigDevice
 from corral.facts.records import NodeHW
 
 HW_CACHE = "hw-facts.json"
-_HW_KEYS = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore", "RealMemory")
-
-
-def parse_slurmd_c(text: str) -> NodeHW:
-    """Parse `slurmd -C` output; sockets = Boards * SocketsPerBoard."""
-    line = next((ln for ln in text.splitlines() if "NodeName=" in ln), None)
-    if line is None:
-        raise CorralError("unexpected `slurmd -C` output: no NodeName= line", value=text.strip()[:200],
-                          fix="run `slurmd -C` on the node and check slurmd is installed and working")
-    kv = dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
-    try:
-        n = {k: int(kv[k]) for k in _HW_KEYS}
-    except (KeyError, ValueError) as exc:
-        raise CorralError(f"unexpected `slurmd -C` output: bad or missing {exc}", value=line,
-                          fix="run `slurmd -C` on the node and compare with the slurmd(8) manual") from None
-    return NodeHW(cpus=n["CPUs"], sockets=n["Boards"] * n["SocketsPerBoard"],
-                  cores_per_socket=n["CoresPerSocket"], threads_per_core=n["ThreadsPerCore"],
-                  memory_mb=n["RealMemory"])
-
-
-class SlurmdHardware(FactBase):
-    """NodeHW from `slurmd -C`, or None where slurmd is not installed (the command never fails)."""
-
-    def command(self) -> str:
-        return "command -v slurmd >/dev/null 2>&1 && slurmd -C 2>/dev/null || true"
-
-    def process(self, output: list[str]) -> NodeHW | None:
-        text = "\n".join(output)
-        return parse_slurmd_c(text) if "NodeName=" in text else None
-
-
-_SINFO_VERSION = re.compile(r"^\S*slurm\S*\s+(\d+\.\d+[\w.\-]*)\s*$")
 
 
 def upstream_version(deb_version: str) -> str:
     """'22.05.8-4+deb12u3' -> '22.05.8'; '1:23.11.4-1.2ubuntu5' -> '23.11.4'."""
     version = deb_version.split(":", 1)[-1]
     return version.rsplit("-", 1)[0] if "-" in version else version
-
-
-def parse_slurm_version(lines: list[str]) -> str | None:
-    """First installed package version from dpkg-query ('ii  <version>'; a held one is 'hi'), else
-    `sinfo --version` ('slurm 22.05.8')."""
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 2 and len(parts[0]) >= 2 and parts[0][1] == "i":
-            return upstream_version(parts[1])
-    for line in lines:
-        m = _SINFO_VERSION.match(line.strip())
-        if m:
-            return m.group(1)
-    return None
-
-
-class SlurmVersion(FactBase):
-    """Installed Slurm version like '22.05.8' (Debian revision stripped), or None when not installed."""
-
-    def command(self) -> str:
-        return ("dpkg-query -W -f '${db:Status-Abbrev} ${Version}\\n' slurm-client slurmd slurmctld "
-                "2>/dev/null; sinfo --version 2>/dev/null; true")
-
-    def process(self, output: list[str]) -> str | None:
-        return parse_slurm_version(output)
 
 
 # --- hardware facts cache (state dir) -----------------------------------------------------------
