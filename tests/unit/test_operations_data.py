@@ -173,8 +173,12 @@ def call(case: dict, fake: FakeHost) -> list:
     args = decode(case.get("args", {}))
     if "want" in inspect.signature(func).parameters:
         args["want"] = Want(**{k: tuple(v) for k, v in args.get("want", {}).items()})
-    with ctx_host.use(fake):
-        return list(func(**args))
+    previous = ctx_host.get()
+    try:
+        with ctx_host.use(fake):
+            return list(func(**args))
+    finally:  # pyinfra's use() does not restore when the block raises (a case that expects an error)
+        ctx_host.set(previous)
 
 
 def expected_commands(expected: dict) -> list[str]:

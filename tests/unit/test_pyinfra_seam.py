@@ -99,7 +99,20 @@ def test_command_classes_keep_their_parts():
     assert seam.secrets_in(command) == {"s3cret", "t0ken"}
 
 
-def test_context_managers_set_the_greenlets_host_and_the_state():
+@pytest.fixture
+def no_pyinfra_context():
+    """No host or state set when the test begins (an earlier test may have left pyinfra's set), and
+    whatever was set put back after it."""
+    from pyinfra.context import ctx_host, ctx_state
+    before = ctx_host.get(), ctx_state.get()
+    ctx_host.reset()
+    ctx_state.reset()
+    yield
+    ctx_host.set(before[0])
+    ctx_state.set(before[1])
+
+
+def test_context_managers_set_the_greenlets_host_and_the_state(no_pyinfra_context):
     from pyinfra.context import ctx_host, ctx_state
     state, host = _local_state()
     assert seam.current_host() is None
