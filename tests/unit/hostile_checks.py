@@ -21,7 +21,6 @@ from corral.deploy import jobhooks as jobhooks_deploy
 from corral.deploy import nvidia_tools
 from corral.deploy.monitoring import node_exporter_args
 from corral.deploy.nodestate import NodeState
-from corral.deploy.nvidia_driver import lock_restore_script
 from corral.deploy.nvidia_repo import KEYRING_DEB, keyring_script
 from corral.deploy.sacct_sync import AcctState, plan_sync
 from corral.deploy.slurm import dropin
@@ -41,7 +40,7 @@ from corral.render.hosts import BEGIN, END, render_hosts_block
 from corral.render.mig import mig_parted_config
 from corral.render.job_env import job_env_text
 from corral.render.topology import topology_conf
-from corral.render.nvidia import driver_package, pin_text, versionlock_block
+from corral.render.nvidia import driver_package, pin_text
 from corral.render.prometheus import listen_address, render_prometheus_yml
 from corral.render.storage import render_exports, render_mount_unit, requires_mounts_dropin, state_dropin
 from corral.spec.shared import state_mount, state_save_location
@@ -150,8 +149,6 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         for i, n in enumerate(cluster.nodes):  # the access provider is per node
             out["sssd.conf" + (f" #{i}" if i else "")] = ("sssd", render_sssd_conf(cluster, "bind-password" if ldap.bind_dn else None, n))
     if nv.driver is not None:
-        out["driver versionlock"] = ("words", versionlock_block(nv.driver.version))
-        out["driver versionlock script"] = ("shell", lock_restore_script(nv.driver.version))
         out["driver keyring script"] = ("shell", keyring_script(
             f"{nv.driver.repo_url.rstrip('/')}/{CUDA_PATH}/{KEYRING_DEB}"))
     if nv.container_toolkit is not None:

@@ -111,5 +111,5 @@ def test_ping_and_version():
 def test_a_rhel_family_node_fails_with_what_is_supported_there():
     from corral.checks.doctor import _os
     status, message = _os({"os": "rocky 9.4"})
-    assert status == "FAIL" and "only the NVIDIA driver lifecycle knows the RHEL family" in message
+    assert status == "FAIL" and "rocky 9.4 is not supported (supported: Debian 12, Ubuntu 22.04/24.04)" in message
     assert _os({"os": "debian 12"})[0] == "OK"

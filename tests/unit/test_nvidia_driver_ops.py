@@ -1,7 +1,7 @@
-"""The NVIDIA driver around its operation: the package for the node's OS, the RHEL family's limits, which
+"""The NVIDIA driver around its operation: the package for the node's OS, the RHEL family refused, which
 nodes get a driver step, NVSwitch detection, the CUDA and container toolkits' placement, the running
-module. The operation itself (snapshot in -> commands or a no-op out, for Debian 12, Ubuntu 22.04/24.04,
-Rocky 9 and DGX OS) is tested by its cases in tests/operations/driver_version/ (and ctk_runtime/),
+module. The operation itself (snapshot in -> commands or a no-op out, for Debian 12, Ubuntu 22.04/24.04
+and DGX OS) is tested by its cases in tests/operations/driver_version/ (and ctk_runtime/),
 run by tests/unit/test_operations_data.py."""
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from pyinfra.context import ctx_host
 
 import corral.deploy.nvidia_driver as D
 from corral.errors import UsageError
-from corral.render.nvidia import fabricmanager_package, family
+from corral.render.nvidia import fabricmanager_package
 from corral.spec.loader import load_text
 
 OS = {"debian12": {"name": "Debian", "major": 12, "release_meta": {"ID": "debian", "VERSION_ID": "12"}},
       "ubuntu2204": {"name": "Ubuntu", "major": 22, "release_meta": {"ID": "ubuntu", "VERSION_ID": "22.04"}},
-      "ubuntu2404": {"name": "Ubuntu", "major": 24, "release_meta": {"ID": "ubuntu", "VERSION_ID": "24.04"}},
-      "rocky9": {"name": "Rocky Linux", "major": 9, "release_meta": {"ID": "rocky", "VERSION_ID": "9.4"}}}
+      "ubuntu2404": {"name": "Ubuntu", "major": 24, "release_meta": {"ID": "ubuntu", "VERSION_ID": "24.04"}}}
 SPEC = """\
 name: lab
 nodes:
@@ -40,20 +39,20 @@ class FakeHost:
 
 
 @pytest.mark.parametrize("os_name,package", [("debian12", "nvidia-open-550"), ("ubuntu2204", "nvidia-open-550"),
-                                             ("ubuntu2404", "nvidia-open-550"), ("rocky9", "nvidia-driver")])
+                                             ("ubuntu2404", "nvidia-open-550")])
 def test_the_driver_package_follows_the_node_os(os_name, package):
     """The package name the op's cases (tests/operations/driver_version/) are given, from /etc/os-release."""
     cluster = load_text(SPEC, "cluster.yaml")
     driver = cluster.spec.nvidia.driver
     with ctx_host.use(FakeHost(os_name)):
         assert D.package_for(driver, cluster.node("gpu01")) == package
-        fam = family(D.os_of()[0])
-    assert fabricmanager_package(driver, fam) == ("nvidia-fabric-manager" if fam == "rhel" else "nvidia-fabricmanager-550")
+    assert fabricmanager_package(driver) == "nvidia-fabricmanager-550"
 
 
 @pytest.mark.parametrize("os_id,version,source,match", [("rocky", "8.9", "cuda", "rocky 8.9"),
+                                                         ("rocky", "9.4", "cuda", "rocky 9.4"),
                                                          ("rhel", "9.4", "distribution", "'distribution'")])
-def test_rhel_family_limits_are_clear_errors(os_id, version, source, match):
+def test_the_rhel_family_is_a_clear_error(os_id, version, source, match):
     from corral.render.nvidia import driver_package
     c = load_text(SPEC.replace('"550.127.05"}', f'"550.127.05", source: {source}}}'), "cluster.yaml")
     with pytest.raises(UsageError, match=match):

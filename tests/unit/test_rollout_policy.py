@@ -193,7 +193,7 @@ def fleet(monkeypatch):
     monkeypatch.setattr(S, "time", clock)
     monkeypatch.setattr(R, "time", clock)
     monkeypatch.setattr(batches, "time", clock)
-    monkeypatch.setattr(R, "package_names", lambda cluster, node: (["nvidia-open-2"], "debian"))
+    monkeypatch.setattr(R, "package_names", lambda cluster, node: ["nvidia-open-2"])
 
     def setup(fake: Fleet, extra: str = "rollout: {batch: \"50%\", drain_timeout: 60}\n"):
         monkeypatch.setattr(R, "run_on", fake)

@@ -19,7 +19,7 @@ from corral.engine import run_context
 from corral.engine.run_context import RunContext
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_engine import engine_cluster, sshd  # noqa: E402,F401
+from conftest_engine import engine_cluster, sshd  # noqa: E402,F401,F811
 
 from corral.engine.runner import run  # noqa: E402
 

@@ -95,7 +95,7 @@ def rollout(monkeypatch):
     clock = Clock()
     monkeypatch.setattr(S, "time", clock)
     monkeypatch.setattr(R, "time", clock)
-    monkeypatch.setattr(R, "package_names", lambda cluster, node: (["nvidia-open-550"], "debian"))
+    monkeypatch.setattr(R, "package_names", lambda cluster, node: ["nvidia-open-550"])
 
     def setup(fake: Cluster, spec: str = SPEC) -> R.Rollout:
         monkeypatch.setattr(R, "run_on", fake)

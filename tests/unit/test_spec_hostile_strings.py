@@ -15,7 +15,7 @@ outcome is one of:
   extra word where a config splits on blanks, enroot.conf values no new shell syntax: enroot eval's
   them; sssd.conf the same sections and keys, no new '%', quote or backslash), and every
   generated shell script or command (pyxis, gpu-burn and nccl-tests builds, release .debs,
-  cuda-keyring, versionlock, sacctmgr, the node snapshot) has exactly the unquoted shell syntax and options it has with the benign value:
+  cuda-keyring, sacctmgr, the node snapshot) has exactly the unquoted shell syntax and options it has with the benign value:
   the value stays one quoted word.
 
 Each leaf is fuzzed on the smallest spec that sets it (minimal_base), cut from BASE, which sets every

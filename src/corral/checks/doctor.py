@@ -54,9 +54,6 @@ def _os(f: dict) -> tuple[str, str]:
         return "OK", " ".join(key)
     if key in SUPPORTED_OS:
         return "WARN", f"{' '.join(key)} is supported but not tested by corral's CI (tested: Debian 12)"
-    if key[0] in ("rhel", "rocky", "almalinux", "centos"):
-        return "FAIL", (f"{' '.join(key)} is not supported yet: of corral's components only the NVIDIA driver "
-                        "lifecycle knows the RHEL family (dnf); Slurm and the rest need Debian 12 or Ubuntu 22.04/24.04")
     return "FAIL", f"{' '.join(key)} is not supported (supported: Debian 12, Ubuntu 22.04/24.04)"
 
 

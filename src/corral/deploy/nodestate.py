@@ -1,6 +1,5 @@
 """One command per node and deploy reads everything the deploy's operations compare against:
-files (mode, owner, sha256), services (active, enabled), packages (version: dpkg, or rpm on the
-RHEL family), apt list age.
+files (mode, owner, sha256), services (active, enabled), packages (version: dpkg), apt list age.
 
 pyinfra 3 does not cache facts, so a fact per operation would cost one SSH exec each; a converged
 node then answers every operation from this one snapshot (kept in the run's context,
@@ -62,10 +61,8 @@ class NodeState(FactBase):
                          "| sed 's/^/S|/'")
         if packages:
             names = " ".join(q(p) for p in packages)
-            lines.append("if command -v dpkg-query >/dev/null; then dpkg-query -W "
-                         f"-f='P|${{Package}}|${{Version}}|${{db:Status-Status}}\\n' -- {names} 2>/dev/null; "
-                         "else rpm -q --qf 'P|%{NAME}|%{VERSION}-%{RELEASE}|installed\\n' "
-                         f"-- {names} 2>/dev/null | grep '^P|'; fi")
+            lines.append(f"dpkg-query -W -f='P|${{Package}}|${{Version}}|${{db:Status-Status}}\\n' -- {names} "
+                         "2>/dev/null")
         lines.append("for f in -4 -6; do ip -o \"$f\" route show table local type local; done 2>/dev/null "
                      "| sed 's/^/R|/'")
         lines.append("echo \"A|$(( now - $(stat -c %Y /var/lib/apt/periodic/update-success-stamp "

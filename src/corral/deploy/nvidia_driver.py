@@ -1,5 +1,5 @@
 """nvidia driver: the NVIDIA driver version the spec names on GPU compute nodes, pinned (apt
-preferences; on RHEL/Rocky 9 a dnf versionlock block), nouveau blacklisted. A version change needs a reboot: the plan labels it
+preferences), nouveau blacklisted. A version change needs a reboot: the plan labels it
 "reboot + drain" and the change itself is carried out after every other component by
 workflows/rollout.py, one node at a time (drain, wait for jobs, install, reboot, verify, resume).
 Where NVSwitches are (PCI scan), NVIDIA Fabric Manager comes with the driver, at its version.
@@ -10,12 +10,11 @@ nvidia.driver unset)."""
 from __future__ import annotations
 
 import hashlib
-import shlex
 
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
-from corral.engine.shell import cmd, sh
+from corral.engine.shell import cmd
 from pyinfra.facts.server import LinuxDistribution
 
 from corral.deploy import operations
@@ -24,14 +23,13 @@ from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.notes import annotate
 from corral.facts.gpu import PciDevices, classify
 from corral.deploy.nvidia_repo import cuda_repository
-from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, LOCK_BEGIN, LOCK_END, PIN, VERSIONLOCK, driver_package,
-                                  fabricmanager_package, family, installed_matches, pin_text, versionlock_block)
+from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, PIN, driver_package, fabricmanager_package,
+                                  installed_matches, pin_text)
 
 DGX_RELEASE = "/etc/dgx-release"
 REBOOT = "reboot + drain"
 PERSISTENCED, FABRICMANAGER = "nvidia-persistenced", "nvidia-fabricmanager"
-WANT = register(Want(paths=(PIN, BLACKLIST, DGX_RELEASE), services=(PERSISTENCED, FABRICMANAGER),
-                     blocks=(VERSIONLOCK,)))
+WANT = register(Want(paths=(PIN, BLACKLIST, DGX_RELEASE), services=(PERSISTENCED, FABRICMANAGER)))
 
 
 def os_of() -> tuple[str, str]:
@@ -51,15 +49,8 @@ def has_nvswitch(devices: list[dict]) -> bool:
     return bool(classify(devices)["nvswitches"])
 
 
-def lock_restore_script(version: str) -> str:
-    """Put corral's versionlock block back (the rest of the file stays the admin's)."""
-    return (f"touch {VERSIONLOCK} && sed -i '/^{LOCK_BEGIN}/,/^{LOCK_END}/d' {VERSIONLOCK} && "
-            f"printf '%s' {shlex.quote(versionlock_block(version))} >> {VERSIONLOCK}")
-
-
 @operation()
-def driver_version(packages: list[str], version: str, overridden: bool, os_family: str = "debian",
-                   loaded: str = ""):
+def driver_version(packages: list[str], version: str, overridden: bool, loaded: str = ""):
     """The driver (and Fabric Manager) at `version`: nothing to do, the pin, the nouveau blacklist or
     a daemon to restore, or a change for the rollout (DGX OS: nothing, NVIDIA's DGX stack owns it)."""
     snap = snapshot(Want(paths=WANT.paths, services=WANT.services, packages=tuple(packages)))
@@ -67,11 +58,9 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
         host.noop("skipped: DGX OS: the driver is managed by NVIDIA's DGX software stack")
         return
     package, installed = packages[0], snap.packages.get(packages[0])
-    rhel = os_family == "rhel"
     pin = pin_text(package, version, overridden)
-    files = [(path, text) for path, text in ((BLACKLIST, BLACKLIST_TEXT),) + (() if rhel else ((PIN, pin),))
+    files = [(path, text) for path, text in ((BLACKLIST, BLACKLIST_TEXT), (PIN, pin))
              if (snap.files.get(path) or {}).get("sha256") != _sha(text)]
-    lock_missing = rhel and snap.blocks.get(VERSIONLOCK) != _sha(versionlock_block(version))
     behind = [p for p in packages if not installed_matches(snap.packages.get(p), version)]
     if not behind and loaded and loaded != version:  # installed, but the running module is another one
         annotate(disruption=REBOOT, diff=f"nvidia kernel module: {loaded} running, {version} installed: reboot "
@@ -83,16 +72,13 @@ def driver_version(packages: list[str], version: str, overridden: bool, os_famil
         daemons = [PERSISTENCED] + ([FABRICMANAGER] if len(packages) > 1 else [])
         stopped = [d for d in daemons if snap.services.get(d, ("", "not-found"))[1] != "not-found"
                    and snap.services[d] != ("active", "enabled")]
-        if not files and not stopped and not lock_missing:
+        if not files and not stopped:
             host.noop(f"NVIDIA driver {version} installed and pinned ({', '.join(packages)} {installed})")
             return
         annotate(disruption="none" if not stopped else f"start {', '.join(stopped)}",
-                 diff="".join(f"{path}: restored\n" for path, _ in files)
-                 + (f"{VERSIONLOCK}: corral's lock restored\n" if lock_missing else ""))
+                 diff="".join(f"{path}: restored\n" for path, _ in files))
         for path, text in files:
             yield from operations.install_commands(path, text.encode(), "644", "root", "root")
-        if lock_missing:
-            yield sh(lock_restore_script(version))
         for d in stopped:
             yield cmd("systemctl", "enable", "--now", d)
         return
@@ -129,14 +115,12 @@ def nvidia_driver() -> None:
         operations.skip(name="NVIDIA driver", reason=reason)
         return
     driver = cluster.spec.nvidia.driver
-    os_family = family(os_of()[0])
     packages = [package_for(driver, node)]
     if has_nvswitch(host.get_fact(PciDevices)):  # Fabric Manager, version locked to the driver
-        packages.append(fabricmanager_package(driver, os_family))
+        packages.append(fabricmanager_package(driver))
     if driver.source == "cuda" and cluster.spec.virtual is None:  # the rollout installs from it
         cuda_repository(name="NVIDIA CUDA repository", repo_url=driver.repo_url, want=WANT)
     register_for_run(Want(packages=tuple(packages)))  # read with every node's one snapshot, not a second command
     facts = run().hw.get(node.name)
     driver_version(name=f"NVIDIA driver {driver.version}", packages=packages, version=driver.version,
-                   overridden=driver.package is not None, os_family=os_family,
-                   loaded=facts.driver_loaded if facts else "")
+                   overridden=driver.package is not None, loaded=facts.driver_loaded if facts else "")

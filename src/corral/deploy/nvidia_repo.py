@@ -1,6 +1,5 @@
 """NVIDIA's CUDA network repository (the driver, DCGM, dcgm-exporter, the CUDA toolkit): on
-Debian/Ubuntu the cuda-keyring package from `<repo_url>/<distro>/<arch>/`, then an apt refresh; on the
-RHEL family `<repo_url>/rhel9/<arch>/cuda-rhel9.repo` added with dnf config-manager. Set up once per
+Debian/Ubuntu the cuda-keyring package from `<repo_url>/<distro>/<arch>/`, then an apt refresh. Set up once per
 node and run, however many components ask for it. The keyring must hold exactly NVIDIA's key, or the
 one `nvidia.driver.repo_fingerprint` names (a site's re-signed mirror). With `packages.source: bundle`
 nothing is set up: the bundle's repository carries those packages (bundle/vendor.py)."""
@@ -15,7 +14,7 @@ from corral.engine import run_context
 from corral.engine.notes import annotate
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.shell import cmd, q, sh
-from corral.render.nvidia import CUDA_KEY_FINGERPRINT, KEYRING_DEB, family, fingerprint_of  # noqa: F401 - re-exported
+from corral.render.nvidia import CUDA_KEY_FINGERPRINT, KEYRING_DEB, fingerprint_of  # noqa: F401 - re-exported
 
 
 def key_refused(fingerprint: str) -> str:
@@ -37,8 +36,7 @@ def repo_path(distro_id: str, version: str, arch: str) -> str:
     return f"{SUPPORTED[key]}/{ARCHES[arch]}"
 
 
-RHEL_REPO = "/etc/yum.repos.d/cuda-rhel9.repo"
-register(Want(paths=(RHEL_REPO,), packages=("cuda-keyring",)))  # in every node's one snapshot
+register(Want(packages=("cuda-keyring",)))  # in every node's one snapshot
 
 
 def _first_in_run() -> bool:
@@ -51,8 +49,7 @@ def _first_in_run() -> bool:
 
 @operation()
 def cuda_repository(repo_url: str, want: Want):
-    """Install cuda-keyring (NVIDIA's signing key and apt source) unless it is installed; on the RHEL
-    family add NVIDIA's .repo file unless it is there."""
+    """Install cuda-keyring (NVIDIA's signing key and apt source) unless it is installed."""
     snap = snapshot(want)
     cluster = host.data.corral_cluster
     if cluster.spec.packages.source == "bundle":
@@ -60,16 +57,6 @@ def cuda_repository(repo_url: str, want: Want):
         return
     dist = host.get_fact(LinuxDistribution)
     meta = dist.get("release_meta") or {}
-    if family(meta.get("ID", dist.get("name") or "?")) == "rhel":
-        if (snap.files.get(RHEL_REPO) or {}).get("kind") == "file" or not _first_in_run():
-            host.noop(f"NVIDIA CUDA repository configured ({RHEL_REPO})")
-            return
-        arch = ARCHES.get(host.get_fact(Arch), "x86_64")
-        url = f"{repo_url.rstrip('/')}/rhel9/{arch}/cuda-rhel9.repo"
-        annotate(disruption="none", diff=f"dnf repository: {url}\n")
-        yield cmd("dnf", "-y", "-q", "install", "dnf-plugins-core")
-        yield cmd("dnf", "config-manager", "--add-repo", url)
-        return
     if "cuda-keyring" in snap.packages or not _first_in_run():
         host.noop("NVIDIA CUDA repository configured (cuda-keyring installed)")
         return

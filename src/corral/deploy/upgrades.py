@@ -15,11 +15,9 @@ from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
-from corral.deploy.nvidia_driver import os_of
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
 from corral.facts.apt_upgrades import HOLDS, AptHolds, AptUpgrades, select
-from corral.render.nvidia import family
 
 UPGRADE = "drain + package upgrade"
 SERVICE_ROLES = ("controller", "accounting", "login", "monitoring", "nfs")
@@ -30,9 +28,6 @@ WANT = register(Want(paths=(HOLDS,)))
 def apt_holds(hold: list[str]):
     if not hold and (snapshot(WANT).files.get(HOLDS) or {}).get("kind") != "file":
         host.noop("apt holds: none in the spec, none of corral's on the node")
-        return
-    if family(os_of()[0]) != "debian":
-        host.noop("skipped: apt holds: Debian family only")
         return
     held, ours, installed = map(set, host.get_fact(AptHolds, names=" ".join(sorted(set(hold)))))
     want = set(hold) & installed  # a package not installed on this node is not held here
@@ -56,9 +51,6 @@ def apt_holds(hold: list[str]):
 
 @operation()
 def upgrades(kind: str):
-    if family(os_of()[0]) != "debian":
-        host.noop("skipped: package upgrades: Debian family only (apt)")
-        return
     state = host.get_fact(AptUpgrades)
     todo = select(state, kind)
     stale = f" (the package lists could not be refreshed: {state.refresh_failed})" if state.refresh_failed else ""

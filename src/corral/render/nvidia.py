@@ -10,9 +10,6 @@ from corral.spec.gpus import gpu_model
 from corral.spec.models import DriverSpec
 
 PIN = "/etc/apt/preferences.d/corral-nvidia-driver"
-VERSIONLOCK = "/etc/dnf/plugins/versionlock.list"   # dnf's versionlock plugin (RHEL family): corral's block
-LOCK_BEGIN, LOCK_END = "# BEGIN corral nvidia driver", "# END corral nvidia driver"
-RHEL_IDS = ("rhel", "rocky", "almalinux", "centos")
 BLACKLIST = "/etc/modprobe.d/corral-blacklist-nouveau.conf"
 BLACKLIST_TEXT = "# Managed by corral: the NVIDIA driver needs nouveau out of the way\nblacklist nouveau\noptions nouveau modeset=0\n"
 OPEN_FROM_CC = (7, 5)  # NVIDIA's open kernel modules support Turing (7.5) and newer
@@ -38,56 +35,26 @@ def kernel_modules(driver: DriverSpec, node: Node) -> str:
     return "open" if cc >= OPEN_FROM_CC else "proprietary"
 
 
-def family(os_id: str) -> str:
-    """'rhel' for RHEL, Rocky, AlmaLinux, CentOS (dnf); 'debian' otherwise (apt)."""
-    return "rhel" if os_id.lower() in RHEL_IDS else "debian"
-
-
 def driver_package(driver: DriverSpec, node: Node, os_id: str, os_version: str) -> str:
     """The package that brings the whole driver for this OS (spec `package` overrides)."""
     if driver.package:
         return driver.package
     branch, flavour = driver.version.split(".")[0], kernel_modules(driver, node)
     os_id = os_id.lower()
-    if family(os_id) == "rhel":
-        if os_version.split(".")[0] != "9" or driver.source != "cuda":
-            raise UsageError(f"corral cannot install the NVIDIA driver on {os_id} {os_version} from {driver.source!r}",
-                             value=f"{os_id} {os_version}",
-                             fix="RHEL/Rocky/AlmaLinux 9 with nvidia.driver.source: cuda (NVIDIA's dnf module streams)")
-        return "nvidia-driver"
     if os_id == "ubuntu" and driver.source == "distribution":
         return f"nvidia-driver-{branch}-server" + ("-open" if flavour == "open" else "")
     if os_id in ("ubuntu", "debian") and driver.source == "cuda":
         return f"nvidia-open-{branch}" if flavour == "open" else f"cuda-drivers-{branch}"
     raise UsageError(f"corral cannot install the NVIDIA driver on {os_id} {os_version} from {driver.source!r}",
                     value=f"{os_id} {os_version}",
-                    fix="use nvidia.driver.source: cuda (Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky 9) or "
+                    fix="use nvidia.driver.source: cuda (Debian 12, Ubuntu 22.04/24.04) or "
                         "distribution (Ubuntu)")
 
 
-def fabricmanager_package(driver: DriverSpec, os_family: str = "debian") -> str:
+def fabricmanager_package(driver: DriverSpec) -> str:
     """NVIDIA Fabric Manager of the driver's branch (NVSwitch systems); held at the driver's version
-    by the same pin (nvidia-*). In NVIDIA's RHEL module streams it is nvidia-fabric-manager."""
-    return "nvidia-fabric-manager" if os_family == "rhel" else f"nvidia-fabricmanager-{driver.version.split('.')[0]}"
-
-
-def dnf_stream(driver: DriverSpec, node: Node) -> str:
-    """NVIDIA's dnf module stream: nvidia-driver:<branch>-open or nvidia-driver:<branch>-dkms."""
-    branch = driver.version.split(".")[0]
-    return f"nvidia-driver:{branch}-" + ("open" if kernel_modules(driver, node) == "open" else "dkms")
-
-
-def dnf_packages(driver: DriverSpec, node: Node, fabricmanager: bool) -> list[str]:
-    """What the RHEL family installs from the stream: the driver, its CUDA user-space, the kernel
-    module (open or proprietary, built by DKMS), Fabric Manager on NVSwitch systems."""
-    kmod = "kmod-nvidia-open-dkms" if kernel_modules(driver, node) == "open" else "kmod-nvidia-latest-dkms"
-    return ["nvidia-driver", "nvidia-driver-cuda", kmod] + (["nvidia-fabric-manager"] if fabricmanager else [])
-
-
-def versionlock_block(version: str) -> str:
-    """dnf versionlock entries holding every NVIDIA driver package at `version` (any epoch)."""
-    return (f"{LOCK_BEGIN}: the NVIDIA driver stays at {version} until the spec changes it\n"
-            f"nvidia-*-*:{version}-*\nkmod-nvidia-*-*:{version}-*\n{LOCK_END}\n")
+    by the same pin (nvidia-*)."""
+    return f"nvidia-fabricmanager-{driver.version.split('.')[0]}"
 
 
 def pin_text(package: str, version: str, overridden: bool) -> str:

@@ -5,8 +5,7 @@ as failed for the rollout policy (the run says "rolled back" with the failure).
 
 No rollback, and the node stays drained with the failure as its reason, when: the policy says so,
 no driver package was installed before (a first install), the previous version is the new one
-(a reboot into an installed driver), or the node is of the RHEL family (dnf module streams: not
-automated yet).
+(a reboot into an installed driver).
 """
 
 from __future__ import annotations
@@ -19,21 +18,17 @@ from corral.facts.slurm import upstream_version
 from corral.workflows.slurm_node import StepFailed
 
 
-def previous_version(r, node_name: str, package: str, os_family: str) -> str | None:
-    """The upstream version of the installed driver package (Debian family), None if none."""
-    if os_family != "debian":
-        return None
+def previous_version(r, node_name: str, package: str) -> str | None:
+    """The upstream version of the installed driver package, None if none."""
     p = r.on(node_name, f"dpkg-query -W -f {q('${Version}')} {q(package)} 2>/dev/null")
     text = p.stdout.strip() if p.returncode == 0 else ""
     return upstream_version(text) if text else None
 
 
-def why_not(r, os_family: str, previous: str | None) -> str | None:
+def why_not(r, previous: str | None) -> str | None:
     target = r.cluster.spec.nvidia.driver.version
     if not r.r.rollback:
         return "no rollback (rollout.rollback is false)"
-    if os_family != "debian":
-        return "no automatic rollback on the RHEL family"
     if previous is None:
         return "no rollback: no driver package was installed before"
     if previous == target:
@@ -46,10 +41,10 @@ def _op(step: str, status: str, reason: str) -> OpResult:
                     disruption=REBOOT)
 
 
-def attempt(r, node_name: str, packages: list[str], os_family: str, previous: str | None, known: bool | None,
+def attempt(r, node_name: str, packages: list[str], previous: str | None, known: bool | None,
             ours: str, done: list[OpResult]) -> tuple[bool, str]:
     """(True, what was done) when the node runs `previous` again, verified; else (False, why not)."""
-    why = why_not(r, os_family, previous)
+    why = why_not(r, previous)
     if why:
         done.append(_op("", "skipped", why))
         return False, why
@@ -60,7 +55,7 @@ def attempt(r, node_name: str, packages: list[str], os_family: str, previous: st
         done.append(_op(step, "changed", reason))
         r.say(f"node {node_name}: driver rollout: rollback {step}: {reason}")
     try:
-        r.install(node_name, packages, os_family, previous)
+        r.install(node_name, packages, previous)
         ok(f"{', '.join(packages)} {previous} installed and pinned again")
         step = "reboot"
         r.reboot(node_name)

@@ -88,8 +88,7 @@ def restart_dropins(*units: str) -> Files:
 def cuda_repository_note(c: Ctx) -> None:
     """A component that installs from NVIDIA's CUDA repository (deploy/nvidia_repo.py) sets it up first."""
     if c.cluster.spec.packages.source != "bundle":
-        c.note("NVIDIA's CUDA repository: its apt source and key come inside the cuda-keyring package (the RHEL "
-               "family: the .repo file dnf config-manager adds): not rendered.")
+        c.note("NVIDIA's CUDA repository: its apt source and key come inside the cuda-keyring package: not rendered.")
 
 
 def _base(c: Ctx, node: Node) -> Files:
@@ -224,10 +223,10 @@ def _jobhooks(c: Ctx, node: Node) -> Files:
 
 def _nvidia_driver(c: Ctx, node: Node) -> Files:
     from corral.deploy.nvidia_driver import skip_reason
-    from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, VERSIONLOCK
+    from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN
     if c.gated("NVIDIA driver", node, skip_reason(c.cluster, node), quiet="no GPUs on this node"):
         return {}
-    c.note(f"NVIDIA driver: the version pin ({PIN}; on the RHEL family corral's block in {VERSIONLOCK}) names the "
+    c.note(f"NVIDIA driver: the version pin ({PIN}) names the "
            "package for the node's OS, read from the node: not rendered. On DGX OS corral writes none of the "
            "driver's files.")
     if c.cluster.spec.nvidia.driver.source == "cuda" and c.cluster.spec.virtual is None:

@@ -2,7 +2,7 @@
 in the batches of the rollout policy (`rollout:`, workflows/batches.py):
 
   drain (Slurm: no new jobs) -> wait for running jobs (bounded) -> install the pinned version (apt
-  preferences; RHEL family: module stream + dnf versionlock, workflows/driver_dnf.py) ->
+  preferences) ->
   reboot -> wait for the node (a marker in /run, a tmpfs, is gone) -> verify (GPU count and driver
   version from nvidia-smi, slurmd active) -> resume.
 
@@ -23,15 +23,14 @@ from collections.abc import Callable
 
 from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, has_nvswitch
 from corral.facts.gpu import PciDevices, parse_pci_sysfs
-from corral.render.nvidia import driver_package, fabricmanager_package, family
+from corral.render.nvidia import driver_package, fabricmanager_package
 from corral.engine.remote import run_on
 from corral.engine.results import OpResult, TimedSteps, RunResult
 from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
 from corral.workflows import driver_rollback
-from corral.workflows.driver_dnf import dnf_install_script
 from corral.workflows.slurm_node import POLL_S, SlurmNode, StepFailed, settle
-from corral.render.nvidia import PIN, dnf_packages, dnf_stream, pin_text, versionlock_block
+from corral.render.nvidia import PIN, pin_text
 from corral.spec.cluster import Cluster
 from corral.spec.rules_rollout import policy
 from corral.workflows import batches
@@ -69,16 +68,16 @@ case "$cand" in {q(version)}-*) ;; *) restore; echo {q(f"{p} {version} is not av
 """ for p in packages)
 
 
-def package_names(cluster, node) -> tuple[list[str], str]:
-    """The driver package (+ Fabric Manager where NVSwitches are) and the OS family, outside a
+def package_names(cluster, node) -> list[str]:
+    """The driver package (+ Fabric Manager where NVSwitches are), outside a
     pyinfra run (the rollout): the OS from /etc/os-release and the PCI scan over SSH."""
     driver = cluster.spec.nvidia.driver
     os_id, _, version = run_on(cluster, node.name, ". /etc/os-release; echo \"$ID $VERSION_ID\"",
                                check=True).stdout.strip().partition(" ")
     package = driver.package or driver_package(driver, node, os_id, version)
     pci = run_on(cluster, node.name, PciDevices().command().get_raw_value(), check=True).stdout.splitlines()
-    fm = [fabricmanager_package(driver, family(os_id))] if has_nvswitch(parse_pci_sysfs(pci)) else []
-    return [package] + fm, family(os_id)
+    fm = [fabricmanager_package(driver)] if has_nvswitch(parse_pci_sysfs(pci)) else []
+    return [package] + fm
 
 
 class Rollout(SlurmNode):
@@ -128,14 +127,10 @@ class Rollout(SlurmNode):
                 raise StepFailed("verify", f"{last} ({self.r.verify_timeout} s after the reboot)", keep_drained=True)
             time.sleep(POLL_S)
 
-    def install(self, node_name: str, packages: list[str], os_family: str, version: str) -> None:
+    def install(self, node_name: str, packages: list[str], version: str) -> None:
         """Pin and install `version` (the old pin comes back when it fails: the node is as before)."""
-        node, driver = self.cluster.node(node_name), self.cluster.spec.nvidia.driver
-        if os_family == "rhel":
-            installs = [driver.package] if driver.package else dnf_packages(driver, node, len(packages) > 1)
-            script = dnf_install_script(dnf_stream(driver, node), installs, version, versionlock_block(version))
-        else:
-            script = install_script(packages, version, pin_text(packages[0], version, driver.package is not None))
+        driver = self.cluster.spec.nvidia.driver
+        script = install_script(packages, version, pin_text(packages[0], version, driver.package is not None))
         p = self.on(node_name, script, timeout=900)
         if p.returncode != 0:
             raise StepFailed("install", f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
@@ -152,15 +147,15 @@ class Rollout(SlurmNode):
         ours = f"corral: driver {driver.version} rollout"
         known: bool | None = None  # None: Slurm not asked yet, or not answering (nothing changed)
         touched = False  # the install began, the node may differ from before
-        packages, os_family, previous = [], "", None
+        packages, previous = [], None
         try:
-            packages, os_family = package_names(self.cluster, node)
-            previous = driver_rollback.previous_version(self, node_name, packages[0], os_family)
+            packages = package_names(self.cluster, node)
+            previous = driver_rollback.previous_version(self, node_name, packages[0])
             known = self.controller is not None and self.node_reason(node_name) is not None
             if known:
                 self.drain_and_wait(node_name, ours, ok)
             touched = True
-            self.install(node_name, packages, os_family, driver.version)
+            self.install(node_name, packages, driver.version)
             ok("install", f"{', '.join(packages)} {driver.version} installed and pinned")
             self.reboot(node_name)
             ok("reboot", "rebooted; SSH and slurmd back")
@@ -180,8 +175,7 @@ class Rollout(SlurmNode):
                 done.append(OpResult(name=f"driver rollout | {step}", status="failed", reason=message,
                                      disruption=REBOOT))
                 self.say(f"node {node_name}: driver rollout: {step} FAILED: {message}")
-                rolled, text = driver_rollback.attempt(self, node_name, packages, os_family, previous, known, ours,
-                                                       done)
+                rolled, text = driver_rollback.attempt(self, node_name, packages, previous, known, ours, done)
                 if not rolled:
                     after, note = settle(self, node_name, known, True, ours,
                                          f"corral: driver {driver.version} {step} failed: {message}")
