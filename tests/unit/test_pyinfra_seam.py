@@ -84,6 +84,10 @@ def test_host_has_the_attributes_corral_uses():
     for name in ("current_op_hash", "executing_op_hash", "connector", "connected"):
         assert hasattr(host, name), name
     assert seam.current_op_hash(host) is None
+    assert seam.current_deploy_name(host) is None
+    with host.deploy("slurm controller", None, None):
+        assert seam.current_deploy_name(host) == "slurm controller"
+    assert seam.current_deploy_name(host) is None
     seam.close_ssh_client(host)
     assert host.connected is False
 

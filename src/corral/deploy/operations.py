@@ -15,6 +15,7 @@ from pyinfra.facts.files import FileContents
 
 from corral.deploy.nodestate import Want, snapshot
 from corral.deploy.package_batch import Batch, batch
+from corral.engine.pyinfra_seam import current_deploy_name
 from corral.engine.notes import annotate
 from corral.engine.shell import AND, OR, Raw, cmd, q
 from corral.render.restart import dropin_path, render_restart_dropin
@@ -44,7 +45,7 @@ def _declared(names: list[str]) -> None:
     no declaration names (a test's) is not checked."""
     from corral.components.views import by_name, may_install
     cluster, node = getattr(host.data, "corral_cluster", None), getattr(host.data, "corral_node", None)
-    deploy_name = getattr(host, "current_deploy_name", None)
+    deploy_name = current_deploy_name(host)
     if cluster is None or deploy_name is None or by_name(cluster, deploy_name) is None:
         return
     undeclared = sorted({n.partition("=")[0] for n in names} - may_install(cluster, node, deploy_name))

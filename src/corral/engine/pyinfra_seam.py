@@ -22,7 +22,7 @@ from pyinfra.api.operations import run_host_op
 from pyinfra.context import ctx_host, ctx_state
 
 __all__ = ["MaskString", "QuoteString", "StringCommand", "HiddenValue", "OperationMeta", "add_deploy",
-           "disconnect_all", "run_host_op", "INTERNALS", "as_host", "current_host", "current_op_hash",
+           "disconnect_all", "run_host_op", "INTERNALS", "as_host", "current_host", "current_op_hash", "current_deploy_name",
            "op_data", "op_hashes", "op_names", "set_planned_change", "op_commands", "op_output",
            "never_raise_failed_hosts", "mark_executing", "close_ssh_client", "secrets_in",
            "clear_ssh_caches", "inner"]
@@ -37,7 +37,8 @@ INTERNALS: dict[str, str] = {
     "pyinfra.api.state.StateOperationHostData": "command_generator, global_arguments, operation_meta",
     "pyinfra.api.state.State": "ops[host][hash], op_meta[hash].names, failed_hosts, active_hosts, "
                                "activated_hosts, activate_host, is_executing, should_raise_failed_hosts, pool",
-    "pyinfra.api.host.Host": "op_hash_order, current_op_hash, executing_op_hash, connector, connected",
+    "pyinfra.api.host.Host": "op_hash_order, current_op_hash, executing_op_hash, current_deploy_name, connector, "
+                              "connected",
     "pyinfra.api.command.StringCommand/QuoteString/MaskString": "bits, obj, get_raw_value(); MaskString a str",
     "pyinfra.api.hiddenvalue.HiddenValue": "raw_value",
     "pyinfra.context.ctx_host/ctx_state": "use(), get(): the greenlet's host, the run's state",
@@ -75,6 +76,11 @@ def current_host():
 def current_op_hash(host) -> str | None:
     """The op `host` is generating commands for (prepare/plan) or executing (apply), if any."""
     return getattr(host, "current_op_hash", None) or getattr(host, "executing_op_hash", None)
+
+
+def current_deploy_name(host) -> str | None:
+    """The @deploy `host` is preparing ops of (pyinfra sets it around the deploy's body), if any."""
+    return getattr(host, "current_deploy_name", None)
 
 
 # --- a prepared State's ops ----------------------------------------------------------------------
