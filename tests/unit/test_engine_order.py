@@ -1,5 +1,5 @@
 """engine/execute.apply's order across nodes: each node goes through its deploys on its own, a deploy
-waits only for what it declares (deploy/order.py), or for everything earlier when it declares
+waits only for what it declares (the components declarations, components/), or for everything earlier when it declares
 nothing; a node that breaks never leaves the others waiting. The ops are stand-ins that sleep
 cooperatively (gevent), so the schedule is what is tested, not SSH."""
 

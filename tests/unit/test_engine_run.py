@@ -264,7 +264,7 @@ def test_timing_journaled_per_op_and_per_deploy(engine_cluster, tmp_path):
     assert pauses["cn1"] >= 0.6 and pauses["ctl1"] >= 0.1, pauses
     phase = {p["name"]: p for p in result.timing}
     assert phase["slowtest"]["s"] >= pauses["cn1"]  # its span: until the slowest node is done
-    # not marked with waits_for (deploy/order.py): a barrier, quicktest starts after slowtest's end
+    # not marked with waits_for (the components declarations, components/): a barrier, quicktest starts after slowtest's end
     assert phase["quicktest"]["start"] >= phase["slowtest"]["start"] + phase["slowtest"]["s"] - 0.005
     row = journal.get(engine_cluster.state_dir, result.run_id)
     assert row["timing"] == result.timing and row["duration_s"] == round(result.duration_s, 3)

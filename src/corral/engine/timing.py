@@ -3,7 +3,7 @@ into categories by what the slowest node did in each deploy (install, services, 
 
 Pure functions over a run as journaled (RunResult.to_json()), so `apply` (its last line) and
 `corral history --run ID --timing` read the same numbers. An apply's deploys overlap across nodes
-(each node goes on unless a deploy waits for others: deploy/order.py), so its time is split along
+(each node goes on unless a deploy waits for others: the components declarations, components/), so its time is split along
 the node that took longest: its ops by category, its waits for other nodes ("waits"), and what the
 ops do not account for (scheduling, pyinfra's own work) as "engine". Runs journaled before that (a
 barrier per deploy, no `start`) split each deploy by its slowest node, as they ran.
