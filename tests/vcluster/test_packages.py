@@ -55,7 +55,7 @@ def test_a_policy_left_by_a_killed_transaction_is_removed_and_nothing_else_chang
 
 
 def test_the_first_apply_ran_each_node_on_its_own_and_waited_only_where_it_must(vc):
-    """the components declarations, components/ on real nodes: the compute nodes went on to their health checks and job hooks
+    """The components' declared waits (components/) on real nodes: the compute nodes went on to their health checks and job hooks
     while the controller was still in its (longer) package transaction; slurmd's deploy began only once
     the controller's had ended, and says how long each compute node waited for it. An op's commands
     ran as one chain (engine/chain.py): slurmctld's start and its readiness wait are one command."""
