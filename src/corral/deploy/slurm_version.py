@@ -13,6 +13,7 @@ from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine.handoff import SLURM, Handoff
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd
 from corral.errors import CorralError
@@ -43,7 +44,8 @@ def slurm_pin(version: str, node: str):
             raise CorralError(refused[0], fix=refused[1])  # the message names slurm.version, the node, both versions
         if not matches(installed, version):
             annotate(disruption=UPGRADE, diff=f"Slurm {installed} -> {version}\n(after the other components: "
-                                              "backup, slurmdbd, slurmctld, then slurmd under the rollout policy)\n")
+                                              "backup, slurmdbd, slurmctld, then slurmd under the rollout policy)\n",
+                     rollout=Handoff(SLURM, installed, version))
             yield cmd("echo", f"Slurm {installed} -> {version}: upgraded after the other components, in Slurm's order")
             return
     text = pin_text(version)

@@ -1,5 +1,6 @@
 """Notes an operation attaches to its own result while it generates commands: the disruption a
-change causes ("none", "reconfigure", "restart slurmd", "drain needed") and a unified diff.
+change causes ("none", "reconfigure", "restart slurmd", "drain needed"), a unified diff, and the
+typed hand-off to a rollout (engine/handoff.py) where the change is carried out after the components.
 
 Keyed by (node, op hash); greenlet-safe because each key is written by its own node's greenlet.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 _notes: dict[tuple[str, str], dict] = {}
 
 
-def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
+def annotate(*, disruption: str | None = None, diff: str | None = None, rollout=None) -> None:
     from pyinfra import host
     op_hash = getattr(host, "current_op_hash", None)
     if op_hash is None:
@@ -19,6 +20,8 @@ def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
         note["disruption"] = disruption
     if diff is not None:
         note["diff"] = diff
+    if rollout is not None:
+        note["rollout"] = rollout
 
 
 def take(node: str, op_hash: str) -> dict:
