@@ -23,6 +23,7 @@ import shlex
 from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, has_nvswitch
 from corral.engine.handoff import DRIVER as KIND
 from corral.facts.gpu import PciDevices, parse_pci_sysfs
+from corral.render import apt
 from corral.render.nvidia import PIN, dnf_packages, dnf_stream, driver_package, fabricmanager_package, family, \
     pin_text, versionlock_block
 from corral.workflows import driver_rollback
@@ -43,7 +44,7 @@ restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
 printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
-{candidates_script(packages, version)}apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold {" ".join(q(p) for p in packages)} || {{ restore; exit 1; }}
+{candidates_script(packages, version)}{apt.install(packages, downgrade=True, timeout_s=840)} || {{ restore; exit 1; }}
 rm -f "$old"
 """
 

@@ -21,6 +21,7 @@ from corral.engine.results import OpResult, RunResult
 from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.facts.kubernetes import KUBECTL
+from corral.render import apt
 from corral.spec.cluster import Cluster
 from corral.workflows import batches
 from corral.workflows.node_control import why
@@ -32,9 +33,8 @@ POLL_S = 3
 
 def install(packages: list[str], version: str) -> str:
     """The packages at `version` from pkgs.k8s.io (their holds kept), bounded."""
-    pins = " ".join(q(f"{p}={version}-*") for p in packages)
-    return (f"set -e; export DEBIAN_FRONTEND=noninteractive; timeout 300 apt-get install -y -q "
-            f"--allow-change-held-packages {pins} >/dev/null; apt-mark hold {' '.join(packages)} >/dev/null")
+    install = apt.install([f"{p}={version}-*" for p in packages], held=True, timeout_s=300)
+    return f"set -e; {install} >/dev/null; apt-mark hold {' '.join(packages)} >/dev/null"
 
 
 def _on(n: NodeRun, step: str, command: str, timeout: float):

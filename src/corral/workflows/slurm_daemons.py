@@ -8,6 +8,7 @@ from __future__ import annotations
 from corral.deploy.slurm import CTL_READY
 from corral.engine.shell import q
 from corral.facts.slurm import upstream_version
+from corral.render import apt
 from corral.render.slurm_pin import INSTALLED, PIN, pin_text
 from corral.spec.slurm_releases import matches
 from corral.workflows.node_control import POLL_S, StepFailed
@@ -33,7 +34,7 @@ pkgs=$(dpkg-query -W -f '${{db:Status-Abbrev}} ${{Package}}\\n' {INSTALLED} 2>/d
 [ -n "$pkgs" ] || {{ echo 'no Slurm package installed' >&2; exit 1; }}
 rc=/usr/sbin/policy-rc.d; mine=
 [ -e $rc ] || {{ printf '#!/bin/sh\nexit 101\n' > $rc && chmod 755 $rc && mine=1; }}
-apt-get install -y -q -o Dpkg::Options::=--force-confold $pkgs; status=$?
+{apt.install(words="$pkgs")}; status=$?
 [ -n "$mine" ] && rm -f $rc
 exit $status
 """

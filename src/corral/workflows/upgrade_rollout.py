@@ -19,6 +19,7 @@ import shlex
 from corral.deploy.upgrades import UPGRADE
 from corral.engine.handoff import PACKAGES as KIND
 from corral.errors import CorralError
+from corral.render import apt
 from corral.facts.apt_upgrades import REBOOT_REQUIRED, command, parse_upgrades, select
 from corral.workflows.node_rollout import DRAIN, RESUME, ROLL_BACK, NodeRollout, NodeRun, Step, StepFailed, reboot
 
@@ -26,7 +27,6 @@ WHAT = "package upgrade"
 SETTLE_S = 60  # after a reboot: until systemd has started every unit (is-system-running --wait), bounded
 SETTLE = f"timeout {SETTLE_S} systemctl is-system-running --wait >/dev/null 2>&1; true"  # slurmd back in slurmctld's view after a restart or reboot
 OURS = "corral: package upgrade"
-APT = "DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Options::=--force-confold"
 # a reboot is due: a package asked for one, or the newest kernel installed is not the running one
 REBOOT_DUE = (f"test -e {REBOOT_REQUIRED} || {{ new=$(ls /boot/vmlinuz-* 2>/dev/null | sed 's|/boot/vmlinuz-||' "
               "| sort -V | tail -n 1); [ -n \"$new\" ] && [ \"$new\" != \"$(uname -r)\" ]; }")
@@ -34,10 +34,8 @@ REBOOT_DUE = (f"test -e {REBOOT_REQUIRED} || {{ new=$(ls /boot/vmlinuz-* 2>/dev/
 
 def install_script(versions: list[tuple[str, str]], downgrade: bool = False) -> str:
     """apt-get update, then exactly these name=version (the old ones back with `downgrade`)."""
-    flag = " --allow-downgrades" if downgrade else ""
     return (f"set -u; apt-get update -q >/dev/null 2>&1 || {{ echo 'apt-get update failed' >&2; exit 1; }}; "
-            f"dpkg --configure -a >/dev/null 2>&1; {APT}{flag} install "  # shell-ok: a constant flag
-            f"{' '.join(shlex.quote(f'{n}={v}') for n, v in versions)}")
+            f"{apt.CONFIGURE} >/dev/null 2>&1; {apt.install([f'{n}={v}' for n, v in versions], downgrade=downgrade)}")
 
 
 def installed_check(versions: list[tuple[str, str]]) -> str:
