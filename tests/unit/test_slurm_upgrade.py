@@ -72,8 +72,8 @@ class Cluster:
             self.log.append((node, f"install {wanted}"))
             self.installed[node] = "23.02.7" if wanted == "23.02" else self.installed[node]
             return 0, "", ""
-        if command == D.INSTALLED_VERSION:
-            return 0, f"{self.installed[node]}-1", ""
+        if command == D.INSTALLED_VERSION:  # dpkg-query's line (facts/slurm.py, the one reader)
+            return 0, f"ii {self.installed[node]}-1\n", ""
         if words[1:] == ["-V"]:
             up = self.running[node] and words[0] == DAEMON.get(node, "slurmd")
             return (0, f"slurm {self.running[node]}\n", "") if up else (1, "", "not running")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
-from corral.engine.shell import cmd
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
@@ -28,7 +27,7 @@ def time_sync(want: Want):
                   "(chrony needs CAP_SYS_TIME); nothing to do")
         return
     if "chrony" not in snap.packages:
-        yield apt.install(["chrony"])
+        yield apt.install_script(["chrony"])
     if snap.services.get("chrony") != ("active", "enabled"):
         yield "systemctl enable --now chrony"
     else:

@@ -78,12 +78,27 @@ def parse_slurm_version(lines: list[str]) -> str | None:
     return None
 
 
+# The one reader of the installed Slurm version (the fact below, deploy/context.py, deploy/slurm_version.py,
+# the upgrade's check after its install): dpkg's record of these packages (every Slurm package depends on
+# slurm-wlm-basic-plugins at its own version), else `sinfo --version`; parsed by parse_slurm_version.
+VERSION_PACKAGES = ("slurm-wlm-basic-plugins", "slurmdbd", "slurmctld", "slurmd", "slurm-client")
+INSTALLED_VERSION = ("dpkg-query -W -f '${db:Status-Abbrev} ${Version}\\n' " + " ".join(VERSION_PACKAGES)
+                     + " 2>/dev/null; sinfo --version 2>/dev/null; true")
+
+
+def installed_in(packages: dict) -> str | None:
+    """The same reading from package versions read already (a deploy's snapshot, deploy/nodestate.py)."""
+    for name in VERSION_PACKAGES:
+        if packages.get(name):
+            return upstream_version(packages[name])
+    return None
+
+
 class SlurmVersion(FactBase):
     """Installed Slurm version like '22.05.8' (Debian revision stripped), or None when not installed."""
 
     def command(self) -> str:
-        return ("dpkg-query -W -f '${db:Status-Abbrev} ${Version}\\n' slurm-client slurmd slurmctld "
-                "2>/dev/null; sinfo --version 2>/dev/null; true")
+        return INSTALLED_VERSION
 
     def process(self, output: list[str]) -> str | None:
         return parse_slurm_version(output)

@@ -22,11 +22,11 @@ TIMEOUT_S = 1500  # under the 1800 s the rollouts give the whole command over SS
 CONFIGURE = "DEBIAN_FRONTEND=noninteractive dpkg --configure -a"
 
 
-def install(packages: list[str] = (), *, downgrade: bool = False, held: bool = False, timeout_s: int = TIMEOUT_S,
+def install_script(packages: list[str] = (), *, downgrade: bool = False, held: bool = False, timeout_s: int = TIMEOUT_S,
             words: str = "") -> str:
     """The command: each of `packages` quoted (`name`, `name=version`, a .deb path); `words`: shell
     words appended as they are (a variable such as "$pkgs", already quoted paths)."""
     flags = (" --allow-downgrades" if downgrade else "") + " --no-install-recommends -o Dpkg::Options::=--force-confold" \
         + (" --allow-change-held-packages" if held else "")
     names = " ".join([shlex.quote(p) for p in packages] + ([words] if words else []))
-    return f"DEBIAN_FRONTEND=noninteractive timeout {int(timeout_s)} apt-get install -y -q{flags} {names}"
+    return f"DEBIAN_FRONTEND=noninteractive timeout {int(timeout_s)} apt-get install -y -q{flags} {names}"  # shell-ok: each package quoted above, `words` are the caller's shell

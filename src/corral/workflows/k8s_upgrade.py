@@ -33,7 +33,7 @@ POLL_S = 3
 
 def install(packages: list[str], version: str) -> str:
     """The packages at `version` from pkgs.k8s.io (their holds kept), bounded."""
-    install = apt.install([f"{p}={version}-*" for p in packages], held=True, timeout_s=300)
+    install = apt.install_script([f"{p}={version}-*" for p in packages], held=True, timeout_s=300)
     return f"set -e; {install} >/dev/null; apt-mark hold {' '.join(packages)} >/dev/null"
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from corral.deploy.slurm import CTL_READY
 from corral.engine.shell import q
-from corral.facts.slurm import upstream_version
+from corral.facts.slurm import INSTALLED_VERSION, parse_slurm_version
 from corral.render import apt
-from corral.render.slurm_pin import INSTALLED, PIN, pin_text
+from corral.render.slurm_pin import INSTALLED, write_script
 from corral.spec.slurm_releases import matches
 from corral.workflows.node_control import POLL_S, StepFailed
 
@@ -17,8 +17,6 @@ DBD_TIMEOUT_S = 3600   # slurmdbd converts the accounting database at its first 
 CTL_TIMEOUT_S = 600    # slurmctld reads (and converts) its state save files
 SLURMD_TIMEOUT_S = 180  # slurmd registered and responding
 INSTALL_TIMEOUT_S = 1800
-# every Slurm package depends on slurm-wlm-basic-plugins at its own version
-INSTALLED_VERSION = "dpkg-query -W -f '${Version}' slurm-wlm-basic-plugins"  # shell-ok: a constant
 READY = {"slurmdbd": "sacctmgr -n show cluster", "slurmctld": CTL_READY}  # active, not standing by
 
 
@@ -27,14 +25,14 @@ def install_script(version: str) -> str:
     caller left them: a policy-rc.d of its own, where none is, keeps the package scripts from
     starting or restarting them; the caller starts them and waits)."""
     return f"""set -u
-printf '%s' {q(pin_text(version))} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || exit 1
+{write_script(version)} || exit 1
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ echo 'apt-get update failed' >&2; exit 1; }}
 pkgs=$(dpkg-query -W -f '${{db:Status-Abbrev}} ${{Package}}\\n' {INSTALLED} 2>/dev/null | awk '$1 ~ /^.i/ {{print $2}}')
 [ -n "$pkgs" ] || {{ echo 'no Slurm package installed' >&2; exit 1; }}
 rc=/usr/sbin/policy-rc.d; mine=
 [ -e $rc ] || {{ printf '#!/bin/sh\nexit 101\n' > $rc && chmod 755 $rc && mine=1; }}
-{apt.install(words="$pkgs")}; status=$?
+{apt.install_script(words="$pkgs")}; status=$?
 [ -n "$mine" ] && rm -f $rc
 exit $status
 """
@@ -53,7 +51,7 @@ def install(c, node: str, version: str) -> None:
         raise StepFailed("install", f"{node}: rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
                          keep_drained=True)
     p = c.run(node, INSTALLED_VERSION, 30)
-    found = upstream_version(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else ""
+    found = (parse_slurm_version(p.stdout.splitlines()) if p.returncode == 0 else None) or ""
     if not matches(found or "0.0", version):
         raise StepFailed("install", f"{node}: Slurm {found or 'unknown'} installed, not {version} (is {version} in "
                          "the node's repositories?)", keep_drained=True)
