@@ -10,6 +10,7 @@ from corral.engine import journal, run
 from corral.engine.timing import phase
 from corral.errors import CorralError, UsageError
 from corral.workflows import batches, node_rollout, removal_phase
+from corral.engine.handoff import K8S_JOIN
 from corral.workflows.driver_rollout import DRIVER
 from corral.workflows.k8s_upgrade import KUBERNETES
 from corral.workflows.mig_rollout import MIG
@@ -118,7 +119,7 @@ def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
     """apply on a Kubernetes cluster: the pending joins (workflows/k8s_join.py), then a pending upgrade
     (workflows/k8s_upgrade.py), journaled with the run."""
     from corral.workflows import k8s_join
-    joins = k8s_join.pending(result)
+    joins = node_rollout.pending(result, K8S_JOIN)
     start = time.monotonic()
     if joins:
         timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))

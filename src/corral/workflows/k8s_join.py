@@ -80,11 +80,6 @@ def parse_secrets(out: str, cert_key: bool) -> JoinSecrets:
     return JoinSecrets(token, ca, key if cert_key else None)
 
 
-def pending(result: RunResult) -> list[str]:
-    """Nodes whose apply left a pending join (in the spec's order: the result keeps it)."""
-    return node_rollout.pending(result, K8S_JOIN)
-
-
 def _op(step: str, status: str, reason: str, stderr: str = "") -> OpResult:
     return OpResult(name=f"{WHAT} | {step}", status=status, reason=reason, disruption=JOIN, stderr_tail=stderr)
 
@@ -105,7 +100,7 @@ def join(cluster: Cluster, result: RunResult, say=None, runner=None) -> list[str
     from corral.engine import remote
     run_on = runner or remote.run_on
     say = say or (lambda text: None)
-    nodes = pending(result)
+    nodes = node_rollout.pending(result, K8S_JOIN)  # in the spec's order: the result keeps it
     cp = first_control_plane(cluster).name
     if not nodes:
         return []
