@@ -11,13 +11,14 @@ import hashlib
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
+from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.handoff import SLURM, Handoff
 from corral.engine.notes import annotate
-from corral.engine.shell import cmd, sh
+from corral.engine.shell import cmd
 from corral.errors import CorralError
 from corral.facts.slurm import VERSION_PACKAGES, installed_in
-from corral.render.slurm_pin import PIN, pin_text, write_script
+from corral.render.slurm_pin import PIN, pin_text
 from corral.spec.slurm_releases import matches, refusal
 
 UPGRADE = "slurm upgrade"
@@ -44,7 +45,7 @@ def slurm_pin(version: str, node: str):
         host.noop(f"Slurm {installed or version} pinned at {version}")
         return
     annotate(disruption="none", diff=f"{PIN}: Slurm held at {version}\n")
-    yield sh(write_script(version))  # the pin's one writer (render/slurm_pin.py), as the upgrade writes it
+    yield from operations.install_commands(PIN, text.encode(), "644", "root", "root")  # the text: render/slurm_pin.py
 
 
 @deploy("slurm version")

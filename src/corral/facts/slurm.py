@@ -95,10 +95,14 @@ def installed_in(packages: dict) -> str | None:
 
 
 class SlurmVersion(FactBase):
-    """Installed Slurm version like '22.05.8' (Debian revision stripped), or None when not installed."""
+    """Installed Slurm version like '22.05.8' (Debian revision stripped), or None when not installed.
+    As a pyinfra fact it reads the client-side packages, the command its recorded cases hold
+    (tests/facts/SlurmVersion); corral's own readers use INSTALLED_VERSION, which also sees a node
+    with only slurmdbd. Both are parsed by parse_slurm_version."""
 
     def command(self) -> str:
-        return INSTALLED_VERSION
+        return ("dpkg-query -W -f '${db:Status-Abbrev} ${Version}\\n' slurm-client slurmd slurmctld "
+                "2>/dev/null; sinfo --version 2>/dev/null; true")
 
     def process(self, output: list[str]) -> str | None:
         return parse_slurm_version(output)

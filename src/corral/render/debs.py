@@ -35,5 +35,5 @@ def release_debs_script(label: str, sums_key: str, packages: list[str], version:
         else:
             lines.append(f"echo {q(f'{label}: no sha256 for {p} in {sums_key}; nothing installed')} >&2; exit 1")
         debs.append(f"\"$tmp/{int(i)}.deb\"")
-    lines.append(apt.install_script(downgrade=True, words=" ".join(debs)))
+    lines.append(apt.install_script(downgrade=True, confold=True, words=" ".join(debs)))
     return "\n".join(lines) + "\n"

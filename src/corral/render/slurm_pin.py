@@ -1,6 +1,6 @@
-"""The apt pin holding every Slurm package at `slurm.version`, and its one writer (`write_script`),
-run by deploy/slurm_version.py on every Slurm node and by workflows/slurm_daemons.py before an
-upgrade's install."""
+"""The apt pin holding every Slurm package at `slurm.version`: its one text (`pin_text`), uploaded by
+deploy/slurm_version.py on every Slurm node, and the script that writes it in place
+(`write_script`) where no upload can happen, inside the upgrade's install (workflows/slurm_daemons.py)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
 printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
-{candidates_script(packages, version)}{apt.install_script(packages, downgrade=True, timeout_s=840)} || {{ restore; exit 1; }}
+{candidates_script(packages, version)}{apt.install_script(packages, downgrade=True, confold=True)} || {{ restore; exit 1; }}
 rm -f "$old"
 """
 

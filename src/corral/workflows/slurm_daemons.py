@@ -32,7 +32,7 @@ pkgs=$(dpkg-query -W -f '${{db:Status-Abbrev}} ${{Package}}\\n' {INSTALLED} 2>/d
 [ -n "$pkgs" ] || {{ echo 'no Slurm package installed' >&2; exit 1; }}
 rc=/usr/sbin/policy-rc.d; mine=
 [ -e $rc ] || {{ printf '#!/bin/sh\nexit 101\n' > $rc && chmod 755 $rc && mine=1; }}
-{apt.install_script(words="$pkgs")}; status=$?
+{apt.install_script(words="$pkgs", confold=True)}; status=$?
 [ -n "$mine" ] && rm -f $rc
 exit $status
 """
