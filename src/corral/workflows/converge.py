@@ -18,17 +18,20 @@ from corral.workflows.node_rollout import Env
 from corral.workflows.slurm_upgrade import SLURM
 from corral.workflows.upgrade_rollout import PACKAGES
 from corral.engine.results import RunResult
+from corral.spec import schedulers
 from corral.spec.rules import spec_warnings
 from corral.spec.cluster import Cluster
 
-# the rollouts after the components, in this order (workflows/node_rollout.py: each one declaration)
-ROLLOUTS = {"slurm": (DRIVER, MIG, PACKAGES, SLURM), "kubernetes": (KUBERNETES,)}
+# each scheduler's rollouts after the components, in this order (workflows/node_rollout.py: each one
+# declaration), named by its declaration (spec/schedulers.py `rollouts`)
+SLURM_ROLLOUTS = (DRIVER, MIG, PACKAGES, SLURM)
+KUBERNETES_ROLLOUTS = (KUBERNETES,)
 
 
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
              command: str | None = None, say=None, force: bool = False, backup=None,
              rollout_only: list[str] | None = None) -> RunResult:
-    """Plan or apply every component; in apply, then the rollouts of ROLLOUTS in order (the driver
+    """Plan or apply every component; in apply, then the scheduler's rollouts in order (the driver
     (workflows/driver_rollout.py), MIG layouts (workflows/mig_rollout.py), package upgrades
     (workflows/upgrade_rollout.py), each under the rollout policy, then a Slurm upgrade (workflows/slurm_upgrade.py:
     backup, slurmdbd, slurmctld, slurmd under the policy); on Kubernetes the joins, then its upgrade), and
@@ -36,7 +39,7 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py)."""
     from corral.bundle.coverage import refuse_gaps
     from corral.workflows.bundle_serve import serving
-    if mode == "apply" and cluster.spec.scheduler == "kubernetes" and cluster.spec.virtual is not None:
+    if mode == "apply" and cluster.spec.virtual is not None and schedulers.of(cluster).not_virtual:
         raise UsageError("the virtual cluster cannot run Kubernetes: no kubelet runs in its containers and its "
                          "nodes reach no repository but corral's (docs/components/kubernetes.md)",
                          value="scheduler: kubernetes", fix="`corral plan` shows what apply would change; apply a "
@@ -80,7 +83,7 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     env = Env(say=say or (lambda line: None), backup=backup, follow=follow)
     chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
     start = time.monotonic()
-    if run_rollouts(cluster, result, ROLLOUTS["slurm"], env, chosen):
+    if run_rollouts(cluster, result, schedulers.of(cluster).use("rollouts"), env, chosen):
         _journal_again(cluster, result, start)
     return result
 
@@ -123,7 +126,8 @@ def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
     start = time.monotonic()
     if joins:
         timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))
-    if run_rollouts(cluster, result, ROLLOUTS["kubernetes"], Env(say=say or (lambda line: None))) or joins:
+    if run_rollouts(cluster, result, schedulers.of(cluster).use("rollouts"), Env(say=say or (lambda line: None))) \
+            or joins:
         _journal_again(cluster, result, start)
     return result
 
@@ -139,7 +143,7 @@ def timed(result: RunResult, what: str, step) -> None:
 
 def show_rollouts(cluster: Cluster, result: RunResult) -> None:
     """plan: the batches each pending rollout would go through (result.rollouts, state "planned")."""
-    for decl in ROLLOUTS["kubernetes" if cluster.spec.scheduler == "kubernetes" else "slurm"]:
+    for decl in schedulers.of(cluster).use("rollouts"):
         nodes = node_rollout.pending(result, decl.kind)
         entry = node_rollout.planned(decl, cluster, result, nodes) if nodes else None
         if entry:

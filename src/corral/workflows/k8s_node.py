@@ -47,3 +47,10 @@ class KubeControl:
     def settle(self, node: str, known: bool | None, keep: bool, reason: str, failed: str) -> tuple[str, str]:
         """Nothing is changed after a failure: a cordoned node stays cordoned, saying so."""
         return "", ("; the node stays cordoned: fix it, then apply again" if node in self.cordoned else "")
+
+
+def control(cluster, run: Run, policy, clock=None) -> KubeControl:
+    """The Kubernetes cluster's NodeControl (spec/schedulers.py): kubectl on the first control-plane
+    node (the clock is not needed: kubectl drain bounds its own wait)."""
+    from corral.render.kubernetes import first_control_plane
+    return KubeControl(first_control_plane(cluster).name, run, policy)

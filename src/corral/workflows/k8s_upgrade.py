@@ -123,7 +123,7 @@ def planned(cluster: Cluster, result, nodes: list[str], p) -> dict:
 
 
 KUBERNETES = NodeRollout(
-    kind=KIND, what=WHAT, disruption=UPGRADE, scheduler="kubernetes",
+    kind=KIND, what=WHAT, disruption=UPGRADE,
     steps=(Step("kubeadm", kubeadm), Step("kubeadm upgrade", kubeadm_upgrade), DRAIN, Step("kubelet", kubelet, changes=True),
            RESUME, Step("verify", verify)),
     reason=lambda c: "corral: kubernetes upgrade", blame=lambda c: "corral: kubernetes upgrade",

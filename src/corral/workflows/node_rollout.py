@@ -64,7 +64,6 @@ class NodeRollout:
     roll_back_at: frozenset[str] = frozenset()
     rollback: Callable[["NodeRun"], tuple[bool, str]] | None = None
     prepare: Callable[["NodeRun"], None] | None = None  # before anything changes (facts the steps need)
-    scheduler: str = "slurm"
     whole_cluster: str = ""                    # why it changes more than its nodes (not run with --rollout-only)
     start: Callable | None = None              # (rollout, result, nodes, env) -> bool; default: batches
     plan: Callable | None = None               # (cluster, result, nodes, policy) -> dict | None
@@ -133,13 +132,9 @@ class Rollout:
         self.control = control or self._control()
 
     def _control(self):
-        if self.decl.scheduler == "kubernetes":
-            from corral.render.kubernetes import first_control_plane
-            from corral.workflows.k8s_node import KubeControl
-            return KubeControl(first_control_plane(self.cluster).name, self.run, self.policy)
-        from corral.workflows.slurm_node import SlurmControl
-        ctl = self.cluster.with_role("controller")
-        return SlurmControl(ctl[0].name if ctl else None, self.run, self.policy, self.clock)
+        """The cluster's scheduler's NodeControl (spec/schedulers.py `control`)."""
+        from corral.spec import schedulers
+        return schedulers.of(self.cluster).use("control")(self.cluster, self.run, self.policy, self.clock)
 
     def one(self, name: str) -> tuple[list[OpResult], str | None]:
         """The node through the declaration's steps: (its step results, its error or None)."""

@@ -16,7 +16,7 @@ from corral.errors import CorralError
 from corral.workflows.node_control import POLL_S, SYSTEM, Clock, Run, StepFailed, why as _why
 
 REGISTER_S = 90  # a restarted slurmd registers at once; slurmctld marks it responding then
-__all__ = ["POLL_S", "REGISTER_S", "SlurmControl", "SlurmNode", "StepFailed", "_why", "settle"]
+__all__ = ["POLL_S", "REGISTER_S", "SlurmControl", "SlurmNode", "StepFailed", "_why", "control", "settle"]
 
 
 class SlurmNode:
@@ -165,3 +165,10 @@ class SlurmControl(SlurmNode):
 
     def settle(self, node: str, known: bool | None, keep: bool, reason: str, failed: str) -> tuple[str, str]:
         return settle(self, node, known, keep, reason, failed)
+
+
+def control(cluster, run: Run, policy, clock: Clock = SYSTEM) -> SlurmControl:
+    """The Slurm cluster's NodeControl (spec/schedulers.py): asked on its first controller (none: no
+    node is known to Slurm, nothing is drained)."""
+    ctl = cluster.with_role("controller")
+    return SlurmControl(ctl[0].name if ctl else None, run, policy, clock)
