@@ -1,5 +1,6 @@
-"""Stand-ins for the rollout and removal tests: `Clock` for a module's `time` (sleeping moves the
-clock, nothing waits) and `SlurmController`, slurmctld on ctl as `scontrol` shows and updates nodes
+"""Stand-ins for the rollout and removal tests: `Clock`, the clock passed to a rollout (sleeping moves
+it, nothing waits), `seam(fake)`, a scripted cluster as the rollouts' `run(node, command, timeout)`
+(a GPU node answers as Ubuntu 22.04 without NVSwitches unless the fake says otherwise), and `SlurmController`, slurmctld on ctl as `scontrol` shows and updates nodes
 (drain reasons kept per node; every drain and resume logged)."""
 
 from __future__ import annotations
@@ -19,6 +20,20 @@ class Clock:
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
+
+
+OS_RELEASE = ". /etc/os-release"
+
+
+def seam(fake):
+    """`fake(cluster, node, command, timeout=...)` (the shape of engine/remote.py run_on) as the run seam."""
+    import subprocess
+
+    def run(node, command, timeout):
+        if command.startswith(OS_RELEASE):
+            return subprocess.CompletedProcess(command, 0, "ubuntu 22.04\n", "")
+        return fake(None, node, command, timeout=timeout)
+    return run
 
 
 class SlurmController:

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_kubernetes_render import GOLDEN  # noqa: E402
 
 from corral.deploy.kubernetes import JOIN  # noqa: E402
+from corral.engine.handoff import K8S_JOIN, Handoff  # noqa: E402
 from corral.engine.results import NodeResult, OpResult, RunResult  # noqa: E402
 from corral.errors import CorralError, NodeError  # noqa: E402
 from corral.render.kubernetes import join_script, kubeadm_config  # noqa: E402
@@ -139,7 +140,8 @@ def _applied(cluster, pending: list[str], failed: tuple = ()) -> RunResult:
     for n in cluster.nodes:
         node = result.nodes[n.name] = NodeResult(node=n.name, address=n.address)
         if n.name in pending:
-            node.ops.append(OpResult(name="kubernetes node | join pending", status="changed", disruption=JOIN))
+            node.ops.append(OpResult(name="kubernetes node | join pending", status="changed", disruption=JOIN,
+                                     rollout=Handoff(K8S_JOIN)))
         if n.name in failed:
             node.error = "kubeadm init failed"
     return result

@@ -14,6 +14,19 @@ from tests.unit.fakes import Clock
 from corral.deploy.kubernetes import UPGRADE
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.spec.loader import load
+from corral.engine.handoff import KUBERNETES, Handoff
+from corral.workflows import node_rollout
+from corral.workflows.node_rollout import Env
+
+CLOCK = Clock()  # the upgrade's clock: moves only when slept on
+
+
+def roll_out(cluster, result, nodes, run):
+    return node_rollout.roll_out(U.KUBERNETES, cluster, result, nodes, Env(run=run, clock=CLOCK))
+
+
+def pending(result):
+    return node_rollout.pending(result, KUBERNETES)
 
 SPEC = """\
 name: kube
@@ -56,8 +69,8 @@ class Nodes:
 
 
 @pytest.fixture
-def cluster(tmp_path, monkeypatch):
-    monkeypatch.setattr(U, "time", Clock())
+def cluster(tmp_path):
+    CLOCK.now = 0.0
     path = tmp_path / "cluster.yaml"
     path.write_text(SPEC)
     return load(path)
@@ -67,14 +80,15 @@ def applied(cluster) -> RunResult:
     result = RunResult(run_id="r1", command="apply", mode="apply", spec_hash="x", started="t")
     for n in cluster.nodes:
         result.nodes[n.name] = NodeResult(n.name, n.address, ops=[
-            OpResult("kubernetes node | Kubernetes version", "changed", disruption=UPGRADE)])
+            OpResult("kubernetes node | Kubernetes version", "changed", disruption=UPGRADE,
+                     rollout=Handoff(KUBERNETES, "1.31.4", "1.32.0"))])
     return result
 
 
 def test_control_plane_first_one_by_one_then_workers_in_batches(cluster):
     result, nodes = applied(cluster), Nodes()
-    assert U.pending(result) == ["cp1", "cp2", "cp3", "gpu01", "gpu02", "gpu03", "gpu04"]
-    assert U.roll_out(cluster, result, U.pending(result), run=nodes)
+    assert pending(result) == ["cp1", "cp2", "cp3", "gpu01", "gpu02", "gpu03", "gpu04"]
+    assert roll_out(cluster, result, pending(result), run=nodes)
     first = [step for node, step in nodes.log[:7]]
     assert first == ["kubeadm", "upgrade apply", "drain cp1", "kubelet", "uncordon cp1", "get node cp1", "kubeadm"]
     assert [n for n, s in nodes.log if s == "upgrade apply"] == ["cp1"]  # the others: kubeadm upgrade node
@@ -90,7 +104,7 @@ def test_control_plane_first_one_by_one_then_workers_in_batches(cluster):
 
 def test_a_control_plane_failure_stops_everything(cluster):
     result, nodes = applied(cluster), Nodes(fail={("cp2", "upgrade node")})
-    assert not U.roll_out(cluster, result, U.pending(result), run=nodes)
+    assert not roll_out(cluster, result, pending(result), run=nodes)
     assert not result.nodes["cp2"].ok and "kubeadm upgrade node failed" in result.nodes["cp2"].error
     assert "stays cordoned" not in result.nodes["cp2"].error  # it failed before its drain
     for name in ("cp3", "gpu01", "gpu04"):
@@ -100,7 +114,7 @@ def test_a_control_plane_failure_stops_everything(cluster):
 
 def test_a_failed_canary_stays_cordoned_and_stops_the_workers(cluster):
     result, nodes = applied(cluster), Nodes(fail={("gpu01", "kubelet")})
-    assert not U.roll_out(cluster, result, U.pending(result), run=nodes)
+    assert not roll_out(cluster, result, pending(result), run=nodes)
     assert "stays cordoned" in result.nodes["gpu01"].error
     assert result.nodes["gpu02"].ops[-1].name == "kubernetes upgrade | not started"
     assert not any(n == "gpu02" for n, _ in nodes.log)
@@ -108,15 +122,16 @@ def test_a_failed_canary_stays_cordoned_and_stops_the_workers(cluster):
 
 def test_a_kubelet_that_stays_old_fails_verify_after_the_bound(cluster):
     result, nodes = applied(cluster), Nodes(stuck="gpu01")
-    assert not U.roll_out(cluster, result, U.pending(result), run=nodes)
+    assert not roll_out(cluster, result, pending(result), run=nodes)
     op = result.nodes["gpu01"].ops[-1]
     assert op.name == "kubernetes upgrade | verify" and op.status == "failed"
     assert "not Ready at v1.32.0 after 60 s (kubelet v1.31.4, Ready)" in op.reason  # at least 60 s
-    assert U.time.monotonic() >= 60
+    assert CLOCK.monotonic() >= 60
 
 
 def test_plan_shows_the_control_plane_then_the_workers_batches(cluster):
-    planned = U.planned(cluster, ["cp1", "cp2", "cp3", "gpu01", "gpu02", "gpu03"])
+    planned = node_rollout.planned(U.KUBERNETES, cluster, applied(cluster), ["cp1", "cp2", "cp3", "gpu01", "gpu02",
+                                                                            "gpu03"])
     assert planned["summary"].startswith("control plane cp1 -> cp2 -> cp3, then canary gpu01 -> batch 2 gpu[02-03]")
     assert [b["batch"] for b in planned["batches"]] == ["control plane"] * 3 + ["canary", "batch 2"]
 

@@ -132,14 +132,17 @@ def test_health_counts_mig_devices():
     assert status == C.FAIL and message == "MIG devices 3g.40gb x1, 4g.40gb x1, expected 1g.10gb x7"
 
 
-class FakeRollout:
-    """The Slurm and SSH side of a rollout, scripted: records drains and resumes."""
+from corral.workflows.slurm_node import SlurmControl  # noqa: E402
 
-    from corral.workflows.slurm_node import SlurmNode
-    drain_and_wait = SlurmNode.drain_and_wait  # the real sequence over the scripted drain and wait
+
+class FakeRollout(SlurmControl):
+    """The Slurm and SSH side of a rollout, scripted: records drains and resumes (the real drain,
+    wait and settle sequence over the scripted asks); `on` is the run seam."""
 
     def __init__(self, cluster, apply_rc=0, lci=LCI_SPEC, jobs_stuck=False):
-        self.cluster, self.controller, self.reason = cluster, "ctl", ""
+        from corral.spec.rules_rollout import policy
+        super().__init__("ctl", self.on, policy(cluster.spec))
+        self.cluster, self.reason = cluster, ""
         self.apply_rc, self.lci, self.jobs_stuck, self.log = apply_rc, lci, jobs_stuck, []
 
     def say(self, line):
@@ -157,7 +160,7 @@ class FakeRollout:
         self.log.append("resume")
 
     def wait_for_jobs(self, node):
-        from corral.workflows.rollout import StepFailed
+        from corral.workflows.node_control import StepFailed
         if self.jobs_stuck:
             raise StepFailed("wait for jobs", "1 job(s) still running", keep_drained=False)
 
@@ -168,8 +171,14 @@ class FakeRollout:
         return subprocess.CompletedProcess(command, 0, "@@mig-lci\n" + self.lci + "\n@@mig-minors\n" + minors_table(4), "")
 
 
+def reconfigure(fake, name):
+    from corral.workflows.mig_rollout import MIG
+    from corral.workflows.node_rollout import Env, Rollout
+    return Rollout(MIG, fake.cluster, Env(run=fake.on, say=fake.say), control=fake).one(name)
+
+
 def test_rollout_steps_and_what_a_failure_leaves():
-    from corral.workflows.mig_rollout import OURS, reconfigure
+    from corral.workflows.mig_rollout import OURS
     c = load_text(SPEC, "cluster.yaml")
     ok = FakeRollout(c)
     ops, error = reconfigure(ok, "gpu01")

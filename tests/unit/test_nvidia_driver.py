@@ -1,5 +1,5 @@
 """NVIDIA driver choices (render/nvidia.py) and the rollout's install script and bookkeeping
-(workflows/rollout.py), without a node: the script runs against stand-in apt commands."""
+(workflows/driver_rollout.py), without a node: the script runs against stand-in apt commands."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.errors import UsageError
-from corral.workflows.rollout import install_script, pending
+from corral.workflows.driver_rollout import install_script
 from corral.render.nvidia import driver_package, installed_matches, kernel_modules, pin_text
 from corral.spec.loader import load_text
 
@@ -66,13 +66,17 @@ def test_pin_holds_every_driver_package_at_the_version():
 
 
 def test_pending_lists_only_healthy_nodes_with_a_reboot_change():
+    from corral.engine.handoff import DRIVER, Handoff
+    from corral.workflows.node_rollout import pending
+    handed = Handoff(DRIVER, "1.0", "1.1")
     r = RunResult(run_id="x", command="apply", mode="apply", spec_hash="h", started="t")
     r.nodes["a"] = NodeResult("a", "10.0.0.1", ops=[OpResult("nvidia driver | NVIDIA driver 1.1", "changed",
-                                                             disruption="reboot + drain")])
+                                                             disruption="reboot + drain", rollout=handed)])
     r.nodes["b"] = NodeResult("b", "10.0.0.2", ops=[OpResult("x", "changed", disruption="restart slurmd")])
     r.nodes["c"] = NodeResult("c", "10.0.0.3", error="boom",
-                              ops=[OpResult("nvidia driver | NVIDIA driver 1.1", "changed", disruption="reboot + drain")])
-    assert pending(r) == ["a"]
+                              ops=[OpResult("nvidia driver | NVIDIA driver 1.1", "changed", disruption="reboot + drain",
+                                            rollout=handed)])
+    assert pending(r, DRIVER) == ["a"]
 
 
 def fake_apt(tmp_path, candidate: str, install_rc: int = 0):

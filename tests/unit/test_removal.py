@@ -84,7 +84,7 @@ class Fake:
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
-    monkeypatch.setattr(S, "time", Clock())
+    monkeypatch.setattr(S.SlurmNode, "clock", Clock())  # Removal (workflows/removal.py) takes no clock of its own
     path = tmp_path / "cluster.yaml"
     path.write_text(SPEC)
     return load(path)

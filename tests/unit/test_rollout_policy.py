@@ -9,9 +9,10 @@ import subprocess
 
 import pytest
 
-import corral.workflows.rollout as R
+import corral.workflows.driver_rollout as R
 import corral.workflows.slurm_node as S
-from tests.unit.fakes import Clock, SlurmController
+from tests.unit.fakes import Clock, SlurmController, seam
+from corral.workflows.node_rollout import Env, roll_out
 from corral.engine.results import NodeResult, RunResult
 from corral.errors import SpecError
 from corral.spec.loader import load_text
@@ -100,7 +101,7 @@ def test_plan_describes_the_batches_in_one_line():
         "canary gpu01 -> batch 2 gpu[02-03] -> batch 3 gpu04; stops at 1 failed node (any in the canary)"
 
 
-def run(p: RolloutPolicy, failing: set[str], slept: list | None = None, monkeypatch=None):
+def run(p: RolloutPolicy, failing: set[str], clock: Clock | None = None):
     result = RunResult(run_id="r", command="apply", mode="apply", spec_hash="x", started="t",
                        nodes={n: NodeResult(node=n, address="a") for n in NODES})
     done: list[list[str]] = []
@@ -108,7 +109,8 @@ def run(p: RolloutPolicy, failing: set[str], slept: list | None = None, monkeypa
     def do_batch(nodes):
         done.append(nodes)
         return [n for n in nodes if n in failing]
-    went = batches.run_batches("driver rollout", NODES, p, do_batch, result, disruption="reboot + drain")
+    went = batches.run_batches("driver rollout", NODES, p, do_batch, result, disruption="reboot + drain",
+                               clock=clock or Clock())
     return went, done, result
 
 
@@ -140,10 +142,11 @@ def test_max_failed_lets_failures_below_it_through():
     assert not went and done == [["gpu01"], ["gpu02"], ["gpu03"]]
 
 
-def test_a_failure_in_the_last_batch_stops_nothing_more(monkeypatch):
+def test_a_failure_in_the_last_batch_stops_nothing_more():
     slept = []
-    monkeypatch.setattr(batches.time, "sleep", slept.append)
-    went, done, result = run(RolloutPolicy(batch="50%", pause_s=30), {"gpu04"})
+    clock = Clock()
+    clock.sleep = slept.append
+    went, done, result = run(RolloutPolicy(batch="50%", pause_s=30), {"gpu04"}, clock)
     assert went and done == [["gpu01"], ["gpu02", "gpu03"], ["gpu04"]] and not result.warnings
     assert slept == [30, 30]  # between batches, not before the first
 
@@ -188,20 +191,16 @@ class Fleet(SlurmController):
 
 
 @pytest.fixture
-def fleet(monkeypatch):
+def fleet():
     clock = Clock()
-    monkeypatch.setattr(S, "time", clock)
-    monkeypatch.setattr(R, "time", clock)
-    monkeypatch.setattr(batches, "time", clock)
-    monkeypatch.setattr(R, "package_names", lambda cluster, node: ["nvidia-open-2"])
 
     def setup(fake: Fleet, extra: str = "rollout: {batch: \"50%\", drain_timeout: 60}\n"):
-        monkeypatch.setattr(R, "run_on", fake)
         cluster = spec(extra)
         result = RunResult(run_id="r", command="apply", mode="apply", spec_hash="x", started="t",
                            nodes={n.name: NodeResult(node=n.name, address=n.address) for n in cluster.nodes})
-        went = R.roll_out(cluster, result, NODES)
+        went = roll_out(R.DRIVER, cluster, result, NODES, Env(run=seam(fake), clock=clock))
         return went, result
+    setup.clock = clock
     return setup
 
 
@@ -317,7 +316,7 @@ def test_verification_waits_verify_timeout_for_the_gpus_then_fails_naming_it(fle
 
     def answer(node, command):
         if node == "gpu01" and command.startswith("nvidia-smi --query-gpu"):
-            asked.append(R.time.monotonic())
+            asked.append(fleet.clock.monotonic())
         return original(node, command)
     fake.answer = answer
     went, result = fleet(fake, "rollout: {verify_timeout: 10s}\n")
@@ -383,9 +382,8 @@ def test_a_node_whose_slurmd_never_registers_fails_verification_and_is_rolled_ba
     assert error.endswith("(rolled back to 1.0, verified and resumed)")
 
 
-def test_a_resumed_node_that_never_responds_is_said_to_be_resumed_not_drained(monkeypatch):
+def test_a_resumed_node_that_never_responds_is_said_to_be_resumed_not_drained():
     clock = Clock()
-    monkeypatch.setattr(S, "time", clock)
 
     class Ctl(S.SlurmNode):
         controller = "ctl"
@@ -394,8 +392,10 @@ def test_a_resumed_node_that_never_responds_is_said_to_be_resumed_not_drained(mo
             if command.startswith("scontrol show node"):
                 return subprocess.CompletedProcess(command, 0, "NodeName=gpu01 State=IDLE+NOT_RESPONDING\n", "")
             return subprocess.CompletedProcess(command, 0, "", "")
+    ctl = Ctl()
+    ctl.clock = clock
     with pytest.raises(S.StepFailed) as err:
-        Ctl().resume("gpu01")
+        ctl.resume("gpu01")
     assert err.value.step == "resume" and not err.value.keep_drained
     assert str(err.value) == ("gpu01 was resumed in Slurm, but slurmd did not register with slurmctld within 90 s "
                               "(State=IDLE+NOT_RESPONDING): check slurmd on it")

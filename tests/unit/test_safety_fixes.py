@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 import corral.workflows.mig_rollout as M
-import corral.workflows.rollout as R
-import corral.workflows.slurm_node as S
-from tests.unit.fakes import Clock
+import corral.workflows.driver_rollout as R
+from tests.unit.fakes import Clock, seam
+from corral.workflows.node_rollout import Env, Rollout
 from corral.engine.results import NodeResult, RunResult
 from corral.errors import CorralError, NodeError
 from corral.spec.loader import load_text
@@ -91,15 +91,11 @@ class Cluster:
 
 
 @pytest.fixture
-def rollout(monkeypatch):
+def rollout():
     clock = Clock()
-    monkeypatch.setattr(S, "time", clock)
-    monkeypatch.setattr(R, "time", clock)
-    monkeypatch.setattr(R, "package_names", lambda cluster, node: ["nvidia-open-550"])
 
-    def setup(fake: Cluster, spec: str = SPEC) -> R.Rollout:
-        monkeypatch.setattr(R, "run_on", fake)
-        return R.Rollout(load_text(spec, "cluster.yaml"))
+    def setup(fake: Cluster, spec: str = SPEC, decl=R.DRIVER, **env) -> Rollout:
+        return Rollout(decl, load_text(spec, "cluster.yaml"), Env(run=seam(fake), clock=clock, **env))
     return setup
 
 
@@ -185,21 +181,20 @@ def test_slurmctld_gone_at_the_resume_leaves_the_node_drained_and_says_so(rollou
                          ids=["scontrol-down", "squeue-down", "drain-refused"])
 def test_mig_slurm_not_answering_means_no_apply(rollout, fake, step):
     fake = fake()
-    ops, error = M.reconfigure(rollout(fake, MIG_SPEC), "gpu01")
+    ops, error = rollout(fake, MIG_SPEC, M.MIG).one("gpu01")
     assert "apply" not in fake.log and steps(ops)[-1] == (step, "failed")
     assert error.startswith(f"MIG rollout: {step} failed: ")
 
 
-def test_mig_resume_with_slurmctld_down_fails_the_node_not_the_rollout(rollout, monkeypatch):
+def test_mig_resume_with_slurmctld_down_fails_the_node_not_the_rollout(rollout):
     fake = Cluster(show=DOWN)
-    r = rollout(fake, MIG_SPEC)
-    monkeypatch.setattr(M, "Rollout", lambda cluster, say: r)
-    monkeypatch.setattr(M, "reconfigure", lambda r, name: ([], None))
     result = RunResult(run_id="1", command="apply", mode="apply", spec_hash="x", started="now",
                        nodes={"gpu01": NodeResult(node="gpu01", address="10.0.0.11")})
     follow = RunResult(run_id="2", command="apply", mode="apply", spec_hash="x", started="now",
                        nodes={"gpu01": NodeResult(node="gpu01", address="10.0.0.11")})
-    M.roll_out(r.cluster, result, ["gpu01"], lambda names: follow)
+    r = rollout(fake, MIG_SPEC, M.MIG, follow=lambda names: follow)
+    r.one = lambda name: ([], None)  # the node reconfigured (scripted): the resume after Slurm follows is under test
+    M.start(r, result, ["gpu01"])
     node = result.nodes["gpu01"]
     assert node.error.startswith("MIG rollout: Slurm not updated: slurmctld on ctl did not answer for gpu01")
     assert steps(node.ops) == [("resume", "failed")] and "resume" not in fake.log

@@ -47,3 +47,24 @@ def test_name_comparisons_stay_in_the_registry():
     found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py")
              for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line.split("#")[0])]
     assert len(found) <= 3, found
+
+
+def test_each_scheduler_names_its_rollouts_and_the_node_control_they_drain_with():
+    """converge runs the rollouts the declaration names; a rollout drains through the scheduler's control."""
+    from types import SimpleNamespace
+    from corral.workflows import converge
+    from corral.workflows.k8s_node import KubeControl
+    from corral.workflows.node_rollout import NodeRollout
+    from corral.workflows.slurm_node import SlurmControl
+    slurm, k8s = SCHEDULERS["slurm"], SCHEDULERS["kubernetes"]
+    assert slurm.use("rollouts") is converge.SLURM_ROLLOUTS and k8s.use("rollouts") is converge.KUBERNETES_ROLLOUTS
+    assert all(isinstance(d, NodeRollout) for s in SCHEDULERS.values() for d in s.use("rollouts"))
+    assert [d.what for d in slurm.use("rollouts")] == ["driver rollout", "MIG rollout", "package upgrade",
+                                                       "slurm upgrade"]
+    def cluster(role):
+        return SimpleNamespace(with_role=lambda r: [SimpleNamespace(name="first")] if r == role else [])
+    on_slurm = slurm.use("control")(cluster("controller"), None, None, None)
+    on_k8s = k8s.use("control")(cluster("control-plane"), None, None, None)
+    assert isinstance(on_slurm, SlurmControl) and on_slurm.controller == "first"
+    assert isinstance(on_k8s, KubeControl) and on_k8s.cp == "first"
+    assert slurm.use("control")(cluster("login"), None, None, None).controller is None  # no controller: none drained

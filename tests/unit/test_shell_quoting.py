@@ -20,7 +20,7 @@ from corral.engine.shell import cmd, q, sh
 SRC = Path(__file__).resolve().parents[2] / "src" / "corral"
 SCANNED = sorted([*SRC.glob("deploy/*.py"), *SRC.glob("workflows/*.py"), *SRC.glob("checks/*.py"),
                   *SRC.glob("reports/*.py"), *SRC.glob("fanout/*.py"),
-                  SRC / "render" / "debs.py", SRC / "render" / "containers.py", SRC / "render" / "nvidia.py",
+                  SRC / "render" / "debs.py", SRC / "render" / "apt.py", SRC / "render" / "containers.py", SRC / "render" / "nvidia.py",
                   SRC / "render" / "acceptance.py"])
 SINKS = {"Raw", "sh", "StringCommand", "run_on", "install_commands", "readiness", "run_when_changed", "sc"}
 SAFE_CALLS = {"q", "quote", "int", "len", "str_int"}

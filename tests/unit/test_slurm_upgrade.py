@@ -12,15 +12,15 @@ from types import SimpleNamespace
 
 import pytest
 
-import corral.workflows.rollout as R
 import corral.workflows.slurm_daemons as D
-import corral.workflows.slurm_node as S
 import corral.workflows.slurm_upgrade as U
 from corral.deploy.slurm_version import UPGRADE
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.spec.loader import load_text
 from corral.spec.rules_rollout import policy
-from corral.workflows import batches
+from corral.engine.handoff import SLURM, Handoff
+from corral.workflows.node_rollout import Env, pending, roll_out
+from tests.unit.fakes import seam
 
 SPEC = """\
 name: lab
@@ -72,8 +72,8 @@ class Cluster:
             self.log.append((node, f"install {wanted}"))
             self.installed[node] = "23.02.7" if wanted == "23.02" else self.installed[node]
             return 0, "", ""
-        if command == D.INSTALLED_VERSION:
-            return 0, f"{self.installed[node]}-1", ""
+        if command == D.INSTALLED_VERSION:  # dpkg-query's line (facts/slurm.py, the one reader)
+            return 0, f"ii {self.installed[node]}-1\n", ""
         if words[1:] == ["-V"]:
             up = self.running[node] and words[0] == DAEMON.get(node, "slurmd")
             return (0, f"slurm {self.running[node]}\n", "") if up else (1, "", "not running")
@@ -104,18 +104,16 @@ def marked(cluster) -> RunResult:
                        nodes={n.name: NodeResult(node=n.name, address=n.address) for n in cluster.nodes})
     for n in result.nodes.values():
         n.ops.append(OpResult(name="Slurm version pinned", status="changed", disruption=UPGRADE,
-                              diff="Slurm 22.05.8 -> 23.02\n(after the other components: ...)\n"))
+                              diff="Slurm 22.05.8 -> 23.02\n(after the other components: ...)\n",
+                              rollout=Handoff(SLURM, "22.05.8", "23.02")))
     return result
 
 
 @pytest.fixture
-def upgrade(monkeypatch):
+def upgrade():
     clock = Clock()
-    for mod in (S, R, D, batches):
-        monkeypatch.setattr(mod, "time", clock)
 
     def go(fake: Cluster, backup_ok: bool = True):
-        monkeypatch.setattr(R, "run_on", fake)
         cluster = load_text(SPEC, "cluster.yaml")
         result = marked(cluster)
 
@@ -123,7 +121,8 @@ def upgrade(monkeypatch):
             fake.log.append(("local", "backup"))
             return SimpleNamespace(ok=backup_ok, file="/backups/lab.tar" if backup_ok else None,
                                    error=None if backup_ok else "mysqldump failed on db")
-        return U.roll_out(cluster, result, U.pending(result), backup), result
+        return roll_out(U.SLURM, cluster, result, pending(result, SLURM), Env(run=seam(fake), clock=clock,
+                                                                                backup=backup)), result
     return go
 
 
@@ -178,38 +177,38 @@ def test_a_slurmd_canary_that_does_not_respond_stops_with_the_cluster_working(up
     assert any("older slurmd, which Slurm supports: the cluster works" in w for w in result.warnings)
 
 
-def test_a_slurm_node_that_failed_in_the_components_means_no_upgrade(upgrade, monkeypatch):
+def test_a_slurm_node_that_failed_in_the_components_means_no_upgrade(upgrade):
     fake = Cluster()
     cluster = load_text(SPEC, "cluster.yaml")
     result = marked(cluster)
     result.nodes["gpu03"].error = "slurm.version: slurm.version 23.02: gpu03 runs 21.08.8; ..."
-    monkeypatch.setattr(R, "run_on", fake)
-    assert not U.roll_out(cluster, result, U.pending(result), lambda c: pytest.fail("no backup"))
+    assert not roll_out(U.SLURM, cluster, result, pending(result, SLURM),
+                        Env(run=seam(fake), clock=Clock(), backup=lambda c: pytest.fail("no backup")))
     assert fake.log == [] and "gpu03 failed or did not answer" in result.warnings[0]
 
 
 def test_plan_shows_the_order():
     cluster = load_text(SPEC, "cluster.yaml")
-    entry = U.planned(cluster, marked(cluster), policy(cluster.spec))
+    entry = U.planned(cluster, marked(cluster), NODES, policy(cluster.spec))
     assert entry["what"] == "slurm upgrade" and entry["state"] == "planned"
     assert entry["summary"] == ("22.05.8 -> 23.02: backup, slurmdbd on db, slurmctld on ctl, then slurmd: "
                                 "canary gpu01 -> batch 2 gpu[02-03] -> batch 3 gpu04; stops at 1 failed node "
                                 "(any in the canary)")
 
 
-def test_a_limited_run_upgrades_nothing(monkeypatch):
+def test_a_limited_run_upgrades_nothing():
     fake = Cluster()
     cluster = load_text(SPEC, "cluster.yaml")
     result = marked(cluster)
     del result.nodes["gpu04"]  # apply --limit gpu[01-03]
-    monkeypatch.setattr(R, "run_on", fake)
-    assert not U.roll_out(cluster, result, U.pending(result), lambda c: pytest.fail("no backup"))
+    assert not roll_out(U.SLURM, cluster, result, pending(result, SLURM),
+                        Env(run=seam(fake), clock=Clock(), backup=lambda c: pytest.fail("no backup")))
     assert fake.log == [] and "--limit" in result.warnings[0]
 
 
 def test_a_controller_that_is_also_a_compute_node_gets_its_slurmd_step():
     cluster = load_text(SPEC.replace("roles: [controller]", "roles: [controller, compute]"), "cluster.yaml")
-    entry = U.planned(cluster, marked(cluster), policy(cluster.spec))
+    entry = U.planned(cluster, marked(cluster), NODES, policy(cluster.spec))
     assert entry["summary"].startswith("22.05.8 -> 23.02: backup, slurmdbd on db, slurmctld on ctl, then slurmd: "
                                        "canary ctl -> ")
 

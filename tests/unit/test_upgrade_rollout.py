@@ -11,13 +11,11 @@ import subprocess
 
 import pytest
 
-import corral.workflows.rollout as R
-import corral.workflows.slurm_node as S
 import corral.workflows.upgrade_rollout as U
-from tests.unit.fakes import Clock, SlurmController
+from tests.unit.fakes import Clock, SlurmController, seam
 from corral.engine.results import NodeResult, RunResult
 from corral.spec.loader import load_text
-from corral.workflows import batches
+from corral.workflows.node_rollout import Env, roll_out
 
 SPEC = """\
 name: lab
@@ -81,17 +79,14 @@ class Fleet(SlurmController):
 
 
 @pytest.fixture
-def fleet(monkeypatch):
+def fleet():
     clock = Clock()
-    for mod in (S, R, batches):
-        monkeypatch.setattr(mod, "time", clock)
 
     def setup(fake: Fleet, spec: str = SPEC):
-        monkeypatch.setattr(R, "run_on", fake)
         cluster = load_text(spec, "cluster.yaml")
         result = RunResult(run_id="r", command="apply", mode="apply", spec_hash="x", started="t",
                            nodes={n.name: NodeResult(node=n.name, address=n.address) for n in cluster.nodes})
-        return U.roll_out(cluster, result, NODES), result
+        return roll_out(U.PACKAGES, cluster, result, NODES, Env(run=seam(fake), clock=clock)), result
     return setup
 
 

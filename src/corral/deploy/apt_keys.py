@@ -11,6 +11,7 @@ from pyinfra.api import operation
 from corral.deploy.nodestate import Want, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import q, sh
+from corral.render import apt
 
 
 def refused(what: str, fingerprint: str) -> str:
@@ -25,7 +26,7 @@ def pinned_key_script(url: str, dest: str, fingerprint: str, what: str, dearmor:
            else f"install -m 644 \"$tmp/key\" {q(dest + '.corral-new')}")
     return "\n".join([
         "set -eu", "tmp=$(mktemp -d /var/tmp/corral-key.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT",
-        "command -v gpg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gpg",
+        f"command -v gpg >/dev/null || {apt.install_script(['gpg'], recommends=False)}",
         f"curl -fsSL --proto '=https,http' --retry 3 --max-time 120 -o \"$tmp/key\" {q(url)}",
         "mkdir -m 700 \"$tmp/g\"",
         "fprs=$(GNUPGHOME=\"$tmp/g\" gpg --batch --show-keys --with-colons \"$tmp/key\" 2>/dev/null "

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
-from corral.engine.shell import cmd
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.render import apt
 from corral.render.hosts import merge_hosts, render_hosts_block
 from corral.render.restart import dropin_path
 
@@ -27,7 +27,7 @@ def time_sync(want: Want):
                   "(chrony needs CAP_SYS_TIME); nothing to do")
         return
     if "chrony" not in snap.packages:
-        yield cmd(operations.APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", "chrony")
+        yield apt.install_script(["chrony"], recommends=False)
     if snap.services.get("chrony") != ("active", "enabled"):
         yield "systemctl enable --now chrony"
     else:

@@ -13,7 +13,7 @@ from corral.engine.pyinfra_seam import as_host
 from corral.deploy.nodestate import NodeState, Want, _union, parse_snapshot
 from corral.errors import CorralError
 from corral.facts.hardware import NodeHardware, parse_hardware
-from corral.facts.slurm import load_hw_cache, save_hw_cache
+from corral.facts.slurm import INSTALLED_VERSION, installed_in, load_hw_cache, parse_slurm_version, save_hw_cache
 
 SPLIT = "@@corral-node-state@@"
 
@@ -76,7 +76,8 @@ def gather(cluster):
     return hook
 
 
-VERSION_CMD = ("dpkg-query -W -f '${Version}' slurm-client 2>/dev/null || "
+# installed (facts/slurm.py, the one reader), else the version apt would install
+VERSION_CMD = (f"{INSTALLED_VERSION}; echo @@candidate; "
                "apt-cache policy slurm-client 2>/dev/null | awk '/Candidate:/ {print $2}'")
 
 
@@ -86,8 +87,10 @@ def _version(h) -> tuple[int, int]:
 
     from corral.render.slurm import slurm_version_tuple
     snap = run_context.current().snapshots.get(h.name)
-    installed = snap.packages.get("slurm-client") if snap is not None else None  # read already: no round trip
-    text = installed or (h.get_fact(Command, VERSION_CMD) or "").strip()
+    text = installed_in(snap.packages) if snap is not None else None  # read already: no round trip
+    if not text:
+        found, _, candidate = (h.get_fact(Command, VERSION_CMD) or "").partition("@@candidate")
+        text = parse_slurm_version(found.splitlines()) or candidate.strip()
     try:
         return slurm_version_tuple(text) if text and text != "(none)" else DEFAULT_VERSION
     except (ValueError, CorralError):

@@ -16,6 +16,7 @@ from corral.components.kubernetes import TOOLS
 from corral.deploy import operations
 from corral.deploy.apt_keys import pinned_key
 from corral.deploy.nodestate import Want, snapshot
+from corral.engine.handoff import K8S_JOIN, KUBERNETES, Handoff
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
 from corral.facts.apt_upgrades import AptHolds
@@ -121,7 +122,8 @@ def version_pending(version: str, want: Want):
                           "release at a time, never down)", value=version,
                           fix=f"set kubernetes.version to a {m0}.{n0 + 1} release first (or back to {oldest})")
     annotate(disruption=UPGRADE, diff=f"kubeadm, kubelet, kubectl {', '.join(have)} -> {version}: after this run, "
-                                      "control plane first, then the workers under the rollout policy\n")
+                                      "control plane first, then the workers under the rollout policy\n",
+             rollout=Handoff(KUBERNETES, oldest, version))
     yield sh(f"apt-cache madison kubeadm | grep -q {q(' ' + version + '-')} || "
              f"{{ echo {q('kubeadm ' + version + ' is not in the configured repositories')} >&2; exit 1; }}")
 
@@ -147,7 +149,7 @@ def join_pending(config: str, script: str, endpoint: str, role: str, control_pla
         host.noop(f"joined ({KUBELET_CONF} present)")
         return
     annotate(disruption=JOIN, diff=f"kubeadm join {endpoint} as a {role}: after this run, with a 15-minute token "
-                                   f"from {control_plane} (never stored)\n")
+                                   f"from {control_plane} (never stored)\n", rollout=Handoff(K8S_JOIN))
     yield cmd("test", "-s", config, "-a", "-x", script)
 
 

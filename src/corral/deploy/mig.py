@@ -16,6 +16,7 @@ from corral.engine.shell import cmd
 from corral.deploy import operations
 from corral.engine.run_context import current as run
 from corral.deploy.nodestate import Want, register, register_for_run
+from corral.engine.handoff import MIG, Handoff
 from corral.engine.notes import annotate
 from corral.deploy.containers import release_debs
 from corral.render.containers import FETCH_PACKAGES
@@ -48,7 +49,8 @@ def mig_layout(gpus, facts):
         host.noop("MIG layout as the spec says")
         return
     annotate(disruption=MIG_CHANGE, diff="".join(line + "\n" for line in diff)
-             + "(drain, wait for jobs, nvidia-mig-parted apply, verify, Slurm follows, resume)\n")
+             + "(drain, wait for jobs, nvidia-mig-parted apply, verify, Slurm follows, resume)\n",
+             rollout=Handoff(MIG))
     yield cmd("echo", "MIG layout: applied by the rollout after the other components")
 
 

@@ -1,7 +1,7 @@
 """nvidia driver: the NVIDIA driver version the spec names on GPU compute nodes, pinned (apt
 preferences), nouveau blacklisted. A version change needs a reboot: the plan labels it
 "reboot + drain" and the change itself is carried out after every other component by
-workflows/rollout.py, one node at a time (drain, wait for jobs, install, reboot, verify, resume).
+workflows/driver_rollout.py, one node at a time (drain, wait for jobs, install, reboot, verify, resume).
 Where NVSwitches are (PCI scan), NVIDIA Fabric Manager comes with the driver, at its version.
 nvidia-persistenced and Fabric Manager are kept enabled and running once the driver is in place.
 Skipped, with the reason in the plan, where corral does not own the driver (no GPUs, DGX OS,
@@ -20,6 +20,7 @@ from pyinfra.facts.server import LinuxDistribution
 from corral.deploy import operations
 from corral.engine.run_context import current as run
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
+from corral.engine.handoff import DRIVER, Handoff
 from corral.engine.notes import annotate
 from corral.facts.gpu import PciDevices, classify
 from corral.deploy.nvidia_repo import cuda_repository
@@ -64,7 +65,8 @@ def driver_version(packages: list[str], version: str, overridden: bool, loaded: 
     behind = [p for p in packages if not installed_matches(snap.packages.get(p), version)]
     if not behind and loaded and loaded != version:  # installed, but the running module is another one
         annotate(disruption=REBOOT, diff=f"nvidia kernel module: {loaded} running, {version} installed: reboot "
-                                         "required\n(drain, wait for jobs, reboot, verify, resume)\n")
+                                         "required\n(drain, wait for jobs, reboot, verify, resume)\n",
+                 rollout=Handoff(DRIVER, loaded, version))
         yield cmd("echo", f"NVIDIA driver {version} installed, {loaded} loaded: rebooted by "
                           "the rollout after the other components")
         return
@@ -84,7 +86,8 @@ def driver_version(packages: list[str], version: str, overridden: bool, loaded: 
         return
     annotate(disruption=REBOOT, diff="".join(
         f"{p}: {snap.packages.get(p) or 'not installed'} -> {version}\n" for p in behind)
-        + "(drain, wait for jobs, install, reboot, verify, resume; one node at a time)\n")
+        + "(drain, wait for jobs, install, reboot, verify, resume; one node at a time)\n",
+        rollout=Handoff(DRIVER, installed or None, version))
     for path, text in files:
         if path == BLACKLIST:  # read at the reboot to come; the pin comes with the install
             yield from operations.install_commands(path, text.encode(), "644", "root", "root")

@@ -14,6 +14,7 @@ from corral.engine import run_context
 from corral.engine.notes import annotate
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.shell import cmd, q, sh
+from corral.render import apt
 from corral.render.nvidia import CUDA_KEY_FINGERPRINT, KEYRING_DEB, fingerprint_of  # noqa: F401 - re-exported
 
 
@@ -76,7 +77,7 @@ def keyring_script(url: str, fingerprint: str = CUDA_KEY_FINGERPRINT) -> str:
     mirror's), remove the download."""
     return "\n".join([
         "set -eu", "tmp=$(mktemp -d /var/tmp/corral-cuda-keyring.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT",
-        "command -v gpg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gpg",
+        f"command -v gpg >/dev/null || {apt.install_script(['gpg'], recommends=False)}",
         f"curl -fsSL --proto '=https,http' --retry 3 --max-time 120 -o \"$tmp/k.deb\" {q(url)}",
         "dpkg-deb -x \"$tmp/k.deb\" \"$tmp/x\"",
         "fprs=$(for f in \"$tmp\"/x/usr/share/keyrings/*.gpg; do gpg --show-keys --with-colons \"$f\"; done "

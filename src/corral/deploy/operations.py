@@ -18,6 +18,7 @@ from corral.deploy.package_batch import Batch, batch
 from corral.engine.pyinfra_seam import current_deploy_name
 from corral.engine.notes import annotate
 from corral.engine.shell import AND, OR, Raw, cmd, q
+from corral.render import apt
 from corral.render.restart import dropin_path, render_restart_dropin
 from corral import paths
 from corral.errors import CorralError
@@ -86,15 +87,11 @@ def package_install(names: list[str], want: Want, disruption: str = "none", toge
 def apt_install(missing: list[str], lists_age_s: int | None, guard: list | tuple = ()) -> list:
     """The commands that install `missing`: dpkg finished first, the lists refreshed when older than an
     hour, then one `apt-get install` (`guard`: shell put before it in the same command)."""
-    # a node that lost power (or was killed) during an earlier install has dpkg "interrupted": apt
-    # refuses to install anything until the half-configured packages are finished (fast when none are)
-    commands = [cmd(APT_ENV, "dpkg", "--configure", "-a")]
+    commands = [Raw(apt.CONFIGURE)]  # dpkg finished first (render/apt.py)
     if lists_age_s is None or lists_age_s > APT_MAX_AGE_S:
         commands += [cmd(APT_ENV, "apt-get", "update", "-q"),
                      cmd("touch", "/var/lib/apt/periodic/update-success-stamp", Raw("2>/dev/null"), OR, "true")]
-    pinned = ["--allow-downgrades"] if any("=" in n for n in missing) else []
-    install = cmd(APT_ENV, "apt-get", "install", "-y", "-q", "--no-install-recommends", *pinned,
-                  "-o", "Dpkg::Options::=--force-confold", *missing)
+    install = Raw(apt.install_script(missing, recommends=False, downgrade=any("=" in n for n in missing), confold=True))  # the one apt-get install
     # lists younger than an hour can still miss a package the repository gained since: refresh, retry
     return commands + [cmd(*guard, install, OR, Raw("{"), APT_ENV, "apt-get", "update", "-q", AND, install,
                            Raw(";"), Raw("}"))]

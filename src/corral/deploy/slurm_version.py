@@ -13,37 +13,31 @@ from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine.handoff import SLURM, Handoff
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd
 from corral.errors import CorralError
-from corral.facts.slurm import upstream_version
+from corral.facts.slurm import VERSION_PACKAGES, installed_in
 from corral.render.slurm_pin import PIN, pin_text
 from corral.spec.slurm_releases import matches, refusal
 
 UPGRADE = "slurm upgrade"
-DAEMONS = ("slurmdbd", "slurmctld", "slurmd", "slurm-client")
-WANT = register(Want(paths=(PIN,), packages=DAEMONS))
+WANT = register(Want(paths=(PIN,), packages=VERSION_PACKAGES))
 ROLES = ("controller", "accounting", "compute", "login")
-
-
-def installed_version(packages: dict) -> str | None:
-    for name in DAEMONS:
-        if packages.get(name):
-            return upstream_version(packages[name])
-    return None
 
 
 @operation()
 def slurm_pin(version: str, node: str):
     snap = snapshot(WANT)
-    installed = installed_version(snap.packages)
+    installed = installed_in(snap.packages)
     if installed:
         refused = refusal(node, installed, version)
         if refused:
             raise CorralError(refused[0], fix=refused[1])  # the message names slurm.version, the node, both versions
         if not matches(installed, version):
             annotate(disruption=UPGRADE, diff=f"Slurm {installed} -> {version}\n(after the other components: "
-                                              "backup, slurmdbd, slurmctld, then slurmd under the rollout policy)\n")
+                                              "backup, slurmdbd, slurmctld, then slurmd under the rollout policy)\n",
+                     rollout=Handoff(SLURM, installed, version))
             yield cmd("echo", f"Slurm {installed} -> {version}: upgraded after the other components, in Slurm's order")
             return
     text = pin_text(version)
@@ -51,7 +45,7 @@ def slurm_pin(version: str, node: str):
         host.noop(f"Slurm {installed or version} pinned at {version}")
         return
     annotate(disruption="none", diff=f"{PIN}: Slurm held at {version}\n")
-    yield from operations.install_commands(PIN, text.encode(), "644", "root", "root")
+    yield from operations.install_commands(PIN, text.encode(), "644", "root", "root")  # the text: render/slurm_pin.py
 
 
 @deploy("slurm version")

@@ -15,6 +15,7 @@ from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
+from corral.engine.handoff import PACKAGES, Handoff
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
 from corral.facts.apt_upgrades import HOLDS, AptHolds, AptUpgrades, select
@@ -60,7 +61,8 @@ def upgrades(kind: str):
     reboot = state.reboot_required or any(u.name.startswith("linux-image") for u in todo)
     annotate(disruption=UPGRADE, diff="".join(f"{u.name}: {u.old or 'new'} -> {u.new}\n" for u in todo)
              + f"({len(todo)} package(s); drain, wait for jobs, upgrade, "
-             + ("reboot, " if reboot else "reboot if the node asks, ") + f"verify, resume){stale}\n")
+             + ("reboot, " if reboot else "reboot if the node asks, ") + f"verify, resume){stale}\n",
+             rollout=Handoff(PACKAGES))
     yield cmd("echo", f"{len(todo)} package upgrade(s): rolled out after the other components")
 
 

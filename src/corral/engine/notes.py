@@ -1,5 +1,6 @@
 """Notes an operation attaches to its own result while it generates commands: the disruption a
-change causes ("none", "reconfigure", "restart slurmd", "drain needed") and a unified diff.
+change causes ("none", "reconfigure", "restart slurmd", "drain needed"), a unified diff, and the
+typed hand-off to a rollout (engine/handoff.py) where the change is carried out after the components.
 
 Kept in the run's context (engine/run_context.py), keyed by (node, op hash); greenlet-safe because
 each key is written by its own node's greenlet.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from corral.engine import run_context
 
 
-def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
+def annotate(*, disruption: str | None = None, diff: str | None = None, rollout=None) -> None:
     from pyinfra import host
     op_hash = getattr(host, "current_op_hash", None)
     if op_hash is None:
@@ -20,6 +21,8 @@ def annotate(*, disruption: str | None = None, diff: str | None = None) -> None:
         note["disruption"] = disruption
     if diff is not None:
         note["diff"] = diff
+    if rollout is not None:
+        note["rollout"] = rollout
 
 
 def take(node: str, op_hash: str) -> dict:

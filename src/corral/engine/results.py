@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
+from corral.engine.handoff import Handoff
+
 STATUSES = ("changed", "unchanged", "failed", "skipped")
 # NodeResult.error_kind values
 UNREACHABLE_KINDS = ("hostkey-unknown", "hostkey-changed", "auth", "refused", "timeout", "dns",
@@ -23,6 +25,7 @@ class OpResult:
     disruption: str | None = None    # for a change: none | reconfigure | restart <daemon> | drain needed
     diff: str | None = None          # for a file change: unified diff (secrets never shown)
     duration_s: float = 0.0          # time this op took on this node (apply: executing; plan: computing)
+    rollout: Handoff | None = None   # a change handed to a rollout after the components (engine/handoff.py)
 
     def to_json(self) -> dict:
         return asdict(self)

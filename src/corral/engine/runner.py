@@ -98,6 +98,7 @@ class Run:
                       stderr_tail=scrub(stderr) or "", ignored=ignored,
                       disruption=note.get("disruption") if status == "changed" else None,
                       diff=scrub(note.get("diff")) if status == "changed" else None,
+                      rollout=note.get("rollout") if status == "changed" else None,
                       duration_s=round(duration, 3))
         self.node(host.name).ops.append(op)
         self.sink(Event(host.name, op.name, status, op.reason, mode=self.mode))

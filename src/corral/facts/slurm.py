@@ -1,10 +1,12 @@
-"""Slurm versions as Debian packages give them (`upstream_version`), and a JSON cache of hardware facts
+"""Slurm versions as Debian packages give them (`upstream_version`), the one reader of the installed
+Slurm version (INSTALLED_VERSION, parse_slurm_version), and a JSON cache of hardware facts
 in the state dir so a plan does not need every node reachable."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +22,39 @@ def upstream_version(deb_version: str) -> str:
     """'22.05.8-4+deb12u3' -> '22.05.8'; '1:23.11.4-1.2ubuntu5' -> '23.11.4'."""
     version = deb_version.split(":", 1)[-1]
     return version.rsplit("-", 1)[0] if "-" in version else version
+
+
+_SINFO_VERSION = re.compile(r"^\S*slurm\S*\s+(\d+\.\d+[\w.\-]*)\s*$")
+
+
+def parse_slurm_version(lines: list[str]) -> str | None:
+    """First installed package version from dpkg-query ('ii  <version>'; a held one is 'hi'), else
+    `sinfo --version` ('slurm 22.05.8')."""
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 2 and len(parts[0]) >= 2 and parts[0][1] == "i":
+            return upstream_version(parts[1])
+    for line in lines:
+        m = _SINFO_VERSION.match(line.strip())
+        if m:
+            return m.group(1)
+    return None
+
+
+# The one reader of the installed Slurm version (deploy/context.py, deploy/slurm_version.py,
+# the upgrade's check after its install): dpkg's record of these packages (every Slurm package depends on
+# slurm-wlm-basic-plugins at its own version), else `sinfo --version`; parsed by parse_slurm_version.
+VERSION_PACKAGES = ("slurm-wlm-basic-plugins", "slurmdbd", "slurmctld", "slurmd", "slurm-client")
+INSTALLED_VERSION = ("dpkg-query -W -f '${db:Status-Abbrev} ${Version}\\n' " + " ".join(VERSION_PACKAGES)
+                     + " 2>/dev/null; sinfo --version 2>/dev/null; true")
+
+
+def installed_in(packages: dict) -> str | None:
+    """The same reading from package versions read already (a deploy's snapshot, deploy/nodestate.py)."""
+    for name in VERSION_PACKAGES:
+        if packages.get(name):
+            return upstream_version(packages[name])
+    return None
 
 
 # --- hardware facts cache (state dir) -----------------------------------------------------------

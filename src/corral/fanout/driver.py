@@ -10,6 +10,7 @@ import uuid
 
 from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, remote, run
+from corral.engine.handoff import Handoff
 from corral.engine.inventory import select_nodes
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.engine.runner import _now
@@ -125,8 +126,8 @@ def _merge(result: RunResult, lines: list[str], rc: int) -> None:
             why = reasons.get(name) or "; ".join(general[-3:]) or f"no result (the controller's script exited {rc})"
             node.error, node.error_kind = f"{name}: not converged: {why}", "fanout"
             continue
-        node.ops = [OpResult(**{k: v for k, v in o.items() if k in OpResult.__dataclass_fields__})
-                    for o in data.get("ops") or []]
+        node.ops = [OpResult(**{k: Handoff.of(v) if k == "rollout" else v for k, v in o.items()
+                               if k in OpResult.__dataclass_fields__}) for o in data.get("ops") or []]
         node.error, node.error_kind = data.get("error"), data.get("error_kind")
         result.warnings += [w for w in data.get("warnings") or [] if w not in result.warnings]
         on_nodes[name] = {"s": data.get("duration_s"), "cpu_s": data.get("cpu_s")}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 PREFIX = "corral:"
-# drains of corral's rollouts and removals (workflows/rollout.py, mig_rollout.py, upgrade_rollout.py,
+# drains of corral's rollouts and removals (workflows/driver_rollout.py, mig_rollout.py, upgrade_rollout.py,
 # slurm_upgrade.py, removal.py): the rollout, not the health check, lifts them; a failed power-on
 # (node/power.py: the BMC or the boot failed) waits for an admin. tests/unit/test_health_rollout_reasons.py
 # checks every workflow's drain reason is here.

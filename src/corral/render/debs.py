@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from corral.render import apt
+
 
 def url_script(url: str, version: str, package: str) -> str:
     """The download URL as one shell word, its {arch} the node's (read when the script runs):
@@ -33,6 +35,5 @@ def release_debs_script(label: str, sums_key: str, packages: list[str], version:
         else:
             lines.append(f"echo {q(f'{label}: no sha256 for {p} in {sums_key}; nothing installed')} >&2; exit 1")
         debs.append(f"\"$tmp/{int(i)}.deb\"")
-    lines.append("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "
-                 "-o Dpkg::Options::=--force-confold " + " ".join(debs))
+    lines.append(apt.install_script(downgrade=True, confold=True, words=" ".join(debs)))
     return "\n".join(lines) + "\n"

@@ -1,5 +1,5 @@
 """NVIDIA driver choices from the spec (pure): which package, open or proprietary kernel modules,
-the apt pin that holds the version. Used by deploy/nvidia_driver.py and workflows/rollout.py."""
+the apt pin that holds the version. Used by deploy/nvidia_driver.py and workflows/driver_rollout.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""The apt pin holding every Slurm package at `slurm.version` (deploy/slurm_version.py writes it;
-workflows/slurm_daemons.py writes it before an upgrade's install)."""
+"""The apt pin holding every Slurm package at `slurm.version`: its one text (`pin_text`), uploaded by
+deploy/slurm_version.py on every Slurm node, and the script that writes it in place
+(`write_script`) where no upload can happen, inside the upgrade's install (workflows/slurm_daemons.py)."""
 
 from __future__ import annotations
+
+import shlex
 
 PIN = "/etc/apt/preferences.d/corral-slurm"
 # the binary packages of Debian's slurm-wlm source (what corral installs: slurmctld, slurmd, slurmdbd,
@@ -22,3 +25,9 @@ def version_glob(version: str) -> str:
 def pin_text(version: str) -> str:
     return (f"# Managed by corral: Slurm stays at {version} until slurm.version changes\n"
             f"Package: {' '.join(PACKAGES)}\nPin: version {version_glob(version)}\nPin-Priority: 1001\n")
+
+
+def write_script(version: str) -> str:
+    """The pin for `version` in place, replaced whole (a reader never sees half a file)."""
+    new = f"{PIN}.corral-new"
+    return f"printf '%s' {shlex.quote(pin_text(version))} > {new} && mv -f {new} {PIN}"

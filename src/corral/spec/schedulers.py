@@ -1,7 +1,7 @@
 """The schedulers corral runs, each declared once: the roles its nodes may carry, the spec features
 that ride on it, its spec rules and warnings, the version its packages are pinned to, whether the
-virtual cluster can run it, and where its components, files, node removal, validation and after-apply
-stage live. Code asks the spec's scheduler (`of(cluster)`) for these instead of comparing its name.
+virtual cluster can run it, and where its components, files, node removal, validation, rollouts
+and node control live. Code asks the spec's scheduler (`of(cluster)`) for these instead of comparing its name.
 
 Behaviour lives in other layers, named here as "module:attribute" and imported by `use()` in the
 caller's layer (a workflow resolves a workflow, the CLI a check), so this registry stays pure.
@@ -38,6 +38,8 @@ class Scheduler:
     files: str  # "module:function" (cluster) -> (per node {path: text}, whole-cluster files, notes)
     removal: str  # "module:Class": the steps that take a node out
     validate: str  # "module:function" (cluster, *, jobs, [timeout_s], fabric) -> Report
+    rollouts: str  # "module:ROLLOUTS": the rollouts after its components, in order (workflows/node_rollout.py)
+    control: str  # "module:function" (cluster, run, policy, clock) -> the NodeControl its rollouts drain with
 
     def use(self, attr: str):
         """The object the declaration names for `attr` (imported now, in the caller's layer)."""
@@ -61,6 +63,8 @@ SLURM = Scheduler(
     files="corral.workflows.render_slurm:cluster_files",
     removal="corral.workflows.removal:Removal",
     validate="corral.checks.validate:validate",
+    rollouts="corral.workflows.converge:SLURM_ROLLOUTS",
+    control="corral.workflows.slurm_node:control",
 )
 
 KUBERNETES = Scheduler(
@@ -76,6 +80,8 @@ KUBERNETES = Scheduler(
     files="corral.workflows.render_files:kubernetes_files",
     removal="corral.workflows.k8s_removal:K8sRemoval",
     validate="corral.checks.k8s_validate:validate_kubernetes",
+    rollouts="corral.workflows.converge:KUBERNETES_ROLLOUTS",
+    control="corral.workflows.k8s_node:control",
 )
 
 SCHEDULERS = {s.name: s for s in (SLURM, KUBERNETES)}

@@ -10,13 +10,13 @@ records their steps in the run's result itself, and returns the nodes that faile
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
 from corral.engine.results import OpResult, RunResult
 from corral.spec.hosts import compress_names
 from corral.spec.models_rollout import RolloutPolicy
+from corral.workflows.node_control import SYSTEM, Clock
 
 CANARY = "canary"
 
@@ -45,7 +45,8 @@ def planned(what: str, nodes: list[str], policy: RolloutPolicy) -> dict:
 
 
 def run_batches(what: str, nodes: list[str], policy: RolloutPolicy, do_batch: Callable[[list[str]], list[str]],
-                result: RunResult, say: Callable[[str], None] | None = None, disruption: str | None = None) -> bool:
+                result: RunResult, say: Callable[[str], None] | None = None, disruption: str | None = None,
+                clock: Clock = SYSTEM) -> bool:
     """Carry `what` out batch by batch; False when the rollout stopped before its last batch."""
     say = say or (lambda line: None)
     batches = plan(nodes, policy)
@@ -53,13 +54,13 @@ def run_batches(what: str, nodes: list[str], policy: RolloutPolicy, do_batch: Ca
     for i, (label, batch) in enumerate(batches):
         if i and policy.pause_s:
             say(f"{what}: pause {policy.pause_s} s before the {label}")
-            time.sleep(policy.pause_s)
+            clock.sleep(policy.pause_s)
         say(f"{what}: {label} of {len(batches)}: {compress_names(batch)}")
-        started, t0 = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.monotonic()
+        started, t0 = datetime.now(timezone.utc).isoformat(timespec="seconds"), clock.monotonic()
         failed = sorted(do_batch(batch))
         failed_total += len(failed)
         result.rollouts.append({"what": what, "state": "done", "batch": label, "nodes": batch, "failed": failed,
-                                "started": started, "duration_s": round(time.monotonic() - t0, 1)})
+                                "started": started, "duration_s": round(clock.monotonic() - t0, 1)})
         stop = None
         if label == CANARY and failed:
             stop = f"the canary {compress_names(failed)} failed"

@@ -9,24 +9,37 @@ from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.engine.timing import phase
 from corral.errors import CorralError, UsageError
-from corral.workflows import batches, mig_rollout, removal_phase, rollout, slurm_upgrade, upgrade_rollout
+from corral.workflows import batches, node_rollout, removal_phase
+from corral.engine.handoff import K8S_JOIN
+from corral.workflows.driver_rollout import DRIVER
+from corral.workflows.k8s_upgrade import KUBERNETES
+from corral.workflows.mig_rollout import MIG
+from corral.workflows.node_rollout import Env
+from corral.workflows.slurm_upgrade import SLURM
+from corral.workflows.upgrade_rollout import PACKAGES
 from corral.engine.results import RunResult
+from corral.spec import schedulers
 from corral.spec.rules import spec_warnings
-from corral.spec.rules_rollout import policy
 from corral.spec.cluster import Cluster
+
+# each scheduler's rollouts after the components, in this order (workflows/node_rollout.py: each one
+# declaration), named by its declaration (spec/schedulers.py `rollouts`)
+SLURM_ROLLOUTS = (DRIVER, MIG, PACKAGES, SLURM)
+KUBERNETES_ROLLOUTS = (KUBERNETES,)
 
 
 def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None = None, on_event=None,
              command: str | None = None, say=None, force: bool = False, backup=None,
              rollout_only: list[str] | None = None) -> RunResult:
-    """Plan or apply every component; in apply, then roll out the changes that need a reboot
-    (workflows/rollout.py), then MIG layouts (workflows/mig_rollout.py), then package upgrades
+    """Plan or apply every component; in apply, then the scheduler's rollouts in order (the driver
+    (workflows/driver_rollout.py), MIG layouts (workflows/mig_rollout.py), package upgrades
     (workflows/upgrade_rollout.py), each under the rollout policy, then a Slurm upgrade (workflows/slurm_upgrade.py:
-    backup, slurmdbd, slurmctld, slurmd under the policy), and journal the run again with their steps.
+    backup, slurmdbd, slurmctld, slurmd under the policy); on Kubernetes the joins, then its upgrade), and
+    journal the run again with their steps.
     With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py)."""
     from corral.bundle.coverage import refuse_gaps
     from corral.workflows.bundle_serve import serving
-    if mode == "apply" and cluster.spec.scheduler == "kubernetes" and cluster.spec.virtual is not None:
+    if mode == "apply" and cluster.spec.virtual is not None and schedulers.of(cluster).not_virtual:
         raise UsageError("the virtual cluster cannot run Kubernetes: no kubelet runs in its containers and its "
                          "nodes reach no repository but corral's (docs/components/kubernetes.md)",
                          value="scheduler: kubernetes", fix="`corral plan` shows what apply would change; apply a "
@@ -62,34 +75,38 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     if cluster.spec.scheduler == "kubernetes":
         return _kubernetes_after(cluster, result, say)
     mark_job_hooks(cluster, result)
-    chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
-    nodes = batches.only(result, rollout.WHAT, rollout.pending(result), chosen)
-    start = time.monotonic()
-    if nodes:
-        timed(result, rollout.WHAT, lambda: rollout.roll_out(cluster, result, nodes, say))
-    stopped = batches.not_started(result, rollout.WHAT)  # a stopped driver rollout: those nodes stay as they are
-    mig_nodes = batches.only(result, mig_rollout.WHAT, [n for n in mig_rollout.pending(result) if n not in stopped],
-                             chosen)
-    if mig_nodes:
-        controllers = [n.name for n in cluster.with_role("controller")]
+    controllers = [n.name for n in cluster.with_role("controller")]
 
-        def follow(ready: list[str]) -> RunResult:
-            return run(cluster, components(cluster), mode="apply", limit=sorted(set(controllers + ready)),
-                       on_event=on_event, command=f"{command or mode} (after MIG)", prepare=gather(cluster))
-        timed(result, mig_rollout.WHAT, lambda: mig_rollout.roll_out(cluster, result, mig_nodes, follow, say))
-    stopped |= batches.not_started(result, mig_rollout.WHAT)
-    up_nodes = batches.only(result, upgrade_rollout.WHAT, [n for n in upgrade_rollout.pending(result)
-                                                           if n not in stopped and result.nodes[n].ok], chosen)
-    if up_nodes:
-        timed(result, upgrade_rollout.WHAT, lambda: upgrade_rollout.roll_out(cluster, result, up_nodes, say))
-    slurm_nodes = slurm_upgrade.pending(result) if chosen is None else []  # it changes the controllers too
-    if chosen is not None and slurm_upgrade.pending(result):
-        result.warnings.append("slurm upgrade: not run with --rollout-only (it changes slurmdbd and slurmctld too)")
-    if slurm_nodes:
-        timed(result, slurm_upgrade.WHAT, lambda: slurm_upgrade.roll_out(cluster, result, slurm_nodes, backup, say))
-    if nodes or mig_nodes or up_nodes or slurm_nodes:
+    def follow(ready: list[str]) -> RunResult:  # the MIG rollout: Slurm follows the new devices
+        return run(cluster, components(cluster), mode="apply", limit=sorted(set(controllers + ready)),
+                   on_event=on_event, command=f"{command or mode} (after MIG)", prepare=gather(cluster))
+    env = Env(say=say or (lambda line: None), backup=backup, follow=follow)
+    chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
+    start = time.monotonic()
+    if run_rollouts(cluster, result, schedulers.of(cluster).use("rollouts"), env, chosen):
         _journal_again(cluster, result, start)
     return result
+
+
+def run_rollouts(cluster: Cluster, result: RunResult, rollouts, env: Env, chosen: set[str] | None = None) -> bool:
+    """Each rollout on its pending nodes, in order; the nodes a stopped rollout left untouched are
+    left alone by the later ones (but a whole-cluster one, the Slurm upgrade, which --rollout-only
+    does not run). True when any ran."""
+    stopped: set[str] = set()
+    ran = False
+    for decl in rollouts:
+        nodes = node_rollout.pending(result, decl.kind)
+        if decl.whole_cluster and chosen is not None:
+            if nodes:
+                result.warnings.append(f"{decl.what}: not run with --rollout-only ({decl.whole_cluster})")
+            continue
+        if not decl.whole_cluster:
+            nodes = batches.only(result, decl.what, [n for n in nodes if n not in stopped], chosen)
+        if nodes:
+            timed(result, decl.what, lambda: node_rollout.roll_out(decl, cluster, result, nodes, env))
+            ran = True
+        stopped |= batches.not_started(result, decl.what)
+    return ran
 
 
 def _journal_again(cluster: Cluster, result: RunResult, start: float) -> None:
@@ -104,16 +121,14 @@ def _journal_again(cluster: Cluster, result: RunResult, start: float) -> None:
 def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
     """apply on a Kubernetes cluster: the pending joins (workflows/k8s_join.py), then a pending upgrade
     (workflows/k8s_upgrade.py), journaled with the run."""
-    from corral.workflows import k8s_join, k8s_upgrade
-    joins, upgrades = k8s_join.pending(result), k8s_upgrade.pending(result)
-    if not joins and not upgrades:
-        return result
+    from corral.workflows import k8s_join
+    joins = node_rollout.pending(result, K8S_JOIN)
     start = time.monotonic()
     if joins:
         timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))
-    if upgrades:
-        timed(result, k8s_upgrade.WHAT, lambda: k8s_upgrade.roll_out(cluster, result, upgrades, say))
-    _journal_again(cluster, result, start)
+    if run_rollouts(cluster, result, schedulers.of(cluster).use("rollouts"), Env(say=say or (lambda line: None))) \
+            or joins:
+        _journal_again(cluster, result, start)
     return result
 
 
@@ -128,16 +143,8 @@ def timed(result: RunResult, what: str, step) -> None:
 
 def show_rollouts(cluster: Cluster, result: RunResult) -> None:
     """plan: the batches each pending rollout would go through (result.rollouts, state "planned")."""
-    p = policy(cluster.spec)
-    if cluster.spec.scheduler == "kubernetes":
-        from corral.workflows import k8s_upgrade
-        if k8s_upgrade.pending(result):
-            result.rollouts.append(k8s_upgrade.planned(cluster, k8s_upgrade.pending(result)))
-        return
-    for what, nodes in ((rollout.WHAT, rollout.pending(result)), (mig_rollout.WHAT, mig_rollout.pending(result)),
-                        (upgrade_rollout.WHAT, upgrade_rollout.pending(result))):
-        if nodes:
-            result.rollouts.append(batches.planned(what, nodes, p))
-    slurm = slurm_upgrade.planned(cluster, result, p)
-    if slurm:
-        result.rollouts.append(slurm)
+    for decl in schedulers.of(cluster).use("rollouts"):
+        nodes = node_rollout.pending(result, decl.kind)
+        entry = node_rollout.planned(decl, cluster, result, nodes) if nodes else None
+        if entry:
+            result.rollouts.append(entry)

@@ -18,12 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from corral.deploy.kubernetes import ADMIN_CONF, JOIN, JOIN_SCRIPT
+from corral.engine.handoff import K8S_JOIN
 from corral.engine.results import OpResult, RunResult
 from corral.errors import CorralError
 from corral.facts.kubernetes import KUBECTL as kubectl
 from corral.render.gpu_operator import node_labels
 from corral.render.kubernetes import first_control_plane
 from corral.spec.cluster import Cluster
+from corral.workflows import node_rollout
 
 WHAT = "kubernetes join"
 TTL = "15m"
@@ -78,12 +80,6 @@ def parse_secrets(out: str, cert_key: bool) -> JoinSecrets:
     return JoinSecrets(token, ca, key if cert_key else None)
 
 
-def pending(result: RunResult) -> list[str]:
-    """Nodes whose apply left a pending join (in the spec's order: the result keeps it)."""
-    return [name for name, n in result.nodes.items()
-            if n.ok and any(o.status == "changed" and o.disruption == JOIN for o in n.ops)]
-
-
 def _op(step: str, status: str, reason: str, stderr: str = "") -> OpResult:
     return OpResult(name=f"{WHAT} | {step}", status=status, reason=reason, disruption=JOIN, stderr_tail=stderr)
 
@@ -104,7 +100,7 @@ def join(cluster: Cluster, result: RunResult, say=None, runner=None) -> list[str
     from corral.engine import remote
     run_on = runner or remote.run_on
     say = say or (lambda text: None)
-    nodes = pending(result)
+    nodes = node_rollout.pending(result, K8S_JOIN)  # in the spec's order: the result keeps it
     cp = first_control_plane(cluster).name
     if not nodes:
         return []

@@ -25,7 +25,7 @@ from corral.render.kubernetes import first_control_plane
 from corral.spec.cluster import Cluster
 from corral.facts.kubernetes import KUBECTL
 from corral.workflows.removal import Run, drain_timeout_s, ssh_run
-from corral.workflows.slurm_node import _why
+from corral.workflows.node_control import StepFailed, why as _why
 
 DISRUPTION = "drain + remove from Kubernetes"
 ANNOTATION = "corral.dev/removing"
@@ -40,12 +40,6 @@ def op(step: str, status: str, reason: str, disruption: str = DISRUPTION) -> OpR
                     disruption=disruption)
 
 
-class Failed(Exception):
-    """A step of a Kubernetes workflow that failed (removal, upgrade): the step's name and why."""
-
-    def __init__(self, step: str, message: str) -> None:
-        super().__init__(message)
-        self.step = step
 
 
 class K8sRemoval:
@@ -61,7 +55,7 @@ class K8sRemoval:
         try:
             return self.run(self.cp, f"timeout {int(timeout)} {KUBECTL} {args}", timeout + 15)
         except CorralError as exc:
-            raise Failed(step, f"{self.cp} could not be asked: {' '.join(str(exc).split())}") from None
+            raise StepFailed(step, f"{self.cp} could not be asked: {' '.join(str(exc).split())}") from None
 
     def known(self, name: str, step: str = "ask Kubernetes") -> bool:
         p = self._kubectl(step, f"get node {q(name)} -o name")
@@ -69,7 +63,7 @@ class K8sRemoval:
             return True
         if "NotFound" in p.stderr or "not found" in p.stderr:
             return False
-        raise Failed(step, f"the API server on {self.cp} did not answer ({_why(p)})")
+        raise StepFailed(step, f"the API server on {self.cp} did not answer ({_why(p)})")
 
     def _pods(self, name: str) -> int | None:
         p = self._kubectl("pods", f"get pods -A --field-selector spec.nodeName={q(name)} -o json")
@@ -88,7 +82,7 @@ class K8sRemoval:
                 return op("", "changed", "Kubernetes does not know it: apply runs kubeadm reset on it (its data "
                                          "stays)", "kubeadm reset")
             pods = self._pods(name)
-        except Failed as exc:
+        except StepFailed as exc:
             return op("", "changed", f"its pods unknown ({exc}); apply drains it first")
         count = "its pods unknown" if pods is None else f"{pods} pod(s) besides DaemonSets'"
         how = "evicting even unmanaged pods (--force)" if self.force else f"waiting up to {self.timeout} s"
@@ -108,17 +102,17 @@ class K8sRemoval:
                 return done, None, False
             p = self._kubectl("cordon", f"annotate node {q(name)} --overwrite {ANNOTATION}=true")
             if p.returncode != 0:
-                raise Failed("cordon", f"kubectl annotate failed ({_why(p)})")
+                raise StepFailed("cordon", f"kubectl annotate failed ({_why(p)})")
             force = " --force --disable-eviction" if self.force else ""
             self.say(f"node {name}: remove: draining (up to {self.timeout} s)")
             p = self._kubectl("drain", f"drain {q(name)} --ignore-daemonsets --delete-emptydir-data{force} "
                                        f"--timeout={self.timeout}s", timeout=self.timeout + 30)
             if p.returncode != 0:
-                raise Failed("drain", f"kubectl drain did not finish ({_why(p)}); the node stays cordoned and in the "
+                raise StepFailed("drain", f"kubectl drain did not finish ({_why(p)}); the node stays cordoned and in the "
                              "cluster; nothing else was applied: apply again, or with --force")
             self._step(name, done, "drain", "changed", "cordoned and drained (DaemonSets' pods aside)")
             return done, None, True
-        except Failed as exc:
+        except StepFailed as exc:
             self._step(name, done, exc.step, "failed", str(exc))
             return done, f"{name}: removal: {exc.step} failed: {exc}", known
 
@@ -128,10 +122,10 @@ class K8sRemoval:
             if known:
                 p = self._kubectl("delete node", f"delete node {q(name)} --ignore-not-found")
                 if p.returncode != 0:
-                    raise Failed("delete node", f"kubectl delete node failed ({_why(p)}); it stays cordoned: apply "
+                    raise StepFailed("delete node", f"kubectl delete node failed ({_why(p)}); it stays cordoned: apply "
                                  "again")
                 self._step(name, done, "delete node", "changed", "deleted from the cluster")
-        except Failed as exc:
+        except StepFailed as exc:
             self._step(name, done, exc.step, "failed", str(exc))
             return done, f"{name}: removal: {exc.step} failed: {exc}", DRAINED
         try:
@@ -157,8 +151,8 @@ class K8sRemoval:
             u = self._kubectl("uncordon", f"uncordon {q(name)}")
             a = self._kubectl("uncordon", f"annotate node {q(name)} {ANNOTATION}-")
             if u.returncode != 0 or a.returncode != 0:
-                raise Failed("uncordon", f"kubectl uncordon failed ({_why(u if u.returncode else a)})")
-        except (Failed, ValueError) as exc:
+                raise StepFailed("uncordon", f"kubectl uncordon failed ({_why(u if u.returncode else a)})")
+        except (StepFailed, ValueError) as exc:
             why = f"{exc}; it stays cordoned: `kubectl uncordon {name}` on {self.cp}"
             return [OpResult(name="back in the spec | uncordon", status="failed", reason=why)]
         self.say(f"node {name}: back in the spec: uncordoned")

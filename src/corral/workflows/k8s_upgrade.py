@@ -1,4 +1,4 @@
-"""A Kubernetes upgrade after an apply (scheduler: kubernetes; docs/components/kubernetes.md): the nodes
+"""The Kubernetes upgrade, declared (`KUBERNETES`) for workflows/node_rollout.py: an upgrade after an apply (scheduler: kubernetes; docs/components/kubernetes.md): the nodes
 whose tools are at another version than `kubernetes.version` (deploy/kubernetes.version_pending, which
 already refused skipping a minor release or going down, and checked the repository has the version).
 
@@ -14,145 +14,104 @@ rollout.verify_timeout, at least 60 s). A node that fails after its drain stays 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 
 from corral.deploy.kubernetes import UPGRADE
-from corral.engine.results import OpResult, RunResult, TimedSteps
+from corral.engine.handoff import KUBERNETES as KIND
+from corral.engine.results import OpResult, RunResult
 from corral.engine.shell import q
 from corral.errors import CorralError
-from corral.parallel import pmap
-from corral.render.kubernetes import first_control_plane
-from corral.spec.cluster import Cluster
-from corral.spec.rules_rollout import policy
 from corral.facts.kubernetes import KUBECTL
+from corral.render import apt
+from corral.spec.cluster import Cluster
 from corral.workflows import batches
-from corral.workflows.k8s_removal import Failed
-from corral.workflows.slurm_node import _why
+from corral.workflows.node_control import why
+from corral.workflows.node_rollout import DRAIN, KEEP_DRAINED, RESUME, NodeRollout, NodeRun, Rollout, Step, StepFailed
 
 WHAT = "kubernetes upgrade"
 POLL_S = 3
 
 
-def pending(result: RunResult) -> list[str]:
-    return [name for name, n in result.nodes.items()
-            if n.ok and any(o.status == "changed" and o.disruption == UPGRADE for o in n.ops)]
-
-
 def install(packages: list[str], version: str) -> str:
     """The packages at `version` from pkgs.k8s.io (their holds kept), bounded."""
-    pins = " ".join(q(f"{p}={version}-*") for p in packages)
-    return (f"set -e; export DEBIAN_FRONTEND=noninteractive; timeout 300 apt-get install -y -q "
-            f"--allow-change-held-packages {pins} >/dev/null; apt-mark hold {' '.join(packages)} >/dev/null")
+    install = apt.install_script([f"{p}={version}-*" for p in packages], held=True, timeout_s=300)
+    return f"set -e; {install} >/dev/null; apt-mark hold {' '.join(packages)} >/dev/null"
 
 
-class Upgrade:
-    def __init__(self, cluster: Cluster, run, say: Callable[[str], None]) -> None:
-        self.cluster, self.run, self.say = cluster, run, say
-        self.version = cluster.spec.kubernetes.version
-        self.cp = first_control_plane(cluster).name
-        self.policy = policy(cluster.spec)
+def _on(n: NodeRun, step: str, command: str, timeout: float):
+    try:
+        p = n.on(command, timeout)
+    except CorralError as exc:
+        raise StepFailed(step, " ".join(str(exc).split())) from None
+    if p.returncode != 0:
+        raise StepFailed(step, f"on {n.name}: {why(p)}")
+    return p
 
-    def _on(self, node: str, step: str, command: str, timeout: float):
+
+def _version(n: NodeRun) -> str:
+    return n.cluster.spec.kubernetes.version
+
+
+def kubeadm(n: NodeRun) -> str:
+    _on(n, "kubeadm", install(["kubeadm"], _version(n)), 330)
+    return f"kubeadm {_version(n)}"
+
+
+def kubeadm_upgrade(n: NodeRun) -> None:
+    """`kubeadm upgrade apply` on the first control-plane node (after `plan` agrees), `node` elsewhere."""
+    v = _version(n)
+    if n.name == n.control.cp:
+        _on(n, "kubeadm upgrade apply", f"timeout 300 kubeadm upgrade plan {q('v' + v)} >/dev/null && "
+            f"timeout 900 kubeadm upgrade apply -y {q('v' + v)}", 1230)
+        n.ok("kubeadm upgrade apply", f"the control plane is at v{v}")
+    else:
+        _on(n, "kubeadm upgrade node", "timeout 600 kubeadm upgrade node", 630)
+        n.ok("kubeadm upgrade node", "this node's configuration upgraded")
+
+
+def kubelet(n: NodeRun) -> str:
+    _on(n, "kubelet", install(["kubelet", "kubectl"], _version(n)) + "; systemctl daemon-reload; "
+        "timeout 120 systemctl restart kubelet", 450)
+    return f"kubelet and kubectl {_version(n)}, kubelet restarted"
+
+
+def verify(n: NodeRun) -> str:
+    """Ready at the new kubelet version, bounded by rollout.verify_timeout (at least 60 s)."""
+    v, limit = _version(n), max(n.policy.verify_timeout, 60)
+    deadline, seen = n.clock.monotonic() + limit, "no answer"
+    while True:
         try:
-            p = self.run(node, command, timeout)
-        except CorralError as exc:
-            raise Failed(step, " ".join(str(exc).split())) from None
-        if p.returncode != 0:
-            raise Failed(step, f"on {node}: {_why(p)}")
-        return p
-
-    def one(self, name: str) -> tuple[list[OpResult], str | None]:
-        done: list[OpResult] = TimedSteps()
-        drained = False
-        v = self.version
-
-        def ok(step: str, reason: str) -> None:
-            done.append(OpResult(name=f"{WHAT} | {step}", status="changed", reason=reason, disruption=UPGRADE))
-            self.say(f"node {name}: {WHAT}: {step}: {reason}")
-        try:
-            self._on(name, "kubeadm", install(["kubeadm"], v), 330)
-            ok("kubeadm", f"kubeadm {v}")
-            if name == self.cp:
-                self._on(name, "kubeadm upgrade apply", f"timeout 300 kubeadm upgrade plan {q('v' + v)} >/dev/null && "
-                         f"timeout 900 kubeadm upgrade apply -y {q('v' + v)}", 1230)
-                ok("kubeadm upgrade apply", f"the control plane is at v{v}")
-            else:
-                self._on(name, "kubeadm upgrade node", "timeout 600 kubeadm upgrade node", 630)
-                ok("kubeadm upgrade node", "this node's configuration upgraded")
-            t = self.policy.drain_timeout
-            self._on(self.cp, "drain", f"timeout {t + 30} {KUBECTL} drain {q(name)} --ignore-daemonsets "
-                     f"--delete-emptydir-data --timeout={t}s", t + 45)
-            drained = True
-            ok("drain", "cordoned and drained")
-            self._on(name, "kubelet", install(["kubelet", "kubectl"], v) + "; systemctl daemon-reload; "
-                     "timeout 120 systemctl restart kubelet", 450)
-            ok("kubelet", f"kubelet and kubectl {v}, kubelet restarted")
-            self._on(self.cp, "uncordon", f"timeout 60 {KUBECTL} uncordon {q(name)}", 75)
-            drained = False
-            ok("uncordon", "back in service")
-            self._verify(name)
-            ok("verify", f"Ready at kubelet v{v}")
-            return done, None
-        except Failed as exc:
-            left = "; the node stays cordoned: fix it, then apply again" if drained else ""
-            done.append(OpResult(name=f"{WHAT} | {exc.step}", status="failed", reason=f"{exc}{left}",
-                                 disruption=UPGRADE))
-            self.say(f"node {name}: {WHAT}: {exc.step} FAILED: {exc}{left}")
-            return done, f"{name}: {WHAT}: {exc.step} failed: {exc}{left}"
-
-    def _verify(self, name: str) -> None:
-        limit = max(self.policy.verify_timeout, 60)
-        deadline, seen = time.monotonic() + limit, "no answer"
-        while True:
-            try:
-                p = self.run(self.cp, f"timeout 30 {KUBECTL} get node {q(name)} -o json", 45)
-                item = json.loads(p.stdout) if p.returncode == 0 else {}
-            except (CorralError, ValueError):
-                item = {}
-            kubelet = item.get("status", {}).get("nodeInfo", {}).get("kubeletVersion")
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in item.get("status", {}).get("conditions") or [])
-            if kubelet == f"v{self.version}" and ready:
-                return
-            seen = f"kubelet {kubelet or '?'}, {'Ready' if ready else 'not Ready'}"
-            if time.monotonic() > deadline:
-                raise Failed("verify", f"not Ready at v{self.version} after {limit} s ({seen})")
-            time.sleep(POLL_S)
+            p = n.on(f"timeout 30 {KUBECTL} get node {q(n.name)} -o json", 45, node=n.control.cp)
+            item = json.loads(p.stdout) if p.returncode == 0 else {}
+        except (CorralError, ValueError):
+            item = {}
+        kubelet_v = item.get("status", {}).get("nodeInfo", {}).get("kubeletVersion")
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in item.get("status", {}).get("conditions") or [])
+        if kubelet_v == f"v{v}" and ready:
+            return f"Ready at kubelet v{v}"
+        seen = f"kubelet {kubelet_v or '?'}, {'Ready' if ready else 'not Ready'}"
+        if n.clock.monotonic() > deadline:
+            raise StepFailed("verify", f"not Ready at v{v} after {limit} s ({seen})")
+        n.clock.sleep(POLL_S)
 
 
-def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], say: Callable[[str], None] | None = None,
-             run=None) -> bool:
+def start(r: Rollout, result: RunResult, nodes: list[str]) -> bool:
     """Control plane first (one at a time, a failure stops everything), then the workers in batches."""
-    from corral.engine.remote import run_on
-    say = say or (lambda line: None)
-    run = run or (lambda node, command, timeout: run_on(cluster, node, command, timeout=timeout))
-    up = Upgrade(cluster, run, say)
-    cps = [n.name for n in cluster.with_role("control-plane") if n.name in nodes]
+    cps = [n.name for n in r.cluster.with_role("control-plane") if n.name in nodes]
     workers = [n for n in nodes if n not in cps]
-
-    def record(name: str, ops: list[OpResult], error: str | None) -> bool:
-        result.nodes[name].ops.extend(ops)
-        if error:
-            result.nodes[name].error, result.nodes[name].error_kind = error, "op-failed"
-        return error is None
     for i, name in enumerate(cps):
-        if not record(name, *up.one(name)):
+        if not r.record(result, name, *r.one(name)):
             for later in cps[i + 1:] + workers:
                 result.nodes[later].ops.append(OpResult(
                     name=f"{WHAT} | not started", status="skipped", disruption=UPGRADE,
                     reason=f"the control plane's upgrade stopped at {name}: this node was not changed"))
             result.warnings.append(f"{WHAT}: stopped at {name} (control plane); nothing after it was started")
             return False
-
-    def do_batch(batch: list[str]) -> list[str]:
-        return [n for n, r in zip(batch, pmap(up.one, batch)) if not record(n, *r)]
-    return batches.run_batches(WHAT, workers, up.policy, do_batch, result, say, disruption=UPGRADE) if workers else True
+    return r.batches(result, workers) if workers else True
 
 
-def planned(cluster: Cluster, nodes: list[str]) -> dict:
+def planned(cluster: Cluster, result, nodes: list[str], p) -> dict:
     """plan: the control-plane nodes one by one, then the workers' batches."""
-    p = policy(cluster.spec)
     cps = [n.name for n in cluster.with_role("control-plane") if n.name in nodes]
     workers = [n for n in nodes if n not in cps]
     out = batches.planned(WHAT, workers, p) if workers else {"what": WHAT, "state": "planned", "summary": "",
@@ -161,3 +120,11 @@ def planned(cluster: Cluster, nodes: list[str]) -> dict:
         out["summary"] = f"control plane {' -> '.join(cps)}" + (f", then {out['summary']}" if workers else "")
         out["batches"][:0] = [{"batch": "control plane", "nodes": [n]} for n in cps]
     return out
+
+
+KUBERNETES = NodeRollout(
+    kind=KIND, what=WHAT, disruption=UPGRADE,
+    steps=(Step("kubeadm", kubeadm), Step("kubeadm upgrade", kubeadm_upgrade), DRAIN, Step("kubelet", kubelet, changes=True),
+           RESUME, Step("verify", verify)),
+    reason=lambda c: "corral: kubernetes upgrade", blame=lambda c: "corral: kubernetes upgrade",
+    on_failure=KEEP_DRAINED, start=start, plan=planned)

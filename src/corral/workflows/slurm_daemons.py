@@ -1,24 +1,22 @@
 """One step of a Slurm upgrade (workflows/slurm_upgrade.py) on one node: stop the daemon, pin and
 install `slurm.version` (render/slurm_pin.py), start it, wait (bounded) until it answers at that
-version. A failure raises StepFailed; the caller decides what stops."""
+version. A failure raises StepFailed; the caller decides what stops. `c`: the SlurmControl of the
+rollout (workflows/slurm_node.py): its run seam, the controller and the clock."""
 
 from __future__ import annotations
 
-import time
-
 from corral.deploy.slurm import CTL_READY
 from corral.engine.shell import q
-from corral.facts.slurm import upstream_version
-from corral.render.slurm_pin import INSTALLED, PIN, pin_text
+from corral.facts.slurm import INSTALLED_VERSION, parse_slurm_version
+from corral.render import apt
+from corral.render.slurm_pin import INSTALLED, write_script
 from corral.spec.slurm_releases import matches
-from corral.workflows.slurm_node import POLL_S, StepFailed
+from corral.workflows.node_control import POLL_S, StepFailed
 
 DBD_TIMEOUT_S = 3600   # slurmdbd converts the accounting database at its first start: long on a big one
 CTL_TIMEOUT_S = 600    # slurmctld reads (and converts) its state save files
 SLURMD_TIMEOUT_S = 180  # slurmd registered and responding
 INSTALL_TIMEOUT_S = 1800
-# every Slurm package depends on slurm-wlm-basic-plugins at its own version
-INSTALLED_VERSION = "dpkg-query -W -f '${Version}' slurm-wlm-basic-plugins"  # shell-ok: a constant
 READY = {"slurmdbd": "sacctmgr -n show cluster", "slurmctld": CTL_READY}  # active, not standing by
 
 
@@ -27,67 +25,67 @@ def install_script(version: str) -> str:
     caller left them: a policy-rc.d of its own, where none is, keeps the package scripts from
     starting or restarting them; the caller starts them and waits)."""
     return f"""set -u
-printf '%s' {q(pin_text(version))} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || exit 1
+{write_script(version)} || exit 1
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ echo 'apt-get update failed' >&2; exit 1; }}
 pkgs=$(dpkg-query -W -f '${{db:Status-Abbrev}} ${{Package}}\\n' {INSTALLED} 2>/dev/null | awk '$1 ~ /^.i/ {{print $2}}')
 [ -n "$pkgs" ] || {{ echo 'no Slurm package installed' >&2; exit 1; }}
 rc=/usr/sbin/policy-rc.d; mine=
 [ -e $rc ] || {{ printf '#!/bin/sh\nexit 101\n' > $rc && chmod 755 $rc && mine=1; }}
-apt-get install -y -q -o Dpkg::Options::=--force-confold $pkgs; status=$?
+{apt.install_script(words="$pkgs", confold=True)}; status=$?
 [ -n "$mine" ] && rm -f $rc
 exit $status
 """
 
 
-def running_version(r, node: str, binary: str) -> str:
+def running_version(c, node: str, binary: str) -> str:
     """`slurmd -V` -> 'slurm 23.02.7' -> '23.02.7' ('' when it does not answer)."""
-    p = r.on(node, f"{q(binary)} -V", timeout=30)
+    p = c.run(node, f"{q(binary)} -V", 30)
     words = p.stdout.split()
     return words[-1] if p.returncode == 0 and words else ""
 
 
-def install(r, node: str, version: str) -> None:
-    p = r.on(node, install_script(version), timeout=INSTALL_TIMEOUT_S)
+def install(c, node: str, version: str) -> None:
+    p = c.run(node, install_script(version), INSTALL_TIMEOUT_S)
     if p.returncode != 0:
         raise StepFailed("install", f"{node}: rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}",
                          keep_drained=True)
-    p = r.on(node, INSTALLED_VERSION, timeout=30)
-    found = upstream_version(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else ""
+    p = c.run(node, INSTALLED_VERSION, 30)
+    found = (parse_slurm_version(p.stdout.splitlines()) if p.returncode == 0 else None) or ""
     if not matches(found or "0.0", version):
         raise StepFailed("install", f"{node}: Slurm {found or 'unknown'} installed, not {version} (is {version} in "
                          "the node's repositories?)", keep_drained=True)
 
 
-def wait_until(r, check, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
+def wait_until(c, check, seconds: float, what: str) -> None:
+    deadline = c.clock.monotonic() + seconds
     while True:
         if check():
             return
-        if time.monotonic() >= deadline:
+        if c.clock.monotonic() >= deadline:
             raise StepFailed("wait", f"{what} not answering within {int(seconds)} s", keep_drained=True)
-        time.sleep(POLL_S)
+        c.clock.sleep(POLL_S)
 
 
-def service(r, node: str, daemon: str, version: str, action: str) -> None:
-    p = r.on(node, f"systemctl {q(action)} {q(daemon)}", timeout=120)
+def service(c, node: str, daemon: str, version: str, action: str) -> None:
+    p = c.run(node, f"systemctl {q(action)} {q(daemon)}", 120)
     if p.returncode != 0:
         raise StepFailed(action, f"{node}: systemctl {action} {daemon}: {(p.stderr or p.stdout).strip()[-200:]}",
                          keep_drained=True)
 
 
-def upgrade_daemon(r, node: str, daemon: str, version: str, timeout: float) -> str:
+def upgrade_daemon(c, node: str, daemon: str, version: str, timeout: float) -> str:
     """slurmdbd or slurmctld on `node`: stop, install, start, wait for it to answer at `version`."""
-    service(r, node, daemon, version, "stop")
-    install(r, node, version)
-    service(r, node, daemon, version, "start")
-    ask = r.sc if daemon == "slurmdbd" else (lambda c, timeout: r.on(node, c, timeout=timeout))  # sacctmgr: a client
-    wait_until(r, lambda: ask(READY[daemon], timeout=30).returncode == 0
-               and matches(running_version(r, node, daemon) or "0.0", version), timeout, f"{daemon} on {node}")
-    return f"{daemon} {running_version(r, node, daemon)} answering"
+    service(c, node, daemon, version, "stop")
+    install(c, node, version)
+    service(c, node, daemon, version, "start")
+    on = c.controller if daemon == "slurmdbd" else node  # sacctmgr: a client, asked on the controller
+    wait_until(c, lambda: c.run(on, READY[daemon], 30).returncode == 0
+               and matches(running_version(c, node, daemon) or "0.0", version), timeout, f"{daemon} on {node}")
+    return f"{daemon} {running_version(c, node, daemon)} answering"
 
 
-def slurmd_responding(r, node: str) -> bool:
-    p = r.sc(f"scontrol show node -o {q(node)}", timeout=30)
+def slurmd_responding(c, node: str) -> bool:
+    p = c.sc(f"scontrol show node -o {q(node)}", timeout=30)
     state = next((w.split("=", 1)[1] for w in p.stdout.split() if w.startswith("State=")), "")
     return p.returncode == 0 and bool(state) and not any(s in state for s in ("NOT_RESPONDING", "DOWN"))

@@ -1,4 +1,6 @@
-"""Slurm as the rollouts (workflows/rollout.py, workflows/mig_rollout.py) see one node, asked on the controller.
+"""Slurm as the rollouts (workflows/node_rollout.py) and the removal (workflows/removal.py) see one
+node, asked on the controller: `SlurmNode` (the asks, mixed into Removal) and `SlurmControl`, the
+NodeControl of workflows/node_control.py for a Slurm cluster.
 
 "Slurm does not know the node" is only scontrol's own `Node X not found` (rc 1). Any other failure
 (slurmctld down: another rc, an empty or garbled answer, SSH timing out) is a StepFailed before
@@ -9,28 +11,19 @@ anything is changed, never "not in Slurm" (a reboot without a drain); a failing 
 from __future__ import annotations
 
 import shlex
-import time
 
 from corral.errors import CorralError
+from corral.workflows.node_control import POLL_S, SYSTEM, Clock, Run, StepFailed, why as _why
 
-POLL_S = 2.0
 REGISTER_S = 90  # a restarted slurmd registers at once; slurmctld marks it responding then
-
-
-class StepFailed(Exception):
-    def __init__(self, step: str, message: str, keep_drained: bool) -> None:
-        super().__init__(message)
-        self.step, self.keep_drained = step, keep_drained
-
-
-def _why(p) -> str:
-    text = " ".join((p.stderr.strip() or p.stdout.strip()).split())
-    return f"rc={p.returncode}: {text[-200:] or 'no output'}"
+__all__ = ["POLL_S", "REGISTER_S", "SlurmControl", "SlurmNode", "StepFailed", "_why", "control", "settle"]
 
 
 class SlurmNode:
-    """Mixed into Rollout (and workflows/removal.py's Removal), which gives `sc(command)` (run on the
-    controller), `controller` and `r` (the rollout policy, spec/rules_rollout.py policy())."""
+    """Mixed into SlurmControl (and workflows/removal.py's Removal), which gives `sc(command)` (run on
+    the controller), `controller` and `r` (the rollout policy, spec/rules_rollout.py policy());
+    `clock` is where waits are measured (the system's unless one is passed in)."""
+    clock: Clock = SYSTEM
 
     def _ask(self, command: str):
         """(the CompletedProcess, None) or (None, why it could not be run)."""
@@ -56,7 +49,7 @@ class SlurmNode:
     def registered(self, node: str, timeout: float = REGISTER_S, step: str = "verify") -> None:
         """Until slurmctld hears from the node's slurmd again after a reboot or a restart: not DOWN, not
         `*` or NOT_RESPONDING (a node resumed before that would get jobs it cannot start)."""
-        deadline, state = time.monotonic() + timeout, "?"
+        deadline, state = self.clock.monotonic() + timeout, "?"
         while True:
             p, failed = self._ask(f"scontrol show node -o {shlex.quote(node)}")
             if p is None or p.returncode != 0:  # Slurm's trouble, not the node's: no rollback for it
@@ -66,10 +59,10 @@ class SlurmNode:
             state = next((w.split("=", 1)[1] for w in p.stdout.split() if w.startswith("State=")), "?")
             if state != "?" and "*" not in state and "NOT_RESPONDING" not in state and not state.startswith("DOWN"):
                 return
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 raise StepFailed(step, f"slurmd did not register with slurmctld within {timeout:.0f} s "
                                  f"(State={state})", keep_drained=True)
-            time.sleep(POLL_S)
+            self.clock.sleep(POLL_S)
 
     def drain(self, node: str, reason: str) -> None:
         p, failed = self._ask(f"scontrol update nodename={shlex.quote(node)} state=drain reason={shlex.quote(reason)}")
@@ -113,19 +106,19 @@ class SlurmNode:
                       unknown: str = "the node was not changed") -> None:
         """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline.
         `still` / `unknown`: what the caller leaves the node as when jobs still run / squeue kept failing."""
-        deadline = time.monotonic() + self.r.drain_timeout
+        deadline = self.clock.monotonic() + self.r.drain_timeout
         while True:
             jobs, failed = self.running_jobs(node)
             if jobs == []:
                 return
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 if failed is not None:
                     raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout} s; "
                                      f"{failed}): whether jobs run there is unknown, {unknown}; check "
                                      f"slurmctld on {self.controller}, then apply again", keep_drained=True)
                 raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout} s "
                                  f"({', '.join(jobs[:5])}); {still}", keep_drained=False)
-            time.sleep(POLL_S)
+            self.clock.sleep(POLL_S)
 
 
 def settle(r, node: str, known: bool | None, keep: bool, ours: str, failed_reason: str) -> tuple[str, str]:
@@ -145,3 +138,37 @@ def settle(r, node: str, known: bool | None, keep: bool, ours: str, failed_reaso
     if not known:
         return "not in Slurm", note
     return "left drained" if keep else "resumed unchanged" if resumed else "Slurm state left as it was", note
+
+
+class SlurmControl(SlurmNode):
+    """NodeControl for a Slurm cluster: drain and wait for the jobs, resume our own drain, slurmd
+    registered again, a failure settled (workflows/node_control.py)."""
+    drain_step, resume_step = "drain", "resume"
+
+    def __init__(self, controller: str | None, run: Run, policy, clock: Clock = SYSTEM) -> None:
+        self.controller, self.run, self.r, self.clock = controller, run, policy, clock
+
+    def sc(self, command: str, timeout: float = 30):
+        return self.run(self.controller, command, timeout)
+
+    def known(self, node: str) -> bool:
+        return self.controller is not None and self.node_reason(node) is not None
+
+    def take_out(self, node: str, reason: str, ok) -> None:
+        self.drain_and_wait(node, reason, ok)
+
+    def put_back(self, node: str, reason: str) -> str | None:
+        if self.node_reason(node) in (reason, ""):
+            self.resume(node)
+            return "resumed in Slurm"
+        return None
+
+    def settle(self, node: str, known: bool | None, keep: bool, reason: str, failed: str) -> tuple[str, str]:
+        return settle(self, node, known, keep, reason, failed)
+
+
+def control(cluster, run: Run, policy, clock: Clock = SYSTEM) -> SlurmControl:
+    """The Slurm cluster's NodeControl (spec/schedulers.py): asked on its first controller (none: no
+    node is known to Slurm, nothing is drained)."""
+    ctl = cluster.with_role("controller")
+    return SlurmControl(ctl[0].name if ctl else None, run, policy, clock)

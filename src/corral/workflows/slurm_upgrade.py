@@ -1,5 +1,5 @@
-"""A Slurm upgrade (`slurm.version` differs from what the nodes run; deploy/slurm_version.py marks
-them), carried out after every other component and rollout, in the order Slurm's Upgrade Guide
+"""The Slurm upgrade, declared (`SLURM`) for workflows/node_rollout.py: `slurm.version` differs from what the nodes run (deploy/slurm_version.py hands
+them over), carried out after every other component and rollout, in the order Slurm's Upgrade Guide
 gives (https://slurm.schedmd.com/upgrades.html; the release notes: "If using the slurmdbd ... you
 must update this first"):
 
@@ -21,20 +21,18 @@ old version installed by hand).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from corral.deploy.slurm_version import ROLES, UPGRADE
-from corral.engine.results import OpResult, TimedSteps, RunResult
+from corral.engine.handoff import SLURM as KIND
+from corral.engine.results import OpResult, RunResult
 from corral.engine.shell import q
 from corral.errors import CorralError
-from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 from corral.spec.hosts import compress_names
 from corral.workflows import batches
-from corral.workflows.rollout import Rollout
+from corral.workflows.node_rollout import DRAIN, KEEP_DRAINED, RESUME, NodeRollout, NodeRun, Rollout, Step, StepFailed, \
+    handoffs
 from corral.workflows.slurm_daemons import (CTL_TIMEOUT_S, DBD_TIMEOUT_S, SLURMD_TIMEOUT_S, install, running_version,
                                             service, slurmd_responding, upgrade_daemon, wait_until)
-from corral.workflows.slurm_node import StepFailed, settle
 
 WHAT = "slurm upgrade"
 OURS = "corral: slurm upgrade"
@@ -42,14 +40,8 @@ NO_ROLLBACK = ("not rolled back: the new {daemon} has converted its {data}, whic
                "the backup of this run is the way back (old version installed by hand, then corral restore)")
 
 
-def pending(result: RunResult) -> list[str]:
-    return [name for name, n in result.nodes.items()
-            if n.ok and any(o.status == "changed" and o.disruption == UPGRADE for o in n.ops)]
-
-
 def _from(result: RunResult, nodes: list[str]) -> str:
-    diffs = [o.diff or "" for n in nodes for o in result.nodes[n].ops if o.disruption == UPGRADE]
-    return sorted({d.split()[1] for d in diffs if d.startswith("Slurm ")} or {"?"})[0]
+    return sorted({h.old for h in handoffs(result, KIND, nodes) if h.old} or {"?"})[0]
 
 
 def order(cluster: Cluster, nodes: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -60,8 +52,7 @@ def order(cluster: Cluster, nodes: list[str]) -> tuple[list[str], list[str], lis
     return role("accounting"), ctl[1:][::-1] + ctl[:1], [n for n in role("login") if n not in ctl + compute], compute
 
 
-def planned(cluster: Cluster, result: RunResult, policy) -> dict | None:
-    nodes = pending(result)
+def planned(cluster: Cluster, result: RunResult, nodes: list[str], policy) -> dict | None:
     if not nodes:
         return None
     dbd, ctl, login, compute = order(cluster, nodes)
@@ -78,7 +69,7 @@ def left_as(r, node: str, daemon: str, step: str, data: str) -> str:
     started again; after, no rollback (the new one has converted its data)."""
     if step in ("stop", "install", "remote command"):
         try:
-            p = r.on(node, f"systemctl start {q(daemon)}", timeout=120)
+            p = r.run(node, f"systemctl start {q(daemon)}", 120)
             back = "started again" if p.returncode == 0 else f"did not start again (rc={p.returncode})"
         except CorralError as exc:
             back = f"could not be started again ({' '.join(str(exc).split())[:160]})"
@@ -98,10 +89,10 @@ def _ok(result: RunResult, node: str, step: str, reason: str, say) -> None:
     say(f"node {node}: {WHAT}: {step}: {reason}")
 
 
-def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], backup: Callable | None,
-             say: Callable[[str], None] | None = None) -> bool:
-    say, r, version = say or (lambda line: None), Rollout(cluster, None), cluster.spec.slurm.version
-    r.say = say
+def start(ro: Rollout, result: RunResult, nodes: list[str]) -> bool:
+    """Backup, slurmdbd, slurmctld, login nodes' tools, then slurmd in the policy's batches."""
+    cluster, say, r, backup = ro.cluster, ro.say, ro.control, ro.env.backup
+    version = cluster.spec.slurm.version
     slurm_nodes = [n.name for n in cluster.nodes if set(n.roles) & set(ROLES)]
     if any(n not in result.nodes for n in slurm_nodes):
         result.warnings.append(f"{WHAT} to {version} not started: this run was limited (--limit); an apply "
@@ -143,51 +134,26 @@ def roll_out(cluster: Cluster, result: RunResult, nodes: list[str], backup: Call
             _ok(result, node, "client tools", f"Slurm {version} installed", say)
         except (StepFailed, CorralError) as exc:
             _fail(result, node, "client tools", " ".join(str(exc).split()))
-
-    def one(name: str) -> tuple[list[OpResult], str | None]:
-        return slurmd_one(r, name, version)
-
-    def do_batch(batch: list[str]) -> list[str]:
-        failed = []
-        for name, (ops, error) in zip(batch, pmap(one, batch)):
-            result.nodes[name].ops.extend(ops)
-            if error:
-                result.nodes[name].error, result.nodes[name].error_kind = error, "op-failed"
-                failed.append(name)
-        return failed
-    done = batches.run_batches(WHAT, compute, r.r, do_batch, result, say, disruption=UPGRADE) if compute else True
+    done = ro.batches(result, compute) if compute else True
     if not done:
         result.warnings.append(f"{WHAT}: slurmdbd and slurmctld are at {version}; the compute nodes not started "
                                "keep their older slurmd, which Slurm supports: the cluster works; apply again")
     return done
 
 
-def slurmd_one(r, name: str, version: str) -> tuple[list[OpResult], str | None]:
-    done: list[OpResult] = TimedSteps()
+def slurmd(n: NodeRun) -> str:
+    """slurmd stopped, Slurm installed at the version, slurmd started and responding."""
+    c, name, version = n.control, n.name, n.cluster.spec.slurm.version
+    service(c, name, "slurmd", version, "stop")
+    install(c, name, version)
+    service(c, name, "slurmd", version, "start")
+    wait_until(c, lambda: bool(running_version(c, name, "slurmd")) and slurmd_responding(c, name),
+               SLURMD_TIMEOUT_S, f"slurmd on {name}")
+    return f"slurmd {running_version(c, name, 'slurmd')} responding"
 
-    def ok(step: str, reason: str) -> None:
-        done.append(OpResult(name=f"{WHAT} | {step}", status="changed", reason=reason, disruption=UPGRADE))
-        r.say(f"node {name}: {WHAT}: {step}: {reason}")
-    known, touched = None, False
-    try:
-        known = r.controller is not None and r.node_reason(name) is not None
-        if known:
-            r.drain_and_wait(name, OURS, ok)
-        touched = True
-        service(r, name, "slurmd", version, "stop")
-        install(r, name, version)
-        service(r, name, "slurmd", version, "start")
-        wait_until(r, lambda: bool(running_version(r, name, "slurmd")) and slurmd_responding(r, name),
-                   SLURMD_TIMEOUT_S, f"slurmd on {name}")
-        ok("install", f"slurmd {running_version(r, name, 'slurmd')} responding")
-        if known and r.node_reason(name) in (OURS, ""):
-            r.resume(name)
-            ok("resume", "resumed in Slurm")
-        return done, None
-    except (StepFailed, CorralError) as exc:
-        step = exc.step if isinstance(exc, StepFailed) else "remote command"
-        message = " ".join(str(exc).split())
-        after, note = settle(r, name, known, touched, OURS, f"{OURS} {step} failed: {message}")
-        done.append(OpResult(name=f"{WHAT} | {step}", status="failed", reason=f"{message}{note} ({after})",
-                             disruption=UPGRADE))
-        return done, f"{WHAT}: {step} failed: {message}{note} ({after})"
+
+SLURM = NodeRollout(
+    kind=KIND, what=WHAT, disruption=UPGRADE,
+    steps=(DRAIN, Step("install", slurmd, changes=True), RESUME),
+    reason=lambda c: OURS, blame=lambda c: OURS, on_failure=KEEP_DRAINED, whole_cluster="it changes slurmdbd and slurmctld too",
+    start=start, plan=planned)
