@@ -14,7 +14,7 @@ from corral.spec.models import ClusterSpec, Role
 from corral.spec.schedulers import SCHEDULERS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "corral"
-REFS = ("components", "files", "removal", "validate")
+REFS = ("components", "files", "removal", "validate", "rollouts", "control", "after_apply")
 
 
 def test_the_registry_names_exactly_the_schedulers_the_spec_accepts():

@@ -40,6 +40,7 @@ class Scheduler:
     validate: str  # "module:function" (cluster, *, jobs, [timeout_s], fabric) -> Report
     rollouts: str  # "module:ROLLOUTS": the rollouts after its components, in order (workflows/node_rollout.py)
     control: str  # "module:function" (cluster, run, policy, clock) -> the NodeControl its rollouts drain with
+    after_apply: str  # "module:function" (cluster, result, *, on_event, command, say, backup, rollout_only): apply's last stage
 
     def use(self, attr: str):
         """The object the declaration names for `attr` (imported now, in the caller's layer)."""
@@ -64,6 +65,7 @@ SLURM = Scheduler(
     removal="corral.workflows.removal:Removal",
     validate="corral.checks.validate:validate",
     rollouts="corral.workflows.converge:SLURM_ROLLOUTS",
+    after_apply="corral.workflows.converge:slurm_after",
     control="corral.workflows.slurm_node:control",
 )
 
@@ -81,6 +83,7 @@ KUBERNETES = Scheduler(
     removal="corral.workflows.k8s_removal:K8sRemoval",
     validate="corral.checks.k8s_validate:validate_kubernetes",
     rollouts="corral.workflows.converge:KUBERNETES_ROLLOUTS",
+    after_apply="corral.workflows.converge:kubernetes_after",
     control="corral.workflows.k8s_node:control",
 )
 

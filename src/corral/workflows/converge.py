@@ -72,14 +72,19 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     if mode != "apply":
         show_rollouts(cluster, result)
         return result
-    if cluster.spec.scheduler == "kubernetes":
-        return _kubernetes_after(cluster, result, say)
+    return schedulers.of(cluster).use("after_apply")(cluster, result, on_event=on_event, command=command or mode,
+                                                     say=say, backup=backup, rollout_only=rollout_only)
+
+
+def slurm_after(cluster: Cluster, result: RunResult, *, on_event, command, say, backup, rollout_only) -> RunResult:
+    """apply on a Slurm cluster: the job hooks marked, then its rollouts in order (driver, MIG, package
+    upgrade, Slurm upgrade), journaled with the run."""
     mark_job_hooks(cluster, result)
     controllers = [n.name for n in cluster.with_role("controller")]
 
     def follow(ready: list[str]) -> RunResult:  # the MIG rollout: Slurm follows the new devices
         return run(cluster, components(cluster), mode="apply", limit=sorted(set(controllers + ready)),
-                   on_event=on_event, command=f"{command or mode} (after MIG)", prepare=gather(cluster))
+                   on_event=on_event, command=f"{command} (after MIG)", prepare=gather(cluster))
     env = Env(say=say or (lambda line: None), backup=backup, follow=follow)
     chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
     start = time.monotonic()
@@ -118,7 +123,7 @@ def _journal_again(cluster: Cluster, result: RunResult, start: float) -> None:
         result.warnings.append(f"journal not written: {exc}")
 
 
-def _kubernetes_after(cluster: Cluster, result: RunResult, say) -> RunResult:
+def kubernetes_after(cluster: Cluster, result: RunResult, *, say, **_) -> RunResult:
     """apply on a Kubernetes cluster: the pending joins (workflows/k8s_join.py), then a pending upgrade
     (workflows/k8s_upgrade.py), journaled with the run."""
     from corral.workflows import k8s_join
