@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
-
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json, spec_path
 from corral.errors import UsageError
 from corral.spec.rules import spec_warnings
@@ -35,18 +33,14 @@ def check(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
 
 @spec_app.command("show")
 def show(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
-    """Print the spec with every node group expanded to its nodes."""
-    cluster = load_cluster(spec)
+    """Print the whole spec, defaults filled in, with every node group expanded to its nodes."""
+    from corral.cli.spec_show import node_table, sections_text
+    data = load_cluster(spec).expanded()
     if as_json:
-        print_json(cluster.expanded())
+        print_json(data)
         return
-    table = Table(title=f"{cluster.name} ({cluster.spec.scheduler})")
-    for col in ("node", "address", "roles", "gpus", "memory MB"):
-        table.add_column(col)
-    for n in cluster.nodes:
-        g = f"{n.gpus.count} x {n.gpus.model}" if n.gpus else "-"
-        table.add_row(n.name, n.address, ",".join(n.roles), g, str(n.memory_mb or "facts"))
-    out.print(table)
+    out.print(node_table(data))
+    out.print(sections_text(data), markup=False)
 
 
 @spec_app.command("schema")
