@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from corral.importers.deepops_inventory import Var
 from corral.importers.deepops_report import MAPPED, Report
-from corral.importers.deepops_storage import StorageImport, _abs_path
+from corral.importers.deepops_storage import StorageImport, abs_path
 from corral.importers.deepops_vars import truthy
 from corral.spec.shared import under
 
@@ -30,10 +30,10 @@ def import_ha(masters: list[str], where: str, get: Callable[[str], Var | None], 
     on, loc = get("slurm_enable_ha"), get("slurm_ha_state_save_location")
     used |= {n for n, v in (("slurm_enable_ha", on), ("slurm_ha_state_save_location", loc)) if v is not None}
     text = str(loc.value).strip() if loc is not None else DEEPOPS_STATE
-    path = _abs_path(text) if "{{" not in text else None
+    path = abs_path(text) if "{{" not in text else None
     backup = masters[1] if len(masters) > 1 else None
-    head = (f"imported without the controller role: a backup controller needs slurmctld's StateSaveLocation on "
-            f"shared storage mounted on both controllers")
+    head = ("imported without the controller role: a backup controller needs slurmctld's StateSaveLocation on "
+            "shared storage mounted on both controllers")
     if not truthy(on, False):
         if backup is not None:
             report.note(where, f"[slurm-master] {backup}", f"{head}; slurm_enable_ha is off (DeepOps ran no backup "

@@ -47,7 +47,7 @@ def _system(path: str) -> bool:  # corral refuses to export or mount over these 
     return path in EXACT or any(under(path, s) for s in SYSTEM)
 
 
-def _abs_path(value: object) -> str | None:
+def abs_path(value: object) -> str | None:
     text = str(value).strip() if value is not None else ""
     ok = re.fullmatch(r"/[A-Za-z0-9._+@:,=/-]*", text) and "/../" not in text + "/"
     return text.rstrip("/") or "/" if ok else None
@@ -151,7 +151,7 @@ class StorageImport:
             return self.report.note(var.where, "nfs_exports", "not a list of {path, options}: write storage.exports")
         for i, entry in enumerate(entries):
             at, subject = item_where(var, i), f"nfs_exports[{i}]"
-            path = _abs_path(entry.get("path")) if isinstance(entry, dict) else None
+            path = abs_path(entry.get("path")) if isinstance(entry, dict) else None
             text = str(entry.get("options", "")) if isinstance(entry, dict) else ""
             if path is None or "{{" in text:
                 self.report.note(at, subject, f"{entry!r}: no plain absolute path and options (a Jinja template is "
@@ -222,7 +222,7 @@ class StorageImport:
         for i, entry in enumerate(entries):
             at, subject = item_where(var, i), f"nfs_mounts[{i}]"
             get = entry.get if isinstance(entry, dict) else (lambda _k: None)
-            point, export = _abs_path(get("mountpoint")), _abs_path(get("path"))
+            point, export = abs_path(get("mountpoint")), abs_path(get("path"))
             options = [o.strip() for o in str(get("options") or "").split(",") if o.strip()]
             if point is None or export is None or any(not MOUNT_OPTION.fullmatch(o) for o in options):
                 self.report.note(at, subject, f"{entry!r}: no plain mountpoint, path and options (a Jinja template "
