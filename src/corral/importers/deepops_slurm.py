@@ -22,6 +22,7 @@ from corral.spec.slurm_releases import RELEASES
 
 VERSION_RE = re.compile(r"^(\d{2})\.(\d{2})(?:\.\d{1,3})?(?:-[0-9A-Za-z.]+)?$")  # 24.05.4, 24.05.4-1
 APT_CHECK = "`apt-cache policy slurmd` on a node"
+DEEPOPS_STATE = "/var/spool/slurm/ctld"  # roles/slurm/templates/etc/slurm/slurm.conf without slurm_enable_ha
 
 
 def version_line(var: Var, report: Report) -> str | None:
@@ -68,4 +69,8 @@ def slurm_lines(get: Callable[[str], Var | None], report: Report, used: set[str]
         body.append("  gres_autodetect: nvml  # slurm_autodetect_nvml")
     if state is not None:
         body.append(f"  state_save_location: {json.dumps(state)}  # slurm_ha_state_save_location")
+    else:  # not a variable: DeepOps' slurm.conf template without HA
+        report.note("", "StateSaveLocation", f"DeepOps kept slurmctld's state in {DEEPOPS_STATE}; corral's is "
+                    "slurm.state_save_location (default /var/lib/slurm/slurmctld): copy the state there during the "
+                    "move, or set it to DeepOps' directory (docs/migrating-from-deepops.md)")
     return body
