@@ -8,7 +8,8 @@ import re
 import typing
 
 from corral.importers.deepops_inventory import GROUP_NOTES
-from corral.importers.deepops_vars import BUILT_IN, KNOWN, MAPPED, NO_SETTING, REASONS, Missing, reason
+from corral.importers.deepops_reasons import NO_SETTING, REASONS, Missing
+from corral.importers.deepops_vars import BUILT_IN, KNOWN, MAPPED, reason
 from corral.spec.models import ClusterSpec, Role
 
 # DeepOps variables with a corral equivalent, written from DeepOps' config.example and corral's docs (not

@@ -114,10 +114,12 @@ class AccessImport:
         left = [str(g) for g in u.get("groups") or [] if str(g) not in groups]
         if extra:
             out["groups"] = extra
-        if left:
-            why = "a privileged group (corral hands out no admin rights: give them on the nodes)" if set(left) & set(
-                PRIVILEGED_GROUPS) else "not in groups: (corral needs each group's gid)"
-            self.report.note(at, f"{subject}.groups", f"{', '.join(left)} not carried: {why}")
+        privileged = [g for g in left if g in PRIVILEGED_GROUPS]
+        for names, why in ((privileged, "a privileged group (corral hands out no admin rights: give them on the "
+                            "nodes)"), ([g for g in left if g not in privileged], "not in groups: (corral needs each "
+                                        "group's gid: add it there)")):
+            if names:
+                self.report.note(at, f"{subject}.groups", f"{', '.join(names)} not carried: {why}")
         home = u.get("home")
         if home is not None and str(home).rstrip("/") != f"{HOMES}/{name}":
             self.report.note(at, f"{subject}.home", f"{home!r} not carried: corral's homes are identity.homes/NAME "
