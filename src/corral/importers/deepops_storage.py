@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from corral.importers.deepops_inventory import Inventory, Var
-from corral.importers.deepops_report import Report
+from corral.importers.deepops_report import MAPPED, Report
 from corral.importers.deepops_vars import truthy
 from corral.spec.hosts import compress_names, expand_names
 from corral.spec.models_storage import root_equivalent, world
@@ -66,6 +66,7 @@ class StorageImport:
     exports: list[dict] = field(default_factory=list)
     mounts: list[dict] = field(default_factory=list)  # each with "_clients": the node names that mount it
     keep_root: set[str] = field(default_factory=set)  # export paths keeping no_root_squash (the HA state)
+    server_group: str = "[slurm-nfs]"  # where the server came from, for the report
 
     def take(self, name: str) -> Var | None:
         var = self.get(name)
@@ -74,27 +75,24 @@ class StorageImport:
         return var
 
     def run(self) -> StorageImport:
-        on = self.take("slurm_enable_nfs_server")
-        group = self.take("nfs_server_group")
+        on, group = self.take("slurm_enable_nfs_server"), self.take("nfs_server_group")
         exports, mounts = self.take("nfs_exports"), self.take("nfs_mounts")
         hosts = self.inv.resolve(str(group.value)) if group is not None else None
         if group is not None and hosts is None:
             self.report.note(group.where, "nfs_server_group", f"pattern {group.value!r} too complex; used 'slurm-nfs[0]'")
         hosts = (hosts if hosts is not None else self.inv.resolve("slurm-nfs[0]") or [])[:1]
-        if truthy(on) and hosts and hosts[0] in self.names:
+        self.server_group = "nfs_server_group" if group is not None and hosts else "[slurm-nfs]"
+        why = ("not carried: slurm_enable_nfs_server is false (DeepOps served none)" if not truthy(on) else
+               "no NFS server host ([slurm-nfs] or nfs_server_group is empty): not carried" if not hosts else
+               f"its server {hosts[0]} is not a node of the cluster (in no DeepOps role group): corral does not "
+               "manage its exports" if hosts[0] not in self.names else None)
+        if why is None:
             self.server = self.names[hosts[0]]
-        elif truthy(on) and hosts and exports is not None:
-            self.report.note(exports.where, "nfs_exports", f"its server {hosts[0]} is not a node of the cluster "
-                             "(in no DeepOps role group): corral does not manage its exports")
-        elif exports is not None and self.server is None and truthy(on):
-            self.report.note(exports.where, "nfs_exports", "no NFS server host ([slurm-nfs] or nfs_server_group "
-                             "is empty): not carried")
-        elif exports is not None and not truthy(on):
-            self.report.note(exports.where, "nfs_exports", "not carried: slurm_enable_nfs_server is false (DeepOps "
-                             "served none)")
-        if self.server is not None and exports is not None:
-            self.read_exports(exports)
-        clients = self.clients(mounts) if mounts is not None else []
+            if exports is not None:
+                self.read_exports(exports)
+        elif exports is not None:
+            self.report.note(exports.where, "nfs_exports", why)
+        clients = self.clients(mounts)
         if mounts is not None and clients:
             self.read_mounts(mounts, clients)
         return self
@@ -103,7 +101,7 @@ class StorageImport:
         """After deepops_ha.py: mounts of the nfs node need a carried export; the exports settle (root
         squash, no reader); the nfs node gets its role when it exports something."""
         kept = []
-        for i, m in enumerate(self.mounts):
+        for m in self.mounts:
             if "server" not in m and not any(under(m["export"], e["path"]) for e in self.exports):
                 self.report.note(m["_at"], m["_subject"], f"{m['export']} is not among the carried exports of "
                                  f"{self.server or 'the nfs node'}: set storage.mounts[].server or export it")
@@ -114,30 +112,32 @@ class StorageImport:
         if self.server is not None and self.exports:
             self.roles[self.server].append("nfs")
         elif self.server is not None:
-            self.report.note(self.inv.group_where("slurm-nfs"), f"[slurm-nfs] {self.server}", "imported without the "
-                             "nfs role: it exports nothing the import carried (see nfs_exports)")
+            self.report.note(self.inv.group_where("slurm-nfs"), f"{self.server_group} {self.server}", "imported "
+                             "without the nfs role: it exports nothing the import carried (see nfs_exports)")
 
-    def clients(self, mounts: Var) -> list[str]:
+    def clients(self, mounts: Var | None) -> list[str]:
         """The nodes DeepOps mounted nfs_mounts on: nfs_client_group (default [slurm-nfs-client])."""
         on, group = self.take("slurm_enable_nfs_client_nodes"), self.take("nfs_client_group")
         pattern = str(group.value) if group is not None else "slurm-nfs-client"
-        where = next((g.where for n, g in self.inv.groups.items() if n == "slurm-nfs-client"), None)
-        if where is not None and self.inv.has_members("slurm-nfs-client"):
-            self.report.note(where, "[slurm-nfs-client]", "not read: nfs_client_group names the NFS clients"
-                             if group is not None else "its hosts mount nfs_mounts (storage.mounts[].nodes)"
-                             if truthy(on) else "not read: slurm_enable_nfs_client_nodes is false")
-        if not truthy(on):
+        hosts = self.inv.resolve(pattern) if truthy(on) and mounts is not None else []
+        why = ("not read: nfs_mounts is unset (DeepOps mounted nothing)" if mounts is None else
+               "not read: slurm_enable_nfs_client_nodes is false" if not truthy(on) else
+               "not read: nfs_client_group names the NFS clients" if group is not None else None)
+        where = next((g.where for n, g in self.inv.groups.items() if n == "slurm-nfs-client"), "")
+        if self.inv.has_members("slurm-nfs-client") and why is not None:
+            self.report.note(where, "[slurm-nfs-client]", why)
+        elif self.inv.has_members("slurm-nfs-client"):
+            self.report.add(MAPPED, where, "[slurm-nfs-client]", "its hosts mount nfs_mounts", "storage.mounts[].nodes")
+        if mounts is None:
+            return []
+        if not truthy(on) or hosts == []:
             self.report.note(mounts.where, "nfs_mounts", "not carried: slurm_enable_nfs_client_nodes is false "
-                             "(DeepOps mounted none)")
+                             "(DeepOps mounted none)" if not truthy(on) else f"not carried: {pattern} names no host "
+                             "(DeepOps mounted them nowhere)")
             return []
-        if not self.inv.resolve(pattern) and self.inv.resolve(pattern) is not None:
-            self.report.note(mounts.where, "nfs_mounts", f"not carried: {pattern} names no host (DeepOps mounted "
-                             "them nowhere)")
-            return []
-        hosts = self.inv.resolve(pattern)
         if hosts is None:
             self.report.note(group.where if group else mounts.where, "nfs_client_group",
-                             f"pattern {pattern!r} too complex: storage.mounts[].nodes not set; list the nodes")
+                             f"pattern {pattern!r} too complex: storage.mounts not carried; write them with nodes:")
             return []
         left = [h for h in hosts if h not in self.names]
         if left:
