@@ -201,7 +201,8 @@ class _Importer:
                               self.report, self.used)
             storage.finish()
             self.used |= storage.used
-        access = AccessImport(self.var, self.report, slurm, [m["path"] for m in storage.mounts] if storage else []).run()
+        mounted = [m["path"] for m in storage.mounts] if storage else []
+        access = AccessImport(self.var, self.report, slurm, mounted).run()
         self.used |= access.used
         out = [("slurm", slurm_lines(self.var, self.report, self.used, state))] if slurm else []
         out += [("storage", storage.lines() if storage else []), ("", access.lines)]

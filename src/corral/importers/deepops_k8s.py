@@ -15,9 +15,9 @@ from corral.importers.deepops_inventory import Var
 from corral.importers.deepops_report import Report
 from corral.importers.deepops_vars import truthy
 
-K8S_VARS = ("gpu_operator_driver_version", "kube_version", "kube_pods_subnet", "kube_service_addresses", "kube_network_plugin",
-            "k8s_gpu_mig_strategy", "gpu_operator_preinstalled_nvidia_software", "kube_vip_address",
-            "kube_vip_interface", "kube_vip_enabled")
+K8S_VARS = ("gpu_operator_driver_version", "kube_version", "kube_pods_subnet", "kube_service_addresses",
+            "kube_network_plugin", "k8s_gpu_mig_strategy", "gpu_operator_preinstalled_nvidia_software",
+            "kube_vip_address", "kube_vip_interface", "kube_vip_enabled")
 VERSION = re.compile(r"^v?(1\.(\d+)\.\d+)$")
 DRIVER_VERSION = re.compile(r"^\d+(\.\d+){1,3}$")  # DriverSpec.version
 INTERFACE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$")

@@ -79,7 +79,8 @@ class StorageImport:
         exports, mounts = self.take("nfs_exports"), self.take("nfs_mounts")
         hosts = self.inv.resolve(str(group.value)) if group is not None else None
         if group is not None and hosts is None:
-            self.report.note(group.where, "nfs_server_group", f"pattern {group.value!r} too complex; used 'slurm-nfs[0]'")
+            self.report.note(group.where, "nfs_server_group", f"pattern {group.value!r} too complex; used "
+                             "'slurm-nfs[0]'")
         hosts = (hosts if hosts is not None else self.inv.resolve("slurm-nfs[0]") or [])[:1]
         self.server_group = "nfs_server_group" if group is not None and hosts else "[slurm-nfs]"
         why = ("not carried: slurm_enable_nfs_server is false (DeepOps served none)" if not truthy(on) else

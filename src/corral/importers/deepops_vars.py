@@ -71,7 +71,8 @@ BUILT_IN = {  # DeepOps switch -> (what corral always does, the side it belongs 
     "chrony_install": (CHRONY, None), "chrony_service_state": (CHRONY, None), "chrony_service_enabled": (CHRONY, None),
     "slurm_configure_etc_hosts": ("corral writes every node's /etc/hosts entries from the spec (the base component); "
                                   "no switch", "Slurm"),
-    "slurm_manage_gpus": ("corral always writes GPU GRES from each node group's gpus: (typed, e.g. gpu:h100:8)", "Slurm"),
+    "slurm_manage_gpus": ("corral always writes GPU GRES from each node group's gpus: (typed, e.g. gpu:h100:8)",
+                          "Slurm"),
     "deepops_gpu_operator_enabled": ("corral always installs NVIDIA's GPU Operator (kubernetes.gpu_operator)",
                                      "Kubernetes"),
     "kubeadm_enabled": ("corral builds the cluster with kubeadm", "Kubernetes"),
