@@ -49,7 +49,7 @@ def by_name(cluster) -> dict:
 
 
 def carried_not(result, needle: str) -> list[str]:
-    return [line for line in result.not_carried if needle in line]
+    return [line for line in result.notes if needle in line]
 
 
 # --- the two fixtures -------------------------------------------------------------------------
@@ -62,7 +62,7 @@ def test_slurm_fixture_converts_and_loads():
     assert cluster.name == "ml-pod-a"  # slurm_cluster_name
     nodes = by_name(cluster)
     assert set(nodes) == {"login01", "gpu01", "gpu02", "gpu03", "gpu04", "dgx01"}
-    assert nodes["login01"].roles == ("controller", "accounting", "login", "monitoring")  # no nfs role yet
+    assert nodes["login01"].roles == ("controller", "accounting", "login", "monitoring", "nfs")  # nfs_server_group
     assert nodes["login01"].address == "10.0.1.1"
     for i in range(1, 5):
         assert nodes[f"gpu0{i}"].roles == ("compute",)
@@ -86,7 +86,7 @@ def test_slurm_fixture_header_and_no_secrets():
     first = text.splitlines()[0]
     assert first.startswith("# Imported by `corral import deepops` from ") and str(SLURM) in first
     assert "ChangedFromTheDefaultButStillInPlainText" not in text
-    assert "proxy.corp.example" not in text.split("name:", 1)[1]  # values are not carried
+    assert "proxy.corp.example" not in text.split("name:", 1)[1].split("proxy:", 1)[0]  # only in proxy:
     assert "# TODO gpus:" in text
 
 
@@ -95,22 +95,26 @@ def test_slurm_fixture_not_carried_lists_specific_vars():
     nc = result.not_carried
     [ntp] = carried_not(result, "chrony_config_server")
     assert ntp.startswith("group_vars/all.yml:16: chrony_config_server — ") and "no server list" in ntp
-    for var in ("http_proxy", "https_proxy", "no_proxy", "proxy_env"):
-        assert any(f": {var} — cluster.yaml has no proxy setting" in line for line in nc), var
-    for var in ("nfs_exports", "nfs_mounts", "slurm_enable_nfs_client_nodes", "nfs_client_group"):
-        assert any("group_vars/slurm-cluster.yml:" in line and f": {var} — " in line and "NFS" in line
-                   for line in nc), var
+    assert carried_not(result, "group_vars/all.yml:8: proxy_env — DeepOps' copy of http_proxy")
+    for var, key in (("http_proxy", "proxy.http"), ("https_proxy", "proxy.https"), ("no_proxy", "proxy.no_proxy"),
+                     ("nfs_exports", "storage.exports"),
+                     ("slurm_enable_nfs_client_nodes", "storage.mounts[].nodes"),
+                     ("nfs_client_group", "storage.mounts[].nodes"), ("slurm_allow_ssh_user", "identity.adopt_exempt_users")):
+        assert any(line.startswith("group_vars/") and f": {var} — carried to {key}" in line for line in result.mapped), var
+    assert carried_not(result, "[slurm-nfs-client] — not read: nfs_client_group names the NFS clients")
+    assert carried_not(result, "group_vars/slurm-cluster.yml:23: nfs_mounts — corral adds nosuid and nodev")
     assert carried_not(result, "slurm_password — secrets are not copied")
     assert carried_not(result, "slurm_db_password — secrets are not copied")
-    assert carried_not(result, "slurm_default_job_timelimit — corral partitions have max_time only")
+    assert [line for line in result.mapped if "slurm_default_job_timelimit — carried to "
+            "slurm.partitions[batch].extra.DefaultTime" in line]
     [branch] = carried_not(result, "group_vars/all.yml:32: nvidia_driver_branch — '580' is a driver branch")
     assert "set nvidia.driver.version to the 580.x.y you run" in branch and "source: distribution" in branch
     assert carried_not(result, "nvidia_driver_ubuntu_use_open_kernel_modules — carried with the driver once "
                                "nvidia.driver.version is set: add nvidia.driver.kernel_modules: open")
-    assert carried_not(result, "users — not imported yet: write users: / groups: in cluster.yaml")
+    assert carried_not(result, "group_vars/all.yml:24: users[0].groups — sudo not carried: a privileged group")
+    assert carried_not(result, "group_vars/all.yml:24: users[0].password — ops's password hash is not copied")
     assert carried_not(result, "host_vars/gpu01:3: slurm_cluster_install_cuda (gpu01) — a per-host value")
     assert carried_not(result, "[slurm-cache] — cluster.yaml has no container-registry-cache role")
-    assert carried_not(result, "[slurm-nfs-client] — cluster.yaml has no NFS-client role")
     assert carried_not(result, "group_vars/k8s_cluster.yml — settings of [k8s_cluster]")
     [gpus] = carried_not(result, "declare gpus: per group")
     assert "dgx01,gpu[01-04]" in gpus and "doctor" in gpus
@@ -255,7 +259,7 @@ def test_group_vars_of_groups_not_in_inventory_and_reason_wording(tmp_path):
     result = import_deepops(cfg)
     assert result.not_carried.count(
         "group_vars/netapp-trident.yml — settings of [netapp-trident], a group not in the inventory") == 1
-    assert carried_not(result, "ssh_server_password_login — cluster.yaml has no user-account")
+    assert carried_not(result, "ssh_server_password_login — cluster.yaml has no sshd-hardening setting")
     assert carried_not(result, "grafana_admin_password — secrets are not copied")
     assert "hunter2" not in result.yaml_text
 

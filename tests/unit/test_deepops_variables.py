@@ -13,6 +13,7 @@ from corral.importers.deepops import import_deepops
 from corral.importers.deepops_inventory import read_config
 from corral.importers.deepops_vars import KNOWN, LISTED, MAPPED, reason_for
 from corral.spec.loader import load_text
+from corral.spec.shared import mount_nodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "deepops"
 CONFIGS = sorted(p for p in FIXTURES.glob("*/config") if p.is_dir())
@@ -23,6 +24,14 @@ K8S = "[all]\ncp ansible_host=10.9.0.1\nw1 ansible_host=10.9.0.11\n[kube_control
 K8S3 = ("[all]\ncp1 ansible_host=10.9.0.1\ncp2 ansible_host=10.9.0.2\ncp3 ansible_host=10.9.0.3\n"
         "w1 ansible_host=10.9.0.11\n[kube_control_plane]\ncp1\ncp2\ncp3\n[kube_node]\nw1\n")
 VIP_VARS = "kube_vip_address: 10.9.0.5\nkube_vip_interface: bond0\n"
+NFS = ("nfs_exports:\n  - {path: /home, options: '*(rw,sync,no_root_squash)'}\nnfs_mounts:\n  - {mountpoint: /home, "
+       "server: '{{ groups[\"slurm-master\"][0] }}', path: /home, options: 'async,vers=3'}\n"
+       "nfs_server_group: slurm-master[0]\nnfs_client_group: slurm-node\n")
+HA_INV = ("[all]\nh1 ansible_host=10.9.0.1\nh2 ansible_host=10.9.0.2\nn1 ansible_host=10.9.0.11\n"
+          "[slurm-master]\nh1\nh2\n[slurm-node]\nn1\n")
+HA = ("nfs_exports:\n  - {path: /sw, options: '*(rw,sync,no_root_squash)'}\nnfs_mounts:\n  - {mountpoint: /sw, "
+      "server: '{{ groups[\"slurm-master\"][0] }}', path: /sw, options: 'async,vers=3'}\n"
+      "nfs_server_group: slurm-master[0]\nnfs_client_group: 'slurm-master[1:],slurm-node'\nslurm_enable_ha: true\n")
 # wording that would call a supported setting unsupported
 UNSUPPORTED = re.compile(r"has no (NVIDIA|nvidia|driver|enroot|pyxis|CUDA|DCGM|GRES)|no enroot|no NVIDIA driver")
 
@@ -99,6 +108,42 @@ CASES = {
     "slurm_pyxis_version": (SMALL, "slurm_pyxis_version: 0.20.0\n", lambda c: c.spec.nvidia.pyxis.version, "0.20.0"),
     "slurm_pyxis_tarball_url": (SMALL, "slurm_pyxis_tarball_url: https://m.example/p-{{ slurm_pyxis_version }}.tgz\n",
                                 lambda c: c.spec.nvidia.pyxis.url, "https://m.example/p-{version}.tgz"),
+    "http_proxy": (SMALL, "http_proxy: http://p.example:3128\n", lambda c: c.spec.proxy.http, "http://p.example:3128"),
+    "https_proxy": (SMALL, "https_proxy: http://p.example:3128/\n", lambda c: c.spec.proxy.https,
+                    "http://p.example:3128"),
+    "no_proxy": (SMALL, "no_proxy: localhost,.corp.example\n", lambda c: c.spec.proxy.no_proxy,
+                 ["localhost", ".corp.example"]),
+    "users": (SMALL, "users:\n  - {username: ann, uid: 2001, name: Ann Lee, ssh_key: 'ssh-ed25519 " + "A" * 68 + "'}\n",
+              lambda c: [(u.name, u.uid, u.full_name, len(u.ssh_keys)) for u in c.spec.users], [("ann", 2001, "Ann Lee", 1)]),
+    "groups_to_create": (SMALL, "groups_to_create: [{name: ml, gid: 3000}]\n",
+                         lambda c: [(g.name, g.gid) for g in c.spec.groups], [("ml", 3000)]),
+    "slurm_default_job_timelimit": (SMALL, "slurm_default_job_timelimit: '01:00:00'\n",
+                                    lambda c: c.spec.slurm.partitions[0].extra, {"DefaultTime": "01:00:00"}),
+    "slurm_version": (SMALL, 'slurm_version: "24.05.4"\n', lambda c: c.spec.slurm.version, "24.05"),
+    "slurm_restrict_node_access": (SMALL, "slurm_restrict_node_access: false\n",
+                                   lambda c: c.spec.identity.pam_slurm_adopt, False),
+    "slurm_allow_ssh_user": (SMALL, "slurm_allow_ssh_user: [ops]\n", lambda c: c.spec.identity.adopt_exempt_users,
+                             ["ops"]),
+    "nfs_exports": (SMALL, NFS, lambda c: [(e.path, e.clients, e.options) for e in c.spec.storage.exports],
+                    [("/home", "cluster", ["rw", "sync", "root_squash"])]),
+    "nfs_mounts": (SMALL, NFS, lambda c: [(m.path, m.export, m.server, m.options) for m in c.spec.storage.mounts],
+                   [("/home", "/home", None, ["async", "vers=3"])]),
+    "slurm_enable_nfs_server": (SMALL, NFS + "slurm_enable_nfs_server: true\n", lambda c: _nodes(c)["head"][-1], "nfs"),
+    "nfs_server_group": (SMALL, NFS.replace("slurm-master[0]", "slurm-node[0]").replace('"slurm-master"', '"slurm-node"')
+                         .replace("nfs_client_group: slurm-node", "nfs_client_group: slurm-node[1]"),
+                         lambda c: (_nodes(c)["n1"], c.spec.storage.mounts[0].nodes), (("compute", "nfs"), "n2")),
+    "slurm_enable_nfs_client_nodes": (SMALL, NFS + "slurm_enable_nfs_client_nodes: false\n",
+                                      lambda c: (c.spec.storage.mounts, _nodes(c)["head"][-1]), ([], "login")),
+    "nfs_client_group": (SMALL, NFS.replace("nfs_client_group: slurm-node", "nfs_client_group: slurm-node[1]"),
+                         lambda c: c.spec.storage.mounts[0].nodes, "n2"),
+    "slurm_enable_ha": (HA_INV, HA, lambda c: (_nodes(c)["h2"][0], c.spec.slurm.state_save_location,
+                                               [n.name for n in mount_nodes(c, c.spec.storage.mounts[0])],
+                                               c.spec.storage.exports[0].options),
+                        ("controller", "/sw/slurm", ["h1", "h2", "n1"], ["rw", "sync", "no_root_squash"])),
+    "slurm_ha_state_save_location": (HA_INV, HA + "slurm_ha_state_save_location: /sw/ctld\n",
+                                     lambda c: c.spec.slurm.state_save_location, "/sw/ctld"),
+    "gpu_operator_driver_version": (K8S, "gpu_operator_driver_version: 580.126.20\n",
+                                    lambda c: c.spec.nvidia.driver.version, "580.126.20"),
     "kube_version": (K8S, "kube_version: v1.29.7\n", lambda c: c.spec.kubernetes.version, "1.29.7"),
     "kube_pods_subnet": (K8S, "kube_pods_subnet: 10.233.64.0/18\n", lambda c: str(c.spec.kubernetes.pod_cidr),
                          "10.233.64.0/18"),
@@ -148,7 +193,7 @@ def test_every_listed_variable_is_reported_with_its_reason(tmp_path):
     result = import_deepops(write(tmp_path, SMALL, text))
     load_text(result.yaml_text)
     for line_no, var in enumerate(LISTED, 1):
-        assert f"group_vars/all.yml:{line_no}: {var} — {reason_for(var)}" in result.not_carried, var
+        assert f"group_vars/all.yml:{line_no}: {var} — {reason_for(var)}" in result.notes, var
     assert not unsupported_wording(result.not_carried)
 
 
@@ -237,7 +282,7 @@ def test_fixture_variables_are_known_and_never_dropped_silently(cfg):
     assert found
     assert sorted({k for _, k in found} - set(KNOWN)) == []  # add new ones to deepops_vars
     for where, var in found:
-        listed = [line for line in result.not_carried if line.startswith(f"{where}: {var}")
+        listed = [line for line in (i.line() for i in result.report.items) if line.startswith(f"{where}: {var}")
                   or line.startswith(f"{where.rsplit(':', 1)[0]} — settings of [")]
         assert listed or var in MAPPED, (where, var)
     assert not unsupported_wording(result.not_carried)

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
-
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json, spec_path
 from corral.errors import UsageError
 from corral.spec.rules import spec_warnings
@@ -35,18 +33,14 @@ def check(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
 
 @spec_app.command("show")
 def show(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
-    """Print the spec with every node group expanded to its nodes."""
-    cluster = load_cluster(spec)
+    """Print the whole spec, defaults filled in, with every node group expanded to its nodes."""
+    from corral.cli.spec_show import node_table, sections_text
+    data = load_cluster(spec).expanded()
     if as_json:
-        print_json(cluster.expanded())
+        print_json(data)
         return
-    table = Table(title=f"{cluster.name} ({cluster.spec.scheduler})")
-    for col in ("node", "address", "roles", "gpus", "memory MB"):
-        table.add_column(col)
-    for n in cluster.nodes:
-        g = f"{n.gpus.count} x {n.gpus.model}" if n.gpus else "-"
-        table.add_row(n.name, n.address, ",".join(n.roles), g, str(n.memory_mb or "facts"))
-    out.print(table)
+    out.print(node_table(data))
+    out.print(sections_text(data), markup=False, emoji=False)
 
 
 @spec_app.command("schema")
@@ -69,18 +63,28 @@ def deepops(config_dir: Path = typer.Argument(..., help="DeepOps config/ directo
             force: bool = typer.Option(False, "--force", help="overwrite an existing output file"),
             scheduler: Optional[str] = typer.Option(None, help="slurm | kubernetes, when the inventory has both"),
             as_json: bool = JsonOpt) -> None:
-    """Convert a DeepOps config/ directory (inventory + group_vars) into a cluster.yaml."""
+    """Convert a DeepOps config/ directory (inventory + group_vars) into a cluster.yaml, and report each
+    DeepOps setting as mapped, changed on purpose or not carried, with its file:line."""
     from corral.importers.deepops import import_deepops
+    from corral.importers.deepops_report import GROUPS
     if output.exists() and not force:
         raise UsageError(f"{output} exists; not overwriting it", value=str(output),
                          fix="pass --force or choose another --output")
     result = import_deepops(config_dir, scheduler=scheduler)
     output.write_text(result.yaml_text)
     if as_json:
-        print_json({"ok": True, "output": str(output), "not_carried": result.not_carried})
+        print_json({"ok": True, "output": str(output), **result.report.to_json()})
         return
-    out.print(f"wrote {output}", markup=False)
-    if result.not_carried:
-        err.print("not carried over (set these by hand if you need them):", markup=False)
-        for item in result.not_carried:
-            err.print(f"  - {item}", markup=False)
+    out.print(f"wrote {output}: " + ", ".join(f"{len(result.report.lines(g))} {g}" for g in GROUPS), markup=False)
+    for group in GROUPS:
+        items = sorted((i for i in result.report.items if i.group == group), key=_place)
+        if items:
+            out.print(f"\n{group} ({len(items)}):", markup=False)
+        for item in items:
+            out.print(f"  {item.line()}", markup=False, emoji=False)
+
+
+def _place(item) -> tuple:
+    """By file, then line (a report item's `where` is 'file:line', files, or empty: those last)."""
+    file, _, line = item.where.rpartition(":")
+    return (not item.where, file or item.where, int(line) if line.isdigit() else 0)

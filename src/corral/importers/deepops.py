@@ -1,7 +1,9 @@
 """`corral import deepops`: a DeepOps config/ directory -> cluster.yaml (checked with the loader).
 
-Groups map to roles, connection variables to `ssh:`; every DeepOps group or variable without a
-cluster.yaml equivalent is listed in ImportResult.not_carried, so nothing is dropped silently."""
+Groups map to roles, connection variables to `ssh:`, the rest to their sections (deepops_nvidia, _k8s,
+_storage, _ha, _access, _slurm, _proxy). The report (deepops_report) puts every DeepOps group, host and
+variable in one group, mapped, changed on purpose or not carried, with its file:line, so nothing is
+dropped silently."""
 
 from __future__ import annotations
 
@@ -14,13 +16,21 @@ from pathlib import Path
 
 from corral import limits
 from corral.errors import Problem, SpecError, UsageError
+from corral.importers.deepops_access import AccessImport
+from corral.importers.deepops_ha import import_ha
 from corral.importers.deepops_inventory import OTHER_GROUPS, ROLE_GROUPS, Inventory, Var, canon, jump_host, read_config
 from corral.importers.deepops_k8s import KubernetesImport
 from corral.importers.deepops_nvidia import NvidiaImport
-from corral.importers.deepops_vars import note_rest, truthy
+from corral.importers.deepops_proxy import proxy_lines
+from corral.importers.deepops_report import CHANGED, MAPPED, NOT_CARRIED, Report
+from corral.importers.deepops_rest import report_mapped, report_rest
+from corral.importers.deepops_slurm import slurm_lines
+from corral.importers.deepops_storage import StorageImport
+from corral.importers.deepops_vars import truthy
 from corral.spec.hosts import NAME_RE, compress_names, expand_names
 from corral.spec.loader import load_text
 from corral.spec.models import NAME, SLURM_TIME
+from corral.spec.schedulers import SCHEDULERS
 
 INVENTORY_NAMES = ("inventory", "inventory.ini", "hosts", "hosts.ini")
 ROLE_ORDER = ("controller", "accounting", "login", "compute", "monitoring", "nfs", "control-plane", "worker")
@@ -28,13 +38,30 @@ SSH_VARS = {k: k.replace("ssh_user", "user").replace("ssh_port", "port") for k i
     "ansible_user", "ansible_ssh_user", "ansible_port", "ansible_ssh_port", "ansible_ssh_private_key_file",
     "ansible_ssh_common_args")}  # Ansible's old names map to the new ones
 SSH_KEYS = frozenset(SSH_VARS)
-USED_SLURM = {"slurm_cluster_name", "slurm_max_job_timelimit", "slurm_enable_monitoring", "slurm_monitoring_group", "slurm_autodetect_nvml"}
+USED_SLURM = {"slurm_cluster_name", "slurm_enable_monitoring", "slurm_monitoring_group"}
 
 
 @dataclass
 class ImportResult:
     yaml_text: str  # a cluster.yaml; its header comment says where it came from
-    not_carried: list[str] = field(default_factory=list)  # "where: variable-or-group — why"
+    report: Report = field(default_factory=Report)
+
+    @property
+    def mapped(self) -> list[str]:  # "where: variable-or-group — text", each group in the order found
+        return self.report.lines(MAPPED)
+
+    @property
+    def changed(self) -> list[str]:
+        return self.report.lines(CHANGED)
+
+    @property
+    def not_carried(self) -> list[str]:
+        return self.report.lines(NOT_CARRIED)
+
+    @property
+    def notes(self) -> list[str]:
+        """What a reviewer must read: changed on purpose, then not carried."""
+        return self.changed + self.not_carried
 
 
 def import_deepops(config_dir: Path | str, scheduler: str | None = None) -> ImportResult:
@@ -67,7 +94,7 @@ def _name(text: str) -> str | None:
 
 class _Importer:
     def __init__(self, inv: Inventory) -> None:
-        self.inv, self.notes, self.problems = inv, [], []
+        self.inv, self.report, self.problems = inv, Report(), []
         self.origin: dict[str, str] = {}  # corral node name -> inventory host
         self.roles: dict[str, list[str]] = {}  # inventory host (later: node name) -> roles
         self.umbrella, self.used = "slurm-cluster", set(SSH_VARS) | {"ansible_host"}
@@ -87,8 +114,8 @@ class _Importer:
         var = self.var(var_name)
         hosts = self.inv.resolve(str(var.value)) if var is not None else None
         if var is not None and hosts is None:
-            self.notes.append(f"{var.where}: {var_name} — pattern {var.value!r} too complex; "
-                              f"used {default!r}")
+            self.report.change(var.where, var_name, f"pattern {var.value!r} too complex; used {default!r}",
+                               "nodes[].roles")
         return hosts if hosts is not None else self.inv.resolve(default) or []
 
     def slurm_roles(self) -> None:
@@ -98,29 +125,20 @@ class _Importer:
                          "has one primary and one backup controller)", ",".join(masters), "keep 2 at most")
         self.add(masters[:1], "controller")
         self.add(masters[:1], "accounting")
-        if len(masters) == 2:
-            self.notes.append(f"[slurm-master] {masters[1]} — imported without the controller role: a backup "
-                              "controller needs slurmctld's StateSaveLocation on shared storage mounted on both "
-                              "controllers, which the import does not write: add a storage.mounts entry for it "
-                              f"(roles: [controller]), set slurm.state_save_location and give {masters[1]} the "
-                              "controller role (docs/components/slurm.md, High availability)")
         self.add(self.inv.role_members("slurm-node"), "compute")
         if any(canon(g) == "slurm-login" for g in self.inv.groups):
             self.add(self.inv.role_members("slurm-login"), "login")
         else:
             self.add(masters, "login")
-            self.notes.append("[slurm-login] — not defined; users log in on the slurm-master (now 'login')")
-        nfs = self.group_hosts("nfs_server_group", "slurm-nfs[0]")[:1] if truthy(self.var("slurm_enable_nfs_server")) else []
-        if nfs:
-            self.notes.append(f"[slurm-nfs] {nfs[0]} — imported without the nfs role (DeepOps' nfs_exports/nfs_mounts "
-                              "are not converted yet): add the role and storage.exports/mounts in cluster.yaml "
-                              "(docs/components/storage.md), or keep its exports as they are")
+            self.report.change(self.inv.group_where("slurm-master"), "[slurm-login]", "not defined; users log in on "
+                               "the slurm-master (now 'login')", "nodes[].roles (login)")
         if truthy(self.var("slurm_enable_monitoring")):
             metric = self.group_hosts("slurm_monitoring_group", "slurm-metric")
             self.add(metric[:1], "monitoring")
             if len(metric) > 1:
-                self.notes.append(f"[slurm-metric] — {len(metric)} hosts; corral monitors from one node: "
-                                  f"only {metric[0]} got 'monitoring'")
+                self.report.change(self.inv.group_where("slurm-metric"), "[slurm-metric]", f"{len(metric)} hosts; "
+                                   f"corral monitors from one node: only {metric[0]} got 'monitoring'",
+                                   "nodes[].roles (monitoring)")
 
     def run(self, forced: str | None) -> ImportResult:
         has = {s: any(self.inv.role_members(g) for g in gs) for s, gs in ROLE_GROUPS.items()}
@@ -133,8 +151,8 @@ class _Importer:
         self.umbrella = "slurm-cluster" if sched == "slurm" else "k8s-cluster"
         self.used |= USED_SLURM if sched == "slurm" else set()
         if all(has.values()):
-            self.notes.append(f"[{', '.join(g for g in other if self.inv.role_members(g))}] — not carried: "
-                              f"a cluster.yaml has one scheduler and this one was imported as {sched}")
+            self.report.note("", f"[{', '.join(g for g in other if self.inv.role_members(g))}]", "not carried: "
+                             f"a cluster.yaml has one scheduler and this one was imported as {sched}")
         if sched == "slurm":
             self.slurm_roles()
         else:
@@ -158,17 +176,46 @@ class _Importer:
                          "use e.g. INFINITE, 2-00:00:00 or 720 (minutes)")
         if self.problems:
             raise SpecError(self.problems)
-        nvidia = NvidiaImport(self.var, sched).run()
-        self.used |= nvidia.used
-        self.notes += nvidia.notes
-        k8s = KubernetesImport(self.var).run() if sched == "kubernetes" else None
-        if k8s is not None:
-            self.used |= k8s.used
-            self.notes += k8s.notes
-        self.notes += note_rest(self.inv, self.used, other, self.umbrella, self.origin, sched)
-        text = self.emit(name, sched, ssh, nodes, max_time, nvidia.lines, k8s.lines if k8s else [])
+        k8s = KubernetesImport(self.var, report=self.report).run() if sched == "kubernetes" else None
+        nvidia = NvidiaImport(self.var, sched, report=self.report).run()
+        self.used |= nvidia.used | (k8s.used if k8s else set())
+        if k8s is not None and k8s.driver_version:
+            self.operator_driver(k8s.driver_version, nvidia.lines)
+        sections = self.sections(sched, nodes) + [("nvidia", nvidia.lines), ("kubernetes", k8s.lines if k8s else [])]
+        report_rest(self.report, self.inv, self.used, other, self.umbrella, self.origin, sched)
+        report_mapped(self.report, self.inv, self.used, self.origin, self.var)
+        text = self.emit(name, sched, ssh, nodes, sections)
         load_text(text, f"cluster.yaml imported from {self.inv.base}")  # a SpecError here: importer bug
-        return ImportResult(text, self.notes)
+        return ImportResult(text, self.report)
+
+    def sections(self, sched: str, nodes: dict[str, str]) -> list[tuple[str, list[str]]]:
+        """The sections besides nodes, nvidia and kubernetes: (name, YAML lines under it); a name of ""
+        for top-level lines. Storage, HA and pam_slurm_adopt are Slurm's (the slurm: section's)."""
+        slurm = "slurm-conf" in SCHEDULERS[sched].carries
+        names = {host: name for name, host in self.origin.items()}
+        storage = StorageImport(self.inv, self.var, names, nodes, self.roles, self.report).run() if slurm else None
+        state = None
+        if storage is not None:
+            masters = [names[h] for h in self.inv.role_members("slurm-master") if h in names]
+            state = import_ha(masters, self.inv.group_where("slurm-master"), self.var, storage, self.roles,
+                              self.report, self.used)
+            storage.finish()
+            self.used |= storage.used
+        mounted = [m["path"] for m in storage.mounts] if storage else []
+        access = AccessImport(self.var, self.report, slurm, mounted).run()
+        self.used |= access.used
+        out = [("slurm", slurm_lines(self.var, self.report, self.used, state))] if slurm else []
+        out += [("storage", storage.lines() if storage else []), ("", access.lines)]
+        return out + [("", proxy_lines(self.var, self.report, self.used))]
+
+    def operator_driver(self, version: str, nvidia: list[str]) -> None:
+        """The GPU Operator's driver version (gpu_operator_driver_version) is nvidia.driver.version."""
+        var = self.var("gpu_operator_driver_version")
+        if any(line == "  driver:" for line in nvidia):
+            self.report.note(var.where, "gpu_operator_driver_version", "not carried: nvidia.driver.version comes "
+                             "from nvidia_driver_package_version; set it to the Operator's if that is what runs")
+        else:
+            nvidia[:0] = ["  driver:", f"    version: {json.dumps(version)}  # gpu_operator_driver_version"]
 
     def nodes(self) -> dict[str, str]:
         """{corral node name: IP}; re-keys self.roles by node name."""
@@ -178,7 +225,7 @@ class _Importer:
             if host not in self.roles:
                 known = [g for g in sum(OTHER_GROUPS.values(), ()) if self.inv.in_role(host, g)]
                 groups = [g for g in self.inv.host_groups(host) if g != "ungrouped"]
-                self.notes.append(f"{hdef.where}: {host} — " + (
+                self.report.note(hdef.where, host, (
                     f"only in [{', '.join(known)}]: no role, skipped" if known else
                     f"in [{', '.join(groups)}] but in no DeepOps role group: not part of the cluster" if groups
                     else "in [all] but in no DeepOps role group: not part of the cluster"))
@@ -190,7 +237,7 @@ class _Importer:
                              "rename it in the inventory: a short lowercase hostname (letters, digits, -)")
                 continue
             if name != host:
-                self.notes.append(f"{hdef.where}: {host} — imported as {name} (short lowercase name)")
+                self.report.change(hdef.where, host, f"imported as {name} (short lowercase name)", "nodes[].names")
             addr = self.inv.host_var(host, "ansible_host")
             ip = self.inv.text(addr).strip() if addr else ""
             if addr is None:
@@ -218,10 +265,10 @@ class _Importer:
         for key, counts in found.items():
             value, where = counts.most_common(1)[0][0], first[key].where
             if len(counts) > 1:
-                self.notes.append(f"{key} — differs between hosts ({', '.join(counts)}); cluster.yaml has "
-                                  f"one ssh setting for all nodes: {value!r} was used")
+                self.report.change(where, key, f"differs between hosts ({', '.join(counts)}); cluster.yaml has "
+                                   f"one ssh setting for all nodes: {value!r} was used", "ssh")
             if "{{" in value:
-                self.notes.append(f"{where}: {key} — a Jinja template, not imported; set ssh: by hand")
+                self.report.note(where, key, "a Jinja template, not imported; set ssh: by hand")
             elif key == "ansible_user" and not re.match(r"^[a-z_][a-z0-9_-]*$", value):
                 self.problem(where, "ansible_user is not a valid user name", value, "use a lowercase login")
             elif key == "ansible_user":
@@ -236,12 +283,14 @@ class _Importer:
             elif jump_host(value):
                 out["jump_host"] = jump_host(value)
                 if re.search(r"-o\s*(?!Proxy)\w+=", value):
-                    self.notes.append(f"{where}: ansible_ssh_common_args — only the jump host was carried")
+                    self.report.change(where, "ansible_ssh_common_args", "only the jump host was carried",
+                                       "ssh.jump_host")
             else:
-                self.notes.append(f"{where}: ansible_ssh_common_args — only a jump host (-J, ProxyJump, "
-                                  f"ProxyCommand ssh -W) is carried; got {value!r}")
+                self.report.note(where, "ansible_ssh_common_args", "only a jump host (-J, ProxyJump, ProxyCommand "
+                                 f"ssh -W) is carried; got {value!r}")
         if "ansible_user" not in found:
-            self.notes.append("ansible_user — not set (Ansible used your local login); ssh.user is root")
+            self.report.change("", "ansible_user", "not set (Ansible used your local login); ssh.user is root",
+                               "ssh.user")
         return out
 
     def cluster_name(self, sched: str) -> str:
@@ -249,17 +298,17 @@ class _Importer:
         name = _name(str(var.value)) if var is not None and "{{" not in str(var.value) else None
         if name and var is not None:
             if name != var.value:
-                self.notes.append(f"{var.where}: slurm_cluster_name — {var.value!r} imported as {name!r}")
+                self.report.change(var.where, "slurm_cluster_name", f"{var.value!r} imported as {name!r}", "name")
             return name
         base = self.inv.base.resolve()
         name = _name(base.parent.name if base.name == "config" else base.name) or "cluster"
         if sched == "slurm":
-            self.notes.append(f"{var.where + ': ' if var else ''}slurm_cluster_name — unset or unusable "
-                              f"(DeepOps' default ClusterName is 'deepops'); cluster.yaml name is {name!r}")
+            self.report.change(var.where if var else "", "slurm_cluster_name", "unset or unusable (DeepOps' default "
+                               f"ClusterName is 'deepops'); cluster.yaml name is {name!r}", "name")
         return name
 
     def emit(self, name: str, sched: str, ssh: dict[str, object], nodes: dict[str, str],
-             max_time: Var | None, nvidia: list[str], kubernetes: list[str]) -> str:
+             sections: list[tuple[str, list[str]]]) -> str:
         groups: dict[tuple[str, ...], list[str]] = {}
         for node in nodes:
             groups.setdefault(tuple(r for r in ROLE_ORDER if r in self.roles[node]), []).append(node)
@@ -277,17 +326,15 @@ class _Importer:
                 gpu_groups.append(expr)
                 body.append("    # TODO gpus: {model: <GRES type, e.g. h100>, count: <per node>}")
         if gpu_groups:
-            self.notes.append(f"gpus ({'; '.join(gpu_groups)}) — declare gpus: per group (DeepOps detects "
-                              "them at run time; corral `doctor` will compare)")
-        if sched == "slurm":
-            limit = str(max_time.value) if max_time else "INFINITE"
-            body += ["slurm:", "  partitions:  # DeepOps' one partition", '    - name: "batch"',
-                     "      default: true", f"      max_time: {json.dumps(limit)}"]
-            if truthy(self.var("slurm_autodetect_nvml"), False):
-                body.append("  gres_autodetect: nvml  # slurm_autodetect_nvml")
-        body += ["nvidia:"] + nvidia if nvidia else []
-        body += ["kubernetes:"] + kubernetes if kubernetes else []
+            self.report.note("", f"gpus ({'; '.join(gpu_groups)})", "declare gpus: per group (DeepOps detects "
+                             "them at run time; corral `doctor` will compare)")
+        for section, lines in sections:
+            body += ([f"{section}:"] if section and lines else []) + lines
+        mapped = len(self.report.lines(MAPPED))
         head = [f"# Imported by `corral import deepops` from {self.inv.base.resolve()}",
                 f"# ({self.inv.path.name}, group_vars/, host_vars/). Review it, then declare GPUs.",
-                "# Not carried over from DeepOps:"] + ["#   - " + n.replace("\n", " ") for n in self.notes]
+                f"# {mapped} DeepOps settings carried as they were (`corral import deepops --json` lists them)."]
+        for group, title in ((CHANGED, "Changed on purpose:"), (NOT_CARRIED, "Not carried over from DeepOps:")):
+            lines = self.report.lines(group)
+            head += [f"# {title}"] + ["#   - " + n.replace("\n", " ") for n in lines] if lines else []
         return "\n".join(head + body) + "\n"

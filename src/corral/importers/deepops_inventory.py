@@ -46,7 +46,6 @@ OTHER_GROUPS = {"slurm": ROLE_GROUPS["slurm"] + ("slurm-cache", "slurm-nfs-clien
                 "kubernetes": ROLE_GROUPS["kubernetes"] + ("k8s-cluster", "calico-rr")}
 GROUP_NOTES = {"etcd": "corral runs etcd co-located with the control plane; no separate etcd hosts",
                "slurm-cache": "cluster.yaml has no container-registry-cache role",
-               "slurm-nfs-client": "cluster.yaml has no NFS-client role",
                "calico-rr": "cluster.yaml has no Calico route-reflector role"}
 @dataclass
 class Inventory(GroupGraph):

@@ -12,12 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from corral.importers.deepops_inventory import Var
+from corral.importers.deepops_report import Report
 from corral.importers.deepops_vars import truthy
 
-K8S_VARS = ("kube_version", "kube_pods_subnet", "kube_service_addresses", "kube_network_plugin",
-            "k8s_gpu_mig_strategy", "gpu_operator_preinstalled_nvidia_software", "kube_vip_address",
-            "kube_vip_interface", "kube_vip_enabled")
+K8S_VARS = ("gpu_operator_driver_version", "kube_version", "kube_pods_subnet", "kube_service_addresses",
+            "kube_network_plugin", "k8s_gpu_mig_strategy", "gpu_operator_preinstalled_nvidia_software",
+            "kube_vip_address", "kube_vip_interface", "kube_vip_enabled")
 VERSION = re.compile(r"^v?(1\.(\d+)\.\d+)$")
+DRIVER_VERSION = re.compile(r"^\d+(\.\d+){1,3}$")  # DriverSpec.version
 INTERFACE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$")
 
 
@@ -25,11 +27,16 @@ INTERFACE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$")
 class KubernetesImport:
     get: Callable[[str], Var | None]
     lines: list[str] = field(default_factory=list)  # YAML under `kubernetes:`
-    notes: list[str] = field(default_factory=list)
+    report: Report = field(default_factory=Report)
+    driver_version: str | None = None  # gpu_operator_driver_version, for nvidia.driver.version
     used: set[str] = field(default_factory=set)
 
-    def note(self, name: str, var: Var, why: str) -> None:
-        self.notes.append(f"{var.where}: {name} — {why}")
+    def note(self, name: str, var: Var, why: str, key: str = "") -> None:
+        """Not carried; with `key`: changed on purpose (carried to key, differently)."""
+        if key:
+            self.report.change(var.where, name, why, key)
+        else:
+            self.report.note(var.where, name, why)
 
     def run(self) -> KubernetesImport:
         found = {n: v for n in K8S_VARS if (v := self.get(n)) is not None}
@@ -45,7 +52,8 @@ class KubernetesImport:
                 self.lines.append(f"  version: {json.dumps(m.group(1))}")
             else:
                 self.note("kube_version", found["kube_version"], f"{text['kube_version']!r}: corral renders "
-                          "Kubernetes 1.28 and later; kubernetes.version is left at corral's pinned default")
+                          "Kubernetes 1.28 and later; kubernetes.version is left at corral's pinned default",
+                          key="kubernetes.version")
         for name, key in (("kube_pods_subnet", "pod_cidr"), ("kube_service_addresses", "service_cidr")):
             if name in text:
                 try:
@@ -57,7 +65,7 @@ class KubernetesImport:
             self.lines.append(f"  cni: {{plugin: {plugin}}}")
         elif plugin is not None:
             self.note("kube_network_plugin", found["kube_network_plugin"], f"{plugin!r}: corral installs calico "
-                      "or cilium (kubernetes.cni.plugin); calico is imported")
+                      "or cilium (kubernetes.cni.plugin); calico is imported", key="kubernetes.cni.plugin")
         self.endpoint(found, text)
         operator = []
         mig = text.get("k8s_gpu_mig_strategy")
@@ -71,7 +79,21 @@ class KubernetesImport:
             operator.append("driver: {source: preinstalled}")
         if operator:
             self.lines.append(f"  gpu_operator: {{{', '.join(operator)}}}")
+        self.operator_driver(found, text, pre is not None and truthy(pre, False))
         return self
+
+    def operator_driver(self, found: dict[str, Var], text: dict[str, str], preinstalled: bool) -> None:
+        """gpu_operator_driver_version: the Operator's driver container, nvidia.driver.version in corral."""
+        name = "gpu_operator_driver_version"
+        if name not in text:
+            return
+        if preinstalled:
+            return self.note(name, found[name], "not used: gpu_operator_preinstalled_nvidia_software is true (the "
+                             "host's driver; DeepOps' nvidia_driver_* variables set it)")
+        if not DRIVER_VERSION.match(text[name]):
+            return self.note(name, found[name], f"{text[name]!r} is not a driver version like 580.126.20: set "
+                             "nvidia.driver.version")
+        self.driver_version = text[name]
 
     def endpoint(self, found: dict[str, Var], text: dict[str, str]) -> None:
         """kube-vip's virtual IP (Kubespray's kube_vip_*) -> kubernetes.control_plane_endpoint."""

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from corral.importers.deepops_inventory import Var
+from corral.importers.deepops_report import MAPPED as MAPPED_GROUP, Report
 from corral.importers.deepops_vars import MAPPED, truthy
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.models import DriverSpec
@@ -38,7 +39,7 @@ def _key(var: str) -> str:  # the cluster.yaml key a mapped variable sets
     return MAPPED[var].split(" ")[0]
 
 
-def _invalid(model: type, **values: Any) -> str | None:
+def invalid(model: type, **values: Any) -> str | None:
     """The model's complaint about these values (None: they are valid)."""
     try:
         model.model_validate(values)
@@ -52,7 +53,7 @@ class NvidiaImport:
     get: Callable[[str], Var | None]  # a variable as the cluster's hosts see it
     scheduler: str
     lines: list[str] = field(default_factory=list)  # YAML under `nvidia:`
-    notes: list[str] = field(default_factory=list)
+    report: Report = field(default_factory=Report)
     used: set[str] = field(default_factory=set)
 
     def run(self) -> NvidiaImport:
@@ -72,8 +73,12 @@ class NvidiaImport:
         self.used |= set(found)
         return found
 
-    def note(self, name: str, var: Var, why: str) -> None:
-        self.notes.append(f"{var.where}: {name} — {why}")
+    def note(self, name: str, var: Var, why: str, key: str = "") -> None:
+        """Not carried; with `key`: changed on purpose (carried to key, differently)."""
+        if key:
+            self.report.change(var.where, name, why, key)
+        else:
+            self.report.note(var.where, name, why)
 
     def literal(self, name: str, var: Var, key: str) -> str | None:
         text = str(var.value).strip()
@@ -119,7 +124,7 @@ class NvidiaImport:
         version = m.group(1)
         for n in (n for n in BRANCHES if n in lit and lit[n] != version.split(".")[0]):
             self.note(n, found[n], f"{lit[n]!r} disagrees with nvidia_driver_package_version {pv!r}: "
-                      f"nvidia.driver.version {version} was imported")
+                      f"nvidia.driver.version {version} was imported", key="nvidia.driver.version")
         values = {"version": version, **implied, **dict(fields.values())}
         self.lines.append("  driver:")
         for k, v in values.items():
@@ -144,14 +149,14 @@ class NvidiaImport:
         pkg = lit.get("nvidia_driver_ubuntu_cuda_package")
         if pkg is not None and fields.get(cuda, ("", ""))[1] != "cuda":
             why["nvidia_driver_ubuntu_cuda_package"] = f"not carried: DeepOps uses it only with {cuda}: true"
-        elif pkg is not None and _invalid(DriverSpec, version="1.0", package=pkg):
+        elif pkg is not None and invalid(DriverSpec, version="1.0", package=pkg):
             why["nvidia_driver_ubuntu_cuda_package"] = f"{pkg!r} is not one package name: set nvidia.driver.package"
         elif pkg is not None:
             fields["nvidia_driver_ubuntu_cuda_package"] = ("package", pkg)
         for n in ("nvidia_driver_ubuntu_cuda_repo_baseurl", "nvidia_driver_rhel_cuda_repo_baseurl"):
             url = lit.get(n)
             base = REPO_TAIL.sub("", url or "")
-            bad = _invalid(DriverSpec, version="1.0", repo_url=base) if url else None
+            bad = invalid(DriverSpec, version="1.0", repo_url=base) if url else None
             if url is None:
                 continue
             if any(key == "repo_url" for key, _ in fields.values()):
@@ -232,7 +237,7 @@ class NvidiaImport:
         if "enroot_config" in lit:
             e["settings"] = self.enroot_settings(found["enroot_config"], lit["enroot_config"], e)
         for key in [k for k in e if k != "version"]:
-            bad = _invalid(EnrootSpec, version=enroot, **{key: e[key]})
+            bad = invalid(EnrootSpec, version=enroot, **{key: e[key]})
             name = next((n for n in CONTAINER_VARS if n in found and _key(n).endswith("." + key)),
                         "enroot_config")  # a path from enroot_config was checked there
             if bad:
@@ -245,7 +250,7 @@ class NvidiaImport:
             self.note("slurm_pyxis_tarball_url", found["slurm_pyxis_tarball_url"], "not carried: no nvidia.pyxis "
                       "without its version")
         elif url is not None:
-            bad = _invalid(PyxisSpec, version=pyxis, url=url)
+            bad = invalid(PyxisSpec, version=pyxis, url=url)
             if bad:
                 self.note("slurm_pyxis_tarball_url", found["slurm_pyxis_tarball_url"],
                           f"not carried ({bad}): set nvidia.pyxis.url by hand")
@@ -259,22 +264,23 @@ class NvidiaImport:
         sums = ", ".join(f"{x}: <sha256>" for x in e.get("packages", EnrootSpec.model_fields["packages"].default))
         pins = [f"nvidia.enroot.sha256: {{{sums}}}"]
         pins += ["nvidia.pyxis.sha256: <sha256>"] if pyxis is not None else []
-        self.notes.append(f"nvidia.enroot.sha256{', nvidia.pyxis.sha256' if pyxis else ''} — WARNING: imported as "
-                          "`skip` (DeepOps checks no download), so corral installs these as root unchecked; "
-                          f"pin them: {' and '.join(pins)} (sha256sum of each download)")
+        gate = found.get("slurm_install_enroot")
+        self.report.note(gate.where if gate else "", f"nvidia.enroot.sha256{', nvidia.pyxis.sha256' if pyxis else ''}",
+                         "WARNING: imported as `skip` (DeepOps checks no download), so corral installs these as "
+                         f"root unchecked; pin them: {' and '.join(pins)} (sha256sum of each download)")
         defaults = [f"nvidia.{k}.version {v}" for k, n, v in (("enroot", "enroot_version", DEEPOPS_ENROOT),
                                                               ("pyxis", "slurm_pyxis_version", DEEPOPS_PYXIS))
                     if n not in found and v in (enroot, pyxis)]
         if defaults:
-            self.notes.append(f"{', '.join(defaults)} — DeepOps' defaults, imported (the variable is unset); "
-                              "newer releases are in docs/components/containers.md")
+            self.report.add(MAPPED_GROUP, gate.where if gate else "", ", ".join(defaults), "DeepOps' defaults, "
+                            "imported (the variable is unset); newer releases are in docs/components/containers.md")
 
     def version(self, name: str, found: dict[str, Var], lit: dict[str, str], default: str,
                 model: type) -> str | None:
         if name not in found:
             return default
         text = lit.get(name)
-        bad = _invalid(model, version=text) if text is not None else "a template"
+        bad = invalid(model, version=text) if text is not None else "a template"
         if bad:
             if text is not None:
                 self.note(name, found[name], f"{text!r} is not a version x.y.z: set {_key(name)} by hand")
@@ -291,9 +297,9 @@ class NvidiaImport:
                     "ENROOT_DATA_PATH": "data_path"}.get(key)
             if not line or line.startswith("#") or (path and ("{{" in value or path in e)):
                 continue  # enroot_*_path, carried on their own, win over the line
-            if path and not _invalid(EnrootSpec, version="1.0.0", **{path: value}):
+            if path and not invalid(EnrootSpec, version="1.0.0", **{path: value}):
                 e[path] = value
-            elif not path and not _invalid(EnrootSpec, version="1.0.0", settings={key: value}):
+            elif not path and not invalid(EnrootSpec, version="1.0.0", settings={key: value}):
                 settings[key] = value
             else:
                 left.append(line)

@@ -70,17 +70,17 @@ class Cluster:
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
     def expanded(self) -> dict:
-        """The spec with every group expanded to its nodes (for `corral spec show --json`)."""
-        return {
-            "name": self.name, "scheduler": self.spec.scheduler,
-            "ssh": self.spec.ssh.model_dump(mode="json"),
-            "nodes": [{"name": n.name, "address": n.address, "roles": list(n.roles),
-                       "gpus": n.gpus.model_dump(mode="json") if n.gpus else None,
-                       "memory_mb": n.memory_mb, "group": n.group} for n in self.nodes],
-            "slurm": self.spec.slurm.model_dump(mode="json"),
-            "virtual": self.spec.virtual.model_dump(mode="json") if self.spec.virtual else None,
-            "state_dir": str(self.state_dir), "spec_hash": self.spec_hash(),
-        }
+        """Every section of the spec, defaults filled in, in the model's order, with the node groups
+        expanded to their nodes (`corral spec show`). The spec holds secrets only as file paths
+        (identity.ldap.bind_password_file, power.bmc.credentials_file): this prints those paths and
+        never opens them."""
+        data = self.spec.model_dump(mode="json")
+        data["nodes"] = [{"name": n.name, "address": n.address, "roles": list(n.roles),
+                          "gpus": n.gpus.model_dump(mode="json") if n.gpus else None,
+                          "memory_mb": n.memory_mb, "group": n.group} for n in self.nodes]
+        data["state_dir"] = str(self.state_dir)
+        data["spec_hash"] = self.spec_hash()
+        return data
 
 
 def _expand_group(spec: ClusterSpec, gi: int, where: Where, problems: list[Problem]) -> list[Node]:

@@ -145,7 +145,10 @@ name a program.
 `corral import deepops config/ -o cluster.yaml` reads DeepOps' INI `inventory` (groups `slurm-master`,
 `slurm-node`, `slurm-login`, `slurm-nfs`, `slurm-metric`, `kube-master`/`kube_control_plane`,
 `kube-node`/`kube_node`, `etcd`; `ansible_host=`) and the `group_vars/` values that have a corral
-equivalent, writes a cluster.yaml that passes `corral spec check`, and lists what it did not carry over.
+equivalent (NFS exports and mounts, users, pam_slurm_adopt, the proxy, the Slurm version, the NVIDIA and
+container stack, Kubernetes), writes a cluster.yaml that passes `corral spec check`, and reports each
+DeepOps setting as mapped, changed on purpose or not carried, with its file:line (`--json` for scripts).
+The variable table and the steps to move a running DeepOps cluster: [migrating-from-deepops.md](migrating-from-deepops.md).
 """
 
 
