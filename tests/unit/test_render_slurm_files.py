@@ -1,9 +1,9 @@
 """`corral render` on Slurm specs (workflows/render_slurm.py, render_monitoring.py): every file the Slurm
-deploys install, per node. Checked against the deploys themselves: every deploy of components() is
-prepared without SSH (pyinfra's State over the spec's inventory, as tests/unit/deploy_ops.py does) and the
-files its operations would install (managed_file, managed_block, restart_policy and the ops that write a
-file of their own) are read from those ops' arguments: render writes the same paths with the same
-content on the same nodes, secrets replaced by a placeholder. No secret value reaches the output tree,
+deploys install, per node. Checked against the deploys themselves: every declared component is prepared
+without SSH (pyinfra's State over the spec's inventory, as tests/unit/deploy_ops.py does) and each
+file-writing operation records what it installs, as it declares (deploy/installs.py), in the run's
+context: render writes the same paths with the same content on the same nodes, secrets replaced by a
+placeholder. No secret value reaches the output tree,
 and render reads no state-dir secret nor makes one."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 import pyinfra
 import pytest
 from pyinfra.api import Config, State
-from pyinfra.api.deploy import add_deploy
 
 from corral.engine import run_context
+from corral.engine.pyinfra_seam import add_deploy
 from corral.deploy import components
 from corral.deploy import nvidia_driver as deploy_driver
 from corral.deploy import users as deploy_users
@@ -26,7 +26,7 @@ from corral.facts.accounts import Accounts
 from corral.facts.ibnetdiscover import save_fabric_cache
 from corral.facts.records import NodeHW
 from corral.facts.slurm import save_hw_cache
-from corral.render.sssd import SSSD_CONF
+from corral.render.nvidia import PIN as DRIVER_PIN
 from corral.spec.loader import load, load_text
 from corral.virtual.defaults import default_spec
 from corral.workflows.render_files import render
@@ -134,66 +134,27 @@ class _Host:
         return self.FACTS[fact.__name__]
 
 
-def _op_files(name: str, kw: dict) -> dict:
-    """The files one operation installs, from its arguments (secret: the deploy hides its content)."""
-    from corral.deploy.nvidia_tools import RUNTIME_MARK, runtime_marker
-    from corral.deploy.users import DROPIN
-    from corral.render.acceptance import GPU_BURN_MARK, gpu_burn_mark
-    from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT
-    from corral.render.restart import dropin_path, render_restart_dropin
-    from corral.render.slurm_pin import PIN, pin_text
-    from corral.render.sssd import CA_CERT
-    if name == "managed_file":
-        return {kw["path"]: kw["content"]}
-    if name == "managed_block":
-        return {kw["path"] + BLOCK: kw["block"]} if kw["block"] else {}  # "": the block taken away
-    if name == "restart_policy":
-        return {dropin_path(kw["unit"]): render_restart_dropin(kw["unit"])}
-    if name == "unit_dropin":
-        return {kw["path"]: kw["content"]}
-    if name == "controller_config":
-        return dict(kw["files"])
-    if name == "sssd_config":
-        return {SSSD_CONF: kw["conf"], **({CA_CERT: kw["ca"]} if kw.get("ca") is not None else {})}
-    if name == "sshd_dropin":
-        return {DROPIN: kw["content"]}
-    if name == "slurm_pin":
-        return {PIN: pin_text(kw["version"])}
-    if name == "ctk_runtime":
-        return {RUNTIME_MARK: runtime_marker(kw["engine"])}
-    if name == "gpu_burn_build":
-        return {GPU_BURN_MARK: gpu_burn_mark(kw["spec"], kw["cuda_version"], kw["model"])}
-    if name == "driver_version":
-        return {BLACKLIST: BLACKLIST_TEXT}
-    return {}
+# what apply installs and render says it does not write, and why (render's NOTES.txt says it too): the
+# driver's apt pin names the driver package, which depends on the node's OS release, read over SSH
+NOT_RENDERED = {DRIVER_PIN}
 
 
 def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=(22, 5)) -> tuple[dict, set]:
-    """{node: {path: content}} every deploy of components() would install, prepared without SSH; and the
-    (node, path) of the files a deploy marks secret."""
+    """{node: {path: content}} every declared component would install, prepared without SSH (what each
+    file-writing operation declares it installs, deploy/installs.py); and the (node, path) of the files
+    whose content is secret."""
     monkeypatch.setattr(deploy_users, "host", _Host())
     monkeypatch.setattr(deploy_driver, "host", _Host())
     inventory = build_inventory(cluster)
     state = State(inventory, Config(), check_for_changes=False)
     ctx = run_context.current()
     ctx.hw, ctx.fabric, ctx.slurm_version = hw or {}, fabric or {}, version
-    files: dict[str, dict] = {}
-    secret: set[tuple[str, str]] = set()
     for host in inventory:
-        files[host.name] = {}
         for deploy in components(cluster):
-            before = len(host.op_hash_order)
             add_deploy(state, deploy, host=host)
-            for op in host.op_hash_order[before:]:
-                gen = state.ops[host][op].command_generator
-                cells = dict(zip(gen.__code__.co_freevars, (c.cell_contents for c in gen.__closure__)))
-                name, kw = cells["func"].__name__, cells["kwargs"]
-                found = _op_files(name, kw)
-                files[host.name].update(found)
-                if kw.get("secret") or kw.get("mask"):  # the content hidden in plan, or a secret masked
-                    secret |= {(host.name, p) for p in found}
-                if name == "sssd_config" and kw.get("password"):  # the CA beside it is public
-                    secret.add((host.name, SSSD_CONF))
+    files = {host.name: {path: content for path, (content, _) in ctx.installs.get(host.name, {}).items()
+                         if path not in NOT_RENDERED} for host in inventory}
+    secret = {(node, path) for node, got in ctx.installs.items() for path, (_, hidden) in got.items() if hidden}
     return files, secret
 
 

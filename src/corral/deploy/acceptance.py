@@ -16,6 +16,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.engine.notes import annotate
@@ -48,6 +49,7 @@ def skip_reason(cluster, node) -> str | None:
     return None
 
 
+@installs(lambda spec, cuda_version, model, **_: {GPU_BURN_MARK: gpu_burn_mark(spec, cuda_version, model)})
 @operation()
 def gpu_burn_build(spec: BurnSpec, cuda_version: str, model: str | None, want: Want):
     """gpu_burn in place and built from this commit with this CUDA for this architecture: nothing to do;

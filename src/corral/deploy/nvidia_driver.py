@@ -19,6 +19,7 @@ from pyinfra.facts.server import LinuxDistribution
 
 from corral.deploy import operations
 from corral.engine.run_context import current as run
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.handoff import DRIVER, Handoff
 from corral.engine.notes import annotate
@@ -50,6 +51,8 @@ def has_nvswitch(devices: list[dict]) -> bool:
     return bool(classify(devices)["nvswitches"])
 
 
+@installs(lambda packages, version, overridden, **_: {BLACKLIST: BLACKLIST_TEXT,
+                                                     PIN: pin_text(packages[0], version, overridden)})
 @operation()
 def driver_version(packages: list[str], version: str, overridden: bool, loaded: str = ""):
     """The driver (and Fabric Manager) at `version`: nothing to do, the pin, the nouveau blacklist or

@@ -10,6 +10,7 @@ from pyinfra.api import deploy, operation
 from corral.engine.shell import cmd
 
 from corral.deploy import operations
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.notes import annotate
 from corral.deploy.apt_keys import pinned_key
@@ -50,6 +51,7 @@ def runtime_marker(engine: str) -> str:
     return f"engine={engine}\n"
 
 
+@installs(lambda engine, **_: {RUNTIME_MARK: runtime_marker(engine)})
 @operation()
 def ctk_runtime(engine: str, want: Want):
     """`nvidia-ctk runtime configure` for the engine, once per engine (a marker records which)."""

@@ -13,6 +13,7 @@ from pyinfra import host
 from pyinfra.api import FileUploadCommand, operation
 from pyinfra.facts.files import FileContents
 
+from corral.deploy.installs import BLOCK, installs
 from corral.deploy.nodestate import Want, snapshot
 from corral.deploy.package_batch import Batch, batch
 from corral.engine.pyinfra_seam import current_deploy_name
@@ -149,6 +150,7 @@ def install_commands(path: str, data: bytes, mode: str, user: str, group: str,
             cmd("mv", "-f", tmp, path)]
 
 
+@installs(lambda path, content, **_: {path: content})
 @operation()
 def managed_file(path: str, content: str | bytes, want: Want, mode: str = "644", user: str = "root",
                  group: str = "root", disruption: str = "none", secret: bool = False,
@@ -186,6 +188,7 @@ def _managed_file(path: str, content: str | bytes, want: Want, mode: str = "644"
         yield cmd("chmod", mode, path)
 
 
+@installs(lambda path, block, **_: {path + BLOCK: block} if block else {})  # "": the block taken away
 @operation()
 def managed_block(path: str, block: str, want: Want, merge, disruption: str = "none"):
     """Keep corral's marked block in a shared file (e.g. /etc/hosts); the rest stays the admin's.
@@ -265,6 +268,7 @@ def reload(unit: str, want: Want, wait: str | None = None, logs: str | None = No
 RELOADED = "none (systemd reloaded)"
 
 
+@installs(lambda unit, **_: {dropin_path(unit): render_restart_dropin(unit)})
 @operation()
 def restart_policy(unit: str, want: Want, started_next: bool = False):
     """systemd restarts `unit` when it dies: corral's drop-in (render/restart.py) installed, then
@@ -275,6 +279,7 @@ def restart_policy(unit: str, want: Want, started_next: bool = False):
     yield from _dropin(unit, dropin_path(unit), render_restart_dropin(unit), want, started_next)
 
 
+@installs(lambda path, content, **_: {path: content})
 @operation()
 def unit_dropin(unit: str, path: str, content: str, want: Want, started_next: bool = False):
     """Another of corral's drop-ins for `unit` at `path`, applied as restart_policy's: a daemon-reload,

@@ -19,6 +19,7 @@ from corral.components.slurm import COMPUTE, CONTROLLER, LOGIN
 from corral.deploy import operations
 from corral.deploy.context import slurm_version
 from corral.engine.run_context import current as run
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.slurm_ha import state_directory
 from corral.deploy.slurm_guard import apply_or_rollback_script, backup_script
@@ -87,6 +88,7 @@ def standby_ready(name: str) -> str:
     return f"scontrol ping | grep -q {q(f'at {name} is UP')}"
 
 
+@installs(lambda files, **_: files)
 @operation()
 def controller_config(files: dict[str, str], want: Want, backup: str | None = None):
     """slurm.conf, gres.conf, cgroup.conf, plugstack.conf; a running slurmctld takes the change by reconfigure, or by

@@ -12,6 +12,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 
 from corral.deploy import operations
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.handoff import SLURM, Handoff
 from corral.engine.notes import annotate
@@ -26,6 +27,7 @@ WANT = register(Want(paths=(PIN,), packages=VERSION_PACKAGES))
 ROLES = ("controller", "accounting", "compute", "login")
 
 
+@installs(lambda version, **_: {PIN: pin_text(version)})
 @operation()
 def slurm_pin(version: str, node: str):
     snap = snapshot(WANT)

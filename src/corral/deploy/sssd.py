@@ -28,6 +28,7 @@ from pyinfra.api import FileUploadCommand, deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import operations
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.shell import cmd
 from corral.errors import CorralError
@@ -60,6 +61,8 @@ def _text(lines: list[str] | None) -> str:
     return "".join(line + "\n" for line in lines) if lines else ""
 
 
+@installs(lambda conf, ca=None, **_: {SSSD_CONF: conf, **({CA_CERT: ca} if ca is not None else {})},
+          lambda files, arguments: {SSSD_CONF} if arguments.get("password") else set())  # the CA beside it is public
 @operation()
 def sssd_config(conf: str, want: Want, ca: str | bytes | None = None, password: str | None = None):
     """sssd.conf (0600 root:root) and the CA certificate (0644). The diff masks the bind password, the

@@ -17,6 +17,7 @@ from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.deploy import operations
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.deploy.users_plan import plan_accounts, record_text
 from corral.engine.notes import annotate
@@ -85,6 +86,7 @@ def check_script() -> str:
             "exit $rc; fi")
 
 
+@installs(lambda content, **_: {DROPIN: content})
 @operation()
 def sshd_dropin(content: str, want: Want):
     """The drop-in that lets sshd read /etc/ssh/authorized_keys/%u: installed, checked with `sshd -t`

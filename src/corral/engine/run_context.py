@@ -35,6 +35,8 @@ class RunContext:
     mount_points: dict[tuple[str, str], Any] = field(default_factory=dict)  # (node, path) -> PathState
     cuda_repo_asked: set[str] = field(default_factory=set)    # nodes where a deploy asked for NVIDIA's repo
     notes: dict[tuple[str, str], dict] = field(default_factory=dict)  # (node, op hash) -> engine/notes.py
+    installs: dict[str, dict[str, tuple[Any, bool]]] = field(default_factory=dict)  # node -> path -> (content,
+    # secret): what the file-writing operations prepared for it install (deploy/installs.py)
 
     @property
     def executing(self) -> bool:

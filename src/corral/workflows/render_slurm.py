@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral import paths
+from corral.deploy.installs import BLOCK  # noqa: F401 - PATH + BLOCK: corral's marked block in PATH
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster, Node
 
-BLOCK = ".corral-block"  # PATH + BLOCK: corral's marked block in PATH (the rest of the file is the node's)
 Files = dict[str, "str | bytes"]
 
 
