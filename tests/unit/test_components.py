@@ -117,3 +117,16 @@ def test_the_real_servers_view_leaves_the_virtual_spec_alone():
     cluster = _load(default_spec())
     requested(cluster)
     assert cluster.spec.virtual is not None
+
+
+def test_every_renderer_is_a_declared_component_and_gates_are_the_declarations():
+    """`corral render` writes a component's files only where its declaration applies; a renderer under a
+    name no component has would never run."""
+    from corral.components import gates
+    from corral.components.slurm import COMPONENTS
+    from corral.workflows.render_monitoring import RENDERERS as MONITORING
+    from corral.workflows.render_slurm import RENDERERS
+    names = {c.name for c in COMPONENTS}
+    assert set(RENDERERS) | set(MONITORING) <= names
+    by = {c.name: c for c in COMPONENTS}
+    assert by["health"].applies is gates.health and by["slurm login"].applies is gates.login_only

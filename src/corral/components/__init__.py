@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from corral.spec.cluster import Cluster, Node
 
 Needs = Callable[["Cluster", "Node"], Mapping[str, str]]  # (cluster, node) -> {package: why}
+Gate = Callable[["Cluster", "Node"], bool]  # (cluster, node) -> whether the component applies there
 LOCAL: tuple[str, ...] = ()
 
 
@@ -35,7 +36,8 @@ class Component:
     package -> why (the bundle resolves them from Debian's archive). `vendor`: the packages it may
     install from a vendor's repository (NVIDIA's, Grafana's, Kubernetes'), which the vendor part of
     the bundle carries (render/vendor_repos.py). `stops`: role -> the daemons stopped and disabled on a
-    node of that role taken out of the spec ("*": any role)."""
+    node of that role taken out of the spec ("*": any role). `applies`: the nodes it applies to (its
+    deploy does nothing elsewhere, render writes none of its files there; components/gates.py)."""
 
     name: str
     deploy: str  # "module:function" of the pyinfra deploy (imported by deploy/, never here)
@@ -43,6 +45,7 @@ class Component:
     packages: Needs = nothing
     vendor: Needs = nothing
     stops: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    applies: Gate = lambda cluster, node: True  # noqa: E731 - components/gates.py names the others
 
 
 def gives(names, why: str) -> dict[str, str]:

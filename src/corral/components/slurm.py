@@ -6,7 +6,7 @@ the Debian packages of the components after it in one transaction (deploy/packag
 
 from __future__ import annotations
 
-from corral.components import Component, gives
+from corral.components import Component, gates, gives
 from corral.components.common import HEAD
 from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
 from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
@@ -152,29 +152,29 @@ COMPONENTS = (
     *HEAD,
     Component("package upgrades", D + "upgrades:package_upgrades"),
     Component("slurm version", D + "slurm_version:slurm_version"),
-    Component("sssd", D + "sssd:sssd", packages=_sssd),  # the directory is outside the cluster
-    Component("storage server", D + "storage:storage_server", packages=_nfs_server),
+    Component("sssd", D + "sssd:sssd", packages=_sssd, applies=gates.ldap),  # the directory is outside the cluster
+    Component("storage server", D + "storage:storage_server", packages=_nfs_server, applies=gates.nfs_server),
     Component("storage mounts", D + "storage:storage_mounts", waits=("storage server",), packages=_mount_clients),
     Component("users", D + "users:users"),  # homes are made on the node that holds them (spec/shared.home_maker)
     Component("slurm user", D + "slurm_ha:slurm_user"),
     Component("packages", D + "package_batch:package_batch"),
     Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}),  # the key: from the control host
-    Component("health", D + "health:health"),
-    Component("jobhooks", D + "jobhooks:jobhooks"),
+    Component("health", D + "health:health", applies=gates.health),
+    Component("jobhooks", D + "jobhooks:jobhooks", applies=gates.compute),
     Component("nvidia driver", D + "nvidia_driver:nvidia_driver"),
-    Component("mig", D + "mig:mig", packages=_mig, stops={"compute": ("corral-mig",)}),
+    Component("mig", D + "mig:mig", packages=_mig, applies=gates.mig, stops={"compute": ("corral-mig",)}),
     Component("containers", D + "containers:containers", packages=_containers),
-    Component("accounting", D + "accounting:accounting", packages=_role("accounting", ACCOUNTING),
+    Component("accounting", D + "accounting:accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
               stops={"accounting": ("slurmdbd",)}),  # MariaDB and slurmdbd on the same node
-    Component("power", D + "power:power", packages=_power),
-    Component("slurm controller", D + "slurm:slurm_controller", waits=("accounting",),  # registers with slurmdbd
+    Component("power", D + "power:power", packages=_power, applies=gates.power),
+    Component("slurm controller", D + "slurm:slurm_controller", applies=gates.controller, waits=("accounting",),  # registers with slurmdbd
               packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)}),
     # configless slurmd fetches its config from slurmctld
-    Component("slurm compute", D + "slurm:slurm_compute", waits=("slurm controller",), packages=_compute,
+    Component("slurm compute", D + "slurm:slurm_compute", applies=gates.compute, waits=("slurm controller",), packages=_compute,
               stops={"compute": ("slurmd",)}),
     # PrologFlags=Contain comes with the controller's slurm.conf
-    Component("pam_slurm_adopt", D + "adopt:adopt", waits=("slurm controller",), packages=_adopt),
-    Component("slurm login", D + "slurm:slurm_login", waits=("slurm controller",), packages=_role("login", LOGIN)),
+    Component("pam_slurm_adopt", D + "adopt:adopt", applies=gates.compute, waits=("slurm controller",), packages=_adopt),
+    Component("slurm login", D + "slurm:slurm_login", applies=gates.login_only, waits=("slurm controller",), packages=_role("login", LOGIN)),
     # sacctmgr through slurmdbd, the cluster registered
     Component("accounting sync", D + "sacct:accounting_sync", waits=("accounting", "slurm controller")),
     Component("dcgm", D + "dcgm:dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)}),

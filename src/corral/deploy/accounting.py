@@ -10,6 +10,7 @@ from pyinfra import host
 from pyinfra.api import FactBase, deploy, operation
 
 from corral.components.slurm import ACCOUNTING
+from corral.components import gates
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.deploy.context import slurm_version
@@ -87,7 +88,7 @@ def own_address_quickack(address: str):
 @deploy("accounting")
 def accounting() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "accounting" not in node.roles:
+    if not gates.accounting(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     password = secret_text(cluster.state_dir, "slurmdbd-db-password", 32)
     operations.packages(name="MariaDB and slurmdbd installed", names=list(WANT.packages), want=WANT, together=True)

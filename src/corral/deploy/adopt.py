@@ -19,6 +19,7 @@ from pyinfra.api import FileUploadCommand, deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.components.slurm import ADOPT
+from corral.components import gates
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
@@ -78,7 +79,7 @@ def absent(path: str, want: Want):
 @deploy("pam_slurm_adopt")
 def adopt() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "compute" not in node.roles:
+    if not gates.compute(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     on = cluster.spec.identity.pam_slurm_adopt
     if on and "login" in node.roles:

@@ -8,6 +8,7 @@ import json
 from pyinfra import host
 from pyinfra.api import deploy
 
+from corral.components import gates
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral import paths
@@ -51,7 +52,7 @@ def config(cluster, node) -> str:
 @deploy("health")
 def health() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "compute" not in node.roles or not cluster.spec.health.enabled:
+    if not gates.health(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     operations.directory(name=LIB, path=LIB, want=WANT)
     for module in MODULES:

@@ -11,6 +11,7 @@ import json
 from pyinfra import host
 from pyinfra.api import deploy
 
+from corral.components import gates
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.engine.run_context import current as run
@@ -53,7 +54,7 @@ def config(cluster, node=None, facts=None) -> str:
 @deploy("jobhooks")
 def jobhooks() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "compute" not in node.roles:
+    if not gates.compute(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     operations.directory(name=LIB, path=LIB, want=WANT)
     operations.managed_file(name=MODULE, path=MODULE, want=WANT,

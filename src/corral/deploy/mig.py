@@ -13,6 +13,7 @@ from pyinfra.api import deploy, operation
 
 from corral.engine.shell import cmd
 
+from corral.components import gates
 from corral.deploy import operations
 from corral.engine.run_context import current as run
 from corral.deploy.nodestate import Want, register, register_for_run
@@ -57,7 +58,7 @@ def mig_layout(gpus, facts):
 @deploy("mig")
 def mig() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "compute" not in node.roles or node.gpus is None or node.gpus.mig is None:
+    if not gates.mig(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     tool = cluster.spec.nvidia.mig_parted
     if cluster.spec.virtual is not None:

@@ -15,6 +15,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from corral import paths
+from corral.components import gates
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.render.node_programs import node_program
@@ -42,7 +43,7 @@ def credentials(cluster) -> str:
 @deploy("power")
 def power() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "controller" not in node.roles or not cluster.spec.power.enabled:
+    if not gates.power(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     operations.packages(name="slurmctld installed (the slurm user runs the power programs)", names=["slurmctld"],
                         want=WANT, together=True)

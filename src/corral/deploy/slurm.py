@@ -15,6 +15,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
+from corral.components import gates
 from corral.components.slurm import COMPUTE, CONTROLLER, LOGIN
 from corral.deploy import operations
 from corral.deploy.context import slurm_version
@@ -181,7 +182,7 @@ def slurmd_state(cluster, node, facts) -> str:
 @deploy("slurm controller")
 def slurm_controller() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "controller" not in node.roles:
+    if not gates.controller(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     operations.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT, together=True)
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=CTL_WANT)
@@ -214,7 +215,7 @@ def dropin(cluster, node) -> str:
 @deploy("slurm compute")
 def slurm_compute() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "compute" not in node.roles:
+    if not gates.compute(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     logs = "tail -n 20 /var/log/slurm/slurmd.log; journalctl -u slurmd -n 10 --no-pager"
     operations.packages(name="slurmd installed", names=list(NODE_WANT.packages), want=NODE_WANT, together=True)
@@ -242,7 +243,7 @@ def slurm_compute() -> None:
 @deploy("slurm login")
 def slurm_login() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if "login" not in node.roles or "controller" in node.roles:
+    if not gates.login_only(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     operations.packages(name="slurm client and python3-venv installed", names=list(LOGIN_WANT.packages),
                         want=LOGIN_WANT, together=True)

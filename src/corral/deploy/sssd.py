@@ -27,6 +27,7 @@ from pyinfra import host
 from pyinfra.api import FileUploadCommand, deploy, operation
 from pyinfra.facts.files import FileContents
 
+from corral.components import gates
 from corral.deploy import operations
 from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, snapshot
@@ -179,7 +180,7 @@ def bind_password(cluster) -> str | None:
 @deploy("sssd")
 def sssd() -> None:
     cluster = host.data.corral_cluster
-    if cluster.spec.identity.ldap is None:
+    if not gates.ldap(cluster, None):  # the declaration's gate (components/slurm.py)
         return
     password = bind_password(cluster)
     conf = render_sssd_conf(cluster, password, host.data.corral_node)

@@ -21,6 +21,7 @@ import hashlib
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
+from corral.components import gates
 from corral.components.slurm import NFS_SERVER
 from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
@@ -186,7 +187,7 @@ def stale_mounts(keep: list[str]):
 def storage_server() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     exports = cluster.spec.storage.exports
-    if "nfs" not in node.roles or not exports:
+    if not gates.nfs_server(cluster, node):  # the declaration's gate (components/slurm.py)
         return
     paths = [e.path for e in exports]
     if cluster.spec.virtual is not None:

@@ -84,4 +84,5 @@ def _grafana(c: Ctx, node: Node) -> Files:
 
 
 # the deploys' order (deploy/__init__.py components): after render_slurm.py's
-RENDERERS: list[Callable[[Ctx, Node], Files]] = [_monitoring, _slurm_exporter, _dcgm_exporter, _grafana]
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"monitoring": _monitoring, "slurm exporter": _slurm_exporter,
+                                                      "dcgm exporter": _dcgm_exporter, "grafana": _grafana}

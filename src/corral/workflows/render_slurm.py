@@ -141,8 +141,6 @@ def _slurm_version(c: Ctx, node: Node) -> Files:
 def _sssd(c: Ctx, node: Node) -> Files:
     from corral.deploy.sssd import bind_password_path, read_ca
     from corral.render.sssd import CA_CERT, NSSWITCH, SSSD_CONF, render_sssd_conf
-    if c.cluster.spec.identity.ldap is None:
-        return {}
     where = bind_password_path(c.cluster)
     out: Files = {SSSD_CONF: render_sssd_conf(c.cluster, secret(f"identity.ldap.bind_password_file={where}")
                                               if where is not None else None, node)}
@@ -160,8 +158,6 @@ def _sssd(c: Ctx, node: Node) -> Files:
 
 def _storage_server(c: Ctx, node: Node) -> Files:
     from corral.render.storage import EXPORTS, render_exports
-    if "nfs" not in node.roles or not c.cluster.spec.storage.exports:
-        return {}
     if c.cluster.spec.virtual is not None:
         c.skip("NFS server", node, "virtual cluster: the exports are the emulated NAS, bind-mounted by corral virtual")
         return {}
@@ -204,8 +200,6 @@ def _munge(c: Ctx, node: Node) -> Files:
 def _health(c: Ctx, node: Node) -> Files:
     from corral.deploy.health import CONFIG, LIB, MODULES, WRAPPER, WRAPPER_TEXT, config
     from corral.render.node_programs import node_program
-    if "compute" not in node.roles or not c.cluster.spec.health.enabled:
-        return {}
     return {**{f"{LIB}/{m}": node_program(m) for m in MODULES}, WRAPPER: WRAPPER_TEXT,
             CONFIG: config(c.cluster, node)}
 
@@ -214,8 +208,6 @@ def _jobhooks(c: Ctx, node: Node) -> Files:
     from corral.deploy.jobhooks import CONFIG, DIRS, EPILOG, MODULE, PROLOG, TASK_PROLOG, config, wrapper
     from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
     from corral.render.node_programs import node_program
-    if "compute" not in node.roles:
-        return {}
     return {MODULE: node_program("jobhooks.py"), DIRS: node_program("jobdirs.py"), PROLOG: wrapper("prolog"),
             EPILOG: wrapper("epilog"), CONFIG: config(c.cluster, node, c.hw.get(node.name)),
             JOB_ENV: job_env_text(c.cluster, node, c.hw.get(node.name)), TASK_PROLOG: task_prolog()}
@@ -237,8 +229,6 @@ def _nvidia_driver(c: Ctx, node: Node) -> Files:
 def _mig(c: Ctx, node: Node) -> Files:
     from corral.deploy.mig import UNIT, unit_text
     from corral.render.mig import CONFIG, mig_parted_config
-    if "compute" not in node.roles or node.gpus is None or node.gpus.mig is None:
-        return {}
     return {CONFIG: mig_parted_config(node.gpus), UNIT: unit_text()}
 
 
@@ -257,8 +247,6 @@ def _containers(c: Ctx, node: Node) -> Files:
 def _accounting(c: Ctx, node: Node) -> Files:
     from corral.deploy.accounting import CONF
     from corral.render.slurmdbd import render_slurmdbd_conf
-    if "accounting" not in node.roles:
-        return {}
     c.note("accounting: the database user and its grant are made with SQL (the password's hash) in a file that "
            "exists only while mysql reads it: not rendered.")
     from corral.render import quickack
@@ -276,8 +264,6 @@ def _power(c: Ctx, node: Node) -> Files:
     from corral.render.node_programs import node_program
     from corral.render.power import power_config
     from corral.spec.rules_power import credentials_path
-    if "controller" not in node.roles or not c.cluster.spec.power.enabled:
-        return {}
     return {**{f"{paths.LIB}/{m}": node_program(m) for m in MODULES},
             **{path: wrapper(action) for path, action in WRAPPERS.items()},
             paths.POWER_CONFIG: power_config(c.cluster),
@@ -287,8 +273,6 @@ def _power(c: Ctx, node: Node) -> Files:
 def _slurm_controller(c: Ctx, node: Node) -> Files:
     from corral.render.storage import STATE_DROPIN, state_dropin
     from corral.spec.shared import state_mount
-    if "controller" not in node.roles:
-        return {}
     from corral.render import ctld_restart
     from corral.render.node_programs import node_program
     state = {STATE_DROPIN: state_dropin(c.cluster)} if state_mount(c.cluster) is not None else {}
@@ -299,15 +283,13 @@ def _slurm_controller(c: Ctx, node: Node) -> Files:
 
 def _slurm_compute(c: Ctx, node: Node) -> Files:
     from corral.deploy.slurm import DROPIN, SLURMD_STATE, dropin, slurmd_state
-    if "compute" not in node.roles:
-        return {}
     return {DROPIN: dropin(c.cluster, node), SLURMD_STATE: slurmd_state(c.cluster, node, c.hw.get(node.name)),
             **restart_dropins("slurmd")}
 
 
 def _adopt(c: Ctx, node: Node) -> Files:
     from corral.render.adopt import ACCESS_FILE, PAM_SSHD, access_conf
-    if "compute" not in node.roles or not c.cluster.spec.identity.pam_slurm_adopt:
+    if not c.cluster.spec.identity.pam_slurm_adopt:  # off: the deploy takes corral's PAM lines away
         return {}
     if "login" in node.roles:
         c.skip("pam_slurm_adopt", node, "a login node too: users log in here without a job")
@@ -320,8 +302,6 @@ def _adopt(c: Ctx, node: Node) -> Files:
 def _slurm_login(c: Ctx, node: Node) -> Files:
     from corral.deploy.slurm import SLURM_CONF
     from corral.render.containers import PLUGSTACK
-    if "login" not in node.roles or "controller" in node.roles:
-        return {}
     configs = c.slurm_configs()
     return {SLURM_CONF: configs[SLURM_CONF], PLUGSTACK: configs[PLUGSTACK]}
 
@@ -379,13 +359,17 @@ def _acceptance(c: Ctx, node: Node) -> Files:
 def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]]:
     """Every node's files (path -> text, or bytes), and the notes: what is not rendered, and why."""
     from corral.facts.ibnetdiscover import load_fabric_cache
+    from corral.components.views import declared
     from corral.workflows.render_monitoring import RENDERERS as MONITORING
     version, said = _slurm_version_said(cluster)
     c = Ctx(cluster, hw, version, load_fabric_cache(cluster.state_dir))
     files: dict[str, Files] = {node.name: {} for node in cluster.nodes}
-    for part in RENDERERS + MONITORING:  # component by component, as the deploys run: the notes in that order
+    parts = {**RENDERERS, **MONITORING}
+    for component in declared(cluster):  # component by component, as the deploys run: the notes in that order
+        part = parts.get(component.name)
         for node in cluster.nodes:
-            files[node.name].update(part(c, node))
+            if part is not None and component.applies(cluster, node):
+                files[node.name].update(part(c, node))
     return files, _notes(c, said)
 
 
@@ -432,7 +416,11 @@ def _notes(c: Ctx, said: str) -> list[str]:
 
 
 # the deploys' order (deploy/__init__.py components), then workflows/render_monitoring.py's
-RENDERERS: list[Callable[[Ctx, Node], Files]] = [
-    _base, _proxy, _package_source, _slurm_version, _sssd, _storage_server, _storage_mounts, _users, _munge, _health,
-    _jobhooks, _nvidia_driver, _mig, _containers, _accounting, _power, _slurm_controller, _slurm_compute, _adopt,
-    _slurm_login, _dcgm, _nvidia_tools, _acceptance]
+# each declared component's files (components/slurm.py, by name), written only where it applies
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {
+    "base": _base, "proxy": _proxy, "package source": _package_source, "slurm version": _slurm_version,
+    "sssd": _sssd, "storage server": _storage_server, "storage mounts": _storage_mounts, "users": _users,
+    "munge": _munge, "health": _health, "jobhooks": _jobhooks, "nvidia driver": _nvidia_driver, "mig": _mig,
+    "containers": _containers, "accounting": _accounting, "power": _power, "slurm controller": _slurm_controller,
+    "slurm compute": _slurm_compute, "pam_slurm_adopt": _adopt, "slurm login": _slurm_login, "dcgm": _dcgm,
+    "nvidia tools": _nvidia_tools, "acceptance tools": _acceptance}
