@@ -30,13 +30,12 @@ from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
 
-from corral.bundle import resolve, sign
+from corral.bundle import VALID_DAYS, resolve, sign  # noqa: F401 - VALID_DAYS: the CLI's default reads it from bundle/
 from corral.digest import sha256_file as sha256
 from corral.errors import HostToolError
 from corral.spec.cluster import Cluster
 
 FORMAT = 2  # 2: serial and valid_until
-VALID_DAYS = 90  # a bundle's default lifetime: InRelease's Valid-Until and the manifest's valid_until
 KEY_FILE, MANIFEST, SUMS = "corral-bundle.gpg", "manifest.json", "SHA256SUMS"
 SUITE = "bookworm"  # the release of the clean node the packages are resolved against (virtual/image.py)
 

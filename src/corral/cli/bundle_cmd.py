@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from corral.bundle.build import VALID_DAYS
+from corral.bundle import VALID_DAYS
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json
 from corral.errors import CorralError
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.console import Console
 
 from corral.errors import UsageError
-from corral.spec.cluster import Cluster
-from corral.spec.loader import load
+
+if TYPE_CHECKING:  # the spec's models are imported by the commands that load one, not by `corral --help`
+    from corral.spec.cluster import Cluster
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -28,6 +29,7 @@ def spec_path(spec: Optional[Path]) -> Path:
 
 
 def load_cluster(spec: Optional[Path]) -> Cluster:
+    from corral.spec.loader import load
     return load(spec_path(spec))
 
 

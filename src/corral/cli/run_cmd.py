@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.table import Table
 
 from corral.cli.common import JsonOpt, LimitOpt, SpecOpt, err, limit_names, load_cluster, out, print_json
 from corral.errors import UsageError
-from corral.spec.cluster import Cluster
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster
 
 
 

@@ -9,7 +9,6 @@ from typing import Optional
 import typer
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json, spec_path
 from corral.errors import UsageError
-from corral.spec.rules import spec_warnings
 
 spec_app = typer.Typer(no_args_is_help=True, help="Validate, show and document the cluster spec (offline).")
 import_app = typer.Typer(no_args_is_help=True, help="Convert another tool's inventory to a cluster.yaml.")
@@ -19,6 +18,7 @@ import_app = typer.Typer(no_args_is_help=True, help="Convert another tool's inve
 def check(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt) -> None:
     """Validate cluster.yaml without contacting any node."""
     cluster = load_cluster(spec)
+    from corral.spec.rules import spec_warnings
     warnings = spec_warnings(cluster)
     if as_json:
         print_json({"ok": True, "spec": str(spec_path(spec)), "nodes": len(cluster.nodes),

@@ -10,7 +10,6 @@ import typer
 from rich.table import Table
 
 from corral.cli.common import JsonOpt, err, out, print_json
-from corral.spec.loader import load
 from corral.virtual.defaults import DEFAULT_SUBNET
 
 DEFAULT_DIR = Path(os.environ.get("CORRAL_VIRTUAL_DIR", "/var/lib/corral/virtual"))
@@ -50,6 +49,7 @@ def up(directory: Path = DirOpt,
 
 def _vc(directory: Path):
     from corral.virtual.cluster import VirtualCluster
+    from corral.spec.loader import load
     return VirtualCluster(load(directory / "cluster.yaml"))
 
 
