@@ -346,8 +346,9 @@ def test_a_bundle_lacking_a_package_is_named_by_doctor_and_plan_before_anything_
     check = next(c for c in doctor(load(spec)).checks if c.name == "bundle")
     assert check.status == "FAIL" and check.nodes["login1"] == (
         "FAIL: needs python3-venv (role login): not in the bundle"), check.to_json()
-    assert check.nodes["gpu01"] == (  # the small spec has no driver, no enroot (nor curl's CA certificates)
+    assert check.nodes["gpu01"] == (  # the small spec has no driver, no enroot (nor its download tools)
         "FAIL: needs ca-certificates (nvidia.enroot/pyxis downloads): not in the bundle; "
+        "needs curl (nvidia.enroot/pyxis downloads): not in the bundle; "
         "needs corral-test-nvidia-driver 1.0 (nvidia.driver.version): not in the bundle; "
         "needs corral-test-enroot_1.0.0_amd64.deb (nvidia.enroot): not in the bundle"), check.to_json()
     with pytest.raises(CorralError, match=r"login1 needs python3-venv \(role login\): not in the bundle"):

@@ -34,7 +34,8 @@ def _bash(script: str):
 def release_debs(label: str, sums_key: str, spec, want: Want):
     """A vendor's release .debs (`spec`: packages, version, url, sha256) at the spec's version:
     nothing to do, or download, check, install (render/debs.py). enroot here, nvidia-mig-parted in mig.py."""
-    snap = snapshot(want)
+    snap = snapshot(Want(paths=want.paths, services=want.services, blocks=want.blocks,  # the release's packages
+                         packages=tuple(dict.fromkeys((*want.packages, *spec.packages)))))  # read, not assumed absent
     have = {p: snap.packages.get(p) for p in spec.packages}
     behind = [p for p, v in have.items() if v is None or upstream_version(v) != spec.version]
     if not behind:
