@@ -24,7 +24,7 @@ from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd
 from corral.render.adopt import (ACCESS_FILE, COMMON_SESSION, EMPTY_SHA, PAM_SSHD, access_conf, adopt_lines,
-                                 converged_block_hashes, restore_lines, text)
+                                 converged_block_hashes, module_path, restore_lines, text)
 
 PACKAGE = ADOPT
 WANT = register(Want(paths=(ACCESS_FILE,), packages=(PACKAGE,), blocks=(PAM_SSHD,)))
@@ -37,12 +37,13 @@ def sshd_pam(on: bool, node: str, want: Want):
     know that); it is replaced atomically (a copy with its mode and owner, renamed over it)."""
     have = snapshot(want).blocks.get(PAM_SSHD)
     if on:
+        module = module_path(host.data.corral_node.os)  # the node's release's path of the module
         session = host.get_fact(FileContents, path=COMMON_SESSION)
-        if have in converged_block_hashes(session, node):
+        if have in converged_block_hashes(session, node, module):
             host.noop(f"{PAM_SSHD}: pam_slurm_adopt in place")
             return
         lines = host.get_fact(FileContents, path=PAM_SSHD)
-        new = text(adopt_lines(lines, session, node))
+        new = text(adopt_lines(lines, session, node, module))
     else:
         if have == EMPTY_SHA:
             host.noop(f"{PAM_SSHD}: no pam_slurm_adopt block")
