@@ -25,6 +25,9 @@ class Release:
     systemd: int           # systemd major in the suite (what nspawn boots inside the node)
     pam_module_dir: str    # where libpam-slurm-adopt puts pam_slurm_adopt.so (usrmerge moved it in trixie)
     security_suite: str    # the suite of security updates on security.debian.org
+    # the slurm-wlm units are Type=notify with `--systemd` (trixie): an ExecStart corral writes keeps the flag,
+    # or systemd waits for a READY=1 that never comes and kills the daemon after TimeoutStartSec
+    slurm_notify: bool = False
     renamed: Mapping[str, str] = field(default_factory=dict)  # corral's package name -> this release's
 
     def package(self, name: str) -> str:
@@ -36,7 +39,8 @@ RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
     Release(name="debian-12", suite="bookworm", version="12", slurm="22.05", slurm_package="22.05.8-4+deb12u3",
             systemd=252, pam_module_dir="/lib/security", security_suite="bookworm-security"),
     Release(name="debian-13", suite="trixie", version="13", slurm="24.11", slurm_package="24.11.5-4+deb13u1",
-            systemd=257, pam_module_dir="/usr/lib/x86_64-linux-gnu/security", security_suite="trixie-security"),
+            systemd=257, pam_module_dir="/usr/lib/x86_64-linux-gnu/security", security_suite="trixie-security",
+            slurm_notify=True),
 )})
 DEFAULT = "debian-12"  # every spec without `os:` (unchanged behaviour)
 
