@@ -67,9 +67,10 @@ def options(release: Release, work: Path) -> list[str]:
     stamp = work / "updated"
     if changed or not stamp.is_file() or time.time() - stamp.stat().st_mtime > REFRESH_S:
         say(f"refreshing the private apt lists of debian {release.suite} in {work}")
-        proc = subprocess.run(["apt-get", "-q", "-o", "Debug::NoLocking=1", *opts, "update"], capture_output=True,
-                              text=True, timeout=UPDATE_TIMEOUT_S, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-        if proc.returncode != 0 or "W: " in proc.stderr and "NO_PUBKEY" in proc.stderr:
+        proc = subprocess.run(["apt-get", "-q", "-o", "Debug::NoLocking=1", *opts, "update"],
+                              capture_output=True, text=True, timeout=UPDATE_TIMEOUT_S,
+                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        if proc.returncode != 0 or "NO_PUBKEY" in proc.stderr:  # apt only warns about an unsigned suite
             tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
             raise HostToolError(f"apt update of debian {release.suite} (private lists) failed: {tail}",
                                 fix="check that the Debian mirror is reachable (CORRAL_DEBIAN_MIRROR to choose one)")

@@ -17,7 +17,7 @@ from corral.errors import HostToolError
 from corral.spec.releases import Release, release as os_release
 from corral.virtual.host import debian_mirror, run, say
 
-SUITE = "bookworm"  # the default release's (spec/releases.py DEFAULT); every function takes `os` for another
+SUITE = "bookworm"  # the default release's (spec/releases.py DEFAULT); every function takes `os_name` for another
 INCLUDE = ["systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "python3",
            "ca-certificates", "procps", "less", "sudo"]
 RECIPE_VERSION = 6  # bump when configure() or the build changes (6: the release's updates applied, its status kept)
@@ -35,7 +35,7 @@ Acquire::Retries "1";
 
 
 def recipe(os_name: str | None = None) -> dict:
-    """The build recipe of `os`'s image (spec `nodes[].os`; None: debian-12): the same for every release
+    """The build recipe of release `os_name`'s image (spec `nodes[].os`; None: debian-12): the same for every release
     but its suite, so Debian 12's recipe, hash and cached image are what they were before releases."""
     return {"suite": os_release(os_name).suite, "variant": "minbase", "include": INCLUDE, "version": RECIPE_VERSION,
             "updated": True}
@@ -140,7 +140,7 @@ def apply_updates(root: Path, options: list[str] = ()) -> None:
 
 
 def ensure_image(cache: Path | None = None, carried: Path | None = None, os_name: str | None = None) -> Path:
-    """Return the base image directory of release `os` (None: debian-12), building it first if this recipe
+    """Return the base image directory of release `os_name` (None: debian-12), building it first if this recipe
     has none yet: from `carried` (a bundle's virtual/<image>.tar, already checked against its signed sums)
     when given, else debootstrap (Debian 12's debootstrap builds a trixie minbase as well)."""
     rel = os_release(os_name)
