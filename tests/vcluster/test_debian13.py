@@ -18,6 +18,8 @@ from corral.spec.loader import load
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
 
+pytestmark = pytest.mark.vcluster
+
 SUBNET = ipaddress.IPv4Network("10.213.91.0/24")  # its own: other modules' clusters may be up
 BRIDGE = "corraltest13"
 PORT = 18091
