@@ -34,7 +34,7 @@ BASE: dict[str, Any] = {
     "scheduler": "slurm",
     "ssh": {"user": "corral", "key": "keys/id_ed25519", "port": 22, "jump_host": "admin@bastion.example.com:2222"},
     "nodes": [  # the first occurrence of a field is the one fuzzed: unreferenced names come first
-        {"names": "login1", "addresses": "10.213.0.20", "roles": ["login"]},
+        {"names": "login1", "addresses": "10.213.0.20", "roles": ["login"], "os": "debian-12"},
         {"names": "gpu[01-02]", "addresses": ["10.213.0.11", "10.213.0.12"], "roles": ["compute"],
          "memory_mb": 515000,
          "gpus": {"model": "h100", "count": 4, "memory_gib": 80, "nvlink": True,

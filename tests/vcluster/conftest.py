@@ -37,7 +37,7 @@ def vcluster_unavailable() -> str | None:
 
 def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: int = 4,
               usable: bool = False, subnet: ipaddress.IPv4Network = TEST_SUBNET, bridge: str = TEST_BRIDGE,
-              port: int = TEST_PORT) -> Path:
+              port: int = TEST_PORT, os_name: str | None = None) -> Path:
     """The default virtual spec on the tests' subnet; `usable`: with the login node, shared /home and
     alice (her key generated as `corral up` does); without, the 3 nodes most modules need."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -47,7 +47,7 @@ def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: i
         from corral.virtual.keys import ensure_key, user_key_file
         key = ensure_key(user_key_file(directory / ".corral", "alice"), f"alice@{name}")
     path.write_text(default_spec(name, compute, gpus, "h100", subnet, bridge, port,
-                                 usable=usable, user_key=key))
+                                 usable=usable, user_key=key, os_name=os_name))
     return path
 
 

@@ -24,26 +24,27 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd
-from corral.render.adopt import (ACCESS_FILE, COMMON_SESSION, EMPTY_SHA, PAM_SSHD, access_conf, adopt_lines,
-                                 converged_block_hashes, restore_lines, text)
+from corral.render.adopt import (ACCESS_FILE, COMMON_SESSION, EMPTY_SHA, MODULE, PAM_SSHD, access_conf, adopt_lines,
+                                 converged_block_hashes, module_path, restore_lines, text)
 
 PACKAGE = ADOPT
 WANT = register(Want(paths=(ACCESS_FILE,), packages=(PACKAGE,), blocks=(PAM_SSHD,)))
 
 
 @operation()
-def sshd_pam(on: bool, node: str, want: Want):
+def sshd_pam(on: bool, node: str, want: Want, module: str = MODULE):
     """corral's blocks in /etc/pam.d/sshd (on) or none (off); the rest of the file stays the admin's. The
     node's file is read only when its blocks differ from what corral writes (on: common-session is read to
-    know that); it is replaced atomically (a copy with its mode and owner, renamed over it)."""
+    know that); it is replaced atomically (a copy with its mode and owner, renamed over it). `module`: the
+    path of pam_slurm_adopt.so on the node's release (render/adopt.py module_path)."""
     have = snapshot(want).blocks.get(PAM_SSHD)
     if on:
         session = host.get_fact(FileContents, path=COMMON_SESSION)
-        if have in converged_block_hashes(session, node):
+        if have in converged_block_hashes(session, node, module):
             host.noop(f"{PAM_SSHD}: pam_slurm_adopt in place")
             return
         lines = host.get_fact(FileContents, path=PAM_SSHD)
-        new = text(adopt_lines(lines, session, node))
+        new = text(adopt_lines(lines, session, node, module))
     else:
         if have == EMPTY_SHA:
             host.noop(f"{PAM_SSHD}: no pam_slurm_adopt block")
@@ -91,7 +92,8 @@ def adopt() -> None:
                                      "without a job)", path=ACCESS_FILE,
                                 content=access_conf(cluster.spec.ssh.user, cluster.spec.identity.adopt_exempt_users),
                                 want=WANT)
-        sshd_pam(name=f"{PAM_SSHD}: pam_slurm_adopt, no pam_systemd", on=True, node=node.name, want=WANT)
+        sshd_pam(name=f"{PAM_SSHD}: pam_slurm_adopt, no pam_systemd", on=True, node=node.name, want=WANT,
+                 module=module_path(node.os))
     else:
         sshd_pam(name=f"{PAM_SSHD}: no pam_slurm_adopt", on=False, node=node.name, want=WANT)
         absent(name=f"{ACCESS_FILE} removed", path=ACCESS_FILE, want=WANT)

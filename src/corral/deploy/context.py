@@ -82,7 +82,7 @@ VERSION_CMD = (f"{INSTALLED_VERSION}; echo @@candidate; "
 
 
 def _version(h) -> tuple[int, int]:
-    """The Slurm version installed (or to be installed) on a controller; Debian 12's if unknown."""
+    """The Slurm version installed (or to be installed) on a controller; its release's if unknown."""
     from pyinfra.facts.server import Command
 
     from corral.render.slurm import slurm_version_tuple
@@ -91,10 +91,12 @@ def _version(h) -> tuple[int, int]:
     if not text:
         found, _, candidate = (h.get_fact(Command, VERSION_CMD) or "").partition("@@candidate")
         text = parse_slurm_version(found.splitlines()) or candidate.strip()
+    from corral.spec.releases import slurm_tuple
+    own = slurm_tuple(h.data.corral_node.os)  # the node's release's Slurm where nothing else says
     try:
-        return slurm_version_tuple(text) if text and text != "(none)" else DEFAULT_VERSION
+        return slurm_version_tuple(text) if text and text != "(none)" else own
     except (ValueError, CorralError):
-        return DEFAULT_VERSION
+        return own
 
 
 DEFAULT_VERSION = (22, 5)

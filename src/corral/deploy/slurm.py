@@ -201,11 +201,15 @@ def slurm_controller() -> None:
 
 
 def dropin(cluster, node) -> str:
-    """slurmd unit drop-in: configless (--conf-server), the node's name, and (virtual cluster only)
+    """slurmd unit drop-in: configless (--conf-server), the node's name, `--systemd` where the release's unit
+    is Type=notify (spec/releases.py), and (virtual cluster only)
     the cgroup v1 controllers remounted read-write, which systemd-nspawn mounts read-only."""
+    from corral.spec.releases import release
     servers = ",".join(f"{n.address}:6817" for n in cluster.with_role("controller"))
+    # the release's unit is Type=notify: --systemd (foreground and READY=1; slurmd refuses it with -D)
+    fg = "--systemd" if release(node.os).slurm_notify else "-D"
     lines = ["# Managed by corral", "[Unit]", "ConditionPathExists=", "", "[Service]", "ExecStart=",
-             f"ExecStart=/usr/sbin/slurmd -D -s --conf-server {servers} -N {node.name} $SLURMD_OPTIONS"]
+             f"ExecStart=/usr/sbin/slurmd {fg} -s --conf-server {servers} -N {node.name} $SLURMD_OPTIONS"]
     if cluster.spec.virtual is not None:
         lines.append("ExecStartPre=/bin/sh -c 'for c in freezer cpuset devices cpu cpuacct memory pids; "
                      "do mount -o remount,bind,rw /sys/fs/cgroup/$$c; done'")

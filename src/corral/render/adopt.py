@@ -58,6 +58,14 @@ PAM_SSHD = "/etc/pam.d/sshd"
 COMMON_SESSION = "/etc/pam.d/common-session"
 ACCESS_FILE = paths.ADOPT_ACCESS
 MODULE = "/lib/security/pam_slurm_adopt.so"   # where bookworm's libpam-slurm-adopt puts it (see above)
+
+
+def module_path(os_name: str | None) -> str:
+    """Where the node's release puts the module (spec/releases.py): trixie's usrmerged libpam-slurm-adopt
+    installs it in libpam's own module directory, /usr/lib/x86_64-linux-gnu/security."""
+    from corral.spec.releases import release
+    return f"{release(os_name).pam_module_dir}/pam_slurm_adopt.so"
+
 BEGIN = "# BEGIN corral pam_slurm_adopt"
 BEGIN_SESSION = "# BEGIN corral pam_slurm_adopt session"
 END = "# END corral"
@@ -69,7 +77,7 @@ _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _LINE = re.compile(r"^(\s*-?(\w+)\s+(\[[^\]]*\]|\S+)\s+)(\S+)(.*)$")
 
 
-def account_block(node: str) -> list[str]:
+def account_block(node: str, module: str = MODULE) -> list[str]:
     """pam_access for root and corral's SSH user, then pam_slurm_adopt for everyone else. `nodename=`: the
     node's NodeName, as slurmd runs (`-N`), for the host name need not be it."""
     if not _NODE.fullmatch(node):
@@ -79,7 +87,7 @@ def account_block(node: str) -> list[str]:
             "# Managed by corral (identity.pam_slurm_adopt): a user may log in only while they have a Slurm job",
             "# on this node, and the session joins it; root and corral's SSH user pass pam_access without one.",
             f"account    sufficient   pam_access.so nodefgroup accessfile={ACCESS_FILE}",
-            f"account    required     {MODULE} nodename={node}",
+            f"account    required     {module} nodename={node}",
             END]
 
 
@@ -177,7 +185,8 @@ def restore_lines(sshd: list[str]) -> list[str]:
     return out + sshd[last:]
 
 
-def adopt_lines(sshd: list[str] | None, common_session: list[str] | None, node: str) -> list[str]:
+def adopt_lines(sshd: list[str] | None, common_session: list[str] | None, node: str,
+                module: str = MODULE) -> list[str]:
     """/etc/pam.d/sshd with corral's blocks (made afresh: applying twice changes nothing): the account block
     after `@include common-account`, and each `@include common-session` replaced by a copy without
     pam_systemd when common-session has it."""
@@ -211,7 +220,7 @@ def adopt_lines(sshd: list[str] | None, common_session: list[str] | None, node: 
         else:
             out.append(line)
         if i == account[0]:
-            out += account_block(node)
+            out += account_block(node, module)
     return out
 
 
@@ -220,11 +229,11 @@ def text(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def converged_block_hashes(common_session: list[str] | None, node: str) -> set[str]:
+def converged_block_hashes(common_session: list[str] | None, node: str, module: str = MODULE) -> set[str]:
     """What NodeState reads of /etc/pam.d/sshd (sha256 of every corral block's lines, in file order) when
     it holds the blocks adopt_lines() writes for a stock sshd file: the account block, and the session block
     before or after it when common-session has pam_systemd. Another hash means: read the file."""
-    account = text(account_block(node))
+    account = text(account_block(node, module))
     session = session_block(common_session) if common_session is not None else None
     if session is None:
         return {hashlib.sha256(account.encode()).hexdigest()}

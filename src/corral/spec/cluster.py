@@ -25,6 +25,7 @@ class Node:
     gpus: GpuSpec | None
     memory_mb: int | None
     group: int  # index in spec.nodes
+    os: str = "debian-12"  # the group's OS release (spec/releases.py)
 
     @property
     def gpu_count(self) -> int:
@@ -62,6 +63,10 @@ class Cluster:
                 return n
         raise KeyError(name)
 
+    def releases(self) -> list[str]:
+        """The OS releases of the cluster's nodes (spec `nodes[].os`), in group order, each once."""
+        return list(dict.fromkeys(g.os for g in self.spec.nodes))
+
     def with_role(self, role: str) -> list[Node]:
         return [n for n in self.nodes if role in n.roles]
 
@@ -77,7 +82,7 @@ class Cluster:
         data = self.spec.model_dump(mode="json")
         data["nodes"] = [{"name": n.name, "address": n.address, "roles": list(n.roles),
                           "gpus": n.gpus.model_dump(mode="json") if n.gpus else None,
-                          "memory_mb": n.memory_mb, "group": n.group} for n in self.nodes]
+                          "memory_mb": n.memory_mb, "group": n.group, "os": n.os} for n in self.nodes]
         data["state_dir"] = str(self.state_dir)
         data["spec_hash"] = self.spec_hash()
         return data
@@ -128,6 +133,7 @@ def _expand_group(spec: ClusterSpec, gi: int, where: Where, problems: list[Probl
             gpus=gpus if gpus and gpus.count > 0 else None,
             memory_mb=(o.memory_mb if o and o.memory_mb else group.memory_mb),
             group=gi,
+            os=group.os,
         ))
     return nodes
 

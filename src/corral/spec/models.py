@@ -109,6 +109,10 @@ class NodeGroup(Strict):
                                                                    "from node facts (`slurmd -C`)")
     overrides: dict[str, NodeOverride] = Field(default_factory=dict,
                                                description="per node, by name: what differs from the group")
+    os: str = Field(default="debian-12",
+                    description="the OS release these nodes run (spec/releases.py): `debian-12` (bookworm, Slurm "
+                                "22.05) or `debian-13` (trixie, Slurm 24.11); the virtual cluster builds this "
+                                "release's base image and package repository for them")
 
 
 class HealthSpec(Strict):

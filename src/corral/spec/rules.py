@@ -14,6 +14,7 @@ from corral.spec.rules_download import check_checksums, check_urls, download_war
 from corral.spec.rules_ha import ha_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
+from corral.spec.rules_os import check_os
 from corral.spec.rules_reports import check_reports
 from corral.spec.rules_rollout import check_rollout, rollout_warnings
 from corral.spec.rules_bundle import bundle_warnings, check_bundle
@@ -296,7 +297,8 @@ def check_mig(cluster: Cluster, where: Where) -> list[Problem]:
 
 
 def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
-    problems = check_nodes(cluster, where) + check_roles(cluster, where) + schedulers.problems(cluster, where)
+    problems = check_nodes(cluster, where) + check_os(cluster, where) + check_roles(cluster, where)
+    problems += schedulers.problems(cluster, where)
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)

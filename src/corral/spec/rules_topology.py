@@ -27,6 +27,10 @@ def _release(cluster: Cluster) -> tuple[int, int] | None:
             return int(major), int(minor)
         except ValueError:
             return None
+    from corral.spec.releases import DEFAULT, RELEASES, slurm_tuple
+    oses = {g.os for g in cluster.spec.nodes}
+    if len(oses) == 1 and oses <= set(RELEASES) and (cluster.spec.virtual is not None or oses != {DEFAULT}):
+        return slurm_tuple(oses.pop())  # the release's own Slurm: what its nodes get (a debian-13 spec: 24.11)
     return DEBIAN12_SLURM if cluster.spec.virtual is not None else None
 
 

@@ -55,7 +55,8 @@ class Scheduler:
 SLURM = Scheduler(
     name="slurm", roles=SLURM_ROLES,
     carries=frozenset({"slurm-conf", "pyxis", "topology", "mig-parted", "slurm-exporter"}),
-    rules=("corral.spec.rules:check_slurm", "corral.spec.rules_ha:check_ha"),
+    rules=("corral.spec.rules:check_slurm", "corral.spec.rules_ha:check_ha",
+           "corral.spec.rules_os:check_slurm_release"),
     warnings=(),
     pinned=lambda spec: spec.slurm.version,
     not_virtual=None,

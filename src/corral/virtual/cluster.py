@@ -46,6 +46,16 @@ class VirtualCluster:
                              value=f"scheduler: {cluster.spec.scheduler}",
                              fix="use scheduler: slurm here; review a Kubernetes spec with `corral render`, or "
                                  "`corral plan` it against its nodes")
+        oses = cluster.releases()
+        if len(oses) > 1:
+            raise UsageError(f"{cluster.path}: the virtual cluster runs one OS release per cluster; this spec has "
+                             f"{', '.join(oses)}", value=", ".join(oses),
+                             fix="give every node group the same `os:`")
+        self.os = oses[0] if oses else None  # its base image and package repository (spec/releases.py)
+        if self.os not in (None, "debian-12") and cluster.spec.packages.source == "bundle":
+            raise UsageError(f"{cluster.path}: air-gap bundles are built for debian-12 nodes only so far; this "
+                             f"spec's nodes run {self.os}", value=self.os,
+                             fix="use packages.source: online for a debian-13 virtual cluster")
         self.cluster = cluster
         self.v = cluster.spec.virtual
         self.workdir = cluster.base_dir
@@ -108,7 +118,7 @@ class VirtualCluster:
         if self.cluster.spec.packages.source == "bundle" and not (image.image_dir() / "etc/corral-image").is_file():
             from corral.bundle.serve import carried_image
             return image.ensure_image(carried=carried_image(self.cluster, image.image_dir().name))
-        return image.ensure_image()
+        return image.ensure_image(os_name=self.os)
 
     def _up(self, state: dict, timeout: float) -> list[NodeStatus]:
         base = self._base_image()
@@ -147,7 +157,7 @@ class VirtualCluster:
             from corral.bundle.serve import prepare
             return prepare(self.cluster)
         from corral.components.views import packages_for
-        return repo.ensure_repo(base, packages_for(self.cluster)), None
+        return repo.ensure_repo(base, packages_for(self.cluster), repo.repo_dir(self.os), os_name=self.os), None
 
     def _bmc_up(self, state: dict) -> None:
         """With power enabled, the emulated BMC (virtual/bmc.py) on the bridge's host address."""

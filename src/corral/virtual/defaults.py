@@ -13,8 +13,10 @@ EXAMPLE_UID = 2001
 
 def default_spec(name: str = "vcluster", compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
                  subnet: ipaddress.IPv4Network = DEFAULT_SUBNET, bridge: str | None = None,
-                 repo_port: int | None = None, *, usable: bool = True, user_key: str | None = None) -> str:
-    """`usable`: with the login node, shared /home and (given `user_key`, a public key line) alice."""
+                 repo_port: int | None = None, *, usable: bool = True, user_key: str | None = None,
+                 os_name: str | None = None) -> str:
+    """`usable`: with the login node, shared /home and (given `user_key`, a public key line) alice.
+    `os_name`: every node group's `os:` (spec/releases.py); None writes none (the default release)."""
     base = subnet.network_address
     first = base + 11
     last = base + 10 + compute
@@ -23,7 +25,8 @@ def default_spec(name: str = "vcluster", compute: int = 2, gpus: int = 4, gpu_mo
     extra = (f"  bridge: {bridge}\n" if bridge else "") + (f"  repo_port: {repo_port}\n" if repo_port else "")
     gpu_line = f"    gpus: {{model: {gpu_model}, count: {gpus}}}\n" if gpus > 0 else ""
     ctl_roles = "controller, accounting, monitoring" + (", nfs" if usable else "")
-    login = (f"  - names: login1\n    addresses: [{last + 1}]\n    roles: [login]\n" if usable else "")
+    os_line = f"    os: {os_name}\n" if os_name else ""
+    login = (f"  - names: login1\n    addresses: [{last + 1}]\n    roles: [login]\n{os_line}" if usable else "")
     storage = ("""storage:
   # the NFS node's exports and the nodes' mounts; in the virtual cluster the NAS is EMULATED
   # (a host directory bind-mounted into the nodes), everything above the mount is real
@@ -53,10 +56,10 @@ nodes:
   - names: ctl
     addresses: [{base + 10}]
     roles: [{ctl_roles}]
-  - names: {names}
+{os_line}  - names: {names}
     addresses: {first}-{last}
     roles: [compute]
-{gpu_line}{login}{storage}slurm:
+{os_line}{gpu_line}{login}{storage}slurm:
   partitions:
     - {{name: gpu, nodes: ALL, default: true, max_time: "1-00:00:00"}}
   qos:

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from corral.errors import HostToolError
+from corral.spec.releases import Release, release as os_release
 from corral.virtual.host import debian_mirror, run, say
 
-SUITE = "bookworm"
+SUITE = "bookworm"  # the default release's (spec/releases.py DEFAULT); every function takes `os_name` for another
 INCLUDE = ["systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "python3",
            "ca-certificates", "procps", "less", "sudo"]
 RECIPE_VERSION = 6  # bump when configure() or the build changes (6: the release's updates applied, its status kept)
@@ -33,19 +34,29 @@ Acquire::Retries "1";
 """
 
 
-def recipe() -> dict:
-    return {"suite": SUITE, "variant": "minbase", "include": INCLUDE, "version": RECIPE_VERSION, "updated": True}
+def recipe(os_name: str | None = None) -> dict:
+    """The build recipe of release `os_name`'s image (spec `nodes[].os`; None: debian-12): the same for every release
+    but its suite, so Debian 12's recipe, hash and cached image are what they were before releases."""
+    return {"suite": os_release(os_name).suite, "variant": "minbase", "include": INCLUDE, "version": RECIPE_VERSION,
+            "updated": True}
 
 
-def recipe_hash() -> str:
-    return hashlib.sha256(json.dumps(recipe(), sort_keys=True).encode()).hexdigest()[:12]
+def recipe_hash(os_name: str | None = None) -> str:
+    return hashlib.sha256(json.dumps(recipe(os_name), sort_keys=True).encode()).hexdigest()[:12]
 
 
-def image_dir(cache: Path | None = None) -> Path:
-    return (cache or CACHE) / "images" / f"{SUITE}-{recipe_hash()}"
+def image_dir(cache: Path | None = None, os_name: str | None = None) -> Path:
+    return (cache or CACHE) / "images" / f"{os_release(os_name).suite}-{recipe_hash(os_name)}"
 
 
-def configure(root: Path) -> None:
+def apt_options(rel: Release, cache: Path | None = None) -> list[str]:
+    """apt options reaching `rel`'s archive: none for the host's own release, a private configuration
+    under the cache for another (virtual/apt_release.py)."""
+    from corral.virtual.apt_release import options
+    return options(rel, (cache or CACHE) / "apt" / rel.suite)
+
+
+def configure(root: Path, os_name: str | None = None) -> None:
     """Make a debootstrapped tree a bootable, quiet, offline nspawn node image."""
     def systemctl(*args: str) -> None:
         run(["systemctl", f"--root={root}", *args], what="systemctl in image", check=False)
@@ -74,7 +85,7 @@ def configure(root: Path) -> None:
     for f in (root / "var/cache/apt").glob("*.bin"):
         f.unlink()
     (root / "etc/hosts").write_text("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n")
-    (root / "etc/corral-image").write_text(json.dumps(recipe(), sort_keys=True) + "\n")
+    (root / "etc/corral-image").write_text(json.dumps(recipe(os_name), sort_keys=True) + "\n")
 
 
 def release_status(image: Path) -> Path:
@@ -96,12 +107,13 @@ def installed(root: Path) -> list[str]:
     return names
 
 
-def apply_updates(root: Path) -> None:
+def apply_updates(root: Path, options: list[str] = ()) -> None:
     """debootstrap installs the release as it shipped; a server is kept at its security and stable
     updates. Take them from the host's apt sources (the suite's -updates and -security where the host
     has them), as the local repository's packages come from there: without it, a deploy that needs a
     package whose updated version depends on an updated base package (perl on perl-base) upgrades the
-    base package on every node in every run. Services do not start (a policy-rc.d while it runs)."""
+    base package on every node in every run. Services do not start (a policy-rc.d while it runs).
+    `options`: apt options reaching another release than the host's (apt_options)."""
     from corral.bundle.resolve import download_debs
     kept = root / RELEASE_STATUS  # what a node installed from the release's media has: bundles resolve against it
     kept.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +121,7 @@ def apply_updates(root: Path) -> None:
     work = root.with_name(root.name + ".updates")
     shutil.rmtree(work, ignore_errors=True)
     pool = root / "var/cache/apt/archives/corral-updates"
-    download_debs(root / "var/lib/dpkg/status", installed(root), pool, work, options=["--only-upgrade"])
+    download_debs(root / "var/lib/dpkg/status", installed(root), pool, work, options=[*options, "--only-upgrade"])
     debs = sorted(pool.glob("*.deb"))
     if debs:
         say(f"applying {len(debs)} updates of the release to the base image")
@@ -127,10 +139,12 @@ def apply_updates(root: Path) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
-def ensure_image(cache: Path | None = None, carried: Path | None = None) -> Path:
-    """Return the base image directory, building it first if this recipe has none yet: from `carried` (a
-    bundle's virtual/<image>.tar, already checked against its signed sums) when given, else debootstrap."""
-    target = image_dir(cache)
+def ensure_image(cache: Path | None = None, carried: Path | None = None, os_name: str | None = None) -> Path:
+    """Return the base image directory of release `os_name` (None: debian-12), building it first if this recipe
+    has none yet: from `carried` (a bundle's virtual/<image>.tar, already checked against its signed sums)
+    when given, else debootstrap (Debian 12's debootstrap builds a trixie minbase as well)."""
+    rel = os_release(os_name)
+    target = image_dir(cache, os_name)
     if (target / "etc/corral-image").is_file():
         return target
     if carried is not None:
@@ -139,13 +153,15 @@ def ensure_image(cache: Path | None = None, carried: Path | None = None) -> Path
     tmp = target.with_name(target.name + ".building")
     if tmp.exists():
         shutil.rmtree(tmp)
-    mirror = debian_mirror(SUITE)
-    say(f"building the node base image (debian {SUITE}, once; about a minute) in {target}")
+    options = apt_options(rel, cache)
+    from corral.virtual.apt_release import mirrors
+    mirror = debian_mirror(rel.suite) if not options else mirrors(rel)[0]
+    say(f"building the node base image (debian {rel.suite}, once; about a minute) in {target}")
     t0 = time.monotonic()
-    run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", SUITE, str(tmp), mirror],
+    run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", rel.suite, str(tmp), mirror],
         what="debootstrap of the node base image")
-    apply_updates(tmp)
-    configure(tmp)
+    apply_updates(tmp, options)
+    configure(tmp, os_name)
     tmp.rename(target)
     say(f"base image ready in {time.monotonic() - t0:.0f} s")
     return target

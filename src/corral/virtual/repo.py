@@ -1,7 +1,9 @@
 """corral's local package repository: .debs the node image lacks, indexed, served on the bridge only.
 
 Dependencies are resolved against the node image's dpkg status (not the host's), so nothing is
-missed. Downloads use the host's apt sources; the repository is cumulative and cached.
+missed. One repository per OS release (spec `nodes[].os`): Debian 12's from the host's apt sources (the
+path it always had), another release's from a private apt configuration of that release
+(virtual/apt_release.py). Each is cumulative and cached.
 """
 
 from __future__ import annotations
@@ -16,22 +18,32 @@ from pathlib import Path
 from corral.bundle.resolve import download_debs, index
 from corral.errors import HostToolError
 from corral.virtual.host import run, say
-from corral.virtual.image import CACHE
+from corral.spec.releases import DEFAULT, release
+from corral.virtual.image import CACHE, apt_options
 
-REPO = CACHE / "repo"
+REPO = CACHE / "repo"  # the default release's (debian-12); repo_dir() names the others'
+
+
+def repo_dir(os_name: str | None = None, cache: Path = CACHE) -> Path:
+    """The repository of release `os_name`: Debian 12's where it always was, another beside it by suite."""
+    rel = release(os_name)
+    return cache / "repo" if rel.name == DEFAULT else cache / f"repo-{rel.suite}"
+
 
 def _have(repo: Path) -> set[str]:
     manifest = repo / "corral-packages.txt"
     return set(manifest.read_text().split()) if manifest.is_file() else set()
 
 
-def ensure_repo(image: Path, packages: list[str], repo: Path = REPO) -> Path:
-    """Make sure `repo` holds `packages` and everything they need beyond `image`; index it."""
+def ensure_repo(image: Path, packages: list[str], repo: Path = REPO, os_name: str | None = None) -> Path:
+    """Make sure `repo` holds `packages` and everything they need beyond `image` (a base image of release
+    `os_name`, whose archive they come from); index it."""
     have = _have(repo)
     if set(packages) <= have and (repo / "Packages").is_file():
         return repo
     say(f"fetching {len(packages)} packages (+ dependencies) into the local repository {repo}")
-    download_debs(image / "var/lib/dpkg/status", packages, repo / "pool", repo / "aptstate")
+    options = apt_options(release(os_name)) if release(os_name).name != DEFAULT else []
+    download_debs(image / "var/lib/dpkg/status", packages, repo / "pool", repo / "aptstate", options)
     index(repo)
     (repo / "corral-packages.txt").write_text("\n".join(sorted(have | set(packages))) + "\n")
     return repo

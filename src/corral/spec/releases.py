@@ -1,0 +1,70 @@
+"""The OS releases corral's nodes run (spec `nodes[].os`), as data: one row per release.
+
+A row says what differs between releases for corral: the Debian suite (the virtual cluster's base
+image and its package repository are built per suite), the Slurm major release the suite's own
+`slurm-wlm` packages give (what `slurm.version` may ask for on those nodes without another repository),
+and the package names and paths that moved. Everything not named here is the same on every release.
+Only releases corral's tests run on a live (virtual) node are rows; Ubuntu and Rocky are a later step.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str              # the spec's `os:` value
+    suite: str             # Debian codename: debootstrap's suite, the repositories' Codename
+    version: str           # VERSION_ID of /etc/os-release
+    slurm: str             # the Slurm major release of the suite's slurm-wlm packages
+    slurm_package: str     # that package's exact version in the suite (the proven one)
+    systemd: int           # systemd major in the suite (what nspawn boots inside the node)
+    pam_module_dir: str    # where libpam-slurm-adopt puts pam_slurm_adopt.so (usrmerge moved it in trixie)
+    security_suite: str    # the suite of security updates on security.debian.org
+    # the slurm-wlm units are Type=notify with `--systemd` (trixie): an ExecStart corral writes keeps the flag,
+    # or systemd waits for a READY=1 that never comes and kills the daemon after TimeoutStartSec
+    slurm_notify: bool = False
+    renamed: Mapping[str, str] = field(default_factory=dict)  # corral's package name -> this release's
+
+    def package(self, name: str) -> str:
+        """The release's name of a package corral names by its Debian 12 name."""
+        return self.renamed.get(name, name)
+
+
+RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
+    Release(name="debian-12", suite="bookworm", version="12", slurm="22.05", slurm_package="22.05.8-4+deb12u3",
+            systemd=252, pam_module_dir="/lib/security", security_suite="bookworm-security"),
+    Release(name="debian-13", suite="trixie", version="13", slurm="24.11", slurm_package="24.11.5-4+deb13u1",
+            systemd=257, pam_module_dir="/usr/lib/x86_64-linux-gnu/security", security_suite="trixie-security",
+            slurm_notify=True),
+)})
+DEFAULT = "debian-12"  # every spec without `os:` (unchanged behaviour)
+
+
+def release(name: str | None) -> Release:
+    """The row of `name` (None: the default release); KeyError for a release corral does not know."""
+    return RELEASES[name or DEFAULT]
+
+
+def by_suite(suite: str) -> Release:
+    """The row of a Debian codename (bookworm, trixie)."""
+    for r in RELEASES.values():
+        if r.suite == suite:
+            return r
+    raise KeyError(suite)
+
+
+def slurm_major(version: str) -> str:
+    """'24.11.5' -> '24.11'."""
+    a, b = version.split(".")[:2]
+    return f"{int(a):02d}.{int(b):02d}"
+
+
+def slurm_tuple(name: str | None) -> tuple[int, int]:
+    """The Slurm major of a release as render/slurm.py's version tuple: debian-13 -> (24, 11)."""
+    a, b = release(name).slurm.split(".")
+    return int(a), int(b)
