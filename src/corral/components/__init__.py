@@ -29,6 +29,10 @@ def nothing(cluster: Cluster, node: Node) -> Mapping[str, str]:
     return {}
 
 
+def everywhere(cluster: Cluster, node: Node) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Component:
     """One component. `waits`: the components it waits for on other nodes during apply (LOCAL: none;
@@ -45,7 +49,7 @@ class Component:
     packages: Needs = nothing
     vendor: Needs = nothing
     stops: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    applies: Gate = lambda cluster, node: True  # noqa: E731 - components/gates.py names the others
+    applies: Gate = everywhere  # components/gates.py names the others
 
 
 def gives(names, why: str) -> dict[str, str]:

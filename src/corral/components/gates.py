@@ -7,10 +7,6 @@ deploys and renderers, where the plan and the notes say them."""
 from __future__ import annotations
 
 
-def everywhere(cluster, node) -> bool:
-    return True
-
-
 def ldap(cluster, node) -> bool:
     return cluster.spec.identity.ldap is not None
 
