@@ -8,6 +8,8 @@ at the end (the shared cluster as it was)."""
 from __future__ import annotations
 
 import pytest
+
+from corral.errors import SpecError
 from ruamel.yaml import YAML
 
 from corral.render.slurm_pin import PIN
@@ -62,9 +64,16 @@ def test_the_pin_planned_applied_honoured_and_then_nothing(vc):
         ("unchanged", "Slurm 22.05.8 pinned at 22.05")}
 
 
+def test_a_version_older_than_the_release_ships_is_a_located_spec_error(vc):
+    """21.08 on debian-12 (bookworm ships 22.05): refused when the spec is read, before any node is reached
+    (the plan-time downgrade refusal is for a node running a newer Slurm than a version its release has)."""
+    with pytest.raises(SpecError, match=r"slurm-version-21\.08\.yaml:\d+:\d+: Slurm 21\.08 cannot run on debian-12"
+                                        r".*fix: set slurm\.version to 22\.05 or later"):
+        with_version(vc, "21.08")
+
+
 @pytest.mark.parametrize("version,said", [
-    ("24.05", "Slurm upgrades at most 2 major releases at a time (22.05 -> 23.11 -> 24.05)"),
-    ("21.08", "a downgrade")])
+    ("24.05", "Slurm upgrades at most 2 major releases at a time (22.05 -> 23.11 -> 24.05)")])
 def test_refused_on_every_slurm_node_before_anything_changes(vc, version, said):
     cluster = with_version(vc, version)
     plan = converge(cluster, "plan", command="test-slurm-version-refused")
