@@ -29,9 +29,12 @@ GOALS = {"corral up": 25.0, "corral apply --yes (no-op)": 1.5, "corral --help": 
 
 
 def _run(args: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
+    """`corral ARGS` as a user runs it, on the bench's own directory: `corral up` works on the virtual
+    directory (CORRAL_VIRTUAL_DIR, never the user's default one), the rest on its spec (CORRAL_SPEC)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CORRAL_SPEC", "CORRAL_VIRTUAL_DIR")}
+    env.update(CORRAL_SPEC=str(cwd / "cluster.yaml"), CORRAL_VIRTUAL_DIR=str(cwd))
     t0 = time.perf_counter()
-    p = subprocess.run(CORRAL + args, cwd=cwd, capture_output=True, text=True, timeout=900,
-                       env={**os.environ, "CORRAL_SPEC": str(cwd / "cluster.yaml")})
+    p = subprocess.run(CORRAL + args, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
     return time.perf_counter() - t0, p
 
 
