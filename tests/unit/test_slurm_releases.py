@@ -17,7 +17,8 @@ def test_releases_in_order_and_the_window_changes_at_24_11():
 
 @pytest.mark.parametrize("installed,requested", [
     ("22.05.8", "22.05"), ("22.05.8", "22.05.8"), ("22.05.8", "22.05.9"), ("22.05.8", "23.02"),
-    ("22.05.8", "23.11"), ("23.02.7", "24.05.1"), ("23.02.7", "24.11"), ("24.05.4", "25.05")])
+    ("22.05.8", "23.11"), ("23.02.7", "24.05.1"), ("23.02.7", "24.11"), ("24.05.4", "25.05"),
+    ("24.11.5", "26.05"), ("24.11.5", "26.05.5")])  # 24.11 -> 26.05: three back, what 26.05 allows
 def test_allowed(installed, requested):
     assert refusal("gpu01", installed, requested) is None
 
@@ -35,6 +36,11 @@ def test_a_jump_too_far_names_the_way_there():
     assert steps("22.05.8", "25.05") == ["23.11", "25.05"]
     assert steps("22.05.8", "25.11") == ["23.11", "25.05", "25.11"]  # 23.11 -> 25.05: three back, 25.05 allows it
     assert refusal("gpu01", "22.05.8", "24.05")[0].endswith("(22.05 -> 23.11 -> 24.05)")
+    # Debian 12's Slurm to Debian 13's: four releases, more than 24.11 accepts
+    message, fix = refusal("gpu01", "22.05.8", "24.11")
+    assert message.endswith("at most 2 major releases at a time (22.05 -> 23.11 -> 24.11)")
+    assert fix == "set 23.11, apply, then 24.11, applying each in turn"
+    assert steps("23.11.4", "26.05") == ["25.05", "26.05"]  # each step the farthest its target accepts
 
 
 @pytest.mark.parametrize("installed,requested", [("23.02.7", "22.05"), ("22.05.8", "22.05.7"),

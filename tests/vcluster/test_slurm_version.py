@@ -73,7 +73,8 @@ def test_a_version_older_than_the_release_ships_is_a_located_spec_error(vc):
 
 
 @pytest.mark.parametrize("version,said", [
-    ("24.05", "Slurm upgrades at most 2 major releases at a time (22.05 -> 23.11 -> 24.05)")])
+    ("24.05", "Slurm upgrades at most 2 major releases at a time (22.05 -> 23.11 -> 24.05)"),
+    ("24.11", "Slurm upgrades at most 2 major releases at a time (22.05 -> 23.11 -> 24.11)")])
 def test_refused_on_every_slurm_node_before_anything_changes(vc, version, said):
     cluster = with_version(vc, version)
     plan = converge(cluster, "plan", command="test-slurm-version-refused")

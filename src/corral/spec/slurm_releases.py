@@ -12,7 +12,7 @@ daemons cannot read state written by a newer release. Pure: no I/O.
 from __future__ import annotations
 
 # major releases in order (YY.MM of the first release); 24.05 started the 6-month cycle
-RELEASES = ("20.02", "20.11", "21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11")
+RELEASES = ("20.02", "20.11", "21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11", "26.05")
 THREE_FROM = "24.11"  # the first release that accepts upgrades from the previous three
 
 
