@@ -89,7 +89,7 @@ def test_unreachable_skew_port_and_os_failures():
     assert by["reachable"].status == "FAIL" and "gpu02" in by["reachable"].message
     assert by["clock"].status == "FAIL" and "gpu01" in by["clock"].message
     assert by["ports"].status == "FAIL" and "port 6818 held by nginx" in by["ports"].message
-    assert by["os"].status == "WARN" and "not tested" in by["os"].nodes["ctl"]
+    assert by["os"].status == "WARN" and "not run by corral's tests" in by["os"].nodes["ctl"]
     assert "ctl: expected 0 GPUs (none), found 4" in by["gpus"].message  # GPUs the spec did not declare
     assert not report.ok and len(report.failures) == 4
     assert "gpu02: gpu02" not in by["reachable"].message
@@ -110,6 +110,18 @@ def test_ping_and_version():
 
 def test_a_rhel_family_node_fails_with_what_is_supported_there():
     from corral.checks.doctor import _os
-    status, message = _os({"os": "rocky 9.4"})
-    assert status == "FAIL" and "rocky 9.4 is not supported (supported: Debian 12, Ubuntu 22.04/24.04)" in message
-    assert _os({"os": "debian 12"})[0] == "OK"
+    node = load_text(SPEC).node("gpu01")
+    status, message = _os(node, {"os": "rocky 9.4"})
+    assert status == "FAIL" and "rocky 9.4 is not supported (supported: debian-12, debian-13; " in message
+    assert _os(node, {"os": "debian 12"}) == ("OK", "debian-12 (bookworm), as the spec says")
+
+
+def test_a_node_on_another_release_than_its_spec_names_the_os_to_write():
+    """The release a node runs is read from it: doctor names the `os:` its group should say."""
+    from corral.checks.doctor import _os
+    status, message = _os(load_text(SPEC).node("gpu01"), {"os": "debian 13"})
+    assert status == "FAIL" and message == ("runs debian-13 (trixie) but the spec says debian-12: set `os: debian-13` "
+                                            "on its node group (nodes[].os) or reinstall the node")
+    trixie = load_text(SPEC.replace("roles: [compute]", "roles: [compute]\n    os: debian-13")
+                       .replace("accounting]}", "accounting], os: debian-13}"))
+    assert _os(trixie.node("gpu01"), {"os": "debian 13"})[0] == "OK"

@@ -15,8 +15,7 @@ from corral.checks.result import Check, Report, summarize
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import gpu_model
 
-TESTED_OS = {("debian", "12")}
-SUPPORTED_OS = TESTED_OS | {("ubuntu", "22.04"), ("ubuntu", "24.04")}
+UNTESTED_OS = {("ubuntu", "22.04"), ("ubuntu", "24.04")}  # deployed as Debian 12 is; no release row yet
 MIN_DISK_MB = {"/": 2048, "/var": 2048, "/tmp": 256}
 MIN_MEM_MB = 1024
 CLOCK_WARN_S, CLOCK_FAIL_S = 0.5, 2.0
@@ -47,14 +46,23 @@ def gather(cluster: Cluster) -> tuple[dict[str, dict], dict[str, str]]:
     return facts, errors
 
 
-def _os(f: dict) -> tuple[str, str]:
+def _os(node: Node, f: dict) -> tuple[str, str]:
+    """The node's /etc/os-release against its group's `os:` (spec/releases.py): the release it runs is
+    the one to write there."""
+    from corral.spec.releases import RELEASES, from_os_release
     os_id = (f.get("os") or "unknown").split()
     key = (os_id[0], os_id[1] if len(os_id) > 1 else "")
-    if key in TESTED_OS:
-        return "OK", " ".join(key)
-    if key in SUPPORTED_OS:
-        return "WARN", f"{' '.join(key)} is supported but not tested by corral's CI (tested: Debian 12)"
-    return "FAIL", f"{' '.join(key)} is not supported (supported: Debian 12, Ubuntu 22.04/24.04)"
+    found = from_os_release(*key)
+    tested = ", ".join(RELEASES)
+    if found is None:
+        if key in UNTESTED_OS:
+            return "WARN", (f"{' '.join(key)} is deployed as debian-12 is but not run by corral's tests "
+                            f"(tested: {tested})")
+        return "FAIL", f"{' '.join(key)} is not supported (supported: {tested}; Ubuntu 22.04/24.04 untested)"
+    if found.name != node.os:
+        return "FAIL", (f"runs {found.name} ({found.suite}) but the spec says {node.os}: set `os: {found.name}` "
+                        f"on its node group (nodes[].os) or reinstall the node")
+    return "OK", f"{found.name} ({found.suite}), as the spec says"
 
 
 def _privilege(f: dict) -> tuple[str, str]:
@@ -121,10 +129,12 @@ def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -
     checks = [Check("spec", "WARN" if unproven else "OK", "; ".join([f"{cluster.path}: valid, {len(cluster.nodes)} "
                                                                      "nodes", *unproven])),
               summarize("reachable", reach, f"all {len(cluster.nodes)} nodes reachable")]
-    per_check = {"root or sudo": _privilege, "os": _os, "disk and memory": _resources, "clock": _clock}
+    per_check = {"root or sudo": _privilege, "disk and memory": _resources, "clock": _clock}
+    nodes = {n.name: n for n in cluster.nodes}
+    checks.append(summarize("os", {n: _os(nodes[n], f) for n, f in facts.items()}, "every node runs the release "
+                            "its spec names"))
     for name, fn in per_check.items():
         checks.append(summarize(name, {n: fn(f) for n, f in facts.items()}, "ok on every node"))
-    nodes = {n.name: n for n in cluster.nodes}
     checks.append(summarize("ports", {n: _ports(nodes[n], f) for n, f in facts.items()}, "ok on every node"))
     checks.append(summarize("gpus", {n: _gpus(nodes[n], f) for n, f in facts.items()},
                             "GPUs match the spec on every node"))

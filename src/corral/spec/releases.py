@@ -50,6 +50,12 @@ def release(name: str | None) -> Release:
     return RELEASES[name or DEFAULT]
 
 
+def from_os_release(os_id: str, version_id: str) -> Release | None:
+    """The row of a node's /etc/os-release (ID, VERSION_ID): ('debian', '13') -> debian-13; None for a
+    release with no row."""
+    return RELEASES.get(f"{os_id}-{version_id}")
+
+
 def by_suite(suite: str) -> Release:
     """The row of a Debian codename (bookworm, trixie)."""
     for r in RELEASES.values():
