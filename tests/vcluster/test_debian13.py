@@ -1,9 +1,14 @@
-"""Debian 13 nodes with Slurm 24.11 from Debian's own packages (spec `nodes[].os: debian-13`).
+"""Debian 13 nodes with Slurm 24.11 from Debian's own packages (spec `nodes[].os: debian-13`), then the
+real upgrade to Slurm 26.05 (corral's build of Debian unstable's source, virtual/slurm_build.py).
 
-One cluster of its own (ctl + one GPU node + login, alice): the trixie base image and the trixie
-repository are built (cached) beside bookworm's, apply converges, Slurm is 24.11, alice's job from the
-login node gets one GPU and cannot open the others' device files (task/cgroup ConstrainDevices under
-cgroup/v1), validate is OK and a second apply changes nothing.
+One cluster of its own (ctl: controller + accounting; ctl2: the backup controller, slurmctld's state on
+the emulated NAS; gpu01, gpu02; login1 with alice): the trixie base image and repository are built
+(cached) beside bookworm's, apply converges at slurm.version 24.11, alice's job from the login node gets
+one GPU and cannot open the others' device files (task/cgroup ConstrainDevices under cgroup/v1),
+validate is OK and a second apply changes nothing. Then, with a finished, a held and a running job of
+alice's, slurm.version 26.05: plan shows the order and the batches, apply upgrades slurmdbd (backup
+first), both slurmctld, then slurmd (canary, batch); every job is still there, accounting lists the
+old ones, validate is OK and a second apply changes nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import time
 
 import pytest
 
+from ruamel.yaml import YAML
+
 from corral.spec.loader import load
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
@@ -23,6 +30,7 @@ pytestmark = pytest.mark.vcluster
 SUBNET = ipaddress.IPv4Network("10.213.91.0/24")  # its own: other modules' clusters may be up
 BRIDGE = "corraltest13"
 PORT = 18091
+FROM, TO = "24.11", "26.05"
 
 # each device file opened by the job: EPERM is the devices cgroup refusing it (another job's GPU); an
 # allowed one gets past the cgroup to the (absent) driver: ENXIO on an emulated GPU, or it opens
@@ -35,14 +43,30 @@ PROBE = ("import errno, glob, os\n"
          "print('CUDA_VISIBLE_DEVICES', os.environ.get('CUDA_VISIBLE_DEVICES'))\n")
 
 
+def with_ha(path, version: str) -> None:
+    """The default spec plus a backup controller (ctl2) with slurmctld's state on the emulated NAS, Slurm
+    pinned at `version`, and a rollout policy of a canary then batches of one."""
+    yaml = YAML()
+    data = yaml.load(path.read_text())
+    net = str(SUBNET.network_address)[:-2]
+    data["nodes"].insert(1, {"names": "ctl2", "addresses": [f"{net}.9"], "roles": ["controller"], "os": "debian-13"})
+    data["slurm"].update(version=version, state_save_location="/srv/slurmctld-state", slurmctld_timeout_s=10)
+    data["storage"]["mounts"].append({"path": "/srv/slurmctld-state", "server": "nas1",
+                                      "export": "/export/slurmstate", "roles": ["controller"]})
+    data["rollout"] = {"canary": 1, "batch": 1, "drain_timeout": 600}
+    with path.open("w") as f:
+        yaml.dump(data, f)
+
+
 @pytest.fixture(scope="module")
 def trixie(tmp_path_factory):
     reason = vcluster_unavailable()
     if reason:
         pytest.skip(reason)
     from corral.virtual.cluster import VirtualCluster
-    path = make_spec(tmp_path_factory.mktemp("deb13"), name="deb13", compute=1, usable=True, subnet=SUBNET,
+    path = make_spec(tmp_path_factory.mktemp("deb13"), name="deb13", compute=2, usable=True, subnet=SUBNET,
                      bridge=BRIDGE, port=PORT, os_name="debian-13")
+    with_ha(path, FROM)
     vc = VirtualCluster(load(path))
     try:
         t0 = time.monotonic()
@@ -96,3 +120,102 @@ def test_validate_ok_and_second_apply_changes_nothing(applied):
     assert again.ok and again.changed == 0, [
         (n, o.name) for n, r in again.nodes.items() for o in r.ops if o.status == "changed"]
 
+
+
+# -- the upgrade: 24.11 -> 26.05, for real ------------------------------------------------------------------
+
+def alice(vc, command: str) -> str:
+    return ssh(vc, "login1", f"su - alice -c {shlex.quote(command)} </dev/null").stdout.strip()
+
+
+def wait_for(what: str, check, seconds: float = 60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(1)
+    raise AssertionError(f"{what}: not within {seconds:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def upgraded(applied):
+    """alice's finished, held and running jobs, then slurm.version 26.05 planned and applied (the real
+    backup first, as `corral apply` passes it). The say lines are kept with their time, for the phases."""
+    from corral.backup.take import take
+    vc = applied
+    jobs = {"finished": alice(vc, "sbatch --parsable --wait --wrap hostname"),
+            "held": alice(vc, "sbatch --parsable --hold --wrap hostname"),
+            "running": alice(vc, "sbatch --parsable --nodelist=gpu02 --wrap 'sleep 75'")}
+    wait_for("alice's job running", lambda: ssh(vc, "ctl", f"squeue -h -j {jobs['running']} -o %T").stdout.strip()
+             == "RUNNING")
+    yaml = YAML()
+    data = yaml.load(vc.cluster.path.read_text())
+    data["slurm"]["version"] = TO
+    path = vc.cluster.path.with_name(f"cluster-{TO}.yaml")
+    with path.open("w") as f:
+        yaml.dump(data, f)
+    cluster = load(path)
+    t0 = time.monotonic()
+    vc_new = type(vc)(cluster)
+    vc_new.up()  # what a user runs after changing slurm.version: the repository gets corral's 26.05 build
+    prepared = time.monotonic() - t0
+    plan = converge(cluster, "plan", command="test-debian13-upgrade-plan")
+    lines: list[tuple[float, str]] = []
+    t0 = time.monotonic()
+    result = converge(cluster, "apply", command="test-debian13-upgrade", backup=take,
+                      say=lambda line: lines.append((time.monotonic() - t0, line)))
+    seconds = time.monotonic() - t0
+    print(f"repository with {TO}: {prepared:.1f} s; upgrade apply {seconds:.1f} s")
+    for at, line in lines:
+        print(f"  {at:6.1f} s  {line}")
+    return {"vc": vc, "cluster": cluster, "plan": plan, "result": result, "lines": lines, "jobs": jobs}
+
+
+def test_upgrade_planned_in_slurms_order(upgraded):
+    entry = [r for r in upgraded["plan"].rollouts if r["what"] == "slurm upgrade"]
+    assert len(entry) == 1, upgraded["plan"].rollouts
+    summary = entry[0]["summary"]
+    assert summary.startswith(f"{FROM}.") and (f" -> {TO}: backup, slurmdbd on ctl, slurmctld on ctl, "
+                                               "slurmctld on ctl2, client tools on login1, then slurmd: ") in summary, summary
+    assert "gpu01" in summary and "gpu02" in summary, summary
+
+
+def test_upgrade_applied_in_order_and_every_daemon_at_26_05(upgraded):
+    result, vc = upgraded["result"], upgraded["vc"]
+    assert result.ok, failures(result)
+    said = [line for _, line in upgraded["lines"]]
+    marks = [next(i for i, line in enumerate(said) if m in line) for m in (
+        "slurm upgrade: backup", "node ctl: slurm upgrade: slurmdbd", "node ctl: slurm upgrade: slurmctld",
+        "node ctl2: slurm upgrade: slurmctld", "node login1: slurm upgrade: client tools")]
+    assert marks == sorted(marks), said
+    for node, command in (("ctl", "slurmdbd -V"), ("ctl", "slurmctld -V"), ("ctl2", "slurmctld -V"),
+                          ("gpu01", "slurmd -V"), ("gpu02", "slurmd -V"), ("login1", "sinfo --version")):
+        assert ssh(vc, node, command).stdout.split()[-1].startswith(f"{TO}."), (node, command)
+    ping = ssh(vc, "ctl", "scontrol ping").stdout
+    assert "Slurmctld(primary) at ctl is UP" in ping and "Slurmctld(backup) at ctl2 is UP" in ping, ping
+
+
+def test_every_job_still_there_and_accounted(upgraded):
+    vc, jobs = upgraded["vc"], upgraded["jobs"]
+    assert ssh(vc, "ctl", f"squeue -h -j {jobs['held']} -o '%T %r'").stdout.split() == ["PENDING", "JobHeldUser"]
+    state = wait_for("the running job's end", lambda: ssh(
+        vc, "ctl", f"sacct -n -X -P -j {jobs['running']} -o State").stdout.strip() in ("COMPLETED", "FAILED",
+                                                                                      "CANCELLED", "NODE_FAIL")
+        and ssh(vc, "ctl", f"sacct -n -X -P -j {jobs['running']} -o State").stdout.strip(), 120)
+    assert state == "COMPLETED"
+    listed = alice(vc, f"sacct -n -X -P -o JobID,State -j {jobs['finished']},{jobs['running']}")
+    assert sorted(listed.splitlines()) == sorted([f"{jobs['finished']}|COMPLETED", f"{jobs['running']}|COMPLETED"])
+
+
+def test_after_the_upgrade_isolation_validate_and_nothing_to_change(upgraded):
+    from corral.checks.validate import validate
+    vc, cluster = upgraded["vc"], upgraded["cluster"]
+    seen = _alice_job(vc)
+    devices = {d: r for d, r in seen.items() if d.startswith("/dev/nvidia")}
+    assert len([d for d, r in devices.items() if r != "EPERM"]) == 1, seen
+    report = validate(cluster)
+    assert report.ok, [c.to_json() for c in report.checks if not c.ok]
+    again = converge(cluster, "apply", command="test-debian13-upgrade-again")
+    assert again.ok and again.changed == 0, [
+        (n, o.name) for n, r in again.nodes.items() for o in r.ops if o.status == "changed"]
