@@ -70,7 +70,11 @@ def gather(cluster):
         ctx = run_context.current()
         ctx.hw = {n.name: merged[n.name] for n in cluster.nodes if n.name in merged}
         ctx.in_run = set(found)  # reachable nodes of this run
-        ctx.slurm_version = versions[0] if versions else DEFAULT_VERSION
+        # the files are written for the Slurm slurm.version pins (an upgrade's target: its daemons read them
+        # after the upgrade, and a second apply then has nothing to rewrite), else for the controller's
+        pinned = cluster.spec.slurm.version
+        from corral.render.slurm import slurm_version_tuple
+        ctx.slurm_version = (slurm_version_tuple(pinned) if pinned else versions[0] if versions else DEFAULT_VERSION)
         from corral.deploy.fabric import discover
         ctx.fabric = discover(cluster, state, [h for h in hosts if h.name in found])
     return hook

@@ -16,6 +16,19 @@ from types import MappingProxyType
 
 
 @dataclass(frozen=True)
+class SlurmFrom:
+    """A Slurm major newer than a release's archive ships, and where corral gets it for that release's
+    virtual nodes: Debian's binary packages of another suite at one exact version (virtual/slurm_more.py)."""
+    version: str                   # the Debian version of the slurm-wlm binaries
+    suite: str                     # the suite whose archive has them (unstable)
+    packages: tuple[str, ...]      # the Slurm binaries corral's nodes install (names in that suite)
+    libraries: tuple[str, ...] = ()  # what they need that the release lacks under that soname
+    # dependencies written for the other suite's newer library than this release has at the same soname:
+    # package -> (as built, what corral's repack says); the repack's version gets a +corral suffix
+    relaxed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Release:
     name: str              # the spec's `os:` value
     suite: str             # Debian codename: debootstrap's suite, the repositories' Codename
@@ -29,6 +42,7 @@ class Release:
     # or systemd waits for a READY=1 that never comes and kills the daemon after TimeoutStartSec
     slurm_notify: bool = False
     renamed: Mapping[str, str] = field(default_factory=dict)  # corral's package name -> this release's
+    slurm_more: Mapping[str, SlurmFrom] = field(default_factory=dict)  # newer Slurm majors for its nodes
 
     def package(self, name: str) -> str:
         """The release's name of a package corral names by its Debian 12 name."""
@@ -40,7 +54,17 @@ RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
             systemd=252, pam_module_dir="/lib/security", security_suite="bookworm-security"),
     Release(name="debian-13", suite="trixie", version="13", slurm="24.11", slurm_package="24.11.5-4+deb13u1",
             systemd=257, pam_module_dir="/usr/lib/x86_64-linux-gnu/security", security_suite="trixie-security",
-            slurm_notify=True),
+            slurm_notify=True,
+            # Debian unstable's 26.05.5 binaries install on trixie but for two libraries: libllhttp9.4 (a new
+            # soname, from unstable) and libhwloc15 >= 2.15 (slurmd's shlibs line; trixie has 2.12 under the
+            # same soname, and unstable's 2.15 pulls a libxml2 transition): slurmd's line is relaxed to 2.12
+            slurm_more={"26.05": SlurmFrom(
+                version="26.05.5-1", suite="unstable",
+                packages=("slurmctld", "slurmd", "slurmdbd", "slurm-client", "slurm-wlm-basic-plugins",
+                          "slurm-wlm-mysql-plugin", "libpam-slurm-adopt", "libslurm45t64", "libpmi0t64",
+                          "libpmi2-0t64"),
+                libraries=("libllhttp9.4",),
+                relaxed={"slurmd": ("libhwloc15 (>= 2.15.0)", "libhwloc15 (>= 2.12.0)")})}),
 )})
 DEFAULT = "debian-12"  # every spec without `os:` (unchanged behaviour)
 

@@ -63,3 +63,24 @@ def check_slurm_release(cluster: Cluster, where: Where) -> list[Problem]:
                     name, f"put every node group on the same os, or set slurm.version to a release all of "
                           f"them can run ({max(shipped, key=parts)} or later, from a repository that has it)"))
     return problems
+
+
+def slurm_release_warnings(cluster: Cluster) -> list[str]:
+    """A `slurm.version` newer than a group's release ships: where its packages come from."""
+    wanted = cluster.spec.slurm.version
+    if not wanted:
+        return []
+    out = []
+    for name in cluster.releases():
+        rel = release(name)
+        if name not in RELEASES or parts(slurm_major(wanted)) <= parts(rel.slurm):
+            continue
+        more = rel.slurm_more.get(slurm_major(wanted))
+        if more is not None and cluster.spec.virtual is not None:
+            continue  # the virtual cluster serves them (virtual/slurm_more.py); said in docs/components/slurm.md
+        whence = (f"the virtual cluster serves Debian {more.suite}'s {more.version} packages" if more
+                  else "corral knows no packages of it for this release")
+        out.append(f"slurm.version {wanted}: {rel.suite} ships Slurm {rel.slurm}; {whence}, so {name} nodes "
+                   f"need a repository that has Slurm {slurm_major(wanted)} (a site mirror or a bundle that "
+                   "carries it) or the upgrade stops at its first install")
+    return out

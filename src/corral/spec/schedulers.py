@@ -57,7 +57,7 @@ SLURM = Scheduler(
     carries=frozenset({"slurm-conf", "pyxis", "topology", "mig-parted", "slurm-exporter"}),
     rules=("corral.spec.rules:check_slurm", "corral.spec.rules_ha:check_ha",
            "corral.spec.rules_os:check_slurm_release"),
-    warnings=(),
+    warnings=("corral.spec.rules_os:slurm_release_warnings",),
     pinned=lambda spec: spec.slurm.version,
     not_virtual=None,
     stays_in="slurm.conf",

@@ -28,11 +28,11 @@ def host_suites() -> set[str]:
     return {s for _, suites, _ in _sources_entries() for s in suites}
 
 
-def mirrors(release: Release) -> tuple[str, str]:
-    """(Debian mirror, security mirror) for `release`: the host's own for its suite where it has them, else
+def mirrors(suite: str) -> tuple[str, str]:
+    """(Debian mirror, security mirror) for a suite: the host's own for it where it has them, else
     the host's Debian mirror of any release (the same archive serves every suite); CORRAL_DEBIAN_MIRROR wins."""
     try:
-        main = debian_mirror(release.suite)
+        main = debian_mirror(suite)
     except HostToolError:
         main = debian_mirror("bookworm")
     security = os.environ.get("CORRAL_DEBIAN_SECURITY_MIRROR")
@@ -43,7 +43,7 @@ def mirrors(release: Release) -> tuple[str, str]:
 
 
 def sources(release: Release) -> str:
-    main, security = mirrors(release)
+    main, security = mirrors(release.suite)
     return (f"deb [signed-by={KEYRING}] {main} {release.suite} main\n"
             f"deb [signed-by={KEYRING}] {main} {release.suite}-updates main\n"
             f"deb [signed-by={KEYRING}] {security} {release.security_suite} main\n")
@@ -54,25 +54,36 @@ def options(release: Release, work: Path) -> list[str]:
     when older than a day; [] for a suite the host's own sources serve."""
     if release.suite in host_suites():
         return []
+    return private(sources(release), work, f"debian {release.suite}")
+
+
+def suite_options(suite: str, work: Path) -> list[str]:
+    """The same for one suite of the archive alone (no -updates, no -security): unstable's packages."""
+    main, _ = mirrors(suite)
+    return private(f"deb [signed-by={KEYRING}] {main} {suite} main\n", work, f"debian {suite}")
+
+
+def private(text: str, work: Path, what: str) -> list[str]:
+    """apt -o options of the sources `text` with private lists under `work`, updated when it changed or is
+    older than a day."""
     work = work.resolve()
     lists, parts = work / "lists", work / "sources.list.d"
     for d in (lists / "partial", parts):
         d.mkdir(parents=True, exist_ok=True)
     listfile = work / "sources.list"
-    text = sources(release)
     changed = not listfile.is_file() or listfile.read_text() != text
     listfile.write_text(text)
     opts = ["-o", f"Dir::Etc::sourcelist={listfile}", "-o", f"Dir::Etc::sourceparts={parts}",
             "-o", f"Dir::State::Lists={lists}", "-o", "APT::Get::List-Cleanup=0"]
     stamp = work / "updated"
     if changed or not stamp.is_file() or time.time() - stamp.stat().st_mtime > REFRESH_S:
-        say(f"refreshing the private apt lists of debian {release.suite} in {work}")
+        say(f"refreshing the private apt lists of {what} in {work}")
         proc = subprocess.run(["apt-get", "-q", "-o", "Debug::NoLocking=1", *opts, "update"],
                               capture_output=True, text=True, timeout=UPDATE_TIMEOUT_S,
                               env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         if proc.returncode != 0 or "NO_PUBKEY" in proc.stderr:  # apt only warns about an unsigned suite
             tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
-            raise HostToolError(f"apt update of debian {release.suite} (private lists) failed: {tail}",
+            raise HostToolError(f"apt update of {what} (private lists) failed: {tail}",
                                 fix="check that the Debian mirror is reachable (CORRAL_DEBIAN_MIRROR to choose one)")
         stamp.touch()
     return opts

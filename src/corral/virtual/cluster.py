@@ -124,6 +124,7 @@ class VirtualCluster:
         base = self._base_image()
         pubkey = self.ensure_key()
         repo_dir, repo_key = self._repository(base)
+        more = self._slurm_more(repo_dir) if repo_key is None else ()
         network.bridge_up(self.v.bridge, self.v.subnet, state)
         if len(self.nodes) > 16:  # ~6 inotify instances per node; 128 caps the cluster near 20
             network.raise_sysctl("fs.inotify.max_user_instances", 16 * len(self.nodes), state)
@@ -136,14 +137,14 @@ class VirtualCluster:
                                                   self.v.repo_port, self.state_dir / "logs/repo-http.log")
             state["repo_dir"] = str(repo_dir)
         self._bmc_up(state)
-        keys = pmap(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey, repo_key), self.nodes, 8)
+        keys = pmap(lambda n: n.prepare(base, self.v.subnet, self.repo_url(), pubkey, repo_key, more), self.nodes, 8)
         self._write_known_hosts(keys)
         for n in self.nodes:
             binds = nas.prepare(self.cluster, n.node, self.workdir / "nas")
             if n.running() and (n.started_binds() or []) != binds:  # the emulated NAS changed: boot again
                 say(f"{n.node.name}: shared mounts changed; restarting the node to bind them")
                 n.stop()
-                n.prepare(base, self.v.subnet, self.repo_url(), pubkey, repo_key)
+                n.prepare(base, self.v.subnet, self.repo_url(), pubkey, repo_key, more)
             n.start(self.v.bridge, binds)
         state["nodes"] = sorted(set(state.get("nodes", [])) | {n.node.name for n in self.nodes})
         state["cg_prefix"] = self.cg_prefix
@@ -158,6 +159,17 @@ class VirtualCluster:
             return prepare(self.cluster)
         from corral.components.views import packages_for
         return repo.ensure_repo(base, packages_for(self.cluster), repo.repo_dir(self.os), os_name=self.os), None
+
+    def _slurm_more(self, repo_dir: Path) -> tuple[str, ...]:
+        """The sub-repository of a newer Slurm than the release ships, when slurm.version asks for one."""
+        from corral.spec.releases import release
+        from corral.virtual import slurm_more
+        found = slurm_more.wanted(release(self.os), self.cluster.spec.slurm.version)
+        if found is None:
+            return ()
+        major, src = found
+        slurm_more.ensure(repo_dir, major, src, image.CACHE / "apt" / src.suite)
+        return (slurm_more.subdir(major),)
 
     def _bmc_up(self, state: dict) -> None:
         """With power enabled, the emulated BMC (virtual/bmc.py) on the bridge's host address."""

@@ -155,7 +155,7 @@ def ensure_image(cache: Path | None = None, carried: Path | None = None, os_name
         shutil.rmtree(tmp)
     options = apt_options(rel, cache)
     from corral.virtual.apt_release import mirrors
-    mirror = debian_mirror(rel.suite) if not options else mirrors(rel)[0]
+    mirror = debian_mirror(rel.suite) if not options else mirrors(rel.suite)[0]
     say(f"building the node base image (debian {rel.suite}, once; about a minute) in {target}")
     t0 = time.monotonic()
     run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", rel.suite, str(tmp), mirror],

@@ -94,10 +94,11 @@ class VNode:
 
     # -- prepare ------------------------------------------------------------------------------------
     def prepare(self, image: Path, subnet: ipaddress.IPv4Network, repo_url: str, authorized_key: str,
-                repo_key: bytes | None = None) -> str:
+                repo_key: bytes | None = None, more: tuple[str, ...] = ()) -> str:
         """Mount the overlay and write identity; returns the node's public host key line. With `repo_key` (a
         bundle's signing key) apt takes the repository only signed by it, else (corral's own on-the-fly
-        repository on the bridge) unsigned."""
+        repository on the bridge) unsigned, with the repositories `more` names beside it (sub-directories of
+        it: a newer Slurm the spec asks for, virtual/slurm_more.py)."""
         for d in ("upper", "work", "merged"):
             (self.dir / d).mkdir(parents=True, exist_ok=True)
         if not is_mounted(self.merged):
@@ -121,7 +122,8 @@ class VNode:
             (m / "etc/apt/sources.list").write_text(f"deb [signed-by=/etc/apt/keyrings/corral-virtual-bundle.gpg] {repo_url} ./\n")
         else:
             keyring.unlink(missing_ok=True)
-            (m / "etc/apt/sources.list").write_text(f"deb [trusted=yes] {repo_url} ./\n")
+            (m / "etc/apt/sources.list").write_text("".join(f"deb [trusted=yes] {repo_url}{d} ./\n"
+                                                            for d in ("", *(f"{x}/" for x in more))))
         # a throwaway disk: dpkg need not fsync every file it unpacks (a real node keeps dpkg's default)
         (m / "etc/dpkg/dpkg.cfg.d/corral-virtual").write_text("# corral virtual node: throwaway overlay\nforce-unsafe-io\n")
         ssh_dir = m / "root/.ssh"
