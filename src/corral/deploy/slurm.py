@@ -232,7 +232,10 @@ def slurm_compute() -> None:
         operations.packages(name="perftest (validate --fabric)", names=list(PERF_WANT.packages), want=PERF_WANT,
                             together=True)
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=NODE_WANT)
-    operations.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", want=NODE_WANT)
+    # slurm:slurm as Debian's slurmd package leaves it at every configure (its postinst chowns it): an owner of
+    # corral's own would be undone by each Slurm upgrade and redone by the next apply
+    operations.directory(name="/var/lib/slurm/slurmd", path="/var/lib/slurm/slurmd", user="slurm", group="slurm",
+                         want=NODE_WANT)
     unit = operations.managed_file(name="slurmd drop-in (configless)", path=DROPIN, content=dropin(cluster, node),
                             disruption="restart slurmd", want=NODE_WANT)
     spank = operations.managed_file(name="what slurmd loads at start (SPANK plugins, GRES)", path=SLURMD_STATE,
