@@ -111,8 +111,9 @@ class NodeGroup(Strict):
                                                description="per node, by name: what differs from the group")
     os: str = Field(default="debian-12",
                     description="the OS release these nodes run (spec/releases.py): `debian-12` (bookworm, Slurm "
-                                "22.05) or `debian-13` (trixie, Slurm 24.11); the virtual cluster builds this "
-                                "release's base image and package repository for them")
+                                "22.05) or `debian-13` (trixie, Slurm 24.11; `slurm.version: \"26.05\"` gets Debian "
+                                "unstable's 26.05 packages on the virtual cluster, docs/components/slurm.md); the "
+                                "virtual cluster builds this release's base image and package repository for them")
 
 
 class HealthSpec(Strict):

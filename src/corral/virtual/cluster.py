@@ -124,7 +124,7 @@ class VirtualCluster:
         base = self._base_image()
         pubkey = self.ensure_key()
         repo_dir, repo_key = self._repository(base)
-        more = self._slurm_more(repo_dir) if repo_key is None else ()
+        more = self._slurm_more(repo_dir, base) if repo_key is None else ()
         network.bridge_up(self.v.bridge, self.v.subnet, state)
         if len(self.nodes) > 16:  # ~6 inotify instances per node; 128 caps the cluster near 20
             network.raise_sysctl("fs.inotify.max_user_instances", 16 * len(self.nodes), state)
@@ -160,7 +160,7 @@ class VirtualCluster:
         from corral.components.views import packages_for
         return repo.ensure_repo(base, packages_for(self.cluster), repo.repo_dir(self.os), os_name=self.os), None
 
-    def _slurm_more(self, repo_dir: Path) -> tuple[str, ...]:
+    def _slurm_more(self, repo_dir: Path, base: Path) -> tuple[str, ...]:
         """The sub-repository of a newer Slurm than the release ships, when slurm.version asks for one."""
         from corral.spec.releases import release
         from corral.virtual import slurm_more
@@ -168,7 +168,9 @@ class VirtualCluster:
         if found is None:
             return ()
         major, src = found
-        slurm_more.ensure(repo_dir, major, src, image.CACHE / "apt" / src.suite)
+        rel = release(self.os)
+        slurm_more.ensure(repo_dir, major, src, image.CACHE / "apt" / src.suite, base / "var/lib/dpkg/status",
+                          image.apt_options(rel))
         return (slurm_more.subdir(major),)
 
     def _bmc_up(self, state: dict) -> None:

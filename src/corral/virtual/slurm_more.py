@@ -30,6 +30,7 @@ from corral.virtual.host import say
 MANIFEST = "corral-slurm.json"
 DOWNLOAD_TIMEOUT_S = 900
 SUFFIX = "+corral1"
+RECIPE = 2  # what ensure() does: a change to it refetches the cached set
 
 
 def wanted(release: Release, version: str | None) -> tuple[str, SlurmFrom] | None:
@@ -70,12 +71,28 @@ def _repack(deb: Path, old: str, new: str) -> Path:
     return out
 
 
-def ensure(repo: Path, major: str, src: SlurmFrom, apt_work: Path) -> Path:
-    """`repo`/slurm-MAJOR holding `src`'s packages (+ libraries, + repacks), indexed; cached by a manifest
-    of exactly what was asked."""
+def depends(debs: list[Path]) -> list[str]:
+    """The packages `debs` depend on (each dependency's first alternative), less those among them."""
+    ours, out = set(), []
+    for deb in debs:
+        ours.add(deb.name.split("_")[0])
+        text = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends", "Pre-Depends"], capture_output=True,
+                              text=True, timeout=60, check=True).stdout
+        for line in text.splitlines():
+            for dep in line.split(":", 1)[-1].split(","):
+                name = dep.split("|")[0].split("(")[0].strip().split(":")[0]
+                if name and name not in out:
+                    out.append(name)
+    return [n for n in out if n not in ours]
+
+
+def ensure(repo: Path, major: str, src: SlurmFrom, apt_work: Path, status: Path, release_options: list[str]) -> Path:
+    """`repo`/slurm-MAJOR holding `src`'s packages (+ libraries, + repacks) and what they need from the
+    release beyond its base image (dpkg `status`; the release's apt `release_options`), indexed; cached by
+    a manifest of exactly what was asked."""
     from corral.virtual.apt_release import suite_options
     target = repo / subdir(major)
-    asked = {"version": src.version, "suite": src.suite, "packages": list(src.packages),
+    asked = {"recipe": RECIPE, "version": src.version, "suite": src.suite, "packages": list(src.packages),
              "libraries": list(src.libraries), "relaxed": {k: list(v) for k, v in src.relaxed.items()}}
     manifest = target / MANIFEST
     if manifest.is_file():
@@ -99,6 +116,9 @@ def ensure(repo: Path, major: str, src: SlurmFrom, apt_work: Path) -> Path:
         if len(debs) != 1:
             raise HostToolError(f"expected one {package} package in {pool}, found {len(debs)}")
         _repack(debs[0], old, new)
+    from corral.bundle.resolve import download_debs
+    download_debs(status, depends(sorted(pool.glob("*.deb"))), pool, target / "aptstate", release_options)
+    shutil.rmtree(target / "aptstate", ignore_errors=True)
     index(target)
     files = sorted(p.name for p in pool.glob("*.deb"))
     manifest.write_text(json.dumps({"asked": asked, "files": files}, indent=1) + "\n")
