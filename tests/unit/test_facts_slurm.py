@@ -10,7 +10,8 @@ import pytest
 
 from corral.errors import CorralError
 from corral.facts.slurm import (
-    HW_CACHE, hw_from_json, hw_to_json, load_hw_cache, save_hw_cache, upstream_version,
+    HW_CACHE, hw_from_json, hw_to_json, installed_in, load_hw_cache, parse_slurm_version, save_hw_cache,
+    upstream_version,
 )
 from corral.facts.records import NodeHW
 
@@ -22,6 +23,18 @@ from corral.facts.records import NodeHW
 ])
 def test_upstream_version(deb, up):
     assert upstream_version(deb) == up
+
+
+def test_a_half_upgraded_node_counts_at_its_oldest_package():
+    # a slurmd whose new package failed to install (preinst) beside plugins already at the new version:
+    # the next apply must still see 24.11 there and upgrade it again
+    lines = ["ii 26.05.5-1", "iU 26.05.5-1+corral1", "ii 24.11.5-4+deb13u1", "rc 22.05.8-4", "slurm-wlm 26.05.5"]
+    assert parse_slurm_version(lines) == "24.11.5"
+    assert installed_in({"slurm-wlm-basic-plugins": "26.05.5-1", "slurmd": "24.11.5-4+deb13u1"}) == "24.11.5"
+    assert installed_in({"slurm-wlm-basic-plugins": "26.05.5-1", "slurmd": "26.05.5-1+corral1"}) == "26.05.5"
+    assert parse_slurm_version(["iU 9.10.1-1", "ii 10.2.0-1"]) == "9.10.1"  # numeric order, not text order
+    assert parse_slurm_version(["rc 22.05.8-4", "slurm 23.02.7"]) == "23.02.7"  # config files only: sinfo's
+    assert installed_in({}) is None and parse_slurm_version([]) is None
 
 
 # --- hardware facts cache ------------------------------------------------------------------------

@@ -47,3 +47,16 @@ def test_a_real_cluster_asking_for_a_slurm_its_release_lacks_is_warned_where_it_
                 if "slurm.version" in w]
     virtual = spec + "slurm: {version: '26.05'}\nvirtual: {subnet: 10.0.0.0/24}\n"
     assert not [w for w in schedulers.warnings(load_text(virtual, "c.yaml")) if "slurm.version" in w]
+
+
+def test_the_cached_set_is_known_by_its_files_hashes(tmp_path):
+    from corral.virtual.slurm_more import _files
+    pool = tmp_path / "pool"
+    assert _files(pool) == {}
+    pool.mkdir()
+    (pool / "slurmd_26.05.5-1+corral1_amd64.deb").write_bytes(b"good")
+    (pool / "notes.txt").write_text("not a package")
+    made = _files(pool)
+    assert list(made) == ["slurmd_26.05.5-1+corral1_amd64.deb"]
+    (pool / "slurmd_26.05.5-1+corral1_amd64.deb").write_bytes(b"a broken stand-in left behind")
+    assert _files(pool) != made  # ensure() then fetches the set again

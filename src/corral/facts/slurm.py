@@ -27,13 +27,30 @@ def upstream_version(deb_version: str) -> str:
 _SINFO_VERSION = re.compile(r"^\S*slurm\S*\s+(\d+\.\d+[\w.\-]*)\s*$")
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """'24.11.5' -> (24, 11, 5): Slurm's upstream versions in release order."""
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+
+
+def oldest(versions) -> str | None:
+    """The oldest of upstream versions (None for none): a node counts at its oldest Slurm package, so one
+    left half-upgraded (a package whose install failed part-way) is still upgraded by the next apply."""
+    found = [v for v in versions if v]
+    return min(found, key=version_key) if found else None
+
+
+# dpkg's status letters of a package that is there in some form: installed, unpacked, half-configured,
+# half-installed, triggers awaited/pending ('n' not installed and 'c' config files only are not)
+_PRESENT = set("iUFHWt")
+
+
 def parse_slurm_version(lines: list[str]) -> str | None:
-    """First installed package version from dpkg-query ('ii  <version>'; a held one is 'hi'), else
-    `sinfo --version` ('slurm 22.05.8')."""
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 2 and len(parts[0]) >= 2 and parts[0][1] == "i":
-            return upstream_version(parts[1])
+    """The oldest version of the packages dpkg-query lists ('ii  <version>'; a held one is 'hi'; one left
+    unpacked by a failed install 'iU'), else `sinfo --version` ('slurm 22.05.8')."""
+    found = oldest(upstream_version(parts[1]) for parts in (line.split() for line in lines)
+                   if len(parts) == 2 and len(parts[0]) >= 2 and parts[0][1] in _PRESENT)
+    if found:
+        return found
     for line in lines:
         m = _SINFO_VERSION.match(line.strip())
         if m:
@@ -43,7 +60,8 @@ def parse_slurm_version(lines: list[str]) -> str | None:
 
 # The one reader of the installed Slurm version (deploy/context.py, deploy/slurm_version.py,
 # the upgrade's check after its install): dpkg's record of these packages (every Slurm package depends on
-# slurm-wlm-basic-plugins at its own version), else `sinfo --version`; parsed by parse_slurm_version.
+# slurm-wlm-basic-plugins at its own version; the oldest counts), else `sinfo --version`; parsed by
+# parse_slurm_version.
 VERSION_PACKAGES = ("slurm-wlm-basic-plugins", "slurmdbd", "slurmctld", "slurmd", "slurm-client")
 INSTALLED_VERSION = ("dpkg-query -W -f '${db:Status-Abbrev} ${Version}\\n' " + " ".join(VERSION_PACKAGES)
                      + " 2>/dev/null; sinfo --version 2>/dev/null; true")
@@ -51,10 +69,7 @@ INSTALLED_VERSION = ("dpkg-query -W -f '${db:Status-Abbrev} ${Version}\\n' " + "
 
 def installed_in(packages: dict) -> str | None:
     """The same reading from package versions read already (a deploy's snapshot, deploy/nodestate.py)."""
-    for name in VERSION_PACKAGES:
-        if packages.get(name):
-            return upstream_version(packages[name])
-    return None
+    return oldest(upstream_version(packages[name]) for name in VERSION_PACKAGES if packages.get(name))
 
 
 # --- hardware facts cache (state dir) -----------------------------------------------------------

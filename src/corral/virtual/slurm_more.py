@@ -7,7 +7,8 @@ virtual/node.py) only on a cluster whose spec asks for that major, so every othe
 installs exactly what it did. The packages are downloaded by exact version through a private apt
 configuration of the suite (virtual/apt_release.py; apt checks each file against the suite's signed
 index), a dependency the release cannot meet under the same soname is relaxed in a repack whose version
-says so (`+corral1`), and the set is cached: a second call reads a manifest and downloads nothing.
+says so (`+corral1`), and the set is cached: a second call checks the files against its manifest (sha256)
+and downloads nothing.
 
 Why not built from source here: the source package of 26.05 (`deb-src` of unstable) is listed in the
 suite's index but its files are not served by the archive mirror this machine reaches (404); the binary
@@ -16,6 +17,7 @@ packages are. A site builds or mirrors its own; the docs say so.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -97,7 +99,7 @@ def ensure(repo: Path, major: str, src: SlurmFrom, apt_work: Path, status: Path,
     manifest = target / MANIFEST
     if manifest.is_file():
         had = json.loads(manifest.read_text())
-        if had.get("asked") == asked and all((target / "pool" / f).is_file() for f in had.get("files", [])):
+        if had.get("asked") == asked and had.get("files") == _files(target / "pool"):
             return target
     say(f"fetching Slurm {src.version} from debian {src.suite} into {target}")
     shutil.rmtree(target, ignore_errors=True)
@@ -120,6 +122,12 @@ def ensure(repo: Path, major: str, src: SlurmFrom, apt_work: Path, status: Path,
     download_debs(status, depends(sorted(pool.glob("*.deb"))), pool, target / "aptstate", release_options)
     shutil.rmtree(target / "aptstate", ignore_errors=True)
     index(target)
-    files = sorted(p.name for p in pool.glob("*.deb"))
-    manifest.write_text(json.dumps({"asked": asked, "files": files}, indent=1) + "\n")
+    manifest.write_text(json.dumps({"asked": asked, "files": _files(pool)}, indent=1) + "\n")
     return target
+
+
+def _files(pool: Path) -> dict[str, str]:
+    """name -> sha256 of the pool's packages: a cached set is used only as it was made (a file changed or
+    missing since, e.g. by a test's broken stand-in left behind, fetches the set again)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(pool.glob("*.deb"))} \
+        if pool.is_dir() else {}
