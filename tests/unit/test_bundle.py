@@ -369,3 +369,26 @@ def test_doctor_names_a_node_whose_release_the_bundle_was_not_resolved_for(tmp_p
                                     "22.04: its packages were not resolved for it")
     assert check.nodes["ctl"].startswith("FAIL: needs ")  # Debian 12 fits; the hand-made bundle holds slurmd and
     assert "resolved for" not in check.nodes["ctl"]      # libnuma1 only
+
+
+def test_a_bundle_is_for_debian_12_nodes_only(tmp_path):
+    """Bundles are resolved against a clean bookworm node: a node group of another release is a located
+    spec error with source: bundle, and `bundle build` of such a spec builds nothing."""
+    from corral.bundle.build import build
+    f = tmp_path / "cluster.yaml"
+    trixie = SPEC.replace("gpus: {model: h100, count: 4}}", "gpus: {model: h100, count: 4}, os: debian-13}").replace(
+        "roles: [controller]}", "roles: [controller], os: debian-13}")
+    assert trixie.count("os: debian-13") == 2
+    f.write_text(trixie + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+                 "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar}\n")
+    with pytest.raises(CorralError) as e:
+        load(f)
+    line = next(i for i, text in enumerate(trixie.splitlines(), 1) if "names: ctl," in text)
+    assert f"cluster.yaml:{line}:" in str(e.value) and "bundles are resolved for debian-12 nodes only; these nodes " \
+        "run debian-13" in str(e.value)
+    f.write_text(trixie + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n")
+    cluster = load(f)
+    with pytest.raises(CorralError, match=r"nodes\[0\]\.os: debian-13: bundles are resolved for debian-12"):
+        build(cluster, tmp_path / "out" / "b.tar", tmp_path / "status")
+    assert not (tmp_path / "out").exists()  # nothing made: not even the signing key
+    assert not cluster.state_dir.exists() or not any(cluster.state_dir.iterdir())

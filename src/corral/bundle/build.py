@@ -32,7 +32,7 @@ from pathlib import Path
 
 from corral.bundle import VALID_DAYS, resolve, sign  # noqa: F401 - VALID_DAYS: the CLI's default reads it from bundle/
 from corral.digest import sha256_file as sha256
-from corral.errors import HostToolError
+from corral.errors import CorralError, HostToolError
 from corral.spec.cluster import Cluster
 
 FORMAT = 2  # 2: serial and valid_until
@@ -180,6 +180,13 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     `valid_days`: how long the nodes' apt accepts its InRelease (Valid-Until)."""
     from corral.bundle.vendor import apt_options
     from corral.render.vendor_repos import vendor_repos
+    from corral.spec.rules_bundle import BUNDLE_RELEASE
+    others = [(i, g.os) for i, g in enumerate(cluster.spec.nodes) if g.os != BUNDLE_RELEASE]
+    if others:
+        i, os_name = others[0]
+        raise CorralError(f"{cluster.path}: nodes[{i}].os: {os_name}: bundles are resolved for {BUNDLE_RELEASE} "
+                          f"({SUITE}) nodes only; nothing was built",
+                          fix=f"install {os_name} nodes from the distribution's mirror (packages.source: mirror)")
     start, out = time.monotonic(), Path(out).resolve()  # apt reads relative Dir:: paths under its own dirs
     home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
     wanted, repos = list(requested(cluster)), vendor_repos(cluster)

@@ -4,7 +4,8 @@ vendors' repositories (NVIDIA's CUDA repository, its container toolkit repositor
 bundle/vendor.py) and the spec's pinned downloads (enroot, pyxis, nvidia-mig-parted, gpu-burn,
 nccl-tests: bundle/downloads.py). Ubuntu's own driver packages (`nvidia.driver.source: distribution`)
 are not carried: such a spec is refused, naming the key, rather than left to fail on a node that cannot
-reach the repository."""
+reach the repository. A bundle is resolved for Debian 12 (bookworm) nodes (bundle/build.py): a node group
+of another release (`os:`) is refused the same way."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
 
 Where = Callable[..., str]
+BUNDLE_RELEASE = "debian-12"  # the release bundle/build.py resolves against (its SUITE)
 
 
 def outside_sources(cluster: Cluster) -> list[tuple[tuple, str]]:
@@ -49,6 +51,12 @@ def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
     if p.bundle is None:
         problems.append(Problem(where(("packages", "bundle")), "packages.source is bundle but no bundle file is named",
                                 "source: bundle", "set packages.bundle to the file `corral bundle build` wrote"))
+    for i, group in enumerate(cluster.spec.nodes):
+        if group.os != BUNDLE_RELEASE:
+            problems.append(Problem(where(("nodes", i, "os")), f"bundles are resolved for {BUNDLE_RELEASE} nodes only; "
+                                    f"these nodes run {group.os}", f"os: {group.os}",
+                                    f"use packages.source: mirror for {group.os} nodes (bundles for other releases "
+                                    "are not built yet)"))
     for path, what in outside_sources(cluster):
         problems.append(Problem(where(path), f"{what} would come from outside the bundle, which does not carry it",
                                 cluster.spec.nvidia.driver.source, "use nvidia.driver.source: cuda (bundles carry the distribution's "
