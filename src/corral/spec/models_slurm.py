@@ -142,4 +142,6 @@ class SlurmSpec(Strict):
     extra: dict[str, SlurmValue] = Field(
         default_factory=dict,
         description="more slurm.conf parameters (slurm.conf(5)) corral does not render, e.g. "
-                    "`SchedulerParameters: bf_continue`; one word each (true/false: YES/NO); written last, sorted")
+                    "`SchedulerParameters: bf_continue`; one word each (true/false: YES/NO); written last, sorted; "
+                    "checked against the target Slurm release's own slurm.conf(5) where corral has read it "
+                    "(22.05, 24.11, 26.05)")

@@ -18,13 +18,14 @@ from corral.spec.rules_os import check_os
 from corral.spec.rules_reports import check_reports
 from corral.spec.rules_rollout import check_rollout, rollout_warnings
 from corral.spec.rules_bundle import bundle_warnings, check_bundle
-from corral.spec.rules_topology import check_topology, topology_warnings
+from corral.spec.rules_topology import check_topology, target_slurm, topology_warnings
 from corral.spec.rules_power import check_power, power_warnings
 from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec import schedulers
 from corral.spec.slurm_keys import (GLOBAL_KEYS, PARTITION_KEYS, PROGRAM_KEYS, RENDERED_KEYS,
-                                    RENDERED_PARTITION_KEYS, RESERVED_KEYS, RESERVED_PARTITION_KEYS)
+                                    RENDERED_PARTITION_KEYS, RESERVED_KEYS, RESERVED_PARTITION_KEYS, every_release,
+                                    release_keys, releases_knowing)
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
@@ -180,10 +181,16 @@ def check_slurm_extra(cluster: Cluster, where: Where) -> list[Problem]:
     """slurm.extra and slurm.partitions[].extra: slurm.conf keys (spelt as slurm.conf(5) does) that corral
     neither renders nor relies on, and that name no program Slurm would run."""
     slurm, problems = cluster.spec.slurm, []
-    sections = [(("slurm", "extra"), slurm.extra, GLOBAL_KEYS, RENDERED_KEYS, RESERVED_KEYS, "slurm.conf")]
-    sections += [(("slurm", "partitions", pi, "extra"), p.extra, PARTITION_KEYS, RENDERED_PARTITION_KEYS,
+    target = target_slurm(cluster)
+    major = f"{target[0]:02d}.{target[1]:02d}" if target else None
+    sections = [(("slurm", "extra"), slurm.extra, "global", RENDERED_KEYS, RESERVED_KEYS, "slurm.conf")]
+    sections += [(("slurm", "partitions", pi, "extra"), p.extra, "partition", RENDERED_PARTITION_KEYS,
                   RESERVED_PARTITION_KEYS, "PartitionName=") for pi, p in enumerate(slurm.partitions)]
-    for loc, extra, known, rendered, reserved, kind in sections:
+    for loc, extra, group, rendered, reserved, kind in sections:
+        if not extra:
+            continue
+        known = {**(GLOBAL_KEYS if group == "global" else PARTITION_KEYS), **every_release(group)}
+        own = release_keys(major, group)  # the target release's manual, where corral has read it
         ours = {k.lower(): v for k, v in rendered.items()}
         relied = {k.lower(): v for k, v in reserved.items()}
         for key in extra:
@@ -197,6 +204,10 @@ def check_slurm_extra(cluster: Cluster, where: Where) -> list[Problem]:
             elif lkey not in known:
                 free = [k for lk, k in known.items() if lk not in ours and lk not in relied]
                 problems.append(Problem(at, f"{dotted}: not a {kind} parameter", key, _key_hint(key, free, kind)))
+            elif own is not None and lkey not in own:
+                problems.append(Problem(at, f"{dotted}: Slurm {major}'s slurm.conf(5) has no {known[lkey]} (it is a "
+                                        f"parameter of Slurm {', '.join(releases_knowing(key, group)) or 'before'})",
+                                        key, f"remove it, or use what slurm.conf(5) of {major} says instead"))
             elif lkey in PROGRAM_KEYS:
                 problems.append(Problem(at, f"{dotted}: names a program Slurm runs (as root or SlurmUser); "
                                         "corral runs only its own", key, "remove it"))

@@ -19,7 +19,9 @@ BLOCK_SINCE = (23, 11)
 DEBIAN12_SLURM = (22, 5)  # the virtual cluster's Slurm (Debian 12's slurm-wlm)
 
 
-def _release(cluster: Cluster) -> tuple[int, int] | None:
+def target_slurm(cluster: Cluster) -> tuple[int, int] | None:
+    """The Slurm (major, minor) the spec's nodes run: slurm.version, else the release's own (a virtual
+    cluster, or a release other than the default); None where it cannot be known offline."""
     v = cluster.spec.slurm.version
     if v:
         try:
@@ -106,7 +108,7 @@ def check_topology(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where(("topology", kind)), f"{len(left)} compute node(s) are under no "
                                 f"{'switch' if t.switches else 'block'}: {', '.join(left[:6])}", left[0],
                                 "Slurm cannot give a node outside the topology to a job: add them"))
-    release = _release(cluster)
+    release = target_slurm(cluster)
     if t.blocks and (release is None or release < BLOCK_SINCE):
         said = f"Slurm {release[0]}.{release[1]:02d}" if release else "an unpinned Slurm (slurm.version unset)"
         problems.append(Problem(where(("topology", "blocks")), f"topology/block needs Slurm 23.11 or later; this "

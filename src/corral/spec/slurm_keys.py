@@ -71,7 +71,8 @@ SLURM_LINES = {  # a line starting with the key: the keys that line may carry (l
 # keys whose value is a program (or plugin config) Slurm runs, as root or SlurmUser
 PROGRAM_KEYS = _keys("""Prolog Epilog PrologSlurmctld EpilogSlurmctld TaskProlog TaskEpilog SrunProlog SrunEpilog
     HealthCheckProgram RebootProgram ResumeProgram ResumeFailProgram SuspendProgram MailProg ResvProlog ResvEpilog
-    SlurmctldPrimaryOnProg SlurmctldPrimaryOffProg UnkillableStepProgram PlugStackConfig PluginDir JobCompLoc""")
+    SlurmctldPrimaryOnProg SlurmctldPrimaryOffProg UnkillableStepProgram PlugStackConfig PluginDir JobCompLoc
+    JobCompPassScript SlurmctldPlugstack""")
 
 # What render/slurm.py writes itself: key -> the spec key that sets it ("" when corral sets it alone).
 RENDERED_KEYS: dict[str, str] = {
@@ -122,3 +123,22 @@ RESERVED_PARTITION_KEYS: dict[str, str] = {
     "Shared": "an old spelling of OverSubscribe, which corral renders",
     "DefMemPerGPU": _DEF_MEM, "DefMemPerNode": _DEF_MEM,
 }
+
+
+def release_keys(major: str | None, kind: str) -> dict[str, str] | None:
+    """`kind` ("global", "partition") parameters of Slurm `major` as its own slurm.conf(5) lists them
+    (spec/slurm_conf_keys.py, read from Debian's packages); None for a release not read."""
+    from corral.spec.slurm_conf_keys import RELEASES
+    found = RELEASES.get(major or "")
+    return canonical(found[kind]) if found else None
+
+
+def every_release(kind: str) -> dict[str, str]:
+    """`kind` parameters of every release read: with the hand list, what any Slurm corral knows takes."""
+    from corral.spec.slurm_conf_keys import RELEASES
+    return {k: v for r in RELEASES.values() for k, v in canonical(r[kind]).items()}
+
+
+def releases_knowing(key: str, kind: str) -> list[str]:
+    from corral.spec.slurm_conf_keys import RELEASES
+    return [m for m, r in sorted(RELEASES.items()) if key.lower() in canonical(r[kind])]
