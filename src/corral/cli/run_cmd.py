@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.table import Table
 
 from corral.cli.common import JsonOpt, LimitOpt, SpecOpt, err, limit_names, load_cluster, out, print_json
 from corral.errors import UsageError
@@ -65,6 +64,7 @@ def show_plan(result, verbose: bool = False) -> None:
 
 def show_summary(result) -> None:
     show_warnings(result)
+    from rich.table import Table
     table = Table(title=f"{result.mode} {result.run_id} ({result.duration_s:.1f} s)")
     for col in ("node", "changed", "unchanged", "failed", "result"):
         table.add_column(col)

@@ -2,7 +2,8 @@
 progress events; SQLite journal; pinned SSH host keys.
 
 Parallel SSH needs gevent's monkey patching, done once, as early as possible in the process
-(before paramiko/ssl/threading are used): the CLI entry point calls `patch_gevent()` first thing.
+(before paramiko/ssl/threading are used): the CLI's root callback calls `patch_gevent()` before any
+command that may reach a node runs (cli/main.py; the offline ones skip its ~40 ms of imports).
 Without it pyinfra still works, but connects to nodes one after another.
 """
 
