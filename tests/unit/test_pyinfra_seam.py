@@ -136,6 +136,32 @@ def test_operations_keep_their_undecorated_generator():
     assert inspect.isgeneratorfunction(seam.inner(server.shell)) and seam.inner(server.shell) is not server.shell
 
 
+def test_global_argument_types_are_worked_out_once_with_the_same_answer():
+    import typing
+
+    from pyinfra.api import arguments
+    seam.answer_lookups_once()
+    assert arguments.all_global_arguments.answered_once
+    assert arguments.all_global_arguments() == list(typing.get_type_hints(arguments.AllArguments).items())
+    assert arguments.all_global_arguments() is not arguments.all_global_arguments()  # a fresh list, as before
+    # pop_global_arguments looks the function up in its module each time: the copy is what it asks
+    assert "all_global_arguments()" in inspect.getsource(arguments.pop_global_arguments)
+    seam.answer_lookups_once()  # again: still the one copy
+    assert arguments.all_global_arguments.answered_once
+
+
+def test_connectors_are_found_from_the_one_reading_of_the_entry_points():
+    import importlib.metadata as metadata
+
+    from pyinfra.api import connectors
+
+    from corral.engine.entry_points import entry_points
+    seam.answer_lookups_once()
+    assert connectors.entry_points is entry_points
+    assert set(connectors.get_all_connectors()) == {e.name for e in metadata.entry_points(group="pyinfra.connectors")}
+    assert {"ssh", "local"} <= set(connectors.get_execution_connectors())
+
+
 CHECKED = {  # each internal the seam lists -> the test above that checks it
     "pyinfra.api.deploy.add_deploy": test_add_deploy_takes_state_deploy_and_host,
     "pyinfra.api.operations.run_host_op": test_run_host_op_runs_one_op_on_one_host,
@@ -149,6 +175,8 @@ CHECKED = {  # each internal the seam lists -> the test above that checks it
     "pyinfra.context.ctx_host/ctx_state": test_context_managers_set_the_greenlets_host_and_the_state,
     "pyinfra.connectors.sshuserclient.client.get_host_keys/get_ssh_config": test_ssh_client_caches_can_be_cleared,
     "pyinfra operation._inner": test_operations_keep_their_undecorated_generator,
+    "pyinfra.api.arguments.all_global_arguments": test_global_argument_types_are_worked_out_once_with_the_same_answer,
+    "pyinfra.api.connectors.entry_points": test_connectors_are_found_from_the_one_reading_of_the_entry_points,
 }
 
 

@@ -52,8 +52,8 @@ def root(ctx: typer.Context,
                                       help="print the version and exit")) -> None:
     """corral: GPU cluster automation."""
     if ctx.invoked_subcommand not in OFFLINE:
-        from corral.engine import patch_gevent
-        patch_gevent()  # before paramiko/ssl are imported: pyinfra connects to nodes in parallel
+        from corral.engine import prepare_process
+        prepare_process()  # before paramiko/ssl are imported: pyinfra connects to nodes in parallel
 
 
 def _bug(exc: BaseException) -> int:

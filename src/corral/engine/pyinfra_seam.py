@@ -25,7 +25,7 @@ __all__ = ["MaskString", "QuoteString", "StringCommand", "HiddenValue", "Operati
            "disconnect_all", "run_host_op", "INTERNALS", "as_host", "current_host", "current_op_hash", "current_deploy_name",
            "op_data", "op_hashes", "op_names", "set_planned_change", "op_commands", "op_output",
            "never_raise_failed_hosts", "mark_executing", "close_ssh_client", "secrets_in",
-           "clear_ssh_caches", "inner"]
+           "clear_ssh_caches", "inner", "answer_lookups_once"]
 
 # What corral uses, by name: (where, what it must be or have). The seam's test checks each.
 INTERNALS: dict[str, str] = {
@@ -44,6 +44,10 @@ INTERNALS: dict[str, str] = {
     "pyinfra.context.ctx_host/ctx_state": "use(), get(): the greenlet's host, the run's state",
     "pyinfra.connectors.sshuserclient.client.get_host_keys/get_ssh_config": "memoized: .cache.clear()",
     "pyinfra operation._inner": "the undecorated generator of an @operation (tests call it)",
+    "pyinfra.api.arguments.all_global_arguments": "() -> [(name, type)]: get_type_hints(AllArguments), "
+                                                  "called by pop_global_arguments for every op added",
+    "pyinfra.api.connectors.entry_points": "importlib.metadata.entry_points, as the connectors module "
+                                           "names it",
 }
 
 
@@ -149,6 +153,30 @@ def clear_ssh_caches() -> None:
 
     get_host_keys.cache.clear()
     get_ssh_config.cache.clear()
+
+
+# --- pyinfra's per-call lookups, answered once per process ----------------------------------------
+
+def answer_lookups_once() -> None:
+    """pyinfra works out the global arguments' types (`get_type_hints(AllArguments)`) for every op it
+    adds (~450 times for the default spec: 0.19 s of a plan's profile) and reads every distribution's
+    entry points for its connectors each time it builds an inventory. Neither answer can change
+    while corral runs: each is taken once, and pyinfra asks the copy."""
+    import pyinfra.api.arguments as arguments
+    import pyinfra.api.connectors as connectors
+
+    from corral.engine.entry_points import entry_points
+
+    connectors.entry_points = entry_points
+    if getattr(arguments.all_global_arguments, "answered_once", False):
+        return
+    types = tuple(arguments.all_global_arguments())
+
+    def all_global_arguments() -> list[tuple[str, type]]:
+        return list(types)
+
+    all_global_arguments.answered_once = True  # type: ignore[attr-defined]
+    arguments.all_global_arguments = all_global_arguments
 
 
 # --- commands --------------------------------------------------------------------------------------
