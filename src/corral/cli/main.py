@@ -5,7 +5,11 @@ Exit codes: 0 ok; 1 failed on some node or check; 2 usage or spec error; 130 int
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
+from typing import NoReturn
 
 import typer
 
@@ -92,5 +96,22 @@ def main(argv: list[str] | None = None) -> int:
         rc = _bug(exc)
     rc = rc if isinstance(rc, int) else 0
     if argv is None:
-        sys.exit(rc)
+        end(rc)
     return rc
+
+
+def end(rc: int) -> NoReturn:
+    """End the process without the interpreter's teardown, which frees every module, greenlet and SSH
+    object one by one for nothing (80-140 ms after a plan of 4 nodes, 3-5 ms this way). What that exit
+    does that matters is done first: the atexit handlers (logging's flush, temporary directories, any
+    exit handler) and stdout/stderr flushed. The journal was written by the run itself. With a thread of
+    ours still running, the ordinary exit waits for it, as it always did."""
+    if threading.active_count() > 1:
+        sys.exit(rc)
+    atexit._run_exitfuncs()  # what the interpreter's own exit runs; public in all but name
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: there is no one left to tell
+            pass
+    os._exit(rc)
