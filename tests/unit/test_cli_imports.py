@@ -58,3 +58,18 @@ def test_help_still_lists_every_command():
     out = subprocess.run([sys.executable, "-m", "corral", "--help"], capture_output=True, text=True, check=True).stdout
     listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.split()}
     assert set(names) <= listed, sorted(set(names) - listed)
+
+
+def test_a_run_imports_the_backup_only_when_an_upgrade_takes_one():
+    code = ("import corral.workflows.converge as converge\n"
+            "seen = {}\n"
+            "converge.converge = lambda cluster, mode, **kw: seen.update(kw) or 'result'\n"
+            "from corral.cli import run_cmd\n"
+            "assert run_cmd.engine_run(None, 'plan', None, 'plan', quiet=True) == 'result'\n"
+            "print('before:', 'corral.backup.take' in sys.modules)\n"
+            "import corral.backup.take as take\n"
+            "take.take = lambda *a, **kw: ('taken', a, kw)\n"
+            "print('passed on:', seen['backup']('cluster', now=1) == ('taken', ('cluster',), {'now': 1}))\n")
+    done = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["before: False", "passed on: True"]
