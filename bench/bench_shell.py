@@ -6,6 +6,10 @@ cache warm:
 - `corral apply --yes` on the converged cluster (a no-op), beside the duration the run itself reports;
 - `corral --help`.
 
+Each figure is printed with the CPU time the `corral` process used (user + sys, its waited-for children
+included) and the machine's 1-minute load average when it started: a wall time taken on a busy machine
+is visibly so (CPU s well under wall s, load above the core count).
+
 Run as root, on an otherwise idle machine: .venv/bin/python -m bench.bench_shell [--runs 3]
 Goals: up <= 25 s, no-op apply <= 1.5 s, --help <= 0.2 s. Medians of --runs runs.
 """
@@ -15,12 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from bench.common import BENCH_SUBNET, median, table
 
@@ -28,14 +34,30 @@ CORRAL = [sys.executable, "-m", "corral"]
 GOALS = {"corral up": 25.0, "corral apply --yes (no-op)": 1.5, "corral --help": 0.2}
 
 
-def _run(args: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
+class Timing(NamedTuple):
+    wall: float  # seconds, from the shell
+    cpu: float   # user + sys seconds of the corral process and the children it waited for
+    load: float  # the machine's 1-minute load average when it started
+
+
+def _cpu_of_children() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run_timed(command: list[str], **kwargs) -> tuple[Timing, subprocess.CompletedProcess]:
+    """`command` to its end: wall clock, its CPU time and the load it ran under."""
+    load, cpu0, t0 = os.getloadavg()[0], _cpu_of_children(), time.perf_counter()
+    p = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    return Timing(time.perf_counter() - t0, _cpu_of_children() - cpu0, load), p
+
+
+def _run(args: list[str], cwd: Path) -> tuple[Timing, subprocess.CompletedProcess]:
     """`corral ARGS` as a user runs it, on the bench's own directory: `corral up` works on the virtual
     directory (CORRAL_VIRTUAL_DIR, never the user's default one), the rest on its spec (CORRAL_SPEC)."""
     env = {k: v for k, v in os.environ.items() if k not in ("CORRAL_SPEC", "CORRAL_VIRTUAL_DIR")}
     env.update(CORRAL_SPEC=str(cwd / "cluster.yaml"), CORRAL_VIRTUAL_DIR=str(cwd))
-    t0 = time.perf_counter()
-    p = subprocess.run(CORRAL + args, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
-    return time.perf_counter() - t0, p
+    return run_timed(CORRAL + args, cwd=cwd, timeout=900, env=env)
 
 
 def _spec(directory: Path) -> None:
@@ -52,22 +74,36 @@ def one_run(noops: int) -> dict:
     directory = Path(tempfile.mkdtemp(prefix="corral-bench-shell-"))
     try:
         _spec(directory)
-        up_s, p = _run(["up", "--json"], directory)
+        up, p = _run(["up", "--json"], directory)
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-        walls, reported = [], []
+        noop, reported = [], []
         for _ in range(noops):
-            wall, p = _run(["apply", "--yes", "--json"], directory)
+            timing, p = _run(["apply", "--yes", "--json"], directory)
             assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
             result = json.loads(p.stdout)
             assert result.get("totals", {}).get("changed", 0) == 0, result.get("totals")
-            walls.append(wall)
+            noop.append(timing)
             reported.append(float(result.get("duration_s", 0.0)))
         helps = [_run(["--help"], directory)[0] for _ in range(3)]
-        return {"corral up": up_s, "corral apply --yes (no-op)": median(walls), "run's own duration": median(reported),
-                "corral --help": median(helps)}
+        own = median(reported)
+        return {"corral up": up, "corral apply --yes (no-op)": _median(noop),
+                "run's own duration": Timing(own, float("nan"), float("nan")), "corral --help": _median(helps)}
     finally:
         _run(["virtual", "down", "--dir", str(directory)], directory)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _median(timings: list[Timing]) -> Timing:
+    return Timing(*(median([getattr(t, f) for t in timings]) for f in Timing._fields))
+
+
+def row(what: str, timings: list[Timing], goal: float | None) -> list[str]:
+    """One line of the table: median wall and its range, median CPU s and load, the goal."""
+    walls = [t.wall for t in timings]
+    cpu, load = median([t.cpu for t in timings]), median([t.load for t in timings])
+    return [what, f"{median(walls):.2f}", f"{min(walls):.2f}-{max(walls):.2f}",
+            "" if cpu != cpu else f"{cpu:.2f}", "" if load != load else f"{load:.2f}",
+            f"<= {goal}" if goal else "", ("met" if median(walls) <= goal else "NOT met") if goal else ""]
 
 
 def main() -> None:
@@ -76,14 +112,10 @@ def main() -> None:
     ap.add_argument("--noops", type=int, default=3, help="no-op applies per run")
     args = ap.parse_args()
     runs = [one_run(args.noops) for _ in range(args.runs)]
-    rows = []
-    for what in ("corral up", "corral apply --yes (no-op)", "run's own duration", "corral --help"):
-        xs = [r[what] for r in runs]
-        goal = GOALS.get(what)
-        rows.append([what, f"{median(xs):.2f}", f"{min(xs):.2f}-{max(xs):.2f}",
-                     f"<= {goal}" if goal else "", ("met" if median(xs) <= goal else "NOT met") if goal else ""])
-    print(table(f"from the shell, default spec (4 nodes), median of {args.runs}",
-                ["what a user runs", "median s", "range s", "goal s", ""], rows))
+    rows = [row(what, [r[what] for r in runs], GOALS.get(what))
+            for what in ("corral up", "corral apply --yes (no-op)", "run's own duration", "corral --help")]
+    print(table(f"from the shell, default spec (4 nodes), median of {args.runs} ({os.cpu_count()} cores)",
+                ["what a user runs", "median wall s", "range s", "CPU s", "load (1 min)", "goal s", ""], rows))
 
 
 if __name__ == "__main__":

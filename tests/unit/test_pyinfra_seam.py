@@ -136,6 +136,53 @@ def test_operations_keep_their_undecorated_generator():
     assert inspect.isgeneratorfunction(seam.inner(server.shell)) and seam.inner(server.shell) is not server.shell
 
 
+def test_global_argument_types_are_worked_out_once_with_the_same_answer():
+    import typing
+
+    from pyinfra.api import arguments
+    seam.answer_lookups_once()
+    assert arguments.all_global_arguments.answered_once
+    assert arguments.all_global_arguments() == list(typing.get_type_hints(arguments.AllArguments).items())
+    assert arguments.all_global_arguments() is not arguments.all_global_arguments()  # a fresh list, as before
+    # pop_global_arguments looks the function up in its module each time: the copy is what it asks
+    assert "all_global_arguments()" in inspect.getsource(arguments.pop_global_arguments)
+    seam.answer_lookups_once()  # again: still the one copy
+    assert arguments.all_global_arguments.answered_once
+
+
+def test_connectors_are_found_from_the_one_reading_of_the_entry_points():
+    import importlib.metadata as metadata
+
+    from pyinfra.api import connectors
+
+    from corral.engine.entry_points import entry_points
+    seam.answer_lookups_once()
+    assert connectors.entry_points is entry_points
+    assert set(connectors.get_all_connectors()) == {e.name for e in metadata.entry_points(group="pyinfra.connectors")}
+    assert {"ssh", "local"} <= set(connectors.get_execution_connectors())
+
+
+def test_quick_host_data_answers_as_pyinfras_host_data():
+    from pyinfra.api.host import HostData
+    inventory = Inventory(([("n1", {"a": 1, "shared": "host"}), ("n2", {})], {"b": [2], "shared": "all"}),
+                          controller=(["n1"], {"c": 3, "shared": "group"}))
+    plain = Inventory(([("n1", {"a": 1, "shared": "host"}), ("n2", {})], {"b": [2], "shared": "all"}),
+                      controller=(["n1"], {"c": 3, "shared": "group"}))
+    seam.quick_host_data(inventory)
+    for host, same in zip(inventory, plain):
+        assert type(host.data).__mro__[1] is HostData and type(same.data) is HostData
+        assert host.data.override_datas == {}  # the swap itself stored nothing as data
+        for key in ("a", "b", "c", "shared", "missing", "_sudo", "name"):
+            assert getattr(host.data, key, "absent") == getattr(same.data, key, "absent"), key
+        host.data.shared = "override"  # pyinfra's own __setattr__: the override layer comes first
+        same.data.shared = "override"
+        assert host.data.shared == same.data.shared == "override" and host.data.dict() == same.data.dict()
+        host.current_deploy_data = same.current_deploy_data = {"d": 4}  # a @deploy's data defaults come last
+        assert host.data.d == same.data.d == 4
+    first = next(iter(inventory))
+    assert first.data.b == [2] and first.data.b is not first.data.b  # a copy each time, as pyinfra gives
+
+
 CHECKED = {  # each internal the seam lists -> the test above that checks it
     "pyinfra.api.deploy.add_deploy": test_add_deploy_takes_state_deploy_and_host,
     "pyinfra.api.operations.run_host_op": test_run_host_op_runs_one_op_on_one_host,
@@ -149,6 +196,9 @@ CHECKED = {  # each internal the seam lists -> the test above that checks it
     "pyinfra.context.ctx_host/ctx_state": test_context_managers_set_the_greenlets_host_and_the_state,
     "pyinfra.connectors.sshuserclient.client.get_host_keys/get_ssh_config": test_ssh_client_caches_can_be_cleared,
     "pyinfra operation._inner": test_operations_keep_their_undecorated_generator,
+    "pyinfra.api.arguments.all_global_arguments": test_global_argument_types_are_worked_out_once_with_the_same_answer,
+    "pyinfra.api.connectors.entry_points": test_connectors_are_found_from_the_one_reading_of_the_entry_points,
+    "pyinfra.api.host.HostData": test_quick_host_data_answers_as_pyinfras_host_data,
 }
 
 

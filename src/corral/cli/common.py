@@ -8,15 +8,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
-from rich.console import Console
 
 from corral.errors import UsageError
 
 if TYPE_CHECKING:  # the spec's models are imported by the commands that load one, not by `corral --help`
+    from rich.console import Console
+
     from corral.spec.cluster import Cluster
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class LazyConsole:
+    """A rich Console made on first use: rich costs ~15 ms to import, which `corral --help` and a command
+    that fails before printing need not pay. It writes to sys.stdout/stderr as they are when it prints."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out = LazyConsole(highlight=False, soft_wrap=True)
+err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 SpecOpt = typer.Option(None, "--spec", "-f", envvar="CORRAL_SPEC",
                        help="cluster.yaml to use (default: ./cluster.yaml, or $CORRAL_SPEC)")

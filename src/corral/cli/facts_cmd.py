@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from corral.cli.common import JsonOpt, SpecOpt, err, limit_names, load_cluster, out, print_json
 
@@ -28,6 +27,7 @@ def facts(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(
     if as_json:
         print_json({"ok": not errors, "nodes": found, "errors": errors})
     else:
+        from rich.table import Table
         table = Table()
         for col in ("node", "CPUs", "mem MB", "GPUs", "PCI GPUs", "driver", "MIG", "NVSw", "HCAs", "IB"):
             table.add_column(col)

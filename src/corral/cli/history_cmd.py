@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from corral.cli.common import JsonOpt, SpecOpt, load_cluster, out, print_json
 from corral.errors import UsageError
@@ -41,6 +40,7 @@ def history(spec: Optional[Path] = SpecOpt, count: int = typer.Option(20, "--cou
 
 
 def show_runs(runs: list[dict]) -> None:
+    from rich.table import Table
     table = Table()
     for col in ("run", "started", "command", "mode", "spec", "time", "ok"):
         table.add_column(col)
@@ -51,6 +51,7 @@ def show_runs(runs: list[dict]) -> None:
 
 
 def show_run(run: dict) -> None:
+    from rich.table import Table
     table = Table(title=f"{run['mode']} {run['run_id']} {run['started']} ({run.get('duration_s') or 0:.1f} s)")
     for col in ("node", "changed", "unchanged", "failed", "result"):
         table.add_column(col)
@@ -62,6 +63,7 @@ def show_run(run: dict) -> None:
 
 
 def show_timing(time: dict) -> None:
+    from rich.table import Table
     total = time["total_s"] or 1.0
     shares = Table(title=f"where {time['total_s']:.1f} s went")
     for col in ("category", "s", "share"):

@@ -8,14 +8,15 @@ import csv
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json
 from corral.errors import CorralError, UsageError
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports from the cluster's records (read-only).")
 CSV_FIELDS = ("jobs", "gpu_hours", "cpu_hours", "wait_p50_s", "wait_p95_s", "failed_share", "cancelled_share",
@@ -52,6 +53,8 @@ def _gpu_columns(data: dict) -> list[tuple[str, str, str]]:
 
 
 def _table(data: dict, priced: bool) -> Table:
+    from rich import box
+    from rich.table import Table
     w = data["window"]
     table = Table(title=f"GPU usage by {data['by']}, {w['since']} .. {w['until']} (sacct on {data['controller']})",
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -105,6 +108,8 @@ def _gpu_lines(data: dict) -> list[str]:
 
 
 def _jobs_table(data: dict) -> Table:
+    from rich import box
+    from rich.table import Table
     co2 = data["gpu_util"]["co2_g_per_kwh"] is not None
     table = Table(title=f"{len(data['idle_jobs'])} jobs with the most idle GPU-hours", box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.table import Table
 
 from corral.cli.common import JsonOpt, LimitOpt, SpecOpt, err, limit_names, load_cluster, out, print_json
 from corral.errors import UsageError
@@ -20,13 +19,19 @@ if TYPE_CHECKING:
 
 def engine_run(cluster: Cluster, mode: str, limit: Optional[list[str]], command: str, quiet: bool,
                force: bool = False, rollout_only: Optional[list[str]] = None):
-    from corral.backup.take import take
     from corral.engine.progress import make_reporter
     from corral.workflows.converge import converge
     say = None if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return converge(cluster, mode, limit=limit, on_event=None if quiet else make_reporter(sys.stderr),
-                    command=command, say=say, force=force, backup=take,
+                    command=command, say=say, force=force, backup=_take_backup,
                     rollout_only=rollout_only)
+
+
+def _take_backup(*args, **kwargs):
+    """`corral backup` for the Slurm upgrade, imported only when an upgrade takes one (a run without an
+    upgrade, every plan and almost every apply, never does)."""
+    from corral.backup.take import take
+    return take(*args, **kwargs)
 
 
 def show_warnings(result) -> None:
@@ -65,6 +70,7 @@ def show_plan(result, verbose: bool = False) -> None:
 
 def show_summary(result) -> None:
     show_warnings(result)
+    from rich.table import Table
     table = Table(title=f"{result.mode} {result.run_id} ({result.duration_s:.1f} s)")
     for col in ("node", "changed", "unchanged", "failed", "result"):
         table.add_column(col)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from corral.cli.common import JsonOpt, err, out, print_json
 from corral.virtual.defaults import DEFAULT_SUBNET
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 DEFAULT_DIR = Path(os.environ.get("CORRAL_VIRTUAL_DIR", "/var/lib/corral/virtual"))
 app = typer.Typer(no_args_is_help=True,
@@ -19,6 +22,7 @@ DirOpt = typer.Option(DEFAULT_DIR, "--dir", help="virtual cluster directory (clu
 
 
 def _table(rows) -> Table:
+    from rich.table import Table
     table = Table()
     for col in ("node", "address", "roles", "gpus (emulated)", "state", "ssh"):
         table.add_column(col)

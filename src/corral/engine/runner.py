@@ -186,7 +186,9 @@ def run(cluster: Cluster, deploys: Sequence[Callable], *, mode: str = "plan",
     if local and len(nodes) != 1:
         raise UsageError("a local run converges exactly one node", value=",".join(n.name for n in nodes),
                          fix="name the node this machine is")
+    seam.answer_lookups_once()
     inventory = local_inventory(cluster, nodes[0].name) if local else build_inventory(cluster, nodes)
+    seam.quick_host_data(inventory)
     config = Config(CONNECT_TIMEOUT=connect_timeout, FAIL_PERCENT=None,  # nodes are configured as root
                     SUDO=cluster.spec.ssh.user != "root" and not local)
     state = State(inventory, config, check_for_changes=False)
