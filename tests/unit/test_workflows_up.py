@@ -11,6 +11,7 @@ from corral.checks.result import Check, Report
 from corral.cli import run_cmd
 from corral.cli.main import main
 from corral.engine.results import NodeResult, RunResult
+from corral.errors import UsageError
 from corral.virtual.cluster import NodeStatus
 from corral.workflows import up as up_flow
 
@@ -119,3 +120,20 @@ def test_cli_up_json_and_exit_code(tmp_path, monkeypatch, capsys, ok):
     assert list(data) == ["ok", "spec", "apply", "validate"] and data["ok"] is ok
     assert data["validate"]["checks"][1]["status"] == ("OK" if ok else "FAIL")
     assert seen["apply_say"] is None and seen["on_event"] is None  # --json: the apply runs quietly
+
+
+def test_up_on_debian_13_writes_its_release_and_refuses_a_spec_of_another(tmp_path, fakes, monkeypatch, capsys):
+    from corral.spec.loader import load
+    result = up_flow.up(tmp_path / "vc", os_name="debian-13")
+    spec = load(result.spec).spec
+    assert result.ok and {g.os for g in spec.nodes} == {"debian-13"}
+    text = result.spec.read_text()
+    with pytest.raises(UsageError, match="exists and its nodes do not all run debian-12"):
+        up_flow.up(tmp_path / "vc", os_name="debian-12")
+    assert result.spec.read_text() == text  # nothing rewritten
+    seen: dict = {}
+    monkeypatch.setattr(up_flow, "up", lambda directory, **kw: seen.update(kw) or result)
+    assert main(["up", "--json", "--os", "debian-13"]) == 0 and seen["os_name"] == "debian-13"
+    capsys.readouterr()
+    assert main(["up", "--os", "ubuntu-99"]) == 2  # a release corral has no row for: usage error, nothing run
+    assert "'ubuntu-99': one of debian-12, debian-13" in capsys.readouterr().err

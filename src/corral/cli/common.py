@@ -73,3 +73,15 @@ def print_json(data: Any) -> None:
 
 def is_tty() -> bool:
     return out.is_terminal and os.environ.get("TERM") != "dumb"
+
+
+def _os_choice(value: str | None) -> str | None:
+    from corral.spec.releases import RELEASES
+    if value is not None and value not in RELEASES:
+        raise typer.BadParameter(f"{value!r}: one of {', '.join(RELEASES)}")
+    return value
+
+
+OsOpt = typer.Option(None, "--os", callback=_os_choice, metavar="RELEASE",
+                     help="the nodes' OS release (new cluster only): debian-12 (Slurm 22.05, the default) or "
+                          "debian-13 (Slurm 24.11)")

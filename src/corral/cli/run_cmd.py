@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from corral.cli.common import JsonOpt, LimitOpt, SpecOpt, err, limit_names, load_cluster, out, print_json
+from corral.cli.common import JsonOpt, LimitOpt, OsOpt, SpecOpt, err, limit_names, load_cluster, out, print_json
 from corral.errors import UsageError
 
 if TYPE_CHECKING:
@@ -143,14 +143,15 @@ def up(bundle: Optional[Path] = typer.Option(None, "--bundle", help="install eve
                                             "(`corral bundle build`) alone; a new spec names it"),
        fingerprint: Optional[str] = typer.Option(None, "--fingerprint", help="the bundle's signing key (printed by "
                                                  "`corral bundle build`); needed unless this state dir signed it"),
-       as_json: bool = JsonOpt) -> None:
+       os_name: Optional[str] = OsOpt, as_json: bool = JsonOpt) -> None:
     """The main job: virtual cluster up -> apply -> validate (the embedded default)."""
     from corral.cli.virtual_cmd import DEFAULT_DIR
     from corral.engine.progress import make_reporter
     from corral.workflows.up import up as run_up
     result = run_up(DEFAULT_DIR, say=lambda line: err.print(line, markup=False),
                     apply_say=None if as_json else (lambda line: print(line, file=sys.stderr, flush=True)),
-                    on_event=None if as_json else make_reporter(sys.stderr), bundle=bundle, fingerprint=fingerprint)
+                    on_event=None if as_json else make_reporter(sys.stderr), bundle=bundle, fingerprint=fingerprint,
+                    os_name=os_name)
     print_json(result.to_json()) if as_json else show_up(result)
     if not result.ok:
         raise typer.Exit(1)

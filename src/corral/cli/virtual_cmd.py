@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from corral.cli.common import JsonOpt, err, out, print_json
+from corral.cli.common import JsonOpt, OsOpt, err, out, print_json
 from corral.virtual.defaults import DEFAULT_SUBNET
 
 if TYPE_CHECKING:
@@ -38,11 +38,11 @@ def up(directory: Path = DirOpt,
        gpus: int = typer.Option(4, min=0, max=16, help="emulated GPUs per compute node (new cluster only)"),
        gpu_model: str = typer.Option("h100", help="emulated GPU model (new cluster only)"),
        subnet: str = typer.Option(str(DEFAULT_SUBNET), help="private subnet for the bridge (new cluster only)"),
-       as_json: bool = JsonOpt) -> None:
+       os_name: Optional[str] = OsOpt, as_json: bool = JsonOpt) -> None:
     """Start the virtual cluster (idempotent: starts what is missing)."""
     from corral.workflows.up import start_virtual
     vc, rows = start_virtual(directory, compute=compute, gpus=gpus, gpu_model=gpu_model, subnet=subnet,
-                             say=lambda line: err.print(line, markup=False))
+                             say=lambda line: err.print(line, markup=False), os_name=os_name)
     if as_json:
         print_json({"ok": True, "spec": str(vc.cluster.path), "nodes": [asdict(r) for r in rows]})
         return

@@ -75,19 +75,24 @@ def bundle_section(bundle: Path, fingerprint: str | None) -> str:
 
 def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
                   subnet: str = str(DEFAULT_SUBNET), name: str = "vcluster", bundle: Path | None = None,
-                  fingerprint: str | None = None, say: Say | None = None) -> tuple[VirtualCluster, list[NodeStatus]]:
-    """Write the default spec if the directory has none (with `bundle`: installing from it alone), then
-    bring every node up (idempotent)."""
+                  fingerprint: str | None = None, say: Say | None = None,
+                  os_name: str | None = None) -> tuple[VirtualCluster, list[NodeStatus]]:
+    """Write the default spec if the directory has none (with `bundle`: installing from it alone; with
+    `os_name`: its nodes on that release), then bring every node up (idempotent)."""
     say = say or _quiet
     spec_file = Path(directory) / "cluster.yaml"
     if not spec_file.exists():
         spec_file.parent.mkdir(parents=True, exist_ok=True)
         user_key = user_key_file(Path(directory) / ".corral", EXAMPLE_USER)
         text = default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet),
-                            user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}"))
+                            user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}"), os_name=os_name)
         spec_file.write_text(text + (bundle_section(Path(bundle).resolve(), fingerprint) if bundle else ""))
         say(f"wrote {spec_file}")
     cluster = load(spec_file)
+    if os_name is not None and {g.os for g in cluster.spec.nodes} != {os_name}:
+        raise UsageError(f"{spec_file} exists and its nodes do not all run {os_name}",
+                         fix=f"set `os: {os_name}` on its node groups, or use another directory (--os is for a new "
+                             "cluster)")
     if bundle is not None:
         p = cluster.spec.packages
         named = (cluster.base_dir / p.bundle).resolve() if p.bundle else None
@@ -100,11 +105,12 @@ def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model
 
 
 def up(directory: Path, *, say: Say | None = None, apply_say: Say | None = None,
-       on_event=None, bundle: Path | None = None, fingerprint: str | None = None) -> UpResult:
+       on_event=None, bundle: Path | None = None, fingerprint: str | None = None,
+       os_name: str | None = None) -> UpResult:
     """Virtual cluster up (default spec if none), apply it all, validate when apply succeeded; with
     `bundle`, every package from that verified bundle alone."""
     say = say or _quiet
-    vc, rows = start_virtual(directory, say=say, bundle=bundle, fingerprint=fingerprint)
+    vc, rows = start_virtual(directory, say=say, bundle=bundle, fingerprint=fingerprint, os_name=os_name)
     cluster = vc.cluster
     say(f"virtual cluster up: {len(rows)} nodes; applying")
     result = converge(cluster, "apply", limit=None, on_event=on_event, command="up", say=apply_say)
