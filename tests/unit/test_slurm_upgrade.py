@@ -227,3 +227,36 @@ def test_a_slurmdbd_install_that_fails_starts_the_old_one_again(upgrade, monkeyp
     assert not went and fake.log[1:] == [("db", "stop slurmdbd"), ("db", "install failed"), ("db", "start slurmdbd")]
     assert "the new version never ran; slurmdbd on db started again" in result.nodes["db"].error
     assert fake.running["db"] == "22.05.8" and fake.installed["ctl"] == "22.05.8"
+
+
+def test_a_slurmd_canary_whose_install_fails_part_way_is_put_back_as_it_was(upgrade, monkeypatch):
+    """A broken slurmd package (its preinst fails): apt leaves some packages at the new version; the
+    node's packages and pin from before are put back, its old slurmd started, and it stays drained."""
+    fake = Cluster()
+    answer, scripts = fake.answer, []
+    old_pin = "# Managed by corral: Slurm stays at 22.05 until slurm.version changes\nPin: version 22.05.*\n"
+
+    def broken(node, command):
+        if command == D.BEFORE:
+            return 0, f"{old_pin}{'-' * 8}\nslurmd=22.05.8-1\nslurm-wlm-basic-plugins=22.05.8-1\n", ""
+        if node == "gpu01" and "apt-get install" in command and "--allow-downgrades" not in command:
+            fake.log.append((node, "install failed part-way"))
+            fake.installed[node] = "23.02.7"  # the plugins unpacked at the new version, slurmd not
+            return 100, "", "E: Sub-process /usr/bin/dpkg returned an error code (1)"
+        if node == "gpu01" and "--allow-downgrades" in command:
+            scripts.append(command)
+            fake.log.append((node, "put back"))
+            fake.installed[node] = "22.05.8"
+            return 0, "", ""
+        return answer(node, command)
+    monkeypatch.setattr(fake, "answer", broken)
+    went, result = upgrade(fake)
+    assert not went and fake.installed["gpu01"] == "22.05.8" and fake.running["gpu01"] == "22.05.8"
+    assert fake.log[fake.log.index(("gpu01", "install failed part-way")):] == [
+        ("gpu01", "install failed part-way"), ("gpu01", "put back"), ("gpu01", "start slurmd"), ("gpu01", "state=drain")]
+    assert "slurmd=22.05.8-1 slurm-wlm-basic-plugins=22.05.8-1" in scripts[0]
+    assert shlex.quote(old_pin) in scripts[0]  # the pin from before, not the new version's
+    error = result.nodes["gpu01"].error
+    assert "install failed" in error and "its Slurm packages put back as they were (2), slurmd started again" in error
+    assert fake.reason["gpu01"].startswith("corral: slurm upgrade install failed")
+    assert {fake.installed[n] for n in ("gpu02", "gpu03", "gpu04")} == {"22.05.8"}

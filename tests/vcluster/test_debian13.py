@@ -1,21 +1,27 @@
 """Debian 13 nodes with Slurm 24.11 from Debian's own packages (spec `nodes[].os: debian-13`), then the
-real upgrade to Slurm 26.05 (corral's build of Debian unstable's source, virtual/slurm_build.py).
+real upgrade to Slurm 26.05 (Debian unstable's binaries, virtual/slurm_more.py).
 
 One cluster of its own (ctl: controller + accounting; ctl2: the backup controller, slurmctld's state on
 the emulated NAS; gpu01, gpu02; login1 with alice): the trixie base image and repository are built
 (cached) beside bookworm's, apply converges at slurm.version 24.11, alice's job from the login node gets
 one GPU and cannot open the others' device files (task/cgroup ConstrainDevices under cgroup/v1),
 validate is OK and a second apply changes nothing. Then, with a finished, a held and a running job of
-alice's, slurm.version 26.05: plan shows the order and the batches, apply upgrades slurmdbd (backup
-first), both slurmctld, then slurmd (canary, batch); every job is still there, accounting lists the
-old ones, validate is OK and a second apply changes nothing.
+alice's, slurm.version 26.05: plan shows the order and the batches; the first apply meets a broken
+slurmd package (a stand-in whose preinst fails) at the canary: slurmdbd (backup first) and both slurmctld
+are upgraded, the canary is left drained with the failure as its reason, the other compute node is not
+touched (its slurmd at 24.11, alice's job running on). With the good package back in the repository the
+next apply upgrades the canary and the rest; every job is still there, accounting lists the old ones,
+validate is OK and a second apply changes nothing.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import shlex
+import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -138,11 +144,49 @@ def wait_for(what: str, check, seconds: float = 60):
     raise AssertionError(f"{what}: not within {seconds:.0f} s")
 
 
-@pytest.fixture(scope="module")
-def upgraded(applied):
-    """alice's finished, held and running jobs, then slurm.version 26.05 planned and applied (the real
-    backup first, as `corral apply` passes it). The say lines are kept with their time, for the phases."""
+STANDIN = "corral test: a broken slurmd package stand-in (its preinst fails)"
+
+
+def break_slurmd(pool: Path, keep: Path) -> None:
+    """slurmd's package in the 26.05 repository swapped for a stand-in of the same version whose preinst
+    fails (the good one kept in `keep`); the repository indexed again."""
+    from corral.bundle.resolve import index
+    (deb,) = pool.glob("slurmd_*.deb")
+    shutil.copy2(deb, keep / deb.name)
+    root = keep / "root"
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(root)], check=True, capture_output=True, timeout=120)
+    preinst = root / "DEBIAN" / "preinst"
+    preinst.write_text(f"#!/bin/sh\necho {shlex.quote(STANDIN)} >&2\nexit 1\n")
+    preinst.chmod(0o755)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True,
+                   timeout=300)
+    index(pool.parent)
+
+
+def restore_slurmd(pool: Path, keep: Path) -> None:
+    from corral.bundle.resolve import index
+    for deb in keep.glob("*.deb"):
+        shutil.copy2(deb, pool / deb.name)
+    index(pool.parent)
+
+
+def _timed(cluster, command: str, lines: list):
     from corral.backup.take import take
+    t0 = time.monotonic()
+    result = converge(cluster, "apply", command=command, backup=take,
+                      say=lambda line: lines.append((time.monotonic() - t0, line)))
+    print(f"{command}: {time.monotonic() - t0:.1f} s")
+    for at, line in lines:
+        print(f"  {at:6.1f} s  {line}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def upgraded(applied, tmp_path_factory):
+    """alice's finished, held and running jobs, then slurm.version 26.05 planned and applied (the real
+    backup first, as `corral apply` passes it): first with a broken slurmd package, then with the good one
+    back. The say lines are kept with their time, for the phases."""
+    from corral.virtual import repo, slurm_more
     vc = applied
     jobs = {"finished": alice(vc, "sbatch --parsable --wait --wrap hostname"),
             "held": alice(vc, "sbatch --parsable --hold --wrap hostname"),
@@ -160,16 +204,28 @@ def upgraded(applied):
     vc_new = type(vc)(cluster)
     vc_new.up()  # what a user runs after changing slurm.version: the repository gets corral's 26.05 build
     prepared = time.monotonic() - t0
+    print(f"repository with {TO}: {prepared:.1f} s")
     plan = converge(cluster, "plan", command="test-debian13-upgrade-plan")
+    pool = repo.repo_dir("debian-13") / slurm_more.subdir(TO) / "pool"
+    keep = tmp_path_factory.mktemp("good-slurmd")
+    broken_lines: list[tuple[float, str]] = []
+    break_slurmd(pool, keep)
+    try:
+        broken = _timed(cluster, "test-debian13-upgrade-broken", broken_lines)
+        after = {"gpu01": ssh(vc, "ctl", "sinfo -h -n gpu01 -o '%T|%E'").stdout.strip(),
+                 "gpu02": ssh(vc, "ctl", "sinfo -h -n gpu02 -o '%T|%E'").stdout.strip(),
+                 "gpu02 slurmd": ssh(vc, "gpu02", "slurmd -V").stdout.strip(),
+                 "gpu01 slurmd": ssh(vc, "gpu01", "slurmd -V").stdout.strip(),
+                 "gpu01 audit": ssh(vc, "gpu01", "dpkg --audit; apt-get check -qq 2>&1", check=False
+                                    ).stdout.strip(),
+                 "ctl slurmctld": ssh(vc, "ctl", "slurmctld -V").stdout.strip(),
+                 "running": ssh(vc, "ctl", f"squeue -h -j {jobs['running']} -o %T").stdout.strip()}
+    finally:
+        restore_slurmd(pool, keep)
     lines: list[tuple[float, str]] = []
-    t0 = time.monotonic()
-    result = converge(cluster, "apply", command="test-debian13-upgrade", backup=take,
-                      say=lambda line: lines.append((time.monotonic() - t0, line)))
-    seconds = time.monotonic() - t0
-    print(f"repository with {TO}: {prepared:.1f} s; upgrade apply {seconds:.1f} s")
-    for at, line in lines:
-        print(f"  {at:6.1f} s  {line}")
-    return {"vc": vc, "cluster": cluster, "plan": plan, "result": result, "lines": lines, "jobs": jobs}
+    result = _timed(cluster, "test-debian13-upgrade", lines)
+    return {"vc": vc, "cluster": cluster, "plan": plan, "broken": broken, "broken_lines": broken_lines,
+            "after_broken": after, "result": result, "lines": lines, "jobs": jobs}
 
 
 def test_upgrade_planned_in_slurms_order(upgraded):
@@ -181,14 +237,38 @@ def test_upgrade_planned_in_slurms_order(upgraded):
     assert "gpu01" in summary and "gpu02" in summary, summary
 
 
+def test_a_broken_slurmd_package_stops_the_upgrade_at_the_canary(upgraded):
+    broken, after = upgraded["broken"], upgraded["after_broken"]
+    assert not broken.ok and broken.nodes["gpu01"].error, failures(broken)
+    error = broken.nodes["gpu01"].error
+    assert "slurm upgrade: install failed" in error and "its Slurm packages put back as they were" in error, error
+    # nothing half-upgraded is left: its old slurmd back and running, dpkg and apt consistent
+    assert after["gpu01 slurmd"].split()[-1].startswith(f"{FROM}.") and after["gpu01 audit"] == "", after
+    assert [n for n, r in broken.nodes.items() if not r.ok] == ["gpu01"], failures(broken)
+    said = [line for _, line in upgraded["broken_lines"]]
+    marks = [next(i for i, line in enumerate(said) if m in line) for m in (
+        "slurm upgrade: backup", "node ctl: slurm upgrade: slurmdbd", "node ctl: slurm upgrade: slurmctld",
+        "node ctl2: slurm upgrade: slurmctld", "node login1: slurm upgrade: client tools",
+        "node gpu01: slurm upgrade: install FAILED")]
+    assert marks == sorted(marks), said
+    assert not any("node gpu02: slurm upgrade" in line for line in said), said  # the rest untouched
+    state, reason = after["gpu01"].split("|", 1)
+    assert state.startswith("drain") and reason.startswith("corral: slurm upgrade install failed"), after
+    assert not after["gpu02"].startswith("drain") and after["gpu02 slurmd"].split()[-1].startswith(f"{FROM}."), after
+    assert after["running"] == "RUNNING" and after["ctl slurmctld"].split()[-1].startswith(f"{TO}."), after
+    assert any(f"slurmdbd and slurmctld are at {TO}" in w for w in broken.warnings), broken.warnings
+
+
 def test_upgrade_applied_in_order_and_every_daemon_at_26_05(upgraded):
     result, vc = upgraded["result"], upgraded["vc"]
     assert result.ok, failures(result)
     said = [line for _, line in upgraded["lines"]]
     marks = [next(i for i, line in enumerate(said) if m in line) for m in (
-        "slurm upgrade: backup", "node ctl: slurm upgrade: slurmdbd", "node ctl: slurm upgrade: slurmctld",
-        "node ctl2: slurm upgrade: slurmctld", "node login1: slurm upgrade: client tools")]
+        "slurm upgrade: backup", "node gpu01: slurm upgrade: install", "node gpu02: slurm upgrade: drain",
+        "node gpu02: slurm upgrade: install")]
     assert marks == sorted(marks), said
+    assert not any("slurm upgrade: slurmdbd" in line or "slurm upgrade: slurmctld" in line for line in said), said
+    assert ssh(vc, "ctl", "sinfo -h -n gpu01 -o %T").stdout.strip() in ("idle", "mixed", "allocated")
     for node, command in (("ctl", "slurmdbd -V"), ("ctl", "slurmctld -V"), ("ctl2", "slurmctld -V"),
                           ("gpu01", "slurmd -V"), ("gpu02", "slurmd -V"), ("login1", "sinfo --version")):
         assert ssh(vc, node, command).stdout.split()[-1].startswith(f"{TO}."), (node, command)

@@ -9,7 +9,7 @@ from corral.deploy.slurm import CTL_READY
 from corral.engine.shell import q
 from corral.facts.slurm import INSTALLED_VERSION, parse_slurm_version
 from corral.render import apt
-from corral.render.slurm_pin import INSTALLED, write_script
+from corral.render.slurm_pin import INSTALLED, PIN, write_script
 from corral.spec.slurm_releases import matches
 from corral.workflows.node_control import POLL_S, StepFailed
 
@@ -36,6 +36,50 @@ rc=/usr/sbin/policy-rc.d; mine=
 [ -n "$mine" ] && rm -f $rc
 exit $status
 """
+
+
+BEFORE = (f"cat {PIN} 2>/dev/null; echo '{'-' * 8}'; dpkg-query -W -f '${{db:Status-Abbrev}} ${{Package}}=${{Version}}\\n' "
+          f"{INSTALLED} 2>/dev/null | awk '$1 ~ /^.i/ {{print $2}}'")
+
+
+def packages_before(c, node: str) -> tuple[str | None, list[str]]:
+    """(the pin file's text or None, the installed Slurm packages as name=version): what restore() puts
+    back when an install fails part-way."""
+    p = c.run(node, BEFORE, 30)
+    if p.returncode != 0:
+        raise StepFailed("install", f"{node}: could not read the installed Slurm packages (rc={p.returncode}); "
+                         "nothing was changed", keep_drained=False)
+    pin, _, pkgs = p.stdout.partition("-" * 8 + "\n")
+    return (pin or None), [w for w in pkgs.split() if "=" in w]
+
+
+def restore_script(pin: str | None, pkgs: list[str]) -> str:
+    pinned = (f"printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN}" if pin
+              else f"rm -f {PIN}")
+    return f"""set -u
+{pinned} || exit 1
+export DEBIAN_FRONTEND=noninteractive
+dpkg --configure -a >/dev/null 2>&1
+rc=/usr/sbin/policy-rc.d; mine=
+[ -e $rc ] || {{ printf '#!/bin/sh\nexit 101\n' > $rc && chmod 755 $rc && mine=1; }}
+{apt.install_script(pkgs, downgrade=True, confold=True)}; status=$?
+[ -n "$mine" ] && rm -f $rc
+exit $status
+"""
+
+
+def restore(c, node: str, pin: str | None, pkgs: list[str], daemon: str) -> str:
+    """The Slurm packages and pin as they were before a failed install, and `daemon` started again:
+    what the node was left as, for the failure's message."""
+    if not pkgs:
+        return "nothing to put back"
+    p = c.run(node, restore_script(pin, pkgs), INSTALL_TIMEOUT_S)
+    if p.returncode != 0:
+        return (f"the packages from before could not be put back (rc={p.returncode}: "
+                f"{(p.stderr or p.stdout).strip()[-160:]}): fix by hand (apt --fix-broken install)")
+    started = c.run(node, f"systemctl start {q(daemon)}", 120).returncode == 0
+    return f"its Slurm packages put back as they were ({len(pkgs)}), {daemon} " + (
+        "started again" if started else "did not start again")
 
 
 def running_version(c, node: str, binary: str) -> str:

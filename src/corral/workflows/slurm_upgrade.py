@@ -31,8 +31,9 @@ from corral.spec.hosts import compress_names
 from corral.workflows import batches
 from corral.workflows.node_rollout import DRAIN, KEEP_DRAINED, RESUME, NodeRollout, NodeRun, Rollout, Step, StepFailed, \
     handoffs
-from corral.workflows.slurm_daemons import (CTL_TIMEOUT_S, DBD_TIMEOUT_S, SLURMD_TIMEOUT_S, install, running_version,
-                                            service, slurmd_responding, upgrade_daemon, wait_until)
+from corral.workflows.slurm_daemons import (CTL_TIMEOUT_S, DBD_TIMEOUT_S, SLURMD_TIMEOUT_S, install, packages_before,
+                                            restore, running_version, service, slurmd_responding, upgrade_daemon,
+                                            wait_until)
 
 WHAT = "slurm upgrade"
 OURS = "corral: slurm upgrade"
@@ -142,10 +143,16 @@ def start(ro: Rollout, result: RunResult, nodes: list[str]) -> bool:
 
 
 def slurmd(n: NodeRun) -> str:
-    """slurmd stopped, Slurm installed at the version, slurmd started and responding."""
+    """slurmd stopped, Slurm installed at the version, slurmd started and responding. An install that
+    fails part-way (a broken package) puts the node's Slurm packages and pin back as they were and starts
+    its old slurmd: nothing half-upgraded is left, the node stays drained with the failure."""
     c, name, version = n.control, n.name, n.cluster.spec.slurm.version
+    pin, before = packages_before(c, name)
     service(c, name, "slurmd", version, "stop")
-    install(c, name, version)
+    try:
+        install(c, name, version)
+    except StepFailed as exc:
+        raise StepFailed("install", f"{exc}; {restore(c, name, pin, before, 'slurmd')}", keep_drained=True) from None
     service(c, name, "slurmd", version, "start")
     wait_until(c, lambda: bool(running_version(c, name, "slurmd")) and slurmd_responding(c, name),
                SLURMD_TIMEOUT_S, f"slurmd on {name}")
