@@ -53,11 +53,14 @@ def packages_before(c, node: str) -> tuple[str | None, list[str]]:
     return (pin or None), [w for w in pkgs.split() if "=" in w]
 
 
+def pin_back_script(pin: str | None) -> str:
+    """The pin file as it was (its text), or none as there was none."""
+    return f"printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN}" if pin else f"rm -f {PIN}"
+
+
 def restore_script(pin: str | None, pkgs: list[str]) -> str:
-    pinned = (f"printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN}" if pin
-              else f"rm -f {PIN}")
     return f"""set -u
-{pinned} || exit 1
+{pin_back_script(pin)} || exit 1
 export DEBIAN_FRONTEND=noninteractive
 dpkg --configure -a >/dev/null 2>&1
 rc=/usr/sbin/policy-rc.d; mine=
