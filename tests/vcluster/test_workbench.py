@@ -117,7 +117,7 @@ def test_module_avail_and_load_in_her_login_shell(bench):
 
 
 def test_module_load_in_her_batch_job(bench):
-    script = ("#!/bin/bash -l\nmodule -t avail 2>&1 | grep -E '^(openmpi|hello)/'\nmodule load openmpi hello\n"
+    script = ("#!/bin/bash -l\nmodule -t avail 2>&1 | grep -E '^(openmpi|hello)/[0-9]'\nmodule load openmpi hello\n"
               "mpirun --version | head -1\necho \"$(hostname) $HELLO_FROM\"\n")
     as_alice(bench, "login1", f"printf '%s' {shlex.quote(script)} > ~/modules.sh")
     job = as_alice(bench, "login1", "cd ~ && sbatch --parsable --wait -w gpu01 -t 2 --output=modules-%j.out "
