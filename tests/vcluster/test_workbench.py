@@ -140,9 +140,10 @@ def test_a_jobs_tmp_is_its_own_and_gone_after_it(bench):
     job = as_alice(bench, "login1", "sbatch --parsable -w gpu01 -t 2 --output=/dev/null --wrap "
                                     "'echo secret > /tmp/alice-secret; sleep 60'").stdout.strip()
     try:
-        base = f"/var/lib/slurm/job_tmp/{job}"
-        wait_for(lambda: ssh(bench, "gpu01", f"find {base} -name alice-secret | grep -q .", check=False).returncode == 0,
-                 "alice's job to write its /tmp file")
+        # the job's /tmp is a directory of its own under BasePath (Slurm 22.05: BasePath/<node>/<job>/.<job>)
+        mine = f"find /var/lib/slurm/job_tmp -mindepth 1 -maxdepth 2 -name {job}"
+        wait_for(lambda: ssh(bench, "gpu01", f"{mine} -exec find {{}} -name alice-secret ';' | grep -q .",
+                             check=False).returncode == 0, "alice's job to write its /tmp file")
         assert ssh(bench, "gpu01", "test -e /tmp/alice-secret", check=False).returncode != 0  # not the node's /tmp
         # another user's job on the same node at the same time: a /tmp of its own
         other = ssh(bench, "ctl", "srun -w gpu01 -t 1 sh -c 'ls -A /tmp; stat -c %U /tmp; echo end'").stdout
@@ -150,8 +151,7 @@ def test_a_jobs_tmp_is_its_own_and_gone_after_it(bench):
     finally:
         ssh(bench, "ctl", f"scancel {job}", check=False)
     wait_for(lambda: not job_state(bench, job) and node_idle(bench, "gpu01"), "alice's job to end")
-    wait_for(lambda: ssh(bench, "gpu01", f"test -e {base}", check=False).returncode != 0, "the job's /tmp to go",
-             timeout=20)
+    wait_for(lambda: not ssh(bench, "gpu01", mine).stdout.strip(), "the job's /tmp to go", timeout=20)
     again = as_alice(bench, "login1", "srun -w gpu01 -t 1 sh -c 'ls -A /tmp; echo end'").stdout
     assert again.split() == ["end"], again
 
