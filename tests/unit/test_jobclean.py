@@ -58,8 +58,10 @@ def test_end_processes_ends_a_real_process():
         assert child.wait(timeout=5) == -15
     finally:
         child.kill()
-    stubborn = subprocess.Popen(["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"])
+    stubborn = subprocess.Popen(["sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"],
+                                stdout=subprocess.PIPE, text=True)
     try:
+        assert stubborn.stdout.readline() == "ready\n"  # SIGTERM ignored from here on
         assert jobclean.end_processes([stubborn.pid], grace_s=0.5) == [stubborn.pid]  # then SIGKILL
         assert stubborn.wait(timeout=5) == -9
     finally:
@@ -137,3 +139,17 @@ def test_the_stand_in_nvidia_smi_reports_the_emulated_compute_apps(tmp_path, cap
     assert out == "4242, python, GPU-bbb, 0 MiB\n"
     assert jobclean.parse_compute_apps(out.replace("python, ", "")) == [(4242, "GPU-bbb")]
     assert smi.main(["--query-compute-apps=nonsense", "--format=csv"]) == 2
+
+
+def test_virtual_nodes_advance_namespace_ids_at_boot_before_slurmd(tmp_path):
+    """virtual/nsid.py: the script and its enabled boot unit in a node's tree, ordered before slurmd."""
+    import py_compile
+
+    from corral.virtual import nsid
+    nsid.install(tmp_path)
+    nsid.install(tmp_path)  # again (a node prepared twice): the same
+    script = tmp_path / nsid.SCRIPT
+    assert script.stat().st_mode & 0o755 == 0o755
+    py_compile.compile(str(script), cfile=str(tmp_path / "x.pyc"), doraise=True)
+    assert "Before=sysinit.target slurmd.service" in (tmp_path / nsid.UNIT).read_text()
+    assert (tmp_path / nsid.WANTS).readlink() == Path("/" + nsid.UNIT)
