@@ -32,3 +32,4 @@ POWER_RESUME_FAIL = f"{SBIN}/corral-power-resume-fail"  # ResumeFailProgram
 POWER_CONFIG = f"{ETC}/power.json"                      # node -> BMC URL, bounds (no secret)
 BMC_CREDENTIALS = f"{ETC}/bmc-credentials"              # user:password, 0600 slurm:slurm
 POWER_LOG = "/var/log/slurm/corral-power.log"           # what the programs did (never a credential)
+MODULEFILES = f"{SHARE}/modulefiles"    # corral's Lmod modules for what it installed on the node (software:)

@@ -101,6 +101,12 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
     }
     if cluster.spec.topology is not None:
         out["topology.conf"] = ("slurm", topology_conf(cluster))
+    if cluster.spec.slurm.clean_jobs:
+        from corral.render.job_container import job_container_conf
+        out["job_container.conf"] = ("slurm", job_container_conf(cluster, (22, 5)))
+    if cluster.spec.software is not None:
+        from corral.render.lmod import modulespath
+        out["lmod modulespath"] = ("words", modulespath(cluster))
     if cluster.with_role("accounting"):
         out["slurmdbd.conf"] = ("slurm", render_slurmdbd_conf(cluster, db_password="db-password"))
     for server in cluster.with_role("monitoring")[:1]:

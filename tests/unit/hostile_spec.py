@@ -61,8 +61,9 @@ BASE: dict[str, Any] = {
                           "ca_cert": LDAP_CA, "bind_dn": "cn=reader,dc=example,dc=com",
                           "bind_password_file": LDAP_BIND, "login_groups": ["hpc-users"],
                           "admin_groups": ["hpc-admins"]}},
+    "software": {"root": "/nas/sw", "site_trees": ["/opt/site/modules"], "openmpi": True},
     "slurm": {
-        "version": "22.05",
+        "version": "22.05", "clean_jobs": True, "job_tmp_path": "/var/lib/slurm/job_tmp",
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
                         "qos": "normal", "extra": {"AllowAccounts": "research"}},
                        {"name": "all"}],
@@ -170,7 +171,9 @@ BASE_FABRIC: dict[str, Any] = {**BASE, "topology": {"discover": "infiniband", "i
 
 NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",),
          ("storage", "mounts"): ("exports",), ("storage", "exports"): ("mounts",),
-         ("identity", "homes"): ("ldap",), ("topology", "ibnetdiscover_file"): ("discover",)}  # homes reach sssd.conf's fallback_homedir
+         ("identity", "homes"): ("ldap",), ("topology", "ibnetdiscover_file"): ("discover",),
+         ("software", "site_trees"): ("root",), ("software", "openmpi"): ("root",),  # the root on a mount
+         ("slurm", "job_tmp_path"): ("clean_jobs",)}  # homes reach sssd.conf's fallback_homedir
 TOP_NEEDS = {"users": ("groups", "slurm"),  # what a section refers to; storage is in every doc (the nfs role)
              "acceptance": ("nvidia",)}      # the burn and nccl-tests are built with nvidia.cuda_toolkit's nvcc
 

@@ -64,8 +64,8 @@ def test_the_report_is_grouped_with_each_place(imported):
     assert find("mapped", "chrony_install")["where"] == "group_vars/all.yml:34"
     home = [i for i in report["changed_on_purpose"] if i["subject"] == "nfs_exports[0]"]
     assert any("root_squash instead" in i["text"] for i in home) and home[0]["where"] == "group_vars/slurm-cluster.yml:78"
-    for name in ("slurm_install_lmod", "sm_prefix"):
-        assert find("not_carried", name)["text"].startswith("cluster.yaml has no software-module setting")
+    for name in ("slurm_install_lmod", "sm_prefix"):  # what software: gives, pointed to (not carried over)
+        assert find("not_carried", name)["text"].startswith("software: gives Lmod")
     for name in ("slurm_enable_container_registry", "docker_registry_mirrors", "standalone_container_registry_port"):
         assert "container-registry" in find("not_carried", name)["text"]
 

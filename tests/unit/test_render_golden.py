@@ -17,6 +17,7 @@ import pytest
 from corral.errors import CorralError
 from corral.render import (NodeHW, render_cgroup_conf, render_gres_conf, render_slurm_conf,
                            render_slurmdbd_conf)
+from corral.render.job_container import job_container_conf
 from corral.render.power import power_config
 from corral.render.topology import topology_conf
 from corral.render.slurm_lint import lint_configs
@@ -48,6 +49,8 @@ def _render_all(cluster: Cluster, hw: dict[str, NodeHW], version: tuple[int, int
              "cgroup.conf": render_cgroup_conf(cluster, version=version)}
     if cluster.spec.topology is not None:  # render/topology.py (discovered: from the spec's saved output)
         files["topology.conf"] = topology_conf(cluster)
+    if cluster.spec.slurm.clean_jobs:  # render/job_container.py
+        files["job_container.conf"] = job_container_conf(cluster, version)
     if cluster.spec.power.enabled:  # the power programs' config (render/power.py)
         files["power.json"] = power_config(cluster)
     if cluster.with_role("accounting"):
@@ -80,8 +83,8 @@ def test_golden(case, version):
 
 
 def test_versions_differ_only_where_slurm_changed():
-    """22.05 -> 23.11: CgroupAutomount is defunct (logged as an error) and goes; nothing else changes
-    but the version comment."""
+    """22.05 -> 23.11: CgroupAutomount is defunct (logged as an error) and goes; job_container.conf
+    names its Dirs (23.02 on); nothing else changes but the version comment."""
     cluster, hw = _case("hetero")
     old, new = _render_all(cluster, hw, (22, 5)), _render_all(cluster, hw, (23, 11))
     for name in old:
@@ -89,6 +92,8 @@ def test_versions_differ_only_where_slurm_changed():
         b = [ln for ln in new[name].splitlines() if not ln.startswith("# Slurm ")]
         if name == "cgroup.conf":
             assert [ln for ln in a if ln not in b] == ["CgroupAutomount=yes"] and not set(b) - set(a)
+        elif name == "job_container.conf":
+            assert b == a + ["Dirs=/tmp,/dev/shm"]
         else:
             assert a == b, name
 

@@ -59,11 +59,15 @@ storage:
   exports:
     - {{path: /srv/nfs/home}}
     - {{path: /srv/nfs/state, options: [rw, sync, no_root_squash], allow_root_equivalent: true}}
+    - {{path: /srv/nfs/sw}}
   mounts:
     - {{path: /home, export: /srv/nfs/home, roles: [controller, compute, login]}}
     - {{path: /srv/slurmctld-state, export: /srv/nfs/state, roles: [controller]}}
+    - {{path: /sw, export: /srv/nfs/sw}}
+software: {{site_trees: [/opt/site/modules]}}
 slurm:
   version: "24.11"
+  clean_jobs: true
   state_save_location: /srv/slurmctld-state
   accounts:
     - {{name: research, users: [alice]}}
@@ -257,6 +261,14 @@ def test_real_spec_every_component_and_no_secret_written(tmp_path, monkeypatch):
             "/etc/systemd/system/docker.service.d/corral-proxy.conf", "/usr/local/share/corral/gpu-burn-build",
             "/etc/enroot/enroot.conf"} <= set(gpu)
     assert {"/etc/corral/mig-parted.json", "/etc/systemd/system/corral-mig.service"} <= set(mig)
+    modules = {"/etc/lmod/modulespath", "/usr/local/share/corral/modulefiles/openmpi/4.1.lua",
+               "/usr/local/share/corral/modulefiles/cuda/12.4.lua"}  # software: what corral installed there
+    assert modules <= set(gpu) & set(login) & set(cpu) and not modules & (set(ctl1) | set(nfs) | set(db))
+    acceptance = "/usr/local/share/corral/modulefiles/corral-acceptance/1.lua"
+    assert acceptance in set(gpu) & set(mig) and acceptance not in set(cpu) | set(login)
+    assert b"/opt/site/modules\n" in login["/etc/lmod/modulespath"]
+    assert ctl1["/etc/slurm/job_container.conf"].endswith(b"BasePath=/var/lib/slurm/job_tmp\nDirs=/tmp,/dev/shm\n")
+    assert b'"clean_jobs": {' in gpu["/etc/corral/jobhooks.json"] and "/usr/local/lib/corral/jobclean.py" in gpu
     assert "/etc/corral/mig-parted.json" not in gpu and "/etc/modprobe.d/corral-blacklist-nouveau.conf" not in cpu
     assert "/etc/ssh/authorized_keys/alice" in cpu and "/etc/ssh/authorized_keys/bob" not in cpu
     assert "/etc/security/corral-adopt.conf" in cpu and "/etc/security/corral-adopt.conf" not in login

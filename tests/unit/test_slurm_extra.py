@@ -90,7 +90,7 @@ def test_a_change_of_an_extra_is_a_one_line_diff():
     ("DefMemPerGPU", "cluster.yaml:17:5", "use the spec key slurm.def_mem_per_gpu_mb"),
     ("SelectType", "cluster.yaml:17:5", "remove it: corral sets it itself"),
     ("prolog", "cluster.yaml:17:5", "remove it: corral sets it itself"),
-    ("PrologFlags", "cluster.yaml:17:5", "use the spec key identity.pam_slurm_adopt"),
+    ("PrologFlags", "cluster.yaml:17:5", "use the spec key identity.pam_slurm_adopt, slurm.clean_jobs"),
 ])
 def test_a_key_corral_renders_is_a_located_error(key, where, fix):
     problems = _problems(BASE.replace("DisableRootJobs: true", f"{key}: 7-0"))
@@ -186,6 +186,7 @@ def test_rendered_keys_are_exactly_what_the_renderer_writes():
     routed = no_extra + "topology: {route: true, switches: [{name: top, switches: [leaf]}, {name: leaf, nodes: 'gpu[01-02]'}]}\n"
     for version in ((22, 5), (23, 11)):  # RoutePlugin, then TopologyParam=RouteTree
         flat |= _keys(_conf(routed, version))[0]
+    flat |= _keys(_conf(no_extra.replace("slurm:\n", "slurm:\n  clean_jobs: true\n", 1), (22, 5)))[0]  # JobContainerType
     assert flat == set(RENDERED_KEYS)
     assert part == set(RENDERED_PARTITION_KEYS)
 

@@ -42,3 +42,22 @@ def controller(cluster, node) -> bool:
 def login_only(cluster, node) -> bool:
     """A login node that is not a controller (a controller has slurm.conf already)."""
     return "login" in node.roles and "controller" not in node.roles
+
+
+def software_user(cluster, node) -> bool:
+    """A node users work on with `software:`: Lmod and corral's modules (login and compute nodes)."""
+    return cluster.spec.software is not None and ("login" in node.roles or "compute" in node.roles)
+
+
+def software_maker(cluster, node) -> bool:
+    """The node that makes the software root's module tree on shared storage (spec/shared.maker)."""
+    from corral.render.lmod import root_tree
+    from corral.spec.shared import maker
+    if cluster.spec.software is None:
+        return False
+    made = maker(cluster, root_tree(cluster))
+    return made is not None and made[0].name == node.name
+
+
+def software(cluster, node) -> bool:
+    return software_user(cluster, node) or software_maker(cluster, node)

@@ -10,6 +10,7 @@ from corral.components import Component, gates, gives
 from corral.components.common import HEAD
 from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
 from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
+from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -114,6 +115,17 @@ def _nccl(cluster, node):
     return gives(NCCL_PACKAGES, "acceptance.nccl") if cluster.spec.acceptance.nccl.enabled else {}
 
 
+def _software(cluster, node):
+    if not gates.software_user(cluster, node):
+        return {}
+    out = gives(LMOD, "software (Lmod)")
+    if cluster.spec.software.openmpi:
+        out.update(gives(MPI_RUN, "software.openmpi (srun --mpi=pmix)"))
+        if "login" in node.roles:
+            out.update(gives(MPI_BUILD, "software.openmpi (mpicc on login nodes)"))
+    return out
+
+
 def _monitored(cluster) -> bool:
     return cluster.spec.monitoring.enabled and bool(cluster.with_role("monitoring"))
 
@@ -180,6 +192,8 @@ COMPONENTS = (
     Component("dcgm", D + "dcgm:dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)}),
     Component("nvidia tools", D + "nvidia_tools:nvidia_tools", vendor=_cuda_tools),
     Component("acceptance tools", D + "acceptance:acceptance", packages=_acceptance, vendor=_nccl),
+    # modules for what the components before it installed (Open MPI, the CUDA toolkit, the acceptance tools)
+    Component("software", D + "software:software", packages=_software, applies=gates.software),
     # Prometheus scrapes targets whenever they answer
     Component("monitoring", D + "monitoring:monitoring", packages=_monitoring,
               stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)}),

@@ -2,7 +2,8 @@
 TaskProlog=; the TaskProlog exports the node's job environment, render/job_env.py).
 Installed before the controller's slurm.conf names them, so no job ever runs a missing prolog
 (a failing prolog drains the node). They keep dcgm-exporter's GPU job-mapping files and the
-per-user enroot directories (node/jobdirs.py)."""
+per-user enroot directories (node/jobdirs.py) and, with slurm.clean_jobs, end a user's leftover processes
+and drain a node whose GPUs still hold processes after a job (node/jobclean.py)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ from corral.render.node_programs import node_program
 from corral import paths
 
 LIB = paths.LIB
-MODULE, DIRS = f"{LIB}/jobhooks.py", f"{LIB}/jobdirs.py"
+MODULE, DIRS, CLEAN = f"{LIB}/jobhooks.py", f"{LIB}/jobdirs.py", f"{LIB}/jobclean.py"
 PROLOG, EPILOG, TASK_PROLOG = paths.PROLOG, paths.EPILOG, paths.TASK_PROLOG
 CONFIG = paths.JOBHOOKS_CONFIG
-WANT = register(Want(paths=(LIB, MODULE, DIRS, PROLOG, EPILOG, TASK_PROLOG, CONFIG, JOB_ENV)))
+CLEAN_GPU_SETTLE_S = 10  # how long the epilog waits for a job's GPU contexts to go before it drains
+WANT = register(Want(paths=(LIB, MODULE, DIRS, CLEAN, PROLOG, EPILOG, TASK_PROLOG, CONFIG, JOB_ENV)))
 
 
 def wrapper(hook: str) -> str:
@@ -41,11 +43,21 @@ def gpu_count(node, facts=None) -> int:
     return max(node.gpus.count, sum(n for _, n in node_gres(node.gpus.model, node.gpus.count, facts)))
 
 
+def clean_jobs(cluster, node=None) -> dict | None:
+    """The epilog's part of slurm.clean_jobs (node/jobclean.py); None: off. A node that is also a login
+    node keeps its users' processes (they work there without a job)."""
+    if not cluster.spec.slurm.clean_jobs:
+        return None
+    return {"end_leftovers": node is None or "login" not in node.roles, "gpu_settle_s": CLEAN_GPU_SETTLE_S}
+
+
 def config(cluster, node=None, facts=None) -> str:
     """The hooks' JSON config; without `node` no gpu_count (the prolog then counts /dev/nvidiaN)."""
     m = cluster.spec.monitoring
     data = {"gpu_job_map_dir": m.gpu_job_map_dir if m.enabled else None,
             "user_dirs": user_dirs(cluster.spec.nvidia.enroot)}
+    if cluster.spec.slurm.clean_jobs:
+        data["clean_jobs"] = clean_jobs(cluster, node)
     if node is not None:
         data["gpu_count"] = gpu_count(node, facts)
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
@@ -61,6 +73,7 @@ def jobhooks() -> None:
                      content=node_program("jobhooks.py"))
     operations.managed_file(name=DIRS, path=DIRS, want=WANT,
                      content=node_program("jobdirs.py"))
+    operations.managed_file(name=CLEAN, path=CLEAN, want=WANT, content=node_program("jobclean.py"))
     operations.managed_file(name=PROLOG, path=PROLOG, content=wrapper("prolog"), mode="755", want=WANT)
     operations.managed_file(name=EPILOG, path=EPILOG, content=wrapper("epilog"), mode="755", want=WANT)
     operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node, run().hw.get(node.name)),

@@ -38,6 +38,7 @@ from corral.render.slurm import render_slurm_conf
 from corral.render.storage import STATE_DROPIN
 from corral.render.job_env import rdma_ports
 from corral.render.topology import PATH as TOPOLOGY_CONF, topology_conf
+from corral.render.job_container import PATH as JOB_CONTAINER_CONF, job_container_conf
 from corral.render.slurm_lint import lint_configs
 from corral import paths
 
@@ -46,7 +47,7 @@ SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"
 LOGDIR = "/var/log/slurm"  # the StateSaveLocation: spec/shared.py state_save_location, made by deploy/slurm_ha.py
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
 SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
-CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, TOPOLOGY_CONF, LOGDIR, STATE_DROPIN,
+CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, TOPOLOGY_CONF, JOB_CONTAINER_CONF, LOGDIR, STATE_DROPIN,
                                  dropin_path("slurmctld"), ctld_restart.DROPIN, paths.LIB,
                                  *(f"{paths.LIB}/{m}" for m in ctld_restart.MODULES)),
                           services=("slurmctld",),
@@ -66,7 +67,8 @@ CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 # what slurmctld takes only at a restart: the node set, the controllers, where its state is (a reconfigure
 # would keep the old StateSaveLocation until the next restart, whenever that comes); power saving is
 # switched on or off only by a restart (Slurm's power saving guide)
-STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=", "SuspendProgram=", "TopologyPlugin=")
+STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=", "SuspendProgram=", "TopologyPlugin=",
+              "JobContainerType=")
 
 
 def _structural(text: str) -> list[str]:
@@ -161,7 +163,8 @@ def configs(cluster, hw, version, fabric, without_hooks=()) -> dict[str, str]:
             GRES_CONF: render_gres_conf(cluster, hw, version=version),
             CGROUP_CONF: render_cgroup_conf(cluster, version=version),
             PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis),
-            **({TOPOLOGY_CONF: topology} if (topology := topology_conf(cluster, fabric)) else {})}
+            **({TOPOLOGY_CONF: topology} if (topology := topology_conf(cluster, fabric)) else {}),
+            **({JOB_CONTAINER_CONF: jc} if (jc := job_container_conf(cluster, version)) else {})}
 
 
 def _configs(cluster) -> dict[str, str]:
@@ -170,13 +173,15 @@ def _configs(cluster) -> dict[str, str]:
 
 
 def slurmd_state(cluster, node, facts) -> str:
-    """What slurmd reads only when it starts: its SPANK plugins (plugstack.conf, the pyxis version)
-    and its GRES (MIG devices come and go with the layout): a change restarts slurmd. `facts`: the
+    """What slurmd reads only when it starts: its SPANK plugins (plugstack.conf, the pyxis version),
+    its GRES (MIG devices come and go with the layout) and its job container (slurm.clean_jobs): a change
+    restarts slurmd. `facts`: the
     node's hardware facts (None: none known)."""
     p = cluster.spec.nvidia.pyxis
     gres = gres_text(node.gpus.model, node.gpus.count, facts) if node.gpus else "none"
     mig = "".join(f"# {d.profile} {d.files()}\n" for d in (facts.mig if facts else ()))
-    return plugstack_conf(p) + (f"# pyxis {p.version}\n" if p else "") + f"# gres {gres}\n" + mig
+    clean = f"# clean jobs: {cluster.spec.slurm.job_tmp_path}\n" if cluster.spec.slurm.clean_jobs else ""  # job_container
+    return plugstack_conf(p) + (f"# pyxis {p.version}\n" if p else "") + f"# gres {gres}\n" + mig + clean
 
 
 @deploy("slurm controller")

@@ -30,9 +30,12 @@ NO_BUILD = ("corral installs Slurm from the distribution's packages (slurm.versi
             "no Slurm, PMIx or hwloc: no prefix or build setting")
 REGISTRY = Missing("container-registry, registry-mirror or registry-login setting (enroot pulls from the registry "
                    "an image names)", (r"registr", r"mirror"))
-MODULES = Missing("software-module setting (Lmod, EasyBuild, Spack, HPC SDK, OpenMPI): install them on the shared "
-                  "/sw (its export and mounts are carried) yourself",
-                  (r"lmod", r"modulefile", r"module_path", r"spack", r"easybuild", r"hpc_?sdk", r"openmpi"))
+MODULES = Missing("EasyBuild, Spack or HPC SDK setting: build them on the shared software root (software.root; "
+                  "its export and mounts are carried) yourself, its modulefiles/ tree is on every user's MODULEPATH",
+                  (r"spack", r"easybuild", r"hpc_?sdk"))
+LMOD = ("software: gives Lmod and Debian's Open MPI with Slurm's PMIx (software.openmpi) on login and compute "
+        "nodes, MODULEPATH with software.root's modulefiles (DeepOps' sm_prefix, /sw) and software.site_trees; "
+        "no Open MPI build, prefix or version (docs/components/software.md)")
 SSHD = Missing("sshd-hardening setting (corral's sshd drop-in only adds the users' key files)",
                (r"sshd", r"sftp", r"password_login", r"hardening", r"auth_retries"))
 NIS = Missing("NIS or Kerberos setting (identity.ldap reads users and groups from LDAP through SSSD)",
@@ -137,12 +140,13 @@ REASONS: dict[object, tuple[str, ...]] = {  # a reason: said as it is (str), or 
         "collectd_config_dir", "with_dcgm_collectd"),
     MAAS: ("maas_adminusers", "maas_dns_domain", "maas_region_controller", "maas_region_controller_url", "maas_repo",
            "maas_single_node_install"),
-    MODULES: ("slurm_install_lmod", "sm_prefix", "sm_module_root", "sm_software_path", "sm_files_path",
-              "sm_sources_path", "sm_build_path", "sm_files_url", "sm_install_default", "sm_module_path",
+    MODULES: ("sm_software_path", "sm_files_path",
+              "sm_sources_path", "sm_build_path", "sm_files_url", "sm_install_default",
               "sm_install_host", "spack_install_dir", "spack_build_packages", "spack_default_packages",
               "slurm_install_hpcsdk", "hpcsdk_major_version", "hpcsdk_minor_version", "hpcsdk_file_cuda", "hpcsdk_arch",
-              "hpcsdk_install_as_modules", "hpcsdk_install_in_path", "slurm_cluster_install_openmpi",
-              "openmpi_version", "openmpi_install_prefix", "openmpi_configure"),
+              "hpcsdk_install_as_modules", "hpcsdk_install_in_path"),
+    LMOD: ("slurm_install_lmod", "sm_prefix", "sm_module_root", "sm_module_path", "slurm_cluster_install_openmpi",
+           "openmpi_version", "openmpi_install_prefix", "openmpi_configure"),
     SYSLOG: ("slurm_enable_rsyslog_server", "slurm_enable_rsyslog_client", "rsyslog_server_hostname",
              "rsyslog_client_tcp_host", "rsyslog_client_group", "kube_enable_rsyslog_server",
              "kube_enable_rsyslog_client"),
@@ -176,7 +180,8 @@ NO_SETTING: list[tuple[str, object]] = [  # a variable the import does not know 
     (r"^docker_", DOCKER),
     (r"^(enroot_|pyxis_|slurm_pyxis)", "not an enroot/pyxis variable the importer knows; see nvidia.enroot and "
      "nvidia.pyxis (docs/components/containers.md)"),
-    (r"^(sm_|spack_|hpcsdk_|openmpi_|slurm_install_(lmod|hpcsdk)|slurm_cluster_install_openmpi)", MODULES),
+    (r"^(openmpi_|slurm_install_lmod|slurm_cluster_install_openmpi|sm_module)", LMOD),
+    (r"^(sm_|spack_|hpcsdk_|slurm_install_hpcsdk)", MODULES),
     (r"^(ssh_|sftp_)", SSHD),
     (r"^(nis_|kerberos_)", NIS),
     (r"^(rsyslog_|slurm_enable_rsyslog|kube_enable_rsyslog)", SYSLOG),

@@ -15,10 +15,10 @@ import re
 PREFIX = "corral:"
 # drains of corral's rollouts and removals (workflows/driver_rollout.py, mig_rollout.py, upgrade_rollout.py,
 # slurm_upgrade.py, removal.py): the rollout, not the health check, lifts them; a failed power-on
-# (node/power.py: the BMC or the boot failed) waits for an admin. tests/unit/test_health_rollout_reasons.py
-# checks every workflow's drain reason is here.
+# (node/power.py: the BMC or the boot failed) and GPU processes left after a job (node/jobclean.py) wait for
+# an admin. tests/unit/test_health_rollout_reasons.py checks every workflow's drain reason is here.
 ROLLOUT_PREFIX = ("corral: driver ", "corral: MIG ", "corral: power:", "corral: package upgrade",
-                  "corral: slurm upgrade", "corral: removing")
+                  "corral: slurm upgrade", "corral: removing", "corral: GPU processes left")
 MAX_REASON = 200
 
 _STATE = re.compile(r"(?:^|\s)State=(\S+)")

@@ -15,6 +15,8 @@ JobName, which could name any GPUs and any number of them. Indices are bounded b
 (`gpu_count` in the config, the GRES corral's gres.conf gives it; else its /dev/nvidiaN files).
 
 Per-user directories (enroot's runtime, data and cache paths; see jobdirs.py), from `user_dirs`.
+Clean jobs (`clean_jobs`, slurm.clean_jobs): the epilog ends a user's leftover processes after their last
+job on the node and drains a node whose GPUs still hold processes (jobclean.py).
 
 A hook never fails the job for a bookkeeping error (a failing Prolog would drain the node): it
 logs to syslog and exits 0.
@@ -167,6 +169,16 @@ def user_dirs(hook: str, dirs: list[dict], env: dict[str, str]) -> list[str]:
     return jobdirs.epilog(dirs, uid, gid, env.get("SLURMD_NODENAME", os.uname().nodename), env.get("SLURM_JOB_ID", ""))
 
 
+def clean_job(config: dict, env: dict[str, str]) -> list[str]:
+    """slurm.clean_jobs: the user's leftovers ended after their last job here, the node drained when the
+    job's GPUs still hold processes (jobclean.py, beside this file)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import jobclean
+    import jobdirs
+    gpus, _ = job_gpus(env, node_gpu_count(config))
+    return jobclean.epilog(config["clean_jobs"], env, gpus, jobdirs.other_jobs)
+
+
 def main(argv: list[str], env: dict[str, str]) -> int:
     if len(argv) != 1 or argv[0] not in ("prolog", "epilog"):
         print("usage: jobhooks.py prolog|epilog", file=sys.stderr)
@@ -188,6 +200,9 @@ def main(argv: list[str], env: dict[str, str]) -> int:
         if config.get("user_dirs") and env.get("SLURM_JOB_UID", "").isdigit():
             for problem in user_dirs(argv[0], config["user_dirs"], env):
                 syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {job}: {problem}")
+        if config.get("clean_jobs") and argv[0] == "epilog":
+            for line in clean_job(config, env):
+                syslog.syslog(syslog.LOG_WARNING, f"corral epilog: job {job}: {line}")
     except Exception as e:  # noqa: BLE001 - a hook must never drain the node for bookkeeping
         syslog.syslog(syslog.LOG_WARNING, f"corral {argv[0]}: job {env.get('SLURM_JOB_ID')}: {e}")
     return 0

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from corral.errors import CorralError
 from corral.facts.records import NodeHW
+from corral.render.job_container import slurm_lines as job_container_lines
 from corral.render.hw import hostlist, name_key, node_runs, real_memory
 from corral.render.mig import gres_text, spec_types
 from corral.render.power import slurm_lines as power_lines
@@ -179,8 +180,10 @@ def preempt_mode(cluster: Cluster) -> str | None:
 
 def prolog_flags(cluster: Cluster) -> list[str]:
     """PrologFlags, one key for every flag corral needs: Contain (the job's extern step, which implies
-    Alloc) when identity.pam_slurm_adopt adopts SSH sessions on compute nodes (deploy/adopt.py)."""
-    return ["Contain"] if cluster.spec.identity.pam_slurm_adopt and cluster.with_role("compute") else []
+    Alloc) when identity.pam_slurm_adopt adopts SSH sessions on compute nodes (deploy/adopt.py), and for
+    slurm.clean_jobs (job_container/tmpfs makes the job's namespace in it)."""
+    adopt = cluster.spec.identity.pam_slurm_adopt or cluster.spec.slurm.clean_jobs
+    return ["Contain"] if adopt and cluster.with_role("compute") else []
 
 
 def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
@@ -249,6 +252,7 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     if flags:
         out += ["", "# pam_slurm_adopt: every job gets an extern step on its nodes; its user's SSH sessions join it",
                 "PrologFlags=" + ",".join(flags)]
+    out += job_container_lines(cluster, version)  # render/job_container.py: slurm.clean_jobs
     out += topology_lines(cluster, version, fabric)
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]

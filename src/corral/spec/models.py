@@ -21,6 +21,7 @@ from corral.spec.models_monitoring import (AlertReceiver, AlertsSpec, DcgmExport
                                            MonitoringSpec, SmtpSpec)
 from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, DcgmSpec, DriverSpec,
                                        NvidiaSpec, RolloutSpec)
+from corral.spec.models_software import SoftwareSpec
 from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, FairShare, Partition,
                                       SlurmSpec)
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
@@ -176,6 +177,9 @@ class ClusterSpec(Strict):
                                                                  "fabric facts, exported into every job")
     acceptance: AcceptanceSpec = Field(default=AcceptanceSpec(), description="GPU acceptance checks of `corral "
                                                                              "validate` (real GPUs only)")
+    software: SoftwareSpec | None = Field(default=None, description="Lmod, a module tree on shared storage and the "
+                                                                     "modules corral writes (login and compute "
+                                                                     "nodes); unset: none")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")
     groups: list[Group] = Field(default_factory=list, description="local groups, the same on every node")
     identity: IdentitySpec = Field(default=IdentitySpec(), description="homes and SSH access to compute nodes")

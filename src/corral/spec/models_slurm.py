@@ -139,6 +139,18 @@ class SlurmSpec(Strict):
         default=None, ge=3, le=3600,
         description="SlurmctldTimeout in slurm.conf: seconds the backup controller waits for the primary "
                     "before it takes over; unset: Slurm's default (120)")
+    clean_jobs: bool = Field(
+        default=False,
+        description="clean job environments on compute nodes: each job gets a private /tmp and /dev/shm "
+                    "(JobContainerType=job_container/tmpfs, job_container.conf; PrologFlags=Contain), removed "
+                    "when it ends; when a user's last job on a node ends, the processes they left there are "
+                    "ended; a node whose GPUs still hold processes after a job is drained with a reason "
+                    "(corral's Epilog). Slurm 22.05 to 25.05: Slurm 25.11 replaced job_container/tmpfs with "
+                    "namespace/tmpfs, which corral does not render yet")
+    job_tmp_path: AbsPath = Field(
+        default="/var/lib/slurm/job_tmp",
+        description="BasePath in job_container.conf: where each job's private /tmp lives, on the compute "
+                    "node's local disk (not on shared storage, not under /tmp or /dev/shm); made by slurmd")
     extra: dict[str, SlurmValue] = Field(
         default_factory=dict,
         description="more slurm.conf parameters (slurm.conf(5)) corral does not render, e.g. "

@@ -22,8 +22,8 @@ class Scheduler:
     """One scheduler. `carries`: spec features only it has (slurm-conf: the slurm: section, and what
     DeepOps' Slurm playbook sets; pyxis: a Slurm plugin; topology: Slurm's
     topology.conf; mig-parted: corral installs it, where under Kubernetes the GPU Operator brings its own;
-    slurm-exporter: the Prometheus job). `pinned`: spec -> the version its packages are pinned to (bundle
-    coverage names a bundle holding another). `not_virtual`: why the virtual cluster cannot run it (None:
+    slurm-exporter: the Prometheus job; software: Lmod on login and compute nodes). `pinned`: spec -> the
+    version its packages are pinned to (bundle coverage names a bundle holding another). `not_virtual`: why the virtual cluster cannot run it (None:
     it can). `stays_in`: where a node with running jobs must stay (a refused removal's warning)."""
 
     name: str
@@ -54,9 +54,9 @@ class Scheduler:
 
 SLURM = Scheduler(
     name="slurm", roles=SLURM_ROLES,
-    carries=frozenset({"slurm-conf", "pyxis", "topology", "mig-parted", "slurm-exporter"}),
+    carries=frozenset({"slurm-conf", "pyxis", "topology", "mig-parted", "slurm-exporter", "software"}),
     rules=("corral.spec.rules:check_slurm", "corral.spec.rules_ha:check_ha",
-           "corral.spec.rules_os:check_slurm_release"),
+           "corral.spec.rules_os:check_slurm_release", "corral.spec.rules_software:check_clean_jobs"),
     warnings=("corral.spec.rules_os:slurm_release_warnings",),
     pinned=lambda spec: spec.slurm.version,
     not_virtual=None,

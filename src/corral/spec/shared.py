@@ -74,17 +74,23 @@ def home_mount(cluster: Cluster) -> Mount | None:
 def home_maker(cluster: Cluster) -> tuple[Node, str] | None:
     """(node, directory on that node) where homes are created once: the NFS server's exported directory
     when homes are on the cluster's own NFS, else the first node mounting them; None: homes are local."""
-    mount = home_mount(cluster)
+    return maker(cluster, cluster.spec.identity.homes)
+
+
+def maker(cluster: Cluster, path: str) -> tuple[Node, str] | None:
+    """(node, directory on that node) where `path` on shared storage is written once: on the cluster's own
+    NFS server, its exported directory (root on a client is squashed); else the first node mounting it;
+    None: `path` is on no spec mount."""
+    mount = enclosing_mount(cluster, path)
     if mount is None:
         return None
-    homes = cluster.spec.identity.homes
     export = export_of(cluster, mount)
     server = nfs_server(cluster)
     if export is not None and server is not None and mount.export is not None:
-        rest = posixpath.relpath(homes, mount.path)
+        rest = posixpath.relpath(path, mount.path)
         return server, posixpath.normpath(posixpath.join(mount.export, rest))
     nodes = mount_nodes(cluster, mount)
-    return (nodes[0], homes) if nodes else None
+    return (nodes[0], path) if nodes else None
 
 
 def home_of(cluster: Cluster, name: str) -> str:

@@ -92,7 +92,7 @@ RENDERED_KEYS: dict[str, str] = {
     "PreemptMode": "slurm.qos[].preempt_mode", "HealthCheckProgram": "health.enabled",
     "HealthCheckInterval": "health.interval_s", "HealthCheckNodeState": "", "Prolog": "", "Epilog": "",
     "TaskProlog": "fabric (the job environment)",
-    "PrologFlags": "identity.pam_slurm_adopt",
+    "PrologFlags": "identity.pam_slurm_adopt, slurm.clean_jobs", "JobContainerType": "slurm.clean_jobs",
     "SuspendProgram": "power.enabled", "ResumeProgram": "power.enabled", "ResumeFailProgram": "power.enabled",
     "SuspendTime": "power.suspend_after", "SuspendTimeout": "power.suspend_timeout",
     "ResumeTimeout": "power.resume_timeout", "SuspendExcNodes": "power.exclude",

@@ -71,3 +71,13 @@ def refusal(node: str, installed: str, requested: str) -> tuple[str, str] | None
         return (f"{head}; Slurm upgrades at most {n} major releases at a time ({chain})",
                 f"set {then}, applying each in turn")
     return None
+
+
+# job_container/tmpfs (slurm.clean_jobs): Slurm 25.11 replaced the job_container plugins with namespace
+# plugins (NamespaceType=namespace/tmpfs; slurm.schedmd.com/namespace.html, 25.11's release notes)
+JOB_CONTAINER_GONE_IN = (25, 11)
+
+
+def has_job_container(version: tuple[int, int]) -> bool:
+    """Whether the Slurm release `version` (major, minor) has job_container/tmpfs."""
+    return tuple(version) < JOB_CONTAINER_GONE_IN

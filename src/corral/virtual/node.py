@@ -14,7 +14,7 @@ from pathlib import Path
 
 from corral.errors import HostToolError
 from corral.spec.cluster import Node
-from corral.virtual import gpu
+from corral.virtual import gpu, nsid
 from corral.virtual.host import run
 
 # host cgroup hierarchies in which each node gets its own directory (memory stays with the sandbox)
@@ -135,6 +135,7 @@ class VNode:
             run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{self.node.name}",
                  "-f", str(hostkey)], what=f"host key for {self.node.name}")
         gpu.install(self.node, m)
+        nsid.install(m)  # job namespaces on any CPU (virtual/nsid.py)
         return " ".join((m / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()[:2])
 
     # -- start / stop -------------------------------------------------------------------------------

@@ -205,10 +205,11 @@ def _health(c: Ctx, node: Node) -> Files:
 
 
 def _jobhooks(c: Ctx, node: Node) -> Files:
-    from corral.deploy.jobhooks import CONFIG, DIRS, EPILOG, MODULE, PROLOG, TASK_PROLOG, config, wrapper
+    from corral.deploy.jobhooks import CLEAN, CONFIG, DIRS, EPILOG, MODULE, PROLOG, TASK_PROLOG, config, wrapper
     from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
     from corral.render.node_programs import node_program
-    return {MODULE: node_program("jobhooks.py"), DIRS: node_program("jobdirs.py"), PROLOG: wrapper("prolog"),
+    return {MODULE: node_program("jobhooks.py"), DIRS: node_program("jobdirs.py"), CLEAN: node_program("jobclean.py"),
+            PROLOG: wrapper("prolog"),
             EPILOG: wrapper("epilog"), CONFIG: config(c.cluster, node, c.hw.get(node.name)),
             JOB_ENV: job_env_text(c.cluster, node, c.hw.get(node.name)), TASK_PROLOG: task_prolog()}
 
@@ -415,6 +416,15 @@ def _notes(c: Ctx, said: str) -> list[str]:
     return out
 
 
+def _software(c: Ctx, node: Node) -> Files:
+    from corral.components import gates
+    from corral.deploy.software import modulefiles
+    from corral.render.lmod import MODULESPATH, modulespath
+    if not gates.software_user(c.cluster, node):  # the maker node's module tree is a directory
+        return {}
+    return {MODULESPATH: modulespath(c.cluster), **modulefiles(c.cluster, node)}
+
+
 # the deploys' order (deploy/__init__.py components), then workflows/render_monitoring.py's
 # each declared component's files (components/slurm.py, by name), written only where it applies
 RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {
@@ -423,4 +433,4 @@ RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {
     "munge": _munge, "health": _health, "jobhooks": _jobhooks, "nvidia driver": _nvidia_driver, "mig": _mig,
     "containers": _containers, "accounting": _accounting, "power": _power, "slurm controller": _slurm_controller,
     "slurm compute": _slurm_compute, "pam_slurm_adopt": _adopt, "slurm login": _slurm_login, "dcgm": _dcgm,
-    "nvidia tools": _nvidia_tools, "acceptance tools": _acceptance}
+    "nvidia tools": _nvidia_tools, "acceptance tools": _acceptance, "software": _software}

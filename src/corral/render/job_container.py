@@ -1,0 +1,60 @@
+"""Clean job environments (`slurm.clean_jobs`): Slurm's job_container/tmpfs, pure and keyed on the Slurm
+version. Each job gets a private /tmp (a directory under BasePath, bind-mounted in the job's mount
+namespace) and a fresh /dev/shm, both gone when the job ends; PrologFlags=Contain (render/slurm.py)
+makes the namespace at allocation so every step and every adopted SSH session shares it.
+
+Versions (job_container.conf(5) of each release, Slurm's release notes):
+- 22.05 (Debian 12) reads AutoBasePath, BasePath and InitScript; /tmp and /dev/shm are fixed.
+- 23.02 added `Dirs=` (default "/tmp,/dev/shm"): written out, so the file says what a job gets.
+- 25.11 replaced the job_container plugins with namespace plugins (`NamespaceType=namespace/tmpfs`):
+  job_container/tmpfs is gone there, so a spec asking for clean jobs on 25.11 or later is refused
+  (spec/rules_software.py) and a live controller found running one is refused here.
+
+The file sits beside slurm.conf on the controllers; configless slurmd fetches it. slurmd reads it only
+when it starts (deploy/slurm.py restarts slurmd when it changes).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from corral.errors import CorralError
+from corral.spec.slurm_releases import has_job_container
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster
+
+PATH = "/etc/slurm/job_container.conf"
+PLUGIN = "job_container/tmpfs"
+DIRS_FROM = (23, 2)  # the `Dirs=` parameter
+DIRS = "/tmp,/dev/shm"
+
+
+def _refuse(version: tuple[int, int]) -> None:
+    if not has_job_container(version):
+        raise CorralError(f"slurm.clean_jobs: Slurm {version[0]}.{version[1]:02d} has no {PLUGIN} (25.11 "
+                          "replaced it with namespace/tmpfs, which corral does not render yet)",
+                          where="slurm.clean_jobs", value=f"{version[0]}.{version[1]:02d}",
+                          fix="pin slurm.version to 25.05 or earlier, or set slurm.clean_jobs: false")
+
+
+def slurm_lines(cluster: Cluster, version: tuple[int, int]) -> list[str]:
+    """slurm.conf's lines for clean jobs (none when slurm.clean_jobs is off)."""
+    if not cluster.spec.slurm.clean_jobs:
+        return []
+    _refuse(version)
+    return ["", "# Clean jobs: a private /tmp and /dev/shm per job (job_container.conf)", f"JobContainerType={PLUGIN}"]
+
+
+def job_container_conf(cluster: Cluster, version: tuple[int, int]) -> str | None:
+    """job_container.conf for `version`; None when slurm.clean_jobs is off."""
+    slurm = cluster.spec.slurm
+    if not slurm.clean_jobs:
+        return None
+    _refuse(version)
+    out = [f"# Managed by corral from {cluster.path.name} (slurm.clean_jobs) — do not edit",
+           f"# Slurm {version[0]}.{version[1]:02d}: each job's /tmp under BasePath, a fresh /dev/shm; removed at its end",
+           "AutoBasePath=true", f"BasePath={slurm.job_tmp_path}"]
+    if tuple(version) >= DIRS_FROM:
+        out.append(f"Dirs={DIRS}")
+    return "\n".join(out) + "\n"

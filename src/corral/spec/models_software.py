@@ -1,0 +1,33 @@
+"""The `software:` section: the researchers' shared software environment (deploy/software.py).
+
+Lmod (Debian's `lmod`) on every login and compute node; a software root on shared storage whose module
+tree every node sees; the module search path (MODULEPATH) login shells and batch jobs start with,
+rendered into Lmod's own list of initial module directories (render/lmod.py); modulefiles corral writes
+for what it installs on those nodes itself (Open MPI with Slurm's PMIx, the CUDA toolkit, the
+acceptance tools); and module trees the site keeps elsewhere. Cross-field checks: spec/rules_software.py.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from corral.spec.models_base import Strict
+from corral.spec.types import AbsPath
+
+
+class SoftwareSpec(Strict):
+    """Lmod and the module tree on shared storage (login and compute nodes)."""
+
+    root: AbsPath = Field(default="/sw", description="the software root on shared storage, the same on every login "
+                                                      "and compute node: it must be on a storage.mounts entry "
+                                                      "that all of them mount; its `modulefiles` directory (made "
+                                                      "by corral, root 0755) is on every user's MODULEPATH, for "
+                                                      "software the site builds there")
+    site_trees: list[AbsPath] = Field(default_factory=list, max_length=32,
+                                      description="more module trees on MODULEPATH, after corral's and the root's "
+                                                  "(absolute paths; a tree missing on a node is skipped there)")
+    openmpi: bool = Field(default=True, description="Debian's Open MPI (openmpi-bin; libopenmpi-dev and a C "
+                                                    "compiler on login nodes) with Slurm's PMIx (libpmix-dev), "
+                                                    "so `srun --mpi=pmix` starts MPI programs; its module "
+                                                    "`openmpi` (Lua, written by corral) sets MPI_HOME and "
+                                                    "SLURM_MPI_TYPE=pmix")

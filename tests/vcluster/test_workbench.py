@@ -1,0 +1,202 @@
+"""The researchers' workbench, slice 1 (issue 36): Lmod with a module tree on shared /sw, Open MPI with
+Slurm's PMIx, and clean job environments, on a usable cluster of its own (ctl also the NFS node,
+gpu01-02, login1, alice with her key; /sw exported beside /home; `software: {}` and
+`slurm.clean_jobs: true`).
+
+As alice from login1: `module avail` lists openmpi and a module the site put on /sw; `module load
+openmpi` then `mpirun --version` in a login shell and in a batch job; an MPI program she builds with mpicc
+runs as 2 tasks on 2 nodes under `srun --mpi=pmix`. A job's /tmp is its own (another user's concurrent
+job on the node does not see its file) and gone after it; a process she left on a node outside any job
+is ended when her last job there ends, not before. A stuck GPU process (the stand-in nvidia-smi reports
+one) drains the node after her job with a reason she can read; the second apply changes nothing."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shlex
+import time
+
+import pytest
+from ruamel.yaml import YAML
+
+from corral.spec.loader import load
+from corral.workflows.converge import converge
+from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
+from tests.vcluster.test_users import as_alice
+
+pytestmark = pytest.mark.vcluster
+
+SUBNET = ipaddress.IPv4Network("10.213.93.0/24")  # its own: other modules' clusters may be up
+BRIDGE = "corraltest36"
+PORT = 18093
+APPS = "/run/corral-emulated/compute-apps.json"
+HELLO_C = r"""#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size, len, sum = 0;
+    char name[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(name, &len);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d of %d on %s sum %d\n", rank, size, name, sum);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def with_workbench(path) -> None:
+    """The usable spec plus /sw (exported by the NFS node, mounted on compute and login nodes), `software:`
+    and clean jobs."""
+    yaml = YAML()
+    data = yaml.load(path.read_text())
+    data["storage"]["exports"].append({"path": "/srv/nfs/sw"})
+    data["storage"]["mounts"].append({"path": "/sw", "export": "/srv/nfs/sw"})
+    data["software"] = {}
+    data["slurm"]["clean_jobs"] = True
+    with path.open("w") as f:
+        yaml.dump(data, f)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    reason = vcluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from corral.virtual.cluster import VirtualCluster
+    path = make_spec(tmp_path_factory.mktemp("bench"), name="wbench", usable=True, subnet=SUBNET, bridge=BRIDGE,
+                     port=PORT)
+    with_workbench(path)
+    vc = VirtualCluster(load(path))
+    try:
+        t0 = time.monotonic()
+        vc.up()
+        result = converge(vc.cluster, "apply", command="test-workbench-apply")
+        assert result.ok, failures(result)
+        print(f"workbench cluster up and applied in {time.monotonic() - t0:.0f} s")
+        yield vc
+    finally:
+        vc.down()
+
+
+def login_shell(vc, script: str, timeout: int = 120):
+    """`script` in alice's login shell on login1 (what she gets when she logs in)."""
+    return as_alice(vc, "login1", f"bash -lc {shlex.quote(script)}", timeout=timeout)
+
+
+def job_state(vc, job: str) -> str:
+    return ssh(vc, "ctl", f"squeue -h -j {job} -o %T", check=False).stdout.strip()
+
+
+def wait_for(predicate, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def node_idle(vc, node: str) -> bool:
+    return ssh(vc, "ctl", f"sinfo -h -n {node} -o %T").stdout.strip() == "idle"
+
+
+def test_module_avail_and_load_in_her_login_shell(bench):
+    ssh(bench, "ctl", "mkdir -p /srv/nfs/sw/modulefiles/hello && printf '%s\\n' "
+                      "'setenv(\"HELLO_FROM\", \"the site tree on /sw\")' > /srv/nfs/sw/modulefiles/hello/1.0.lua")
+    out = login_shell(bench, "module -t avail 2>&1; module load openmpi hello && mpirun --version && "
+                             "echo \"MPI_HOME=$MPI_HOME SLURM_MPI_TYPE=$SLURM_MPI_TYPE HELLO_FROM=$HELLO_FROM\"")
+    text = out.stdout + out.stderr
+    assert "openmpi/4.1" in text and "hello/1.0" in text, text
+    assert "mpirun (Open MPI) 4.1" in text, text
+    assert "MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi SLURM_MPI_TYPE=pmix HELLO_FROM=the site tree on /sw" in text, text
+    path = ssh(bench, "login1", "cat /etc/lmod/modulespath").stdout
+    assert "/usr/local/share/corral/modulefiles\n" in path and "/sw/modulefiles\n" in path, path
+
+
+def test_module_load_in_her_batch_job(bench):
+    script = ("#!/bin/bash -l\nmodule -t avail 2>&1 | grep -E '^(openmpi|hello)/[0-9]'\nmodule load openmpi hello\n"
+              "mpirun --version | head -1\necho \"$(hostname) $HELLO_FROM\"\n")
+    as_alice(bench, "login1", f"printf '%s' {shlex.quote(script)} > ~/modules.sh")
+    job = as_alice(bench, "login1", "cd ~ && sbatch --parsable --wait -w gpu01 -t 2 --output=modules-%j.out "
+                                    "modules.sh").stdout.strip()
+    out = as_alice(bench, "login1", f"cat ~/modules-{job}.out").stdout
+    assert out.splitlines() == ["openmpi/4.1", "hello/1.0", "mpirun (Open MPI) 4.1.4",
+                                "gpu01 the site tree on /sw"], out
+
+
+def test_mpi_hello_over_two_tasks_on_two_nodes_with_pmix(bench):
+    as_alice(bench, "login1", f"printf '%s' {shlex.quote(HELLO_C)} > ~/hello.c")
+    login_shell(bench, "module load openmpi && mpicc -O2 -o ~/hello ~/hello.c")
+    out = login_shell(bench, "module load openmpi && cd ~ && timeout 60 srun --mpi=pmix -N2 -n2 -t 2 ./hello",
+                      timeout=90)
+    lines = sorted(line for line in out.stdout.splitlines() if line.startswith("rank"))
+    assert lines == ["rank 0 of 2 on gpu01 sum 1", "rank 1 of 2 on gpu02 sum 1"], out.stdout + out.stderr
+
+
+def test_a_jobs_tmp_is_its_own_and_gone_after_it(bench):
+    job = as_alice(bench, "login1", "sbatch --parsable -w gpu01 -t 2 --output=/dev/null --wrap "
+                                    "'echo secret > /tmp/alice-secret; sleep 60'").stdout.strip()
+    try:
+        # the job's /tmp is a directory of its own under BasePath (Slurm 22.05: BasePath/<node>/<job>/.<job>)
+        mine = f"find /var/lib/slurm/job_tmp -mindepth 1 -maxdepth 2 -name {job}"
+        wait_for(lambda: ssh(bench, "gpu01", f"{mine} -exec find {{}} -name alice-secret ';' | grep -q .",
+                             check=False).returncode == 0, "alice's job to write its /tmp file")
+        assert ssh(bench, "gpu01", "test -e /tmp/alice-secret", check=False).returncode != 0  # not the node's /tmp
+        # another user's job on the same node at the same time: a /tmp of its own
+        other = ssh(bench, "ctl", "srun -w gpu01 -t 1 sh -c 'ls -A /tmp; stat -c %U /tmp; echo end'").stdout
+        assert other.split() == ["root", "end"], other
+    finally:
+        ssh(bench, "ctl", f"scancel {job}", check=False)
+    wait_for(lambda: not job_state(bench, job) and node_idle(bench, "gpu01"), "alice's job to end")
+    wait_for(lambda: not ssh(bench, "gpu01", mine).stdout.strip(), "the job's /tmp to go", timeout=20)
+    again = as_alice(bench, "login1", "srun -w gpu01 -t 1 sh -c 'ls -A /tmp; echo end'").stdout
+    assert again.split() == ["end"], again
+
+
+def test_her_leftover_process_ends_with_her_last_job_on_the_node(bench):
+    # a process of hers outside any job (one an unadopted session or a daemonising tool leaves behind)
+    ssh(bench, "gpu02", "runuser -u alice -- setsid -f sleep 1001 </dev/null >/dev/null 2>&1")
+    alive = lambda: ssh(bench, "gpu02", "pgrep -u alice -f 'sleep 1001'", check=False).returncode == 0  # noqa: E731
+    assert alive()
+    first = as_alice(bench, "login1", "sbatch --parsable -w gpu02 -t 2 --output=/dev/null --wrap 'sleep 60'").stdout.strip()
+    try:
+        wait_for(lambda: job_state(bench, first) == "RUNNING", "her first job to run")
+        as_alice(bench, "login1", "srun -w gpu02 -t 1 true")  # a second job ends while the first runs
+        time.sleep(1)
+        assert alive(), "ended while she still had a job on the node"
+    finally:
+        ssh(bench, "ctl", f"scancel {first}", check=False)
+    wait_for(lambda: not job_state(bench, first) and node_idle(bench, "gpu02"), "her last job to end")
+    wait_for(lambda: not alive(), "her leftover process to be ended", timeout=30)
+
+
+def test_a_stuck_gpu_process_drains_the_node_with_a_reason_she_can_read(bench):
+    uuids = ssh(bench, "gpu02", "nvidia-smi --query-gpu=uuid --format=csv,noheader").stdout.split()
+    apps = [{"pid": 4242, "gpu_uuid": u, "name": "python", "used_memory_mib": 1024} for u in uuids]
+    ssh(bench, "gpu02", f"printf '%s' {shlex.quote(json.dumps(apps))} > {APPS}")
+    try:
+        job = as_alice(bench, "login1", "sbatch --parsable --wait -w gpu02 --gres=gpu:1 -t 1 --output=/dev/null "
+                                        "--wrap true").stdout.strip()
+        want = re.compile(rf"corral: GPU processes left after job {job}: GPU \d pid 4242; an admin checks the node, "
+                          "then resumes it")
+
+        def drained() -> bool:
+            return bool(want.search(ssh(bench, "ctl", "scontrol show node gpu02").stdout))
+        wait_for(drained, "the epilog to drain gpu02", timeout=60)
+        seen = as_alice(bench, "login1", "sinfo -R -h -o '%N|%E'").stdout  # what users see
+        assert any(line.startswith("gpu02|") and want.search(line) for line in seen.splitlines()), seen
+        state = ssh(bench, "ctl", "sinfo -h -n gpu02 -o %T").stdout.strip()
+        assert state in ("drained", "draining"), state
+    finally:
+        ssh(bench, "gpu02", f"rm -f {APPS}")
+        ssh(bench, "ctl", "scontrol update nodename=gpu02 state=resume", check=False)
+    wait_for(lambda: node_idle(bench, "gpu02"), "gpu02 to be resumed")
+
+
+def test_second_apply_changes_nothing(bench):
+    result = converge(bench.cluster, "apply", command="test-workbench-again")
+    assert result.ok and result.changed == 0, [
+        (n.name, o.name) for n in result.nodes.values() for o in n.ops if o.status == "changed"]
