@@ -72,11 +72,11 @@ def _virtual(os_name: str, version: str | None, extra: str) -> str:
 
 def test_a_key_the_target_release_does_not_know_is_a_located_error():
     with pytest.raises(SpecError) as e:
-        load_text(_virtual("debian-13", "26.05", "JobContainerType: job_container/tmpfs"), "cluster.yaml")
+        load_text(_virtual("debian-13", "26.05", "GetEnvTimeout: 5"), "cluster.yaml")
     assert "cluster.yaml:8:" in str(e.value)  # the key's own line
-    assert ("slurm.extra.JobContainerType: Slurm 26.05's slurm.conf(5) has no JobContainerType (it is a parameter "
+    assert ("slurm.extra.GetEnvTimeout: Slurm 26.05's slurm.conf(5) has no GetEnvTimeout (it is a parameter "
             "of Slurm 22.05, 24.11)") in str(e.value)
-    load_text(_virtual("debian-13", "24.11", "JobContainerType: job_container/tmpfs"), "cluster.yaml")  # 24.11 has it
+    load_text(_virtual("debian-13", "24.11", "GetEnvTimeout: 5"), "cluster.yaml")  # 24.11 has it
     load_text(_virtual("debian-13", "26.05", "NamespaceType: namespace/linux"), "cluster.yaml")
     with pytest.raises(SpecError, match=r"Slurm 24\.11's slurm.conf\(5\) has no NamespaceType \(it is a parameter "
                                         r"of Slurm 26\.05\)"):
