@@ -106,7 +106,7 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
         out["job_container.conf"] = ("slurm", job_container_conf(cluster, (22, 5)))
     if cluster.spec.software is not None:
         from corral.render.lmod import modulespath
-        out["lmod modulespath"] = ("words", modulespath(cluster))
+        out["lmod modulespath"] = ("paths", modulespath(cluster))
     if cluster.with_role("accounting"):
         out["slurmdbd.conf"] = ("slurm", render_slurmdbd_conf(cluster, db_password="db-password"))
     for server in cluster.with_role("monitoring")[:1]:
@@ -291,6 +291,15 @@ def check_words(text: str, benign: str, value: str) -> None:
     assert not new, f"lines of a new shape: {sorted(new)}"
 
 
+def check_paths(text: str, benign: str, value: str) -> None:
+    """A list of directories, one a line (Lmod's modulespath): each line one absolute path, nothing but
+    path characters, never more lines than the benign rendering."""
+    lines = [ln for ln in text.split("\n") if ln and not ln.startswith("#")]
+    odd = [ln for ln in lines if not re.fullmatch(r"/[A-Za-z0-9._+@:,=/-]*", ln)]
+    assert not odd, f"not one absolute path a line: {odd[:3]}"
+    assert len(lines) <= len([ln for ln in benign.split("\n") if ln and not ln.startswith("#")]), "more lines"
+
+
 _ENV_LINE = re.compile(r"[A-Z][A-Z0-9_]{0,63}=[A-Za-z0-9._/:=,+%@-]*")
 
 
@@ -402,7 +411,7 @@ def check_shell(text: str, benign: str, value: str) -> None:
     assert not options, f"new option-like words: {sorted(options)[:5]}"
 
 
-CHECKS = {"env": check_env, "exports": check_exports, "slurm": check_slurm, "yaml": check_yaml, "json": check_json, "words": check_words,
+CHECKS = {"env": check_env, "exports": check_exports, "paths": check_paths, "slurm": check_slurm, "yaml": check_yaml, "json": check_json, "words": check_words,
           "systemd": check_systemd, "hosts": check_hosts, "enroot": check_enroot, "shell": check_shell,
           "sssd": check_sssd}
 

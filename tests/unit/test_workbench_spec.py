@@ -55,6 +55,12 @@ def test_a_site_tree_that_is_not_absolute_is_a_located_error():
     assert len(found) == 1 and found[0].startswith("cluster.yaml:10:") and "site_trees" in found[0], found
 
 
+def test_the_whole_file_system_is_not_a_module_tree():
+    # found by the hostile-strings fuzz: "/" passed as an absolute path, and Lmod would walk all of it
+    found = problems("software:\n  site_trees: [/opt/site, /]\n")
+    assert len(found) == 1 and found[0].startswith("cluster.yaml:10:") and "not the whole file system" in found[0]
+
+
 @pytest.mark.parametrize("tree", ["/opt/$(reboot)", "/opt/a b", "/opt/*", "/opt/x\n/etc"])
 def test_a_site_tree_never_holds_shell_or_glob_characters(tree):
     assert problems(f"software:\n  site_trees: [{tree!r}]\n".replace("'", '"'))

@@ -46,7 +46,11 @@ def check_software(cluster: Cluster, where: Where) -> list[Problem]:
                                     f"mount {mount.path} on every login and compute node (its roles: or nodes:)"))
     seen: set[str] = set()
     for i, tree in enumerate(sw.site_trees):
-        if tree in seen:
+        if tree == "/":  # Lmod would walk the whole file system for modulefiles at every `module` command
+            problems.append(Problem(where(("software", "site_trees", i)), "a module tree is a directory of "
+                                    "modulefiles, not the whole file system", tree,
+                                    "name the tree's own directory, e.g. /opt/site/modules"))
+        elif tree in seen:
             problems.append(Problem(where(("software", "site_trees", i)), "named twice", tree, "remove one"))
         seen.add(tree)
     return problems
