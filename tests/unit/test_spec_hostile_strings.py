@@ -169,6 +169,7 @@ INJECTED = {  # format -> (benign rendering, the same with an injected value): e
     "shell": ("curl -o \"$tmp/k\" 'https://a/b'\n", "curl -o \"$tmp/k\" https://a/b;id\n"),
     "exports": ("/srv/h 10.0.0.1(rw,sync)\n", "/srv/h 10.0.0.1(rw) *(rw,no_root_squash)\n"),
     "env": ("# c\nNCCL_DEBUG=WARN\n", "# c\nNCCL_DEBUG=WARN\nLD_PRELOAD=/x\n"),
+    "paths": ("# c\n/etc/lmod/corral\n/sw/modulefiles\n", "# c\n/etc/lmod/corral\n/sw/x /etc\n"),
     "sssd": ("[domain/corral]\nldap_search_base = dc=x\n",
              "[domain/corral]\nldap_search_base = dc=x\nldap_tls_reqcert = never\n"),
 }
