@@ -1,6 +1,6 @@
 """The CLI's own fixed cost, from the shell, without a cluster (issue 38): `corral --help`, `corral spec
 check` of a fixture spec, and `python -X importtime` of the CLI's module and of `corral --help`. Each with
-its CPU time and the load it ran under (bench_shell.run_timed): a figure from a busy machine shows as such.
+its CPU time and the load it ran under (bench/from_shell.py): a figure from a busy machine shows as such.
 
 Run: .venv/bin/python -m bench.bench_cli [--runs 9]   (goal: --help <= 0.2 s)
 """
@@ -13,11 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.bench_shell import Timing, row, run_timed
+from bench.from_shell import CORRAL, SHELL_HEADER, Timing, row, run_timed
 from bench.common import median, table
 
 SPEC = Path(__file__).parents[1] / "tests" / "fixtures" / "spec" / "slurm_valid.yaml"
-CORRAL = [sys.executable, "-m", "corral"]
 
 
 def importtime(code: list[str]) -> tuple[float, int]:
@@ -37,12 +36,10 @@ def main() -> None:
     for what, command in timed.items():
         runs: list[Timing] = []
         for _ in range(args.runs):
-            timing, done = run_timed(command)
-            assert done.returncode == 0, done.stderr[-2000:]
-            runs.append(timing)
+            runs.append(run_timed(command).check().timing)
         rows.append(row(what, runs, 0.2 if what == "corral --help" else None))
     print(table(f"the CLI from the shell, median of {args.runs} ({os.cpu_count()} cores)",
-                ["what", "median wall s", "range s", "CPU s", "load (1 min)", "goal s", ""], rows))
+                ["what", *SHELL_HEADER[1:]], rows))
     imports = {"import corral.cli.main": ["-c", "import corral.cli.main"], "corral --help": ["-m", "corral", "--help"]}
     lines = []
     for what, code in imports.items():

@@ -1,43 +1,42 @@
-"""The hand floor beside `corral up` (bench_up.py): the same virtual cluster (3 nodes + login1, cached
-image), then by hand, as fast as plain ssh allows: every node's packages (exactly the package set of
-corral's one transaction for that node, read from corral's plan beforehand, untimed) in one apt
+"""The hand floor beside `corral up` (bench_up.py, which runs it with --floor): the same default spec
+(ctl, gpu01, gpu02, login1, on the bench subnet) brought up with `corral virtual up` from the shell,
+then by hand, as fast as plain ssh allows: every node's packages (exactly the package set of corral's
+one transaction for that node, read from `corral plan --json` beforehand, untimed) in one apt
 transaction per node, all nodes at once, services held back as corral does; a minimal Slurm config
 (the prototype's: munge key, slurm.conf, gres.conf, slurmdbd.conf; no health checks, job hooks,
 monitoring config, users, PAM or checks); munge, MariaDB, slurmdbd, slurmctld, slurmd started; then
 one GPU srun on every compute node. /etc/hosts gets the cluster's names (Slurm resolves them). No error handling beyond stopping,
 nothing verified but the GPU srun.
 
-Run as root: .venv/bin/python -m bench.bench_floor [--runs 3]
-Prints the floor's phases and the ratio floor / corral up (pass --corral S, bench_up's median total).
+Run as root: .venv/bin/python -m bench.bench_floor [--runs 3]; floor / corral up: bench_up --floor.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import shlex
 import subprocess
 import time
+from pathlib import Path
 
-from corral.engine import patch_gevent
-
-patch_gevent()
-
-from bench.common import bench_cluster, median, table, timed  # noqa: E402
-from corral.engine.remote import ssh_argv  # noqa: E402
-from corral.workflows.converge import converge  # noqa: E402
+from bench.common import spread, table
+from bench.from_shell import corral, shell_cluster
+from corral.engine.remote import ssh_argv
+from corral.spec.loader import load
 
 HOLD = "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d"
 
 
-def packages(cluster) -> dict[str, list[str]]:
+def packages(directory: Path) -> dict[str, list[str]]:
     """{node: packages of its one transaction}, from corral's plan (untimed)."""
-    plan = converge(cluster, "plan", command="bench-floor-plan")
+    plan = json.loads(corral(["plan", "--json"], directory).check().stdout)
     out: dict[str, list[str]] = {}
-    for name, node in plan.nodes.items():
-        for op in node.ops:
-            if op.name.startswith("packages |") and op.status == "changed":
-                for c in op.commands:  # ... -o Dpkg::Options::=--force-confold PKG... || { apt-get update ...
+    for name, node in plan["nodes"].items():
+        for op in node["ops"]:
+            if op["name"].startswith("packages |") and op["status"] == "changed":
+                for c in op["commands"]:  # ... -o Dpkg::Options::=--force-confold PKG... || { apt-get update ...
                     if "apt-get" in c and "--force-confold " in c:
                         words = shlex.split(c.split("--force-confold ", 1)[1].split(" || ", 1)[0])
                         out.setdefault(name, []).extend(w for w in words if not w.startswith("-"))
@@ -67,13 +66,13 @@ def slurm_conf(compute: list[str], cpus: int, gpus: int) -> str:
 
 
 def one_run() -> dict:
-    with bench_cluster(2, up=False) as vc:
-        c = vc.cluster
-        up_s = timed(vc.up)
-        pkgs = packages(c)
+    with shell_cluster() as directory:
+        up = corral(["virtual", "up", "--dir", str(directory)], directory).check().timing
+        c = load(directory / "cluster.yaml")
+        pkgs = packages(directory)
         compute = [n.name for n in c.nodes if "compute" in n.roles]
         gpus = c.node(compute[0]).gpu_count
-        t: dict[str, float] = {"up": up_s}
+        t: dict[str, float] = {"up": up.wall, "load": up.load}
         t0 = time.perf_counter()
         on_all(c, {n: f"{HOLD}; export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; apt-get install -y -qq "
                       f"{' '.join(shlex.quote(p) for p in pkgs[n])} >/dev/null; rm -f /usr/sbin/policy-rc.d"
@@ -108,24 +107,22 @@ def one_run() -> dict:
                           f"timeout 60 srun -N{len(compute)} --gres=gpu:1 -t1 nvidia-smi -L >/dev/null"})
         t["ready + GPU srun"] = time.perf_counter() - t2
         t["floor"] = time.perf_counter() - t0
-        t["total"] = up_s + t["floor"]
+        t["total"] = up.wall + t["floor"]
         return t
+
+
+PHASES = ["up", "install", "config + start", "ready + GPU srun", "floor", "total"]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--corral", type=float, default=None, help="bench_up's median `corral up` total, s")
     args = ap.parse_args()
     runs = [one_run() for _ in range(args.runs)]
-    parts = ["up", "install", "config + start", "ready + GPU srun", "floor", "total"]
-    rows = [[p, f"{median([r[p] for r in runs]):.1f}", f"{min(r[p] for r in runs):.1f}-{max(r[p] for r in runs):.1f}"]
-            for p in parts]
-    print(table(f"hand floor, 3 nodes + login1, cached image (median of {args.runs})", ["part", "median s", "range s"],
-                rows))
-    if args.corral:
-        total = median([r["total"] for r in runs])
-        print(f"\nfloor / corral up = {total:.1f} / {args.corral:.1f} = {total / args.corral:.2f}")
+    rows = [[p, *spread([r[p] for r in runs], 1)] for p in PHASES]
+    print(table(f"hand floor, default spec (4 nodes), cached image (median of {args.runs}; load (1 min) at the "
+                f"starts {min(r['load'] for r in runs):.2f}-{max(r['load'] for r in runs):.2f})",
+                ["part", "median s", "range s"], rows))
 
 
 if __name__ == "__main__":
