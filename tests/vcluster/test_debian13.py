@@ -60,6 +60,8 @@ def with_ha(path, version: str) -> None:
     data["storage"]["mounts"].append({"path": "/srv/slurmctld-state", "server": "nas1",
                                       "export": "/export/slurmstate", "roles": ["controller"]})
     data["rollout"] = {"canary": 1, "batch": 1, "drain_timeout": 600}
+    # an NVLink domain per node (topology/block: Slurm 23.11 and later, refused on Debian 12's 22.05)
+    data["topology"] = {"blocks": [{"name": "nvl1", "nodes": "gpu01"}, {"name": "nvl2", "nodes": "gpu02"}]}
     with path.open("w") as f:
         yaml.dump(data, f)
 
@@ -101,6 +103,15 @@ def test_apply_gives_slurm_24_11(applied):
     assert ssh(applied, "gpu01", "slurmd -V").stdout.strip().startswith("slurm-wlm 24.11.")
     conf = ssh(applied, "ctl", "cat /etc/slurm/cgroup.conf").stdout
     assert "CgroupPlugin=cgroup/v1" in conf and "ConstrainDevices=yes" in conf and "CgroupAutomount" not in conf
+    assert_blocks(applied)
+
+
+def assert_blocks(vc) -> None:
+    """topology/block live: slurmctld knows both NVLink domains and a job runs inside one."""
+    shown = ssh(vc, "ctl", "scontrol show topology").stdout
+    lines = {w.split("=", 1)[1]: line for line in shown.splitlines() for w in line.split() if w.startswith("BlockName=")}
+    assert set(lines) == {"nvl1", "nvl2"} and "gpu01" in lines["nvl1"] and "gpu02" in lines["nvl2"], shown
+    assert "topology/block" in ssh(vc, "ctl", "scontrol show config | grep -i '^TopologyPlugin'").stdout
 
 
 def _alice_job(vc) -> dict[str, str]:
@@ -294,6 +305,7 @@ def test_after_the_upgrade_isolation_validate_and_nothing_to_change(upgraded):
     seen = _alice_job(vc)
     devices = {d: r for d, r in seen.items() if d.startswith("/dev/nvidia")}
     assert len([d for d, r in devices.items() if r != "EPERM"]) == 1, seen
+    assert_blocks(vc)  # the NVLink domains at 26.05 too
     report = validate(cluster)
     assert report.ok, [c.to_json() for c in report.checks if not c.ok]
     again = converge(cluster, "apply", command="test-debian13-upgrade-again")
