@@ -180,10 +180,10 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     `valid_days`: how long the nodes' apt accepts its InRelease (Valid-Until)."""
     from corral.bundle.vendor import apt_options
     from corral.render.vendor_repos import vendor_repos
-    from corral.spec.rules_bundle import BUNDLE_RELEASE
-    others = [(i, g.os) for i, g in enumerate(cluster.spec.nodes) if g.os != BUNDLE_RELEASE]
+    from corral.spec.rules_bundle import BUNDLE_RELEASE, unbundled
+    others = unbundled(cluster)
     if others:
-        i, os_name = others[0]
+        i, os_name = others[0][0], others[0][1].os
         raise CorralError(f"{cluster.path}: nodes[{i}].os: {os_name}: bundles are resolved for {BUNDLE_RELEASE} "
                           f"({SUITE}) nodes only; nothing was built",
                           fix=f"install {os_name} nodes from the distribution's mirror (packages.source: mirror)")

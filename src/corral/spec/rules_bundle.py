@@ -21,6 +21,11 @@ Where = Callable[..., str]
 BUNDLE_RELEASE = "debian-12"  # the release bundle/build.py resolves against (its SUITE)
 
 
+def unbundled(cluster: Cluster) -> list:
+    """(index, group) of the node groups on a release bundles are not resolved for."""
+    return [(i, g) for i, g in enumerate(cluster.spec.nodes) if g.os != BUNDLE_RELEASE]
+
+
 def outside_sources(cluster: Cluster) -> list[tuple[tuple, str]]:
     """(spec key, what it fetches) for every enabled feature whose packages or files a bundle lacks: only
     Ubuntu's own driver packages now (nvidia.driver.source)."""
@@ -51,12 +56,11 @@ def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
     if p.bundle is None:
         problems.append(Problem(where(("packages", "bundle")), "packages.source is bundle but no bundle file is named",
                                 "source: bundle", "set packages.bundle to the file `corral bundle build` wrote"))
-    for i, group in enumerate(cluster.spec.nodes):
-        if group.os != BUNDLE_RELEASE:
-            problems.append(Problem(where(("nodes", i, "os")), f"bundles are resolved for {BUNDLE_RELEASE} nodes only; "
-                                    f"these nodes run {group.os}", f"os: {group.os}",
-                                    f"use packages.source: mirror for {group.os} nodes (bundles for other releases "
-                                    "are not built yet)"))
+    for i, group in unbundled(cluster):
+        problems.append(Problem(where(("nodes", i, "os")), f"bundles are resolved for {BUNDLE_RELEASE} nodes only; "
+                                f"these nodes run {group.os}", f"os: {group.os}",
+                                f"use packages.source: mirror for {group.os} nodes (bundles for other releases "
+                                "are not built yet)"))
     for path, what in outside_sources(cluster):
         problems.append(Problem(where(path), f"{what} would come from outside the bundle, which does not carry it",
                                 cluster.spec.nvidia.driver.source, "use nvidia.driver.source: cuda (bundles carry the distribution's "

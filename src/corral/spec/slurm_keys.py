@@ -6,6 +6,8 @@ and the keys a spec's `extra` may not set. The spec's rules (spec/rules.py) and 
 
 from __future__ import annotations
 
+import functools
+
 
 def canonical(words: str) -> dict[str, str]:
     """lowercase key -> its spelling in slurm.conf(5) (Slurm reads keys case-insensitively)."""
@@ -125,20 +127,23 @@ RESERVED_PARTITION_KEYS: dict[str, str] = {
 }
 
 
+@functools.cache
+def _per_release(kind: str) -> dict[str, dict[str, str]]:
+    """major -> its `kind` keys (lowercase -> spelling), read once from spec/slurm_conf_keys.py."""
+    from corral.spec.slurm_conf_keys import RELEASES
+    return {major: canonical(r[kind]) for major, r in sorted(RELEASES.items())}
+
+
 def release_keys(major: str | None, kind: str) -> dict[str, str] | None:
     """`kind` ("global", "partition") parameters of Slurm `major` as its own slurm.conf(5) lists them
     (spec/slurm_conf_keys.py, read from Debian's packages); None for a release not read."""
-    from corral.spec.slurm_conf_keys import RELEASES
-    found = RELEASES.get(major or "")
-    return canonical(found[kind]) if found else None
+    return _per_release(kind).get(major or "")
 
 
 def every_release(kind: str) -> dict[str, str]:
     """`kind` parameters of every release read: with the hand list, what any Slurm corral knows takes."""
-    from corral.spec.slurm_conf_keys import RELEASES
-    return {k: v for r in RELEASES.values() for k, v in canonical(r[kind]).items()}
+    return {k: v for keys in _per_release(kind).values() for k, v in keys.items()}
 
 
 def releases_knowing(key: str, kind: str) -> list[str]:
-    from corral.spec.slurm_conf_keys import RELEASES
-    return [m for m, r in sorted(RELEASES.items()) if key.lower() in canonical(r[kind])]
+    return [m for m, keys in _per_release(kind).items() if key.lower() in keys]
