@@ -22,6 +22,7 @@ from corral.spec.models_monitoring import (AlertReceiver, AlertsSpec, DcgmExport
 from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, DcgmSpec, DriverSpec,
                                        NvidiaSpec, RolloutSpec)
 from corral.spec.models_software import SoftwareSpec
+from corral.spec.models_workbench import WorkbenchSpec
 from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, FairShare, Partition,
                                       SlurmSpec)
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
@@ -180,6 +181,8 @@ class ClusterSpec(Strict):
     software: SoftwareSpec | None = Field(default=None, description="Lmod, a module tree on shared storage and the "
                                                                      "modules corral writes (login and compute "
                                                                      "nodes); unset: none")
+    workbench: WorkbenchSpec = Field(default=WorkbenchSpec(), description="interactive work: notebooks as Slurm "
+                                                                           "jobs (docs/components/notebooks.md)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")
     groups: list[Group] = Field(default_factory=list, description="local groups, the same on every node")
     identity: IdentitySpec = Field(default=IdentitySpec(), description="homes and SSH access to compute nodes")

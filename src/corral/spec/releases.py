@@ -39,6 +39,7 @@ class Release:
     pam_module_dir: str    # where libpam-slurm-adopt puts pam_slurm_adopt.so (usrmerge moved it in trixie)
     security_suite: str    # the suite of security updates on security.debian.org
     openmpi: str           # the Open MPI release (major.minor) of the suite's openmpi-bin: its module's version
+    python: str            # the suite's python3 (major.minor): the notebook hub's wheels and venv are for it
     # the slurm-wlm units are Type=notify with `--systemd` (trixie): an ExecStart corral writes keeps the flag,
     # or systemd waits for a READY=1 that never comes and kills the daemon after TimeoutStartSec
     slurm_notify: bool = False
@@ -52,9 +53,11 @@ class Release:
 
 RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
     Release(name="debian-12", suite="bookworm", version="12", slurm="22.05", slurm_package="22.05.8-4+deb12u3",
-            systemd=252, pam_module_dir="/lib/security", security_suite="bookworm-security", openmpi="4.1"),
+            systemd=252, pam_module_dir="/lib/security", security_suite="bookworm-security", openmpi="4.1",
+            python="3.11"),
     Release(name="debian-13", suite="trixie", version="13", slurm="24.11", slurm_package="24.11.5-4+deb13u1",
             systemd=257, pam_module_dir="/usr/lib/x86_64-linux-gnu/security", security_suite="trixie-security", openmpi="5.0",
+            python="3.13",
             slurm_notify=True,
             # Debian unstable's 26.05.5 binaries install on trixie but for two libraries: libllhttp9.4 (a new
             # soname, from unstable) and libhwloc15 >= 2.15 (slurmd's shlibs line; trixie has 2.12 under the
