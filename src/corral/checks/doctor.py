@@ -15,7 +15,6 @@ from corral.checks.result import Check, Report, summarize
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import gpu_model
 
-UNTESTED_OS = {("ubuntu", "22.04"), ("ubuntu", "24.04")}  # deployed as Debian 12 is; no release row yet
 MIN_DISK_MB = {"/": 2048, "/var": 2048, "/tmp": 256}
 MIN_MEM_MB = 1024
 CLOCK_WARN_S, CLOCK_FAIL_S = 0.5, 2.0
@@ -48,20 +47,23 @@ def gather(cluster: Cluster) -> tuple[dict[str, dict], dict[str, str]]:
 
 def _os(node: Node, f: dict) -> tuple[str, str]:
     """The node's /etc/os-release against its group's `os:` (spec/releases.py): the release it runs is
-    the one to write there."""
-    from corral.spec.releases import RELEASES, from_os_release
+    the one to write there; a release corral's tests have not run on a live node is a warning."""
+    from corral.spec.releases import RELEASES, deployable, from_os_release
     os_id = (f.get("os") or "unknown").split()
     key = (os_id[0], os_id[1] if len(os_id) > 1 else "")
     found = from_os_release(*key)
-    tested = ", ".join(RELEASES)
+    known = ", ".join(n for n, r in RELEASES.items() if deployable(r))
     if found is None:
-        if key in UNTESTED_OS:
-            return "WARN", (f"{' '.join(key)} is deployed as debian-12 is but not run by corral's tests "
-                            f"(tested: {tested})")
-        return "FAIL", f"{' '.join(key)} is not supported (supported: {tested}; Ubuntu 22.04/24.04 untested)"
+        return "FAIL", f"{' '.join(key)} is not supported (supported: {known})"
+    if not deployable(found):
+        return "FAIL", (f"runs {found.name}: corral cannot deploy it yet (it installs with {found.family}; corral's "
+                        f"package steps are apt's; supported: {known})")
     if found.name != node.os:
         return "FAIL", (f"runs {found.name} ({found.suite}) but the spec says {node.os}: set `os: {found.name}` "
                         f"on its node group (nodes[].os) or reinstall the node")
+    if not found.live:
+        return "WARN", (f"{found.name} ({found.suite}), as the spec says; not run on a live node by corral's tests "
+                        f"(tested live: {', '.join(n for n, r in RELEASES.items() if r.live)})")
     return "OK", f"{found.name} ({found.suite}), as the spec says"
 
 
