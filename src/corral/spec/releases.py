@@ -98,7 +98,10 @@ RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
             systemd=252, pam_module_dir="/usr/lib64/security", security_suite="", openmpi="4.1", family="dnf",
             renamed={"slurmctld": "slurm-slurmctld", "slurmd": "slurm-slurmd", "slurmdbd": "slurm-slurmdbd",
                      "slurm-client": "slurm", "libpam-slurm-adopt": "slurm-pam_slurm", "libslurm-dev": "slurm-devel",
-                     "nfs-common": "nfs-utils", "nfs-kernel-server": "nfs-utils", "python3-venv": "python3"}),
+                     "nfs-common": "nfs-utils", "nfs-kernel-server": "nfs-utils", "python3-venv": "python3",
+                     # RHEL 9's BaseOS/AppStream names (the other Debian names are not checked against Rocky's)
+                     "g++": "gcc-c++", "libc6-dev": "glibc-devel", "openmpi-bin": "openmpi",
+                     "libopenmpi-dev": "openmpi-devel"}),
 )})
 DEFAULT = "debian-12"  # every spec without `os:` (unchanged behaviour)
 
