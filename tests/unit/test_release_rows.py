@@ -121,3 +121,12 @@ def test_every_package_corral_installs_is_in_the_ubuntu_release_under_the_same_n
     # the row's Slurm and Open MPI are the archive's
     assert found["slurmd"] == found["slurm-client"] == found["libpam-slurm-adopt"] == rel.slurm_package
     assert rel.slurm_package.startswith(rel.slurm + ".") and found["openmpi-bin"].startswith(rel.openmpi + ".")
+
+
+def test_doctor_says_on_its_spec_line_which_releases_are_not_live_tested():
+    from corral.checks.doctor import evaluate
+    check = next(c for c in evaluate(load_text(spec("ubuntu-22.04"), "cluster.yaml"), {}, {}).checks
+                 if c.name == "spec")
+    assert check.status == "WARN" and f"os ubuntu-22.04 (ubuntu jammy, Slurm 21.08): {NOT_LIVE}" in check.message
+    check = next(c for c in evaluate(load_text(spec("debian-12"), "cluster.yaml"), {}, {}).checks if c.name == "spec")
+    assert check.status == "OK"
