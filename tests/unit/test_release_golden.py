@@ -43,7 +43,7 @@ def _packages(name: str) -> str:
     cluster, rel = load_text(EVERYTHING, "/tmp/corral-release-golden/cluster.yaml"), release(name)
     lines = [f"# {name}: the packages each node installs ({rel.family}), Debian's name -> {name}'s where it differs"]
     if rel.family != "apt":
-        lines.append(f"# (not deployable: the names not renamed are Debian's, not checked against {name}'s repositories)")
+        lines.append(f"# (not deployable: names not renamed are Debian's, not checked against {name}'s repositories)")
     for node in cluster.nodes:
         names = [p if rel.package(p) == p else f"{p} -> {rel.package(p)}" for p in sorted(node_packages(cluster, node))]
         lines.append(f"{node.name}: {' '.join(names)}")
