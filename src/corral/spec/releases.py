@@ -79,7 +79,7 @@ RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
     # tests/fixtures/releases/<name>.candidates), /etc/slurm, pam_slurm_adopt.so at /lib/security
     # (libpam-slurm-adopt's file list), units from slurmd's .deb (Type=simple -D in 21.08, notify in 23.11)
     Release(name="ubuntu-22.04", distro="ubuntu", suite="jammy", version="22.04", slurm="21.08",
-            slurm_package="21.08.5-2ubuntu1",  # jammy universe
+            slurm_package="21.08.5-2ubuntu1",  # jammy universe (libslurm37)
             systemd=249,                       # 249.11-0ubuntu3.23 (jammy-updates)
             pam_module_dir="/lib/security", security_suite="jammy-security",
             openmpi="4.1"),                    # openmpi-bin 4.1.2-2ubuntu1
@@ -93,7 +93,9 @@ RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
     # epel-9.html, slurm-perlapi/epel-9.html: "Fedora EPEL 9 22.05.9-1.el9"), its sub-packages named as
     # Fedora's slurm.spec names them; systemd 252 (RHEL 9); PAM modules in %{_libdir}/security (Fedora's
     # layout, not checked against EPEL 9's file list here); Open MPI 4.1 (RHEL 9 AppStream, not checked
-    # here). corral has no dnf package step: spec check refuses these nodes (spec/rules_os.py).
+    # here); units slurm{d,ctld,dbd}.service and /etc/slurm as on Debian (Fedora's packages, per
+    # https://web-docs.gsi.de/~vpenso/notes/posts/hpc/cluster/slurm/rpm-packages.html).
+    # corral has no dnf package step: spec check refuses these nodes (spec/rules_os.py).
     Release(name="rocky-9", distro="rocky", suite="el9", version="9", slurm="22.05", slurm_package="22.05.9-1.el9",
             systemd=252, pam_module_dir="/usr/lib64/security", security_suite="", openmpi="4.1", family="dnf",
             renamed={"slurmctld": "slurm-slurmctld", "slurmd": "slurm-slurmd", "slurmdbd": "slurm-slurmdbd",
