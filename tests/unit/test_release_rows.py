@@ -130,3 +130,14 @@ def test_doctor_says_on_its_spec_line_which_releases_are_not_live_tested():
     assert check.status == "WARN" and f"os ubuntu-22.04 (ubuntu jammy, Slurm 21.08): {NOT_LIVE}" in check.message
     check = next(c for c in evaluate(load_text(spec("debian-12"), "cluster.yaml"), {}, {}).checks if c.name == "spec")
     assert check.status == "OK"
+
+
+@pytest.mark.parametrize(("name", "major"), [("debian-12", "22.05"), ("debian-13", "24.11"), ("ubuntu-22.04", "21.08"),
+                                             ("ubuntu-24.04", "23.11")])
+def test_corral_render_writes_slurm_conf_for_the_slurm_the_controllers_release_ships(name, major):
+    """Without slurm.version, `corral render` renders for the controller's release's Slurm, as plan does
+    when it cannot read the controller's (deploy/context.py), not for Debian 12's."""
+    from corral.workflows.render_slurm import slurm_files
+    per_node, notes = slurm_files(load_text(spec(name), "/tmp/corral-rows/cluster.yaml"), {})
+    assert per_node["ctl"]["/etc/slurm/slurm.conf"].splitlines()[1] == f"# Slurm {major}"
+    assert f"Slurm configuration rendered for Slurm {major}, which {name} ships" in notes[0]
