@@ -80,7 +80,7 @@ def test_spec_check_refuses_rocky_9_where_the_spec_names_it_saying_what_is_missi
     text = str(e.value)
     assert text.startswith("cluster.yaml:6:9: ") and "\ncluster.yaml:10:9: " in text  # each group's own `os:` line
     assert ("rocky-9: corral cannot deploy these nodes yet: its package steps (install, Slurm's version pin, "
-            "upgrades and holds) are apt's, and rocky-9 installs with dnf (Slurm 22.05.9-1.el9 from EPEL: "
+            "upgrades and holds) are apt's, and rocky-9 installs with dnf (Slurm 22.05.9-1.el9: "
             "slurm-slurmctld, slurm-slurmd, slurm-slurmdbd, slurm, slurm-pam_slurm, slurm-devel)") in text
     assert "fix: run these nodes on debian-12, debian-13, ubuntu-22.04, ubuntu-24.04" in text
     assert "one major release" not in text  # a release refused is not also compared with the others' Slurm

@@ -44,7 +44,7 @@ def check_os(cluster: Cluster, where: Where) -> list[Problem]:
             problems.append(Problem(
                 at, f"{group.os}: corral cannot deploy these nodes yet: its package steps (install, Slurm's "
                     f"version pin, upgrades and holds) are apt's, and {group.os} installs with {rel.family} "
-                    f"(Slurm {rel.slurm_package} from EPEL: {names}); the row is data only (spec/releases.py)",
+                    f"(Slurm {rel.slurm_package}: {names}); the row is data only (spec/releases.py)",
                 group.os, f"run these nodes on {', '.join(apt)}"))
         elif cluster.spec.virtual is not None and not virtual_ok(rel):
             problems.append(Problem(
