@@ -27,6 +27,13 @@ PLATFORMS = ("manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x
              "linux_x86_64", "any")  # the same as scripts/jupyter-lock.sh: pip then picks the same wheels
 
 
+PYTHONS = ("3.11", "3.13")  # the Pythons corral pins wheels for: debian-12's and debian-13's
+
+
+def has_lock(python: str) -> bool:
+    return python in PYTHONS
+
+
 def lock_name(python: str) -> str:
     return f"jupyter-py{python.replace('.', '')}.txt"
 

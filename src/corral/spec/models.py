@@ -115,7 +115,11 @@ class NodeGroup(Strict):
                     description="the OS release these nodes run (spec/releases.py): `debian-12` (bookworm, Slurm "
                                 "22.05) or `debian-13` (trixie, Slurm 24.11; `slurm.version: \"26.05\"` gets Debian "
                                 "unstable's 26.05 packages on the virtual cluster, docs/components/slurm.md); the "
-                                "virtual cluster builds this release's base image and package repository for them")
+                                "virtual cluster builds this release's base image and package repository for them "
+                                "(Debian only). `ubuntu-22.04` (Slurm 21.08) and `ubuntu-24.04` (Slurm 23.11) deploy "
+                                "through the same apt steps but are not run on a live node by corral's tests (a "
+                                "warning); `rocky-9` (EPEL's Slurm 22.05) is refused: corral has no dnf step "
+                                "(docs/releases.md)")
 
 
 class HealthSpec(Strict):

@@ -14,7 +14,7 @@ from corral.spec.rules_download import check_checksums, check_urls, download_war
 from corral.spec.rules_ha import ha_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
-from corral.spec.rules_os import check_os
+from corral.spec.rules_os import check_os, release_warnings
 from corral.spec.rules_reports import check_reports
 from corral.spec.rules_rollout import check_rollout, rollout_warnings
 from corral.spec.rules_bundle import bundle_warnings, check_bundle
@@ -326,4 +326,4 @@ def spec_warnings(cluster: Cluster) -> list[str]:
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
             + ha_warnings(cluster) + acceptance_warnings(cluster) + rollout_warnings(cluster)
             + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster)
-            + schedulers.warnings(cluster))
+            + release_warnings(cluster) + schedulers.warnings(cluster))

@@ -18,6 +18,7 @@ from corral.errors import Problem
 from corral.spec.releases import release
 from corral.spec.partitions import partition_specs
 from corral.spec.shared import enclosing_mount
+from corral.workbench_wheels import PYTHONS, has_lock
 from corral.spec.workbench import gpu_types, hub_node, offered as offered_partitions, venv_builder
 
 if TYPE_CHECKING:
@@ -64,6 +65,10 @@ def check_workbench(cluster: Cluster, where: Where) -> list[Problem]:
     if enclosing_mount(cluster, cluster.spec.software.root) is None:
         return problems  # rules_software says where the root should be
     python = release(hub.os).python
+    if not has_lock(python):
+        problems.append(Problem(where(HUB), f"corral pins no notebook wheels for Python {python} ({hub.name} runs "
+                                f"{hub.os})", hub.os, f"run the hub on a release with Python "
+                                f"{' or '.join(PYTHONS)} (debian-12, debian-13)"))
     built = venv_builder(cluster, "x")
     others = [n for n in cluster.nodes if ("compute" in n.roles or n is built[0]) and release(n.os).python != python]
     if others:
