@@ -163,6 +163,8 @@ def render(command) -> str:
 
 def upload_text(command: FileUploadCommand) -> str:
     src = command.src
+    if isinstance(src, str):  # a file on the control host (made by a FunctionCommand before it): named, not read
+        return f"(control host file {src})"
     data = src.getvalue() if hasattr(src, "getvalue") else Path(src).read_bytes()
     return data.decode(errors="replace")
 

@@ -32,13 +32,13 @@ WANT = register(Want(paths=(r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CER
 CACHE = Path("/var/cache/corral")
 
 
-def _tar_path(python: str) -> Path:
-    return CACHE / "wheels" / f"notebook-py{python}-{workbench_wheels.lock_id(python)}.tar"
+def _tar_path(python: str, lock: str) -> Path:
+    return CACHE / "wheels" / f"notebook-py{python}-{lock}.tar"
 
 
-def _fetch_and_pack(python: str) -> None:
+def _fetch_and_pack(python: str, lock: str) -> None:
     """On the control host, when the op runs (a plan fetches nothing): the wheelhouse, checked, packed."""
-    tar = _tar_path(python)
+    tar = _tar_path(python, lock)
     data = workbench_wheels.packed(workbench_wheels.wheelhouse(CACHE, python))
     if not tar.exists() or tar.read_bytes() != data:
         tmp = tar.with_suffix(".tmp")
@@ -72,8 +72,8 @@ def venv_built(directory: str, python: str, lock: str, script: str, want: Want):
         return
     annotate(disruption="none", diff=f"{directory}: built from the pinned wheels for Python {python} "
                                      f"(list {lock})\n")
-    yield FunctionCommand(_fetch_and_pack, (python,), {})
-    yield FileUploadCommand(str(_tar_path(python)), r.WHEELS_TAR)
+    yield FunctionCommand(_fetch_and_pack, (python, lock), {})
+    yield FileUploadCommand(str(_tar_path(python, lock)), r.WHEELS_TAR)
     yield sh(script)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -52,20 +53,16 @@ def password_hash(state_dir: Path, name: str) -> str:
     return crypt
 
 
-class ShadowDigests(FactBase):
-    """user -> sha256 of the user's shadow password field ("" for a user without an entry)."""
+class ShadowDigest(FactBase):
+    """The sha256 of a user's shadow password field (that of "" for a user without an entry); None when the
+    output is not a digest."""
 
-    def command(self, names: list[str]) -> str:
-        return "; ".join(f"printf '%s ' {q(n)}; getent shadow {q(n)} | cut -d: -f2 | tr -d '\\n' | sha256sum"
-                         for n in names)
+    def command(self, user: str) -> str:
+        return f"getent shadow {q(user)} | cut -d: -f2 | tr -d '\\n' | sha256sum"
 
-    def process(self, output: list[str]) -> dict[str, str]:
-        out = {}
-        for line in output:
-            f = line.split()
-            if len(f) >= 2:
-                out[f[0]] = f[1]
-        return out
+    def process(self, output: list[str]) -> str | None:
+        words = output[0].split() if output else []
+        return words[0] if words and re.fullmatch(r"[0-9a-f]{64}", words[0]) else None
 
 
 def _digest(crypt: str) -> str:
@@ -75,7 +72,7 @@ def _digest(crypt: str) -> str:
 @operation()
 def password_set(user: str, crypt: str):
     """The user's shadow field is corral's hash: nothing to do; else set it (chpasswd -e from a 0600 file)."""
-    have = (host.get_fact(ShadowDigests, names=[user]) or {}).get(user)
+    have = host.get_fact(ShadowDigest, user=user)
     if have == _digest(crypt):
         host.noop(f"{user}'s password set")
         return
