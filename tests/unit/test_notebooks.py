@@ -163,6 +163,7 @@ def test_a_request_within_the_choices_becomes_batchspawners_request():
     assert form.batch_request(req) == {"req_partition": "gpu", "req_nprocs": "2", "req_memory": "4G",
                                        "req_runtime": "1:00:00", "req_gres": "gpu:h100:1"}
     assert form.batch_request(form.parse(ask(gpus="0", gpu_type="anything"), SETTINGS))["req_gres"] == ""
+    assert form.batch_request(form.parse(ask(memory_gb="0"), SETTINGS))["req_memory"] == ""  # DefMemPerCPU
 
 
 @pytest.mark.parametrize(("fields", "reason"), [

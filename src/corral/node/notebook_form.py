@@ -52,9 +52,9 @@ def form_html(s: dict) -> str:
         f'name="gpus" id="gpus" min="0" max="{int(s["max_gpus"])}" value="{min(1, int(s["max_gpus"]))}"></div>',
         f'<div class="form-group"><label for="cpus">CPUs</label><input class="form-control" type="number" '
         f'name="cpus" id="cpus" min="1" max="{int(s["max_cpus"])}" value="{min(2, int(s["max_cpus"]))}"></div>',
-        f'<div class="form-group"><label for="memory_gb">Memory (GB)</label><input class="form-control" '
-        f'type="number" name="memory_gb" id="memory_gb" min="1" max="{int(s["max_memory_gb"])}" '
-        f'value="{min(4, int(s["max_memory_gb"]))}"></div>',
+        f'<div class="form-group"><label for="memory_gb">Memory (GB; 0: the partition\'s default per CPU)</label>'
+        f'<input class="form-control" type="number" name="memory_gb" id="memory_gb" min="0" '
+        f'max="{int(s["max_memory_gb"])}" value="0"></div>',
         f'<div class="form-group"><label for="time">Time limit (H:MM:SS, at most {html.escape(s["max_time"])})'
         f'</label><input class="form-control" type="text" name="time" id="time" '
         f'value="{html.escape(s["default_time"])}"></div>',
@@ -100,7 +100,8 @@ def parse(formdata: dict, s: dict) -> dict:
         raise ValueError(f"time limit: {time[:20]!r} is not within 0:01:00..{s['max_time']}")
     return {"partition": name, "gpu_type": kind if gpus else "", "gpus": gpus,
             "cpus": _int(formdata, "cpus", "CPUs", 1, int(s["max_cpus"])),
-            "memory_gb": _int(formdata, "memory_gb", "memory (GB)", 1, int(s["max_memory_gb"])), "time": time}
+            "memory_gb": _int(formdata, "memory_gb", "memory (GB)", 0, int(s["max_memory_gb"])) if _one(
+                formdata, "memory_gb") else 0, "time": time}
 
 
 def user_qos(assoc: str, user: str) -> list[str]:
@@ -140,5 +141,6 @@ def qos_refusal(req: dict, qos: list[str], limits: dict[str, dict], partition_qo
 
 def batch_request(req: dict) -> dict:
     """batchspawner's req_* values for the request."""
-    return {"req_partition": req["partition"], "req_nprocs": str(req["cpus"]), "req_memory": f"{req['memory_gb']}G",
+    return {"req_partition": req["partition"], "req_nprocs": str(req["cpus"]),
+            "req_memory": f"{req['memory_gb']}G" if req["memory_gb"] else "",
             "req_runtime": req["time"], "req_gres": f"gpu:{req['gpu_type']}:{req['gpus']}" if req["gpus"] else ""}
