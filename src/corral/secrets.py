@@ -4,7 +4,9 @@ Never derived from a password, never printed, never journaled (deploys upload th
 content, which the engine does not record, or mark them secret). A secret file that is there but
 empty, blank or too short (a truncated copy, an editor's leftover) is refused, never pushed to the
 nodes. Secrets the admin keeps in files of their own (the LDAP bind password) are read with
-admin_secret_text: bounded, refused naming the file when they hold nothing.
+admin_secret_text: bounded, refused naming the file when they hold nothing. The registry's CA and
+the registry node's certificate (images.registry) are made here too: the keys never leave the control
+host but as file content.
 """
 
 from __future__ import annotations

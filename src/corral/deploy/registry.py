@@ -14,17 +14,18 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from corral.components import gates
+from corral.errors import CorralError
 from corral.deploy import operations
-from corral.engine.conditions import AnyChanged
 from corral.deploy.nodestate import Want, register, register_for_run
-from corral.render.registry import (CA_PATH, CERT, CONF_DIR, KEY, PACKAGE, SITE_UNIT, TLS_DIR, USER, cache_unit,
+from corral.engine.conditions import AnyChanged
+from corral.render.registry import (CA_PATH, CERT, KEY, PACKAGE, SITE_UNIT, TLS_DIR, USER, cache_unit,
                                     config, instances, registry_node, site_hardening)
 from corral.render.restart import dropin_path
 from corral.secrets import admin_secret_text, registry_ca, registry_cert
 from corral.spec.rules_images import local_file
 
 HARDENING = f"/etc/systemd/system/{SITE_UNIT}.service.d/corral-hardening.conf"
-WANT = register(Want(paths=(CA_PATH, CERT, KEY, TLS_DIR, CONF_DIR, HARDENING, dropin_path(SITE_UNIT)),
+WANT = register(Want(paths=(CA_PATH, CERT, KEY, TLS_DIR, HARDENING, dropin_path(SITE_UNIT)),
                      services=(SITE_UNIT,), packages=(PACKAGE, "curl")))
 
 
@@ -42,7 +43,6 @@ def upstream_credentials(cluster, path: str) -> tuple[str, str]:
     text = admin_secret_text(local_file(cluster, path), "upstream registry credentials")
     user, sep, password = text.partition(":")
     if not sep or not user or not password:
-        from corral.errors import CorralError
         raise CorralError("the upstream registry credentials file does not hold user:password on its first line",
                           where=str(local_file(cluster, path)), fix="write user:password (e.g. $oauthtoken:KEY)")
     return user, password
@@ -65,13 +65,12 @@ def registry() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if not gates.registry(cluster, node):  # the declaration's gate (components/slurm.py)
         return
-    insts = instances(cluster)
-    want = register_for_run(Want(paths=(*(i.config for i in insts), *(i.storage for i in insts),
+    insts, storage = instances(cluster), cluster.spec.images.registry.storage
+    want = register_for_run(Want(paths=(storage, *(i.config for i in insts), *(i.storage for i in insts),
                                         *(f"/etc/systemd/system/{i.unit}.service" for i in insts if i.upstream),
                                         *(dropin_path(i.unit) for i in insts if not i.upstream)),
                                  services=tuple(i.unit for i in insts)))
     operations.packages(name="docker-registry (distribution), curl", names=[PACKAGE, "curl"], want=WANT, together=True)
-    storage = cluster.spec.images.registry.storage
     operations.directory(name=f"registry storage {storage}", path=storage, want=want, mode="750", user=USER, group=USER)
     for i in insts:
         operations.directory(name=f"{i.unit} storage", path=i.storage, want=want, mode="750", user=USER, group=USER)
