@@ -6,7 +6,9 @@ Debian's docker-registry serves the site registry over TLS with a certificate of
 node trusts; an image made on the control host (busybox, tests/vcluster/oci_image.py) is pushed to it
 trusting that CA alone. A Slurm batch job of alice's on a compute node pulls it through the registry with
 rootless podman, runs it, and its output is in her home, hers. The registry runs as docker-registry,
-its /metrics answer on the debug address and Prometheus scrapes them. A cache of an upstream with
+its /metrics answer on the debug address and Prometheus scrapes them. A cache whose upstream is the site
+registry (standing in for nvcr.io) gives a second node the image, and still gives it to a third with the
+upstream stopped. A cache of an upstream with
 credentials starts; its password is in its configuration file (0440 root:docker-registry) and nowhere
 else: not in the journal, not in plan's output, not in any process's argv. The second apply changes
 nothing."""
@@ -118,6 +120,20 @@ def test_a_second_node_pulls_through_the_cache(reg):
     assert ssh(reg, "ctl", "cat /srv/nfs/home/alice/cached.out").stdout == "hello from the site registry\n"
     cached = ssh(reg, "ctl", f"ls /var/lib/docker-registry/cache-5001/docker/registry/v2/repositories/{IMAGE}").stdout
     assert "_manifests" in cached.split(), cached
+
+
+def test_the_cache_serves_its_images_with_the_upstream_stopped(reg):
+    """The upstream (the site registry) stopped: a node that never pulled the image still gets it, from the
+    cache alone (distribution serves a tag it holds when its upstream does not answer)."""
+    ssh(reg, "ctl", "systemctl stop docker-registry")
+    try:
+        out = as_alice(reg, "login1", f"podman run --rm --network=none ctl:5000/{IMAGE}:1 cat /etc/message",
+                       check=False, timeout=120)
+        assert out.returncode == 0 and out.stdout == "hello from the site registry\n", (out.stdout, out.stderr)
+        logs = ssh(reg, "ctl", "journalctl -u corral-registry-cache-5001 --no-pager -n 200").stdout
+        assert f"/v2/{IMAGE}/manifests/1" in logs, logs[-2000:]
+    finally:
+        ssh(reg, "ctl", "systemctl start docker-registry")
 
 
 def test_registry_metrics_are_scraped(reg):
