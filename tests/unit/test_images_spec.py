@@ -108,3 +108,18 @@ def test_the_site_key_must_be_private_too(tmp_path):
     key = secret(tmp_path, 0o644, "reg.key")
     out = problems(tmp_path, f"registry: {{node: ctl, tls: {{cert_file: reg.pem, key_file: {key}}}}}\n")
     assert len(out) == 1 and "registry key" in out[0] and "mode 0644" in out[0], out
+
+
+def test_kubernetes_clusters_get_no_images_yet(tmp_path):
+    text = textwrap.dedent("""\
+        name: lab
+        scheduler: kubernetes
+        nodes:
+          - {names: cp1, addresses: [10.0.0.10], roles: [control-plane]}
+          - {names: w1, addresses: [10.0.0.11], roles: [worker]}
+        images: {podman: true}
+        """)
+    with pytest.raises(SpecError) as err:
+        load_text(text, str(tmp_path / "cluster.yaml"))
+    assert [f"{p.where}: {p.message}" for p in err.value.problems] == [
+        f"{tmp_path / 'cluster.yaml'}:6:9: images: is deployed with Slurm's components only"]

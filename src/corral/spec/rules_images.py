@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral.errors import Problem
+from corral.spec import schedulers
 from corral.spec.rules_ldap import _file_problem as file_problem
 
 if TYPE_CHECKING:
@@ -53,7 +54,11 @@ def ports(cluster: Cluster) -> dict[str, int]:
 
 
 def check_images(cluster: Cluster, where: Where) -> list[Problem]:
-    r = cluster.spec.images.registry
+    images = cluster.spec.images
+    if (images.registry is not None or images.podman) and "images" not in schedulers.of(cluster).carries:
+        return [Problem(where(("images",)), "images: is deployed with Slurm's components only",
+                        cluster.spec.scheduler, "remove images: or use scheduler: slurm")]
+    r = images.registry
     if r is None:  # podman alone pulls from wherever users say
         return []
     problems: list[Problem] = []
