@@ -153,6 +153,7 @@ def registry_cert(state_dir: Path, name: str, address: str) -> tuple[bytes, byte
     import datetime
     import ipaddress
     from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     ca_pem, ca_key_pem = registry_ca(state_dir)
@@ -163,7 +164,12 @@ def registry_cert(state_dir: Path, name: str, address: str) -> tuple[bytes, byte
         cur = x509.load_pem_x509_certificate(crt.read_bytes())
         left = cur.not_valid_after_utc - datetime.datetime.now(datetime.timezone.utc)
         have = list(cur.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
-        if cur.issuer == ca.subject and have == sans and left > datetime.timedelta(days=CERT_DAYS // 3):
+        try:
+            cur.verify_directly_issued_by(ca)  # a CA made again (a lost state dir) has the same name
+            signed = True
+        except (ValueError, TypeError, InvalidSignature):
+            signed = False
+        if signed and have == sans and left > datetime.timedelta(days=CERT_DAYS // 3):
             return crt.read_bytes(), key.read_bytes()
     k = ec.generate_private_key(ec.SECP256R1())
     cert = _new_cert(name, k, ca.subject, serialization.load_pem_private_key(ca_key_pem, None), CERT_DAYS, False, sans)

@@ -81,6 +81,10 @@ def test_the_certificate_is_made_once_and_again_when_the_address_changes(tmp_pat
     for name in ("registry-ca.key", "registry-ca.crt", "registry.key", "registry.crt"):
         assert (tmp_path / "secrets" / name).stat().st_mode & 0o777 == 0o600
     assert registry_ca(tmp_path)[0].startswith(b"-----BEGIN CERTIFICATE-----")
+    second = registry_cert(tmp_path, "ctl", "10.0.0.11")
+    for name in ("registry-ca.key", "registry-ca.crt"):  # the CA made again (same name, another key)
+        (tmp_path / "secrets" / name).unlink()
+    assert registry_cert(tmp_path, "ctl", "10.0.0.11") != second
 
 
 def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkeypatch):
