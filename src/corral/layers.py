@@ -23,6 +23,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
                            "command quoting; config text"),
     (("facts",), "pyinfra facts (command + pure parser) and the fact records the cache holds"),
     (("spec",), "pydantic models, typed strings, YAML with file:line errors, hostlists, rules"),
+    (("site_ca", "workbench_wheels"), "the cluster's CA and the certificates it signs; the notebook hub's wheels"),
     (("secrets", "limits", "parallel", "paths", "digest"), "state-dir secrets, input limits, a thread pool, on-node "
                                                            "paths, file digests"),
     (("errors", "layers", "__version__"), "CorralError and its located problems; this list"),
@@ -41,7 +42,7 @@ def _names(packages: tuple[str, ...]) -> str:
     return " ".join(p if p.startswith("__") else f"{p}/" if p not in FILES else f"{p}.py" for p in packages)
 
 
-FILES = ("secrets", "limits", "parallel", "paths", "digest", "errors", "layers")  # modules, not packages
+FILES = ("secrets", "limits", "parallel", "paths", "digest", "site_ca", "workbench_wheels", "errors", "layers")  # modules, not packages
 
 
 def diagram() -> str:

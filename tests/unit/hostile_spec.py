@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import ipaddress
 import json
+import os
 import re
 import tempfile
 import types
@@ -26,6 +27,11 @@ SHA = "0123456789abcdef" * 4
 # identity.ldap's files must exist (spec/rules_ldap.py): absolute, so the spec loads from any directory
 LDAP_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ldap"
 LDAP_CA, LDAP_BIND = str(LDAP_FIXTURES / "ca.pem"), str(LDAP_FIXTURES / "bind-password")
+# workbench.jupyterhub.tls: the site's files must exist and the key be 0600 (spec/rules_workbench.py): made here
+_HUB_TLS = Path(tempfile.mkdtemp(prefix="corral-hostile-hub-"))
+HUB_CERT, HUB_KEY = str(_HUB_TLS / "hub.pem"), str(_HUB_TLS / "hub.key")
+Path(HUB_CERT).write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+os.close(os.open(HUB_KEY, os.O_WRONLY | os.O_CREAT, 0o600))
 BMC_CREDENTIALS = str(Path(__file__).resolve().parents[1] / "fixtures" / "power" / "bmc-credentials")
 
 
@@ -75,6 +81,10 @@ BASE: dict[str, Any] = {
                           "bind_password_file": LDAP_BIND, "login_groups": ["hpc-users"],
                           "admin_groups": ["hpc-admins"]}},
     "software": {"root": "/nas/sw", "site_trees": ["/opt/site/modules"], "openmpi": True},
+    "workbench": {"jupyterhub": {"node": "login1", "port": 8443, "tls": {"cert": HUB_CERT, "key": HUB_KEY},
+                                 "names": ["hub.example.com"], "partitions": ["gpu"], "gpu_types": ["h100"],
+                                 "max_gpus": 4, "max_cpus": 8, "max_memory_gb": 32, "default_time": "1h",
+                                 "max_time": "4h", "idle_timeout": "30m", "admins": ["alice"]}},
     "slurm": {
         "version": "22.05", "clean_jobs": True, "job_tmp_path": "/var/lib/slurm/job_tmp",
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
@@ -191,7 +201,7 @@ NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("n
          ("identity", "homes"): ("ldap",), ("topology", "ibnetdiscover_file"): ("discover",),
          ("software", "site_trees"): ("root",), ("software", "openmpi"): ("root",),  # the root on a mount
          ("slurm", "job_tmp_path"): ("clean_jobs",)}  # homes reach sssd.conf's fallback_homedir
-TOP_NEEDS = {"users": ("groups", "slurm"),  # what a section refers to; storage is in every doc (the nfs role)
+TOP_NEEDS = {"users": ("groups", "slurm"), "workbench": ("software", "slurm"),  # what a section refers to; storage is in every doc (the nfs role)
              "acceptance": ("nvidia",)}      # the burn and nccl-tests are built with nvidia.cuda_toolkit's nvcc
 
 
@@ -206,6 +216,8 @@ def _minimal_base(leaf_id: str, path: tuple) -> str:
                            "nvidia": {"driver": {"version": "550.127.05"}}, "kubernetes": full["kubernetes"]})
     for other in TOP_NEEDS.get(top, ()):
         doc[other] = full[other]
+    if top == "workbench":  # the hub's login node beside the minimal nodes
+        doc["nodes"] = [*MIN_NODES, {"names": "login1", "addresses": "10.213.0.20", "roles": ["login"]}]
     if top == "nodes":  # the leaf's group as it is, the others cut to their names, addresses and roles
         doc["nodes"] = [g if j == path[1] else {k: g[k] for k in ("names", "addresses", "roles")}
                         for j, g in enumerate(full["nodes"])]

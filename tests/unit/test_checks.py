@@ -89,9 +89,9 @@ def test_unreachable_skew_port_and_os_failures():
     assert by["reachable"].status == "FAIL" and "gpu02" in by["reachable"].message
     assert by["clock"].status == "FAIL" and "gpu01" in by["clock"].message
     assert by["ports"].status == "FAIL" and "port 6818 held by nginx" in by["ports"].message
-    assert by["os"].status == "WARN" and "not run by corral's tests" in by["os"].nodes["ctl"]
+    assert by["os"].status == "FAIL" and "runs ubuntu-24.04 (noble) but the spec says debian-12" in by["os"].message
     assert "ctl: expected 0 GPUs (none), found 4" in by["gpus"].message  # GPUs the spec did not declare
-    assert not report.ok and len(report.failures) == 4
+    assert not report.ok and len(report.failures) == 5
     assert "gpu02: gpu02" not in by["reachable"].message
 
 
@@ -112,7 +112,11 @@ def test_a_rhel_family_node_fails_with_what_is_supported_there():
     from corral.checks.doctor import _os
     node = load_text(SPEC).node("gpu01")
     status, message = _os(node, {"os": "rocky 9.4"})
-    assert status == "FAIL" and "rocky 9.4 is not supported (supported: debian-12, debian-13; " in message
+    assert status == "FAIL" and message == ("runs rocky-9: corral cannot deploy it yet (it installs with dnf; corral's "
+                                            "package steps are apt's; supported: debian-12, debian-13, ubuntu-22.04, "
+                                            "ubuntu-24.04)")
+    assert _os(node, {"os": "almalinux 9.4"}) == ("FAIL", "almalinux 9.4 is not supported (supported: debian-12, "
+                                                         "debian-13, ubuntu-22.04, ubuntu-24.04)")
     assert _os(node, {"os": "debian 12"}) == ("OK", "debian-12 (bookworm), as the spec says")
 
 

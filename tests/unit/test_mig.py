@@ -198,7 +198,7 @@ def test_rollout_steps_and_what_a_failure_leaves():
 
 def test_validate_expects_the_layouts_gres_and_asks_whole_gpus_or_one_mig_device():
     from corral.checks.jobs import gpu_request
-    from corral.render.mig import spec_gres
+    from corral.spec.mig import spec_gres
     c = load_text(SPEC, "cluster.yaml")
     n = c.node("gpu01")
     assert spec_gres(n.gpus) == {"a100": 1, "4g.40gb": 1, "3g.40gb": 1, "1g.10gb": 14}

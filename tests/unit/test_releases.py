@@ -35,13 +35,14 @@ def problems(text: str) -> str:
 
 
 def test_the_table_holds_debian_12_and_13_with_their_slurm():
-    assert list(RELEASES) == ["debian-12", "debian-13"] and DEFAULT == "debian-12"
+    assert list(RELEASES) == ["debian-12", "debian-13", "ubuntu-22.04", "ubuntu-24.04", "rocky-9"]
+    assert DEFAULT == "debian-12" and [n for n, r in RELEASES.items() if r.live] == ["debian-12", "debian-13"]
     assert (release(None).suite, release(None).slurm) == ("bookworm", "22.05")
     assert (release("debian-13").suite, release("debian-13").slurm) == ("trixie", "24.11")
     assert by_suite("trixie") is release("debian-13") and slurm_tuple("debian-13") == (24, 11)
     assert slurm_tuple(None) == (22, 5)
     with pytest.raises(KeyError):
-        release("ubuntu-24.04")  # not in this slice
+        release("ubuntu-26.04")  # no row
 
 
 def test_a_spec_without_os_runs_debian_12_as_before():

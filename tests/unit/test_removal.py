@@ -188,7 +188,7 @@ def test_units_by_role_slurmd_before_munge():
     # each role's own daemons in the reverse of their start order, then those of every node
     assert units_of(("compute",)) == ["corral-dcgm-exporter", "nvidia-dcgm", "slurmd", "corral-mig",
                                       "prometheus-node-exporter", "munge"]
-    assert units_of(("login",)) == ["prometheus-node-exporter", "munge"]
+    assert units_of(("login",)) == ["corral-jupyterhub", "prometheus-node-exporter", "munge"]
     assert units_of(("controller", "accounting")) == ["corral-slurm-exporter", "slurmctld", "slurmdbd",
                                                       "prometheus-node-exporter", "munge"]
 

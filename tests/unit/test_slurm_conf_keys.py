@@ -52,12 +52,13 @@ def test_the_manual_is_read_as_it_nests_its_entries():
 
 
 def test_the_releases_read_and_what_changed_between_them():
-    assert sorted(RELEASES) == ["22.05", "24.11", "26.05"]
+    assert sorted(RELEASES) == ["21.08", "22.05", "23.11", "24.11", "26.05"]  # 21.08, 23.11: Ubuntu 22.04, 24.04
     for major, r in RELEASES.items():
         assert r["source"].startswith(f"slurm-client {major}.")
     assert "jobcontainertype" in release_keys("24.11", "global") and "jobcontainertype" not in release_keys("26.05", "global")
     assert "namespacetype" in release_keys("26.05", "global")  # job_container/tmpfs became namespace/tmpfs in 25.11
-    assert releases_knowing("ControlMachine", "global") == ["22.05", "24.11"]
+    assert releases_knowing("ControlMachine", "global") == ["21.08", "22.05", "23.11", "24.11"]
+    assert "ubuntu" in RELEASES["21.08"]["source"] and "ubuntu" in RELEASES["23.11"]["source"]
     assert release_keys("23.02", "global") is None  # not read: the hand list alone (spec/slurm_keys.py)
 
 
@@ -75,7 +76,7 @@ def test_a_key_the_target_release_does_not_know_is_a_located_error():
         load_text(_virtual("debian-13", "26.05", "GetEnvTimeout: 5"), "cluster.yaml")
     assert "cluster.yaml:8:" in str(e.value)  # the key's own line
     assert ("slurm.extra.GetEnvTimeout: Slurm 26.05's slurm.conf(5) has no GetEnvTimeout (it is a parameter "
-            "of Slurm 22.05, 24.11)") in str(e.value)
+            "of Slurm 21.08, 22.05, 23.11, 24.11)") in str(e.value)
     load_text(_virtual("debian-13", "24.11", "GetEnvTimeout: 5"), "cluster.yaml")  # 24.11 has it
     load_text(_virtual("debian-13", "26.05", "NamespaceType: namespace/linux"), "cluster.yaml")
     with pytest.raises(SpecError, match=r"Slurm 24\.11's slurm.conf\(5\) has no NamespaceType \(it is a parameter "

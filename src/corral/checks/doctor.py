@@ -15,7 +15,6 @@ from corral.checks.result import Check, Report, summarize
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import gpu_model
 
-UNTESTED_OS = {("ubuntu", "22.04"), ("ubuntu", "24.04")}  # deployed as Debian 12 is; no release row yet
 MIN_DISK_MB = {"/": 2048, "/var": 2048, "/tmp": 256}
 MIN_MEM_MB = 1024
 CLOCK_WARN_S, CLOCK_FAIL_S = 0.5, 2.0
@@ -48,20 +47,23 @@ def gather(cluster: Cluster) -> tuple[dict[str, dict], dict[str, str]]:
 
 def _os(node: Node, f: dict) -> tuple[str, str]:
     """The node's /etc/os-release against its group's `os:` (spec/releases.py): the release it runs is
-    the one to write there."""
-    from corral.spec.releases import RELEASES, from_os_release
+    the one to write there; a release corral's tests have not run on a live node is a warning."""
+    from corral.spec.releases import RELEASES, deployable, from_os_release
     os_id = (f.get("os") or "unknown").split()
     key = (os_id[0], os_id[1] if len(os_id) > 1 else "")
     found = from_os_release(*key)
-    tested = ", ".join(RELEASES)
+    known = ", ".join(n for n, r in RELEASES.items() if deployable(r))
     if found is None:
-        if key in UNTESTED_OS:
-            return "WARN", (f"{' '.join(key)} is deployed as debian-12 is but not run by corral's tests "
-                            f"(tested: {tested})")
-        return "FAIL", f"{' '.join(key)} is not supported (supported: {tested}; Ubuntu 22.04/24.04 untested)"
+        return "FAIL", f"{' '.join(key)} is not supported (supported: {known})"
+    if not deployable(found):
+        return "FAIL", (f"runs {found.name}: corral cannot deploy it yet (it installs with {found.family}; corral's "
+                        f"package steps are apt's; supported: {known})")
     if found.name != node.os:
         return "FAIL", (f"runs {found.name} ({found.suite}) but the spec says {node.os}: set `os: {found.name}` "
                         f"on its node group (nodes[].os) or reinstall the node")
+    if not found.live:
+        return "WARN", (f"{found.name} ({found.suite}), as the spec says; not run on a live node by corral's tests "
+                        f"(tested live: {', '.join(n for n, r in RELEASES.items() if r.live)})")
     return "OK", f"{found.name} ({found.suite}), as the spec says"
 
 
@@ -125,7 +127,9 @@ def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -
     reach = {n.name: (("FAIL", errors[n.name].removeprefix(f"{n.name}: ")) if n.name in errors else ("OK", "SSH login with the pinned host key"))
              for n in cluster.nodes}
     from corral.spec import schedulers
-    unproven = schedulers.warnings(cluster)[:1]  # the Kubernetes path: said on every doctor, until it has run live
+    from corral.spec.rules_os import release_warnings
+    # the Kubernetes path and the releases not run live: said on every doctor, until they have run live
+    unproven = schedulers.warnings(cluster)[:1] + release_warnings(cluster)
     checks = [Check("spec", "WARN" if unproven else "OK", "; ".join([f"{cluster.path}: valid, {len(cluster.nodes)} "
                                                                      "nodes", *unproven])),
               summarize("reachable", reach, f"all {len(cluster.nodes)} nodes reachable")]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 
 from corral.checks.result import Check, error_text, summarize
 from corral.errors import CorralError
-from corral.render.mig import spec_gres
+from corral.spec.mig import spec_gres
 from corral.spec.cluster import Cluster
 from corral.spec.hosts import compress_names
 from corral.spec.mig import layout

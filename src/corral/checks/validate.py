@@ -34,7 +34,7 @@ from corral.checks.user_job import submitter, user_job
 from corral.engine.remote import run_on, shared_connections
 from corral.errors import CorralError
 from corral.parallel import pmap
-from corral.render.mig import spec_gres
+from corral.spec.mig import spec_gres
 from corral.spec.cluster import Cluster
 
 TIMEOUT_S = 60  # the job phase, all jobs together (`corral validate --timeout`)

@@ -76,12 +76,15 @@ def is_tty() -> bool:
 
 
 def _os_choice(value: str | None) -> str | None:
-    from corral.spec.releases import RELEASES
-    if value is not None and value not in RELEASES:
-        raise typer.BadParameter(f"{value!r}: one of {', '.join(RELEASES)}")
+    """--os makes a new virtual cluster: a release the virtual cluster can build (Debian suites only)."""
+    from corral.spec.releases import RELEASES, virtual_ok
+    built = [n for n, r in RELEASES.items() if virtual_ok(r)]
+    if value is not None and value not in built:
+        why = " (the virtual cluster builds Debian nodes only)" if value in RELEASES else ""
+        raise typer.BadParameter(f"{value!r}: one of {', '.join(built)}{why}")
     return value
 
 
 OsOpt = typer.Option(None, "--os", callback=_os_choice, metavar="RELEASE",
                      help="the nodes' OS release (new cluster only): debian-12 (Slurm 22.05, the default) or "
-                          "debian-13 (Slurm 24.11)")
+                          "debian-13 (Slurm 24.11); the virtual cluster builds Debian nodes only")

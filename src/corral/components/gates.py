@@ -78,3 +78,27 @@ def registry_ca(cluster, node) -> bool:
 def podman(cluster, node) -> bool:
     """Login and compute nodes with images.podman."""
     return cluster.spec.images.podman and ("login" in node.roles or "compute" in node.roles)
+
+
+def notebook_builder(cluster, node) -> bool:
+    """The node that builds the notebook hub's venv on the shared software root (render/jupyterhub.py)."""
+    from corral.spec.releases import release
+    from corral.spec.workbench import hub_node, venv_builder
+    from corral.workbench_wheels import lock_id
+    hub = hub_node(cluster)
+    if hub is None or cluster.spec.software is None:
+        return False
+    built = venv_builder(cluster, lock_id(release(hub.os).python))
+    return built is not None and built[0].name == node.name
+
+
+def jupyterhub(cluster, node) -> bool:
+    """The node the notebook hub runs on."""
+    from corral.spec.workbench import hub_node
+    hub = hub_node(cluster)
+    return hub is not None and hub.name == node.name
+
+
+def passwords(cluster, node) -> bool:
+    """A login node, where users[].password is set (deploy/passwords.py)."""
+    return "login" in node.roles and any(u.password for u in cluster.spec.users)

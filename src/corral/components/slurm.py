@@ -10,6 +10,7 @@ from corral.components import Component, gates, gives
 from corral.components.common import HEAD
 from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
 from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
+from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, PROXY_PACKAGES as NOTEBOOK_PROXY
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
 from corral.render.podman import PACKAGES as PODMAN
@@ -178,6 +179,7 @@ COMPONENTS = (
     Component("storage server", D + "storage:storage_server", packages=_nfs_server, applies=gates.nfs_server),
     Component("storage mounts", D + "storage:storage_mounts", waits=("storage server",), packages=_mount_clients),
     Component("users", D + "users:users"),  # homes are made on the node that holds them (spec/shared.home_maker)
+    Component("passwords", D + "passwords:passwords", applies=gates.passwords),  # users[].password, login nodes
     Component("slurm user", D + "slurm_ha:slurm_user"),
     Component("packages", D + "package_batch:package_batch"),
     Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}),  # the key: from the control host
@@ -208,6 +210,13 @@ COMPONENTS = (
     Component("acceptance tools", D + "acceptance:acceptance", packages=_acceptance, vendor=_nccl),
     # modules for what the components before it installed (Open MPI, the CUDA toolkit, the acceptance tools)
     Component("software", D + "software:software", packages=_software, applies=gates.software),
+    # the venv on the shared software root, then the hub that runs from it (docs/components/notebooks.md)
+    Component("notebook venv", D + "jupyterhub:notebook_venv", applies=gates.notebook_builder,
+              packages=lambda c, n: gives(NOTEBOOK_BUILD, "workbench.jupyterhub (builds the venv)")
+              if gates.notebook_builder(c, n) else {}),
+    Component("jupyterhub", D + "jupyterhub:jupyterhub", waits=("notebook venv", "slurm controller"),
+              applies=gates.jupyterhub, stops={"login": ("corral-jupyterhub",)},
+              packages=lambda c, n: gives(NOTEBOOK_PROXY, "workbench.jupyterhub") if gates.jupyterhub(c, n) else {}),
     # Prometheus scrapes targets whenever they answer
     Component("monitoring", D + "monitoring:monitoring", packages=_monitoring,
               stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)}),

@@ -43,7 +43,7 @@ def modulefiles(cluster, node) -> dict[str, str]:
 
 def possible(cluster) -> list[str]:
     """Every modulefile corral may have written on a node (removed where it is no longer wanted)."""
-    out = [f"{TREE}/openmpi/{r.openmpi}.lua" for r in RELEASES.values()] + [ACCEPTANCE]
+    out = list(dict.fromkeys(f"{TREE}/openmpi/{r.openmpi}.lua" for r in RELEASES.values())) + [ACCEPTANCE]
     cuda = cluster.spec.nvidia.cuda_toolkit
     return out + ([f"{TREE}/cuda/{cuda.version}.lua"] if cuda is not None else [])
 

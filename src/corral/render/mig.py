@@ -63,21 +63,6 @@ def gres_text(model: str, count: int, facts) -> str:
     return ",".join(f"gpu:{t}:{n}" for t, n in node_gres(model, count, facts))
 
 
-def spec_gres(gpus) -> dict[str, int]:
-    """GRES type -> count the spec means for a node: whole GPUs of its model, MIG devices by profile."""
-    if gpus is None:
-        return {}
-    lay = layout(gpus)
-    if lay is None:
-        return {gpus.model: gpus.count}
-    whole = sum(1 for p in lay.values() if not p)
-    out = {gpus.model: whole} if whole else {}
-    for profiles in lay.values():
-        for p in profiles:
-            out[p] = out.get(p, 0) + 1
-    return out
-
-
 def spec_types(cluster) -> set[str]:
     """Every MIG profile the spec's layouts name (accounting tracks each as a TRES)."""
     return {p for n in cluster.nodes if n.gpus for ps in (layout(n.gpus) or {}).values() for p in ps}

@@ -89,12 +89,15 @@ POLICIES: dict[str, Policy] = {
     "corral-slurm-exporter": Policy(**CALM, binds=True, why="Slurm metrics"),
     "docker-registry": Policy(**CALM, binds=True, why="the site registry (images.registry), and each cache's unit "
                                                      "(render/registry.py) in its text: jobs pull their images"),
+    "corral-jupyterhub": Policy(**CALM, binds=True, why="the notebook hub and its proxy; users' servers are "
+                                                      "Slurm jobs and keep running while it is away"),
     "corral-dcgm-exporter": Policy(restart_sec=10, interval_s=300, burst=10, binds=True,
                                    why="GPU metrics; 10 s: the DCGM host engine may be coming back too"),
 }
 
-# units corral writes itself: the policy is part of the unit text (deploy/slurm_exporter.py, dcgm_exporter.py)
-IN_UNIT = frozenset({"corral-slurm-exporter", "corral-dcgm-exporter"})
+# units corral writes itself: the policy is part of the unit text (deploy/slurm_exporter.py, dcgm_exporter.py,
+# render/jupyterhub.py)
+IN_UNIT = frozenset({"corral-slurm-exporter", "corral-dcgm-exporter", "corral-jupyterhub"})
 
 # services corral manages that get no restart policy from it, and why (a service added without a
 # policy or a reason here fails tests/unit/test_restart.py)

@@ -22,7 +22,7 @@ from corral.render.power import slurm_lines as power_lines
 from corral.render.topology import slurm_lines as topology_lines
 from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import generation
-from corral.spec.hosts import expand_names
+from corral.spec.partitions import partition_specs
 from corral.spec.shared import state_save_location
 from corral.spec.slurm_keys import RENDERED_KEYS, RENDERED_PARTITION_KEYS
 from corral import paths
@@ -136,21 +136,10 @@ def extra_words(extra: Mapping[str, str], rendered: Mapping[str, str], where: st
 
 def _partitions(cluster: Cluster, hw: Mapping[str, NodeHW], compute: list[Node],
                 accounting: bool) -> list[str]:
-    """The spec's partitions (ALL: every compute node; the first is the default unless one says so),
-    or one `gpu` (`batch` without GPUs) partition of every compute node. A partition QOS needs the
-    accounting database, so it is left out without one."""
+    """The partitions' lines (partition_specs). A partition QOS needs the accounting database, so it is
+    left out without one."""
     by_name = {n.name: n for n in compute}
-    parts = list(cluster.spec.slurm.partitions)
-    if not parts:
-        name = "gpu" if any(n.gpus for n in compute) else "batch"
-        specs = [(name, [n.name for n in compute], True, "INFINITE", 1, None, {})]
-    else:
-        default = next((p.name for p in parts if p.default), parts[0].name)
-        specs = []
-        for p in parts:
-            names = list(by_name) if p.nodes == "ALL" else expand_names(p.nodes)
-            specs.append((p.name, [x for x in names if x in by_name], p.name == default, p.max_time,
-                          p.priority_tier, p.qos, p.extra))
+    specs = partition_specs(cluster, compute)
     lines = []
     for name, names, is_default, max_time, tier, qos, extra in specs:
         words = [f"PartitionName={name}"] + ([f"Nodes={hostlist(names)}"] if names else [])

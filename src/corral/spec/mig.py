@@ -124,3 +124,18 @@ class MigPartedSpec(Strict):
     @classmethod
     def _sums(cls, v: dict[str, str]) -> dict[str, str]:
         return check_sums(v)
+
+
+def spec_gres(gpus) -> dict[str, int]:
+    """GRES type -> count the spec means for a node: whole GPUs of its model, MIG devices by profile."""
+    if gpus is None:
+        return {}
+    lay = layout(gpus)
+    if lay is None:
+        return {gpus.model: gpus.count}
+    whole = sum(1 for p in lay.values() if not p)
+    out = {gpus.model: whole} if whole else {}
+    for profiles in lay.values():
+        for p in profiles:
+            out[p] = out.get(p, 0) + 1
+    return out

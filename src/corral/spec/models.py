@@ -22,6 +22,7 @@ from corral.spec.models_monitoring import (AlertReceiver, AlertsSpec, DcgmExport
 from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, DcgmSpec, DriverSpec,
                                        NvidiaSpec, RolloutSpec)
 from corral.spec.models_software import SoftwareSpec
+from corral.spec.models_workbench import WorkbenchSpec
 from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, FairShare, Partition,
                                       SlurmSpec)
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
@@ -115,7 +116,11 @@ class NodeGroup(Strict):
                     description="the OS release these nodes run (spec/releases.py): `debian-12` (bookworm, Slurm "
                                 "22.05) or `debian-13` (trixie, Slurm 24.11; `slurm.version: \"26.05\"` gets Debian "
                                 "unstable's 26.05 packages on the virtual cluster, docs/components/slurm.md); the "
-                                "virtual cluster builds this release's base image and package repository for them")
+                                "virtual cluster builds this release's base image and package repository for them "
+                                "(Debian only). `ubuntu-22.04` (Slurm 21.08) and `ubuntu-24.04` (Slurm 23.11) deploy "
+                                "through the same apt steps but are not run on a live node by corral's tests (a "
+                                "warning); `rocky-9` (EPEL's Slurm 22.05) is refused: corral has no dnf step "
+                                "(docs/releases.md)")
 
 
 class HealthSpec(Strict):
@@ -184,6 +189,8 @@ class ClusterSpec(Strict):
     images: ImagesSpec = Field(default=ImagesSpec(), description="container images: a registry on the cluster "
                                                                  "(site registry, pull-through caches) and podman "
                                                                  "pulling through it (docs/components/images.md)")
+    workbench: WorkbenchSpec = Field(default=WorkbenchSpec(), description="interactive work: notebooks as Slurm "
+                                                                           "jobs (docs/components/notebooks.md)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")
     groups: list[Group] = Field(default_factory=list, description="local groups, the same on every node")
     identity: IdentitySpec = Field(default=IdentitySpec(), description="homes and SSH access to compute nodes")

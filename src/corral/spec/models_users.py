@@ -69,6 +69,10 @@ class User(Strict):
                                       description="Slurm accounts (of slurm.accounts) the user may charge; the "
                                                   "first is the DefaultAccount")
     default_qos: SlurmName | None = Field(default=None, description="the user's DefaultQOS in Slurm (of slurm.qos)")
+    password: bool = Field(default=False, description="a random password corral makes once (STATE_DIR/secrets/"
+                                                      "password-NAME, 0600) and sets on login nodes, hashed, for "
+                                                      "logins through PAM such as the notebook hub's; unset: "
+                                                      "the account has none (SSH keys only)")
 
 
 class LdapSpec(Strict):

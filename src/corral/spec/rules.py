@@ -14,7 +14,7 @@ from corral.spec.rules_download import check_checksums, check_urls, download_war
 from corral.spec.rules_ha import ha_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
-from corral.spec.rules_os import check_os
+from corral.spec.rules_os import check_os, release_warnings
 from corral.spec.rules_reports import check_reports
 from corral.spec.rules_rollout import check_rollout, rollout_warnings
 from corral.spec.rules_bundle import bundle_warnings, check_bundle
@@ -22,6 +22,7 @@ from corral.spec.rules_topology import check_topology, target_slurm, topology_wa
 from corral.spec.rules_power import check_power, power_warnings
 from corral.spec.rules_images import check_images
 from corral.spec.rules_software import check_software
+from corral.spec.rules_workbench import check_workbench
 from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
 from corral.spec import schedulers
@@ -318,7 +319,7 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
             + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
             + check_reports(cluster, where) + check_rollout(cluster, where)
             + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where)
-            + check_software(cluster, where) + check_images(cluster, where))
+            + check_software(cluster, where) + check_workbench(cluster, where) + check_images(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:
@@ -326,4 +327,4 @@ def spec_warnings(cluster: Cluster) -> list[str]:
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
             + ha_warnings(cluster) + acceptance_warnings(cluster) + rollout_warnings(cluster)
             + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster)
-            + schedulers.warnings(cluster))
+            + release_warnings(cluster) + schedulers.warnings(cluster))

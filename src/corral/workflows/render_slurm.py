@@ -384,13 +384,18 @@ def cluster_files(cluster: Cluster) -> tuple[dict[str, Files], dict[str, str], l
 
 
 def _slurm_version_said(cluster: Cluster) -> tuple[tuple[int, int], str]:
-    from corral.render.slurm import DEFAULT_VERSION
+    """slurm.version, else the Slurm the controller's release ships (what plan renders for when it cannot
+    read the controller's: deploy/context.py)."""
+    from corral.spec.releases import slurm_tuple
     pinned = cluster.spec.slurm.version
     if pinned:
         major, minor = (int(x) for x in pinned.split(".")[:2])
         return (major, minor), f"for Slurm {major}.{minor:02d} (slurm.version)"
-    return DEFAULT_VERSION, (f"for Slurm {DEFAULT_VERSION[0]}.{DEFAULT_VERSION[1]:02d}: slurm.version is unset and "
-                             "plan/apply render for the version the controller runs")
+    controllers = cluster.with_role("controller")
+    os_name = controllers[0].os if controllers else None
+    major, minor = slurm_tuple(os_name)
+    return (major, minor), (f"for Slurm {major}.{minor:02d}, which {os_name or 'the default release'} ships: "
+                            "slurm.version is unset and plan/apply render for the version the controller runs")
 
 
 def _notes(c: Ctx, said: str) -> list[str]:

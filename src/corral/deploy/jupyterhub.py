@@ -1,0 +1,140 @@
+"""workbench.jupyterhub: the notebook hub (render/jupyterhub.py, docs/components/notebooks.md).
+
+Two deploys: `notebook venv` builds the venv once on the node that writes the shared software root
+(spec/shared.maker: the NFS server's exported directory), from the pinned wheels corral fetched into its
+cache on the control host and uploads (checked against the lists' hashes twice: by the cache and by pip on
+the node); `jupyterhub` (waiting for it) installs Debian's configurable-http-proxy, the hub's files, its
+TLS certificate (the site's, or one from the cluster CA), its cookie secret and proxy token (generated on
+the control host, 0600, never shown) and the service on the hub node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pyinfra import host
+from pyinfra.api import FileUploadCommand, FunctionCommand, deploy, operation
+
+from corral import secrets, site_ca, workbench_wheels
+from corral.deploy import operations
+from corral.deploy.monitoring import http_ready
+from corral.deploy.nodestate import Want, register, register_for_run, snapshot
+from corral.engine.conditions import AnyChanged
+from corral.engine.notes import annotate
+from corral.engine.shell import q, sh
+from corral.errors import CorralError
+from corral.render import jupyterhub as r
+from corral.spec.workbench import venv_builder
+
+WANT = register(Want(paths=(r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.UNIT_PATH, r.STATE),
+                     services=(r.UNIT,), packages=(*r.PROXY_PACKAGES, *r.BUILD_PACKAGES)))
+CACHE = Path("/var/cache/corral")
+
+
+def _tar_path(python: str) -> Path:
+    return CACHE / "wheels" / f"notebook-py{python}-{workbench_wheels.lock_id(python)}.tar"
+
+
+def _fetch_and_pack(python: str) -> None:
+    """On the control host, when the op runs (a plan fetches nothing): the wheelhouse, checked, packed."""
+    tar = _tar_path(python)
+    data = workbench_wheels.packed(workbench_wheels.wheelhouse(CACHE, python))
+    if not tar.exists() or tar.read_bytes() != data:
+        tmp = tar.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(tar)
+
+
+def build_script(lock: str, directory: str, python: str) -> str:
+    """Build the venv at `directory` (the builder's path of it) from the uploaded wheels, bounded; the
+    marker last, so a build cut short is built again next run."""
+    d, mark = q(directory), q(f"{directory}/.corral-lock")
+    tmp = q("/var/tmp/corral-notebook-wheels")
+    steps = " && ".join([
+        f"rm -rf {d} {tmp}", f"mkdir -p {tmp}", f"tar -xf {r.WHEELS_TAR} -C {tmp}",
+        f"timeout 120 python{python} -m venv {d}",
+        f"timeout 900 {d}/bin/python -m pip install -q --disable-pip-version-check --no-index --no-cache-dir "
+        f"--require-hashes --find-links {tmp} -r {tmp}/requirements.txt",
+        f"chmod -R a+rX,go-w {d}", f"echo {q(lock)} > {mark}"])
+    # a build that fails leaves neither the venv nor the wheels behind
+    return (f"{{ {steps}; }} || {{ rc=$?; rm -rf {d} {tmp} {r.WHEELS_TAR}; exit $rc; }}; "  # shell-ok: quoted above
+            f"rm -rf {tmp} {r.WHEELS_TAR}")
+
+
+@operation()
+def venv_built(directory: str, python: str, lock: str, script: str, want: Want):
+    """The venv at `directory` holds the list `lock`'s wheels (its marker says so): nothing to do; else fetch
+    the wheels on the control host, upload them, build the venv from them and mark it."""
+    mark = (snapshot(want).files.get(f"{directory}/.corral-lock") or {}).get("sha256")
+    if mark == hashlib.sha256(r.mark_text(lock).encode()).hexdigest():
+        host.noop(f"notebook venv {lock} built")
+        return
+    annotate(disruption="none", diff=f"{directory}: built from the pinned wheels for Python {python} "
+                                     f"(list {lock})\n")
+    yield FunctionCommand(_fetch_and_pack, (python,), {})
+    yield FileUploadCommand(str(_tar_path(python)), r.WHEELS_TAR)
+    yield sh(script)
+
+
+@deploy("notebook venv")
+def notebook_venv() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if cluster.spec.workbench.jupyterhub is None:
+        return
+    python = r.python_of(cluster)
+    lock = workbench_wheels.lock_id(python)
+    builder, directory = venv_builder(cluster, lock)
+    if builder.name != node.name:
+        return
+    want = register_for_run(Want(paths=(f"{directory}/.corral-lock",), packages=r.BUILD_PACKAGES))
+    operations.packages(name="python3-venv (the notebook venv's builder)", names=list(r.BUILD_PACKAGES), want=want,
+                        together=True)
+    venv_built(name=f"notebook venv on {r.venv(cluster, lock)}", directory=directory, python=python, lock=lock,
+               script=build_script(lock, directory, python), want=want)
+
+
+def _tls(cluster) -> tuple[str, str]:
+    """(certificate chain, key) the hub serves: the site's files, or the cluster CA's certificate."""
+    tls = cluster.spec.workbench.jupyterhub.tls
+    if tls is None:
+        made = site_ca.server_cert(cluster.state_dir, cluster.name, "jupyterhub", r.cert_names(cluster))
+        return made.cert, made.key
+    try:
+        return Path(tls.cert).read_text(), Path(tls.key).read_text()
+    except OSError as exc:
+        raise CorralError(f"cannot read the hub's certificate: {exc.strerror}", where=exc.filename,
+                          fix="put the site's PEM files there (workbench.jupyterhub.tls) or unset tls") from None
+
+
+@deploy("jupyterhub")
+def jupyterhub() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    hub = r.hub_node(cluster)
+    if hub is None or hub.name != node.name:
+        return
+    lock = workbench_wheels.lock_id(r.python_of(cluster))
+    operations.packages(name="configurable-http-proxy (Debian's)", names=list(r.PROXY_PACKAGES), want=WANT,
+                        together=True)
+    operations.directory(name=r.STATE, path=r.STATE, mode="700", want=WANT)
+    cert, key = _tls(cluster)
+    cookie = secrets.secret_bytes(cluster.state_dir, "jupyterhub-cookie", 32).hex()
+    token = secrets.secret_text(cluster.state_dir, "jupyterhub-proxy-token", 48)
+    changes = [
+        operations.managed_file(name="hub configuration", path=r.CONFIG, content=r.static("jupyterhub_config.py"),
+                                want=WANT),
+        operations.managed_file(name="spawn form", path=r.FORM, content=r.form_source(), want=WANT),
+        operations.managed_file(name="hub settings", path=r.SETTINGS, content=r.settings_json(cluster, lock), want=WANT),
+        operations.managed_file(name="hub certificate", path=r.CERT, content=cert, want=WANT),
+        operations.managed_file(name="hub key", path=r.KEY, content=key, mode="600", secret=True, want=WANT),
+        operations.managed_file(name="hub cookie secret", path=r.COOKIE, content=cookie + "\n", mode="600",
+                                secret=True, want=WANT),
+        operations.managed_file(name="proxy token", path=r.ENV, content=f"CONFIGPROXY_AUTH_TOKEN={token}\n",
+                                mode="600", secret=True, want=WANT),
+        operations.managed_file(name="hub unit", path=r.UNIT_PATH, content=r.unit(r.venv(cluster, lock)), want=WANT,
+                                disruption=f"restart {r.UNIT} (running servers keep running)"),
+    ]
+    ready = http_ready(node.address, r.HUB_PORT, "/hub/health")  # the hub's API, where servers reach it
+    operations.service(name="jupyterhub running", unit=r.UNIT, want=WANT, wait=ready)
+    operations.restart(name="jupyterhub restarted (configuration changed)", unit=r.UNIT, want=WANT, wait=ready,
+                       _if=AnyChanged(*changes))

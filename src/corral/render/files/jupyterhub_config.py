@@ -1,0 +1,82 @@
+# JupyterHub's configuration, written by corral (deploy/jupyterhub.py): every value comes from settings.json
+# beside it (rendered from the spec by render/jupyterhub.py), nothing from the spec is pasted into this file.
+# Users log in through PAM; each one's JupyterLab runs as them in a Slurm job (batchspawner's SlurmSpawner,
+# submitted with runuser as the user), asked for through corral's form and checked against their QOS.
+import json
+import os
+import subprocess
+import sys
+
+HERE = "/etc/corral/jupyterhub"
+sys.path.insert(0, HERE)
+import corral_notebook_form as form  # noqa: E402
+from batchspawner import SlurmSpawner  # noqa: E402
+from traitlets.config import get_config  # noqa: E402
+
+with open(os.path.join(HERE, "settings.json")) as f:
+    S = json.load(f)
+
+c = get_config()
+c.JupyterHub.bind_url = f"https://{S['address']}:{S['port']}"
+c.JupyterHub.ssl_cert = os.path.join(HERE, "tls", "hub.pem")
+c.JupyterHub.ssl_key = os.path.join(HERE, "tls", "hub.key")
+c.JupyterHub.hub_ip = S["address"]  # servers on compute nodes reach the hub's API here
+c.JupyterHub.hub_port = S["hub_port"]
+c.JupyterHub.db_url = "sqlite:///" + os.path.join(S["state"], "jupyterhub.sqlite")
+c.JupyterHub.cookie_secret_file = os.path.join(HERE, "cookie_secret")
+c.JupyterHub.pid_file = os.path.join(S["state"], "jupyterhub.pid")
+c.JupyterHub.authenticate_prometheus = False  # /hub/metrics: counts only, scraped from the cluster network
+c.ConfigurableHTTPProxy.command = [S["proxy"]]
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:%d" % S["proxy_api_port"]
+c.ConfigurableHTTPProxy.pid_file = os.path.join(S["state"], "proxy.pid")
+c.JupyterHub.authenticator_class = "pam"
+c.Authenticator.allow_all = True  # whoever PAM lets in: local accounts and the directory's users
+c.Authenticator.admin_users = set(S["admins"])
+c.JupyterHub.services = [{"name": "idle-culler", "command": [
+    S["python"], "-m", "jupyterhub_idle_culler", "--timeout=%d" % S["idle_timeout"], "--cull-every=60"]}]
+c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"], "scopes": [
+    "list:users", "read:users:activity", "read:servers", "delete:servers"]}]
+
+
+def _sacctmgr(*args):
+    out = subprocess.run(["sacctmgr", "-nP", "show", *args], capture_output=True, text=True, timeout=15)
+    return out.stdout if out.returncode == 0 else ""
+
+
+class CorralSlurmSpawner(SlurmSpawner):
+    """batchspawner's SlurmSpawner with corral's form; the request checked against the user's QOS."""
+
+    def _options_form_default(self):
+        return form.form_html(S)
+
+    def options_from_form(self, formdata):
+        req = form.parse(formdata, S)
+        qos = form.user_qos(_sacctmgr("assoc", "user=" + self.user.name, "format=user,defaultqos,qos"),
+                            self.user.name)
+        limits = form.qos_limits(_sacctmgr("qos", "format=name,maxtrespu,maxwall"))
+        part_qos = next((p.get("qos") for p in S["partitions"] if p["name"] == req["partition"]), None)
+        reason = form.qos_refusal(req, qos, limits, part_qos)
+        if reason:
+            raise ValueError(reason)
+        return req
+
+    async def start(self):
+        for key, value in form.batch_request(self.user_options).items():
+            setattr(self, key, value)
+        return await super().start()
+
+
+c.JupyterHub.spawner_class = CorralSlurmSpawner
+# the venv was built where the shared software root is exported, so its scripts' #! lines name that path:
+# they are run by the venv's python (found on PATH), never through their #! line
+c.Spawner.cmd = ["jupyterhub-singleuser"]
+c.SlurmSpawner.batchspawner_singleuser_cmd = "%s %s" % (S["python"], os.path.join(S["venv"], "bin", "batchspawner-singleuser"))
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.start_timeout = S["start_timeout"]
+c.Spawner.http_timeout = 120
+c.SlurmSpawner.exec_prefix = "runuser -u {username} --"
+# the job's environment: a login shell's (Lmod's MODULEPATH, `module`), the venv first on PATH; srun
+# passes all of it to the server (sbatch --export=the hub's variables would otherwise limit the step)
+c.SlurmSpawner.req_prologue = ("set +u; . /etc/profile; set -u; export PATH=%s/bin:$PATH" % S["venv"])
+c.SlurmSpawner.req_srun = "srun --export=ALL"
