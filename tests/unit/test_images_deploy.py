@@ -114,3 +114,50 @@ def test_an_apply_reads_the_credentials_only_from_a_private_file(tmp_path, bad_m
     with pytest.raises(SpecError) as err:
         _cluster(tmp_path, spec)
     assert "others than its owner may read it" in str(err.value.problems[0].message)
+
+
+def test_the_password_is_never_a_command_word_nor_in_a_diff(tmp_path, monkeypatch):
+    """Every operation the registry deploy calls on a fresh registry node, run as plan and apply would: the
+    upstream password reaches the node only as an uploaded file's content; no command, diff or reason
+    holds it (the journal records those, plan prints them, `ps` shows commands)."""
+    from types import SimpleNamespace
+
+    from pyinfra.api.command import FileUploadCommand, StringCommand
+    from pyinfra.context import ctx_host
+
+    from corral.deploy import operations, registry
+    from corral.deploy.nodestate import Snapshot
+    from corral.engine import notes
+    from tests.unit.test_operations_data import FakeHost
+
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    node = cluster.node("ctl")
+    calls = []
+    for name in ("packages", "directory", "managed_file", "unit_dropin", "restart_policy", "service", "restart"):
+        # packages: names from the declaration alone (it calls an operation, run here only as pyinfra runs it)
+        def record(*, _op=getattr(operations, name), **kwargs):
+            calls.append((kwargs.pop("name"), _op, kwargs))
+            return SimpleNamespace(did_change=lambda: True)
+        monkeypatch.setattr(operations, name, record)
+    with ctx_host.use(SimpleNamespace(data=SimpleNamespace(corral_node=node, corral_cluster=cluster), name="ctl",
+                                      state=SimpleNamespace())):
+        registry.registry._inner()
+    monkeypatch.undo()
+    uploads, words, said = [], [], []
+    assert [n for n, op, _ in calls if op is operations.packages] == ["docker-registry (distribution), curl"]
+    for name, op, kwargs in [c for c in calls if c[1] is not operations.packages]:
+        kwargs.pop("_if", None)
+        fake = FakeHost({"facts": {}})
+        fake.snapshot, fake.name = Snapshot(apt_lists_age_s=60, container="none"), "ctl"
+        fake.data.update(corral_node=node, corral_cluster=cluster)
+        notes.take(fake.name, "case")
+        with ctx_host.use(fake):
+            for c in getattr(op, "_inner", op)(**kwargs):
+                if isinstance(c, FileUploadCommand):
+                    uploads.append(c.src.getvalue() if hasattr(c.src, "getvalue") else b"")
+                else:
+                    words.append(c.get_raw_value() if isinstance(c, StringCommand) else str(c))
+        said.append(repr(notes.take(fake.name, "case")))
+    assert any(PASSWORD.encode() in u for u in uploads), "the cache's configuration carries the password"
+    assert words and not any(PASSWORD in w for w in words)
+    assert not any(PASSWORD in s for s in said) and any("secret content differs" in s for s in said), said
