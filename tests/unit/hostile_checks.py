@@ -137,6 +137,14 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
     if cluster.spec.users or cluster.spec.groups:
         plan = plan_accounts(cluster.spec.users, cluster.spec.groups, cluster.spec.identity.homes, "node01", Accounts())
         out["account commands"] = ("shell", "\n".join(c.get_raw_value() for c in plan.commands) + "\n")
+    if cluster.spec.images.registry is not None:
+        from corral.render import registry as registry_render
+        from corral.render.podman import registries_conf
+        for i, inst in enumerate(registry_render.instances(cluster)):
+            out[f"registry config #{i}"] = ("yaml", registry_render.config(cluster, inst, ("user", "password")))
+            out[f"registry unit #{i}"] = ("systemd", registry_render.cache_unit(inst) if inst.upstream
+                                          else registry_render.site_hardening(inst))
+        out["podman registries.conf"] = ("words", registries_conf(cluster))
     if cluster.spec.storage.exports:
         out["exports"] = ("exports", render_exports(cluster))
     for i, m in enumerate(cluster.spec.storage.mounts):

@@ -34,6 +34,18 @@ Path(HUB_CERT).write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE----
 os.close(os.open(HUB_KEY, os.O_WRONLY | os.O_CREAT, 0o600))
 BMC_CREDENTIALS = str(Path(__file__).resolve().parents[1] / "fixtures" / "power" / "bmc-credentials")
 
+
+def _private(name: str, text: str) -> str:
+    """A secret file the spec names: 0600, the test's own (spec/rules_images.py refuses others; git keeps no modes)."""
+    path = Path(tempfile.mkdtemp(prefix="corral-hostile-")) / name
+    path.write_text(text)
+    path.chmod(0o600)
+    return str(path)
+
+
+UPSTREAM_CREDENTIALS = _private("ngc-credentials", "$oauthtoken:nvapi-not-a-key\n")
+REGISTRY_KEY = _private("registry.key", "-----BEGIN PRIVATE KEY-----\n")
+
 # --- the base spec: every optional section set, so that every string field is reachable ----------
 
 BASE: dict[str, Any] = {
@@ -133,6 +145,10 @@ BASE: dict[str, Any] = {
               "bmc": {"credentials_file": BMC_CREDENTIALS, "nodes": [{"names": "gpu01", "addresses": "10.9.0.11"},
                                                                     {"names": "gpu02", "address": "bmc2.example.com:443"}]}},
     "backup": {"dir": "backups", "keep": 3},
+    "images": {"podman": True,
+               "registry": {"node": "ctl1", "port": 5000, "storage": "/srv/registry", "site": True,
+                            "tls": {"cert_file": LDAP_CA, "key_file": REGISTRY_KEY}, "metrics_port": 5051,
+                            "cache": [{"upstream": "nvcr.io", "port": 5001, "credentials_file": UPSTREAM_CREDENTIALS}]}},
     "rollout": {"canary": 1, "batch": "50%", "max_failed": 1, "drain_timeout": "1h"},
     "proxy": {"http": "http://proxy.example.com:3128", "https": "http://proxy.example.com:3128",
               "no_proxy": [".example.com", "10.0.0.0/8"]},

@@ -80,9 +80,21 @@ def test_the_task_prolog_exports_what_the_job_did_not_set(tmp_path):
     script = tmp_path / "task-prolog"
     script.write_text(task_prolog().replace("/etc/corral/job-env", str(tmp_path / "job-env")))
     out = subprocess.run(["sh", str(script)], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "UCX_NET_DEVICES": "mine"}).stdout
+                         env={**os.environ, "UCX_NET_DEVICES": "mine", "XDG_RUNTIME_DIR": str(tmp_path)}).stdout
     assert out.splitlines() == ["export NCCL_IB_HCA==mlx5_0:1", "export NCCL_SOCKET_IFNAME==enp1s0"]
     assert not (tmp_path / "pwned").exists()
+
+
+def test_the_task_prolog_unsets_a_runtime_dir_the_node_lacks(tmp_path):
+    """Slurm exports the submitting shell's environment: the login node's /run/user/UID is not there."""
+    script = tmp_path / "task-prolog"
+    script.write_text(task_prolog().replace("/etc/corral/job-env", str(tmp_path / "no-job-env")))
+    def run(value):
+        env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+        return subprocess.run(["sh", str(script)], capture_output=True, text=True,
+                              env={**env, **({"XDG_RUNTIME_DIR": value} if value is not None else {})}).stdout
+    assert run(str(tmp_path / "run-user-2001")) == "unset XDG_RUNTIME_DIR\n"
+    assert run(str(tmp_path)) == run(None) == ""
 
 
 def test_the_spec_sets_only_the_communication_libraries_variables():

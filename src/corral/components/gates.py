@@ -63,6 +63,23 @@ def software(cluster, node) -> bool:
     return software_user(cluster, node) or software_maker(cluster, node)
 
 
+def registry(cluster, node) -> bool:
+    """The node images.registry names."""
+    r = cluster.spec.images.registry
+    return r is not None and r.node == node.name
+
+
+def registry_ca(cluster, node) -> bool:
+    """Every node, when the registry's certificate is signed by corral's CA (its trust store holds it)."""
+    r = cluster.spec.images.registry
+    return r is not None and r.tls.cert_file is None
+
+
+def podman(cluster, node) -> bool:
+    """Login and compute nodes with images.podman."""
+    return cluster.spec.images.podman and ("login" in node.roles or "compute" in node.roles)
+
+
 def notebook_builder(cluster, node) -> bool:
     """The node that builds the notebook hub's venv on the shared software root (render/jupyterhub.py)."""
     from corral.spec.releases import release

@@ -13,6 +13,8 @@ from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAG
 from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, PROXY_PACKAGES as NOTEBOOK_PROXY
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
+from corral.render.podman import PACKAGES as PODMAN
+from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
 from corral.spec.shared import mounts_of
@@ -156,6 +158,14 @@ def _grafana(cluster, node):
     return gives(["grafana"], "monitoring.grafana") if _monitored(cluster) and "monitoring" in node.roles else {}
 
 
+def _registry(cluster, node):
+    return gives([REGISTRY, "curl"], "images.registry (curl: its readiness)") if gates.registry(cluster, node) else {}
+
+
+def _podman(cluster, node):
+    return gives(PODMAN, "images.podman") if gates.podman(cluster, node) else {}
+
+
 def _munge(cluster, node):
     return gives(["munge"], "every node (Slurm's authentication)")
 
@@ -173,6 +183,10 @@ COMPONENTS = (
     Component("slurm user", D + "slurm_ha:slurm_user"),
     Component("packages", D + "package_batch:package_batch"),
     Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}),  # the key: from the control host
+    # the CA before the registry: its readiness check trusts it
+    Component("images trust", D + "registry:trust", applies=gates.registry_ca),
+    Component("images registry", D + "registry:registry", packages=_registry, applies=gates.registry),
+    Component("podman", D + "podman:podman", packages=_podman, applies=gates.podman),
     Component("health", D + "health:health", applies=gates.health),
     Component("jobhooks", D + "jobhooks:jobhooks", applies=gates.compute),
     Component("nvidia driver", D + "nvidia_driver:nvidia_driver"),

@@ -28,8 +28,9 @@ SECRET = "secrets are not copied into cluster.yaml"
 STORAGE = "(shared filesystems are systemd mount units: storage.mounts)"
 NO_BUILD = ("corral installs Slurm from the distribution's packages (slurm.version pins the release); it builds "
             "no Slurm, PMIx or hwloc: no prefix or build setting")
-REGISTRY = Missing("container-registry, registry-mirror or registry-login setting (enroot pulls from the registry "
-                   "an image names)", (r"registr", r"mirror"))
+REGISTRY = ("DeepOps' container-registry and mirror settings configure Docker's daemon; corral's registry and "
+            "pull-through caches are images.registry, pulled through by podman (docs/components/images.md): write "
+            "images: by hand")
 MODULES = Missing("EasyBuild, Spack or HPC SDK setting: build them on the shared software root (software.root; "
                   "its export and mounts are carried) yourself, its modulefiles/ tree is on every user's MODULEPATH",
                   (r"spack", r"easybuild", r"hpc_?sdk"))

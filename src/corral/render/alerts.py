@@ -33,6 +33,10 @@ def rules(cluster: Cluster) -> list[Rule]:
              "{{ $labels.node }} does not answer (node-exporter unreachable)"),
         Rule("ExporterDown", 'up{job=~"slurm|dcgm|alertmanager"} == 0', 300, "warning",
              "{{ $labels.job }} exporter on {{ $labels.node }} does not answer"),
+        # images.registry: an instance down (a cache whose upstream did not answer when it started stays down)
+        Rule("RegistryDown", 'up{job="registry"} == 0', 300, "warning",
+             "the registry ({{ $labels.registry }}) on {{ $labels.node }} does not answer: jobs cannot pull "
+             "its images"),
         Rule("SlurmctldDown", 'node_systemd_unit_state{name="slurmctld.service",state="active"} == 0 '
              'or corral_slurm_slurmctld_up == 0', 60, "critical",
              "slurmctld does not answer (seen from {{ $labels.node }})"),

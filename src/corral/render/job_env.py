@@ -90,9 +90,12 @@ def job_env_text(cluster: Cluster, node: Node, hw: NodeHW | None) -> str:
 def task_prolog() -> str:
     """Slurm's TaskProlog (run as the job's user, in the task's environment, before each task): prints
     `export NAME=value` for each line of the job-env file whose variable the job has not set; Slurm puts
-    them into the task's environment. Names are checked again here ([A-Z0-9_] only) before use."""
+    them into the task's environment. An XDG_RUNTIME_DIR the node lacks is unset. Names are checked again here ([A-Z0-9_] only) before use."""
     return ("#!/bin/sh\n# Managed by corral: Slurm TaskProlog; exports " + PATH + " into each task unless the job "
             "set the variable\n# (docs/components/fabric.md)\n"
+            "# the submitting shell's XDG_RUNTIME_DIR (a login node's /run/user/UID) is not on this node: podman\n"
+            "# would fail on it (docs/components/images.md)\n"
+            "[ -z \"${XDG_RUNTIME_DIR:-}\" ] || [ -d \"$XDG_RUNTIME_DIR\" ] || echo 'unset XDG_RUNTIME_DIR'\n"
             f"[ -r {PATH} ] || exit 0\n"
             "while IFS= read -r line; do\n"
             "  case \"$line\" in ''|'#'*) continue ;; esac\n"

@@ -37,6 +37,19 @@ def _job(name: str, nodes: list[Node], port: int, roles: bool = False, honor: bo
     return out
 
 
+def _registry_job(cluster: Cluster) -> list[str]:
+    """The registry's instances (images.registry): each one's debug address, labelled with what it serves."""
+    from corral.render.registry import instances, registry_node
+    node = registry_node(cluster)
+    if node is None:
+        return []
+    out = ["  - job_name: registry", "    static_configs:"]
+    for i in instances(cluster):
+        labels = f"node: {json.dumps(node.name)}, registry: {json.dumps(i.upstream or 'site')}"
+        out += [f"      - targets: [{json.dumps(_target(node.address, i.metrics_port))}]", f"        labels: {{{labels}}}"]
+    return out
+
+
 def render_prometheus_yml(cluster: Cluster) -> str:
     m = cluster.spec.monitoring
     mon = cluster.with_role("monitoring")
@@ -54,6 +67,7 @@ def render_prometheus_yml(cluster: Cluster) -> str:
     if "slurm-exporter" in schedulers.of(cluster).carries and cluster.with_role("controller"):
         # honor_labels: the exporter's own `node` label (per Slurm node) wins over the target's
         lines += _job("slurm", cluster.with_role("controller")[:1], m.slurm_exporter_port, honor=True)
+    lines += _registry_job(cluster)
     gpu_nodes = [n for n in cluster.nodes if dcgm_skip_reason(cluster, n) is None]
     if gpu_nodes:
         lines += _job("dcgm", gpu_nodes, m.dcgm_exporter.port)

@@ -87,6 +87,8 @@ POLICIES: dict[str, Policy] = {
     "grafana-server": Policy(**CALM, binds=True, why="dashboards"),
     "nvidia-dcgm": Policy(**CALM, why="the DCGM host engine dcgm-exporter reads"),
     "corral-slurm-exporter": Policy(**CALM, binds=True, why="Slurm metrics"),
+    "docker-registry": Policy(**CALM, binds=True, why="the site registry (images.registry), and each cache's unit "
+                                                     "(render/registry.py) in its text: jobs pull their images"),
     "corral-jupyterhub": Policy(**CALM, binds=True, why="the notebook hub and its proxy; users' servers are "
                                                       "Slurm jobs and keep running while it is away"),
     "corral-dcgm-exporter": Policy(restart_sec=10, interval_s=300, burst=10, binds=True,

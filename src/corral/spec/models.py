@@ -28,6 +28,7 @@ from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, 
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
 from corral.spec.models_acceptance import AcceptanceSpec, BurnSpec, NcclSpec
 from corral.spec.models_backup import BackupSpec
+from corral.spec.models_images import ImagesSpec
 from corral.spec.models_power import PowerSpec
 from corral.spec.models_packages import PackagesSpec, ProxySpec
 from corral.spec.models_reports import ReportsSpec
@@ -42,7 +43,7 @@ __all__ = ["SLURM_ROLES", "K8S_ROLES", "Role", "NAME", "SLURM_TIME", "HOSTLIST",
            "MonitoringSpec", "DriverSpec", "RolloutSpec", "DcgmSpec", "CudaToolkitSpec", "ContainerToolkitSpec",
            "NvidiaSpec", "EnrootSpec", "PyxisSpec", "MigGroupSpec", "MigPartedSpec", "VirtualSpec", "ClusterSpec",
            "StorageSpec", "NfsExport", "Mount", "User", "Group", "IdentitySpec", "AcceptanceSpec", "BurnSpec", "NcclSpec",
-           "ReportsSpec", "PowerSpec"]
+           "ReportsSpec", "PowerSpec", "ImagesSpec"]
 
 SLURM_ROLES = ("controller", "compute", "login", "accounting", "monitoring", "nfs")
 K8S_ROLES = ("control-plane", "worker", "monitoring", "nfs")
@@ -185,6 +186,9 @@ class ClusterSpec(Strict):
     software: SoftwareSpec | None = Field(default=None, description="Lmod, a module tree on shared storage and the "
                                                                      "modules corral writes (login and compute "
                                                                      "nodes); unset: none")
+    images: ImagesSpec = Field(default=ImagesSpec(), description="container images: a registry on the cluster "
+                                                                 "(site registry, pull-through caches) and podman "
+                                                                 "pulling through it (docs/components/images.md)")
     workbench: WorkbenchSpec = Field(default=WorkbenchSpec(), description="interactive work: notebooks as Slurm "
                                                                            "jobs (docs/components/notebooks.md)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")

@@ -22,7 +22,8 @@ class Scheduler:
     """One scheduler. `carries`: spec features only it has (slurm-conf: the slurm: section, and what
     DeepOps' Slurm playbook sets; pyxis: a Slurm plugin; topology: Slurm's
     topology.conf; mig-parted: corral installs it, where under Kubernetes the GPU Operator brings its own;
-    slurm-exporter: the Prometheus job; software: Lmod on login and compute nodes). `pinned`: spec -> the
+    slurm-exporter: the Prometheus job; software: Lmod on login and compute nodes; images: the registry and podman,
+    components of Slurm's list). `pinned`: spec -> the
     version its packages are pinned to (bundle coverage names a bundle holding another). `not_virtual`: why the virtual cluster cannot run it (None:
     it can). `stays_in`: where a node with running jobs must stay (a refused removal's warning)."""
 
@@ -54,7 +55,7 @@ class Scheduler:
 
 SLURM = Scheduler(
     name="slurm", roles=SLURM_ROLES,
-    carries=frozenset({"slurm-conf", "pyxis", "topology", "mig-parted", "slurm-exporter", "software"}),
+    carries=frozenset({"slurm-conf", "pyxis", "topology", "mig-parted", "slurm-exporter", "software", "images"}),
     rules=("corral.spec.rules:check_slurm", "corral.spec.rules_ha:check_ha",
            "corral.spec.rules_os:check_slurm_release", "corral.spec.rules_software:check_clean_jobs"),
     warnings=("corral.spec.rules_os:slurm_release_warnings",),

@@ -361,11 +361,12 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
     """Every node's files (path -> text, or bytes), and the notes: what is not rendered, and why."""
     from corral.facts.ibnetdiscover import load_fabric_cache
     from corral.components.views import declared
+    from corral.workflows.render_images import RENDERERS as IMAGES
     from corral.workflows.render_monitoring import RENDERERS as MONITORING
     version, said = _slurm_version_said(cluster)
     c = Ctx(cluster, hw, version, load_fabric_cache(cluster.state_dir))
     files: dict[str, Files] = {node.name: {} for node in cluster.nodes}
-    parts = {**RENDERERS, **MONITORING}
+    parts = {**RENDERERS, **IMAGES, **MONITORING}
     for component in declared(cluster):  # component by component, as the deploys run: the notes in that order
         part = parts.get(component.name)
         for node in cluster.nodes:

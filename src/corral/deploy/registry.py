@@ -1,0 +1,98 @@
+"""images.registry: Debian's docker-registry (distribution) on the registry node, and corral's CA in every
+node's trust store (docs/components/images.md).
+
+The CA and the node's certificate are made on the control host (secrets.registry_ca/registry_cert, state
+dir 0600) unless the spec gives the site's; the key is installed 0440 root:docker-registry and the CA at
+/usr/local/share/ca-certificates (update-ca-certificates, only when it changed). The site registry runs
+under Debian's unit, the caches under corral's (render/registry.py), all as the package's
+docker-registry user; a cache's upstream password lives only in its configuration file (0440
+root:docker-registry, masked in every diff): it is uploaded as file content, never a command's word."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import deploy
+
+from corral.components import gates
+from corral.errors import CorralError
+from corral.deploy import operations
+from corral.deploy.nodestate import Want, register, register_for_run
+from corral.engine.conditions import AnyChanged
+from corral.render.registry import (CA_PATH, CERT, KEY, PACKAGE, SITE_UNIT, TLS_DIR, USER, cache_unit,
+                                    config, instances, registry_node, site_hardening)
+from corral.render.restart import dropin_path
+from corral.secrets import admin_secret_text, registry_ca, registry_cert
+from corral.spec.rules_images import local_file
+
+HARDENING = f"/etc/systemd/system/{SITE_UNIT}.service.d/corral-hardening.conf"
+WANT = register(Want(paths=(CA_PATH, CERT, KEY, TLS_DIR, HARDENING, dropin_path(SITE_UNIT)),
+                     services=(SITE_UNIT,), packages=(PACKAGE, "curl")))
+
+
+def tls_pair(cluster) -> tuple[bytes, bytes]:
+    """The registry node's (certificate, key): the site's files, or signed by corral's CA."""
+    tls = cluster.spec.images.registry.tls
+    if tls.cert_file is not None:
+        return local_file(cluster, tls.cert_file).read_bytes(), local_file(cluster, tls.key_file).read_bytes()
+    node = registry_node(cluster)
+    return registry_cert(cluster.state_dir, node.name, node.address)
+
+
+def upstream_credentials(cluster, path: str) -> tuple[str, str]:
+    """`user:password` from a cache's credentials file (checked 0600/0400 by spec/rules_images.py)."""
+    text = admin_secret_text(local_file(cluster, path), "upstream registry credentials")
+    user, sep, password = text.partition(":")
+    if not sep or not user or not password:
+        raise CorralError("the upstream registry credentials file does not hold user:password on its first line",
+                          where=str(local_file(cluster, path)), fix="write user:password (e.g. $oauthtoken:KEY)")
+    return user, password
+
+
+@deploy("images trust")
+def trust() -> None:
+    """corral's CA in this node's trust store (every node: podman, curl, enroot and Python trust it)."""
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if not gates.registry_ca(cluster, node):
+        return
+    ca, _ = registry_ca(cluster.state_dir)
+    changed = operations.managed_file(name="corral's registry CA trusted", path=CA_PATH, content=ca, want=WANT)
+    operations.run_when_changed(name="update-ca-certificates", description="the trust store rebuilt",
+                                commands=["update-ca-certificates --fresh >/dev/null"], _if=changed.did_change)
+
+
+@deploy("images registry")
+def registry() -> None:
+    node, cluster = host.data.corral_node, host.data.corral_cluster
+    if not gates.registry(cluster, node):  # the declaration's gate (components/slurm.py)
+        return
+    insts, storage = instances(cluster), cluster.spec.images.registry.storage
+    want = register_for_run(Want(paths=(storage, *(i.config for i in insts), *(i.storage for i in insts),
+                                        *(f"/etc/systemd/system/{i.unit}.service" for i in insts if i.upstream),
+                                        *(dropin_path(i.unit) for i in insts if not i.upstream)),
+                                 services=tuple(i.unit for i in insts)))
+    operations.packages(name="docker-registry (distribution), curl", names=[PACKAGE, "curl"], want=WANT, together=True)
+    operations.directory(name=f"registry storage {storage}", path=storage, want=want, mode="750", user=USER, group=USER)
+    for i in insts:
+        operations.directory(name=f"{i.unit} storage", path=i.storage, want=want, mode="750", user=USER, group=USER)
+    operations.directory(name=TLS_DIR, path=TLS_DIR, want=WANT, mode="750", user="root", group=USER)
+    cert, key = tls_pair(cluster)
+    tls = [operations.managed_file(name="registry certificate", path=CERT, content=cert, want=WANT,
+                                   disruption="restart the registry"),
+           operations.managed_file(name="registry key", path=KEY, content=key, want=WANT, mode="440", group=USER,
+                                   secret=True, disruption="restart the registry")]
+    for i in insts:
+        creds = upstream_credentials(cluster, i.credentials_file) if i.secret else None
+        changed = [*tls, operations.managed_file(
+            name=f"{i.unit} configuration", path=i.config, content=config(cluster, i, creds), want=want,
+            mode="440", group=USER, secret=i.secret, disruption=f"restart {i.unit}")]
+        unit = (cache_unit(i) if i.upstream else site_hardening(i))
+        path = f"/etc/systemd/system/{i.unit}.service" if i.upstream else HARDENING
+        changed.append(operations.unit_dropin(name=f"{i.unit} unit", unit=i.unit, path=path, content=unit,
+                                              want=want, started_next=True))
+        if not i.upstream:  # a cache's unit has its policy in its text
+            operations.restart_policy(name=f"{i.unit} restarted by systemd when it dies", unit=i.unit, want=want,
+                                      started_next=True)
+        wait = f"curl -fsS -o /dev/null https://{registry_node(cluster).name}:{i.port}/v2/"
+        operations.service(name=f"{i.unit} running", unit=i.unit, want=want, wait=wait)
+        operations.restart(name=f"{i.unit} restarted (configuration changed)", unit=i.unit, want=want, wait=wait,
+                           _if=AnyChanged(*changed))

@@ -1,0 +1,55 @@
+"""`corral render` for the images components (workflows/render_slurm.py merges these): corral's CA on every
+node, the registry node's certificate, key (a placeholder), configurations and units, podman's files. Each
+from the function its deploy calls. Certificates are public but made by apply: render copies them from
+the state dir when an apply made them and never makes one (a placeholder names where they will be); a
+cache's upstream password is a placeholder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from corral.spec.cluster import Node
+from corral.workflows.render_slurm import Ctx, Files, restart_dropins, secret
+
+
+def _made(c: Ctx, name: str) -> str | bytes:
+    path = Path(c.cluster.state_dir) / "secrets" / name
+    return path.read_bytes() if path.is_file() else f"<not-rendered:state-dir/secrets/{name} (made by apply)>\n"
+
+
+def _trust(c: Ctx, node: Node) -> Files:
+    from corral.render.registry import CA_PATH
+    return {CA_PATH: _made(c, "registry-ca.crt")}
+
+
+def _registry(c: Ctx, node: Node) -> Files:
+    from corral.deploy.registry import HARDENING
+    from corral.render.registry import CERT, KEY, cache_unit, config, instances, site_hardening
+    from corral.spec.rules_images import local_file
+    tls = c.cluster.spec.images.registry.tls
+    if tls.cert_file is not None:
+        out: Files = {CERT: local_file(c.cluster, tls.cert_file).read_bytes(),
+                      KEY: secret(f"images.registry.tls.key_file={local_file(c.cluster, tls.key_file)}")}
+    else:
+        out = {CERT: _made(c, "registry.crt"), KEY: secret("state-dir/secrets/registry.key")}
+    for i in instances(c.cluster):
+        where = f"images.registry.cache.credentials_file={local_file(c.cluster, i.credentials_file)}" if i.secret else ""
+        out[i.config] = config(c.cluster, i, (secret(where), secret(where)) if i.secret else None)
+        if i.upstream:
+            out[f"/etc/systemd/system/{i.unit}.service"] = cache_unit(i)
+        else:
+            out[HARDENING] = site_hardening(i)
+            out.update(restart_dropins(i.unit))
+    return out
+
+
+def _podman(c: Ctx, node: Node) -> Files:
+    from corral.render.podman import (CONTAINERS_CONF, REGISTRIES_CONF, STORAGE_CONF, containers_conf,
+                                      registries_conf, storage_conf)
+    return {CONTAINERS_CONF: containers_conf(c.cluster), STORAGE_CONF: storage_conf(),
+            REGISTRIES_CONF: registries_conf(c.cluster)}
+
+
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"images trust": _trust, "images registry": _registry,
+                                                       "podman": _podman}

@@ -1,0 +1,163 @@
+"""The images components (deploy/registry.py, deploy/podman.py, render/registry.py, render/podman.py,
+workflows/render_images.py): what they install and where, the upstream password only inside the cache's
+configuration file (a secret upload: masked, never a command's word), podman's mirror configuration
+naming the cache, Prometheus's registry job, and `corral render` writing what the deploys install."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from corral.components.views import declared
+from corral.render.podman import registries_conf
+from corral.render.prometheus import render_prometheus_yml
+from corral.render.registry import config, instances
+from corral.secrets import registry_ca, registry_cert
+from corral.virtual.defaults import default_spec
+from tests.unit.test_render_slurm_files import KEY, _cluster, _state_secrets, assert_same, deploy_files, rendered
+
+PASSWORD = "nvapi-Up-Pw-91xQ"
+
+
+def images_spec(tmp_path: Path) -> str:
+    creds = tmp_path / "ngc.cred"
+    creds.write_text(f"$oauthtoken:{PASSWORD}\n")
+    os.chmod(creds, 0o600)
+    return default_spec(user_key=KEY) + ("images:\n  podman: true\n  registry:\n    node: ctl\n"
+                                         "    cache: [{upstream: nvcr.io, port: 5001, credentials_file: ngc.cred}]\n")
+
+
+def test_the_components_apply_where_declared(tmp_path):
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    where = {c.name: [n.name for n in cluster.nodes if c.applies(cluster, n)] for c in declared(cluster)}
+    assert where["images registry"] == ["ctl"]
+    assert where["images trust"] == ["ctl", "gpu01", "gpu02", "login1"]
+    assert where["podman"] == ["gpu01", "gpu02", "login1"]
+    pkgs = {c.name: c.packages(cluster, cluster.node("ctl")) for c in declared(cluster)}
+    assert set(pkgs["images registry"]) == {"docker-registry", "curl"} and not pkgs["podman"]
+    assert set(next(c for c in declared(cluster) if c.name == "podman").packages(cluster, cluster.node("gpu01"))) == {
+        "podman", "uidmap"}
+
+
+def test_registry_config_binds_the_cluster_address_with_tls_and_metrics(tmp_path):
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    site, cache = instances(cluster)
+    text = config(cluster, site)
+    addr = cluster.node("ctl").address
+    for line in (f'  addr: "{addr}:5000"', '    certificate: "/etc/docker/registry/tls/registry.crt"',
+                 '    key: "/etc/docker/registry/tls/registry.key"', f'    addr: "{addr}:5051"',
+                 '    rootdirectory: "/var/lib/docker-registry/site"', "      enabled: true"):
+        assert line in text.splitlines(), (line, text)
+    assert "proxy:" not in text
+    cached = config(cluster, cache, ("$oauthtoken", PASSWORD)).splitlines()
+    assert cached[-4:] == ["proxy:", '  remoteurl: "https://nvcr.io"', '  username: "$oauthtoken"',
+                           f'  password: "{PASSWORD}"']
+    assert f'  addr: "{addr}:5001"' in cached and f'    addr: "{addr}:5052"' in cached
+
+
+def test_podman_pulls_the_upstream_through_its_cache(tmp_path):
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    assert registries_conf(cluster).splitlines()[1:] == [
+        "", "[[registry]]", 'prefix = "nvcr.io"', 'location = "nvcr.io"', "[[registry.mirror]]",
+        'location = "ctl:5001"']
+
+
+def test_prometheus_scrapes_each_registry_instance(tmp_path):
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    text = render_prometheus_yml(cluster)
+    addr = cluster.node("ctl").address
+    job = text[text.index("  - job_name: registry"):].splitlines()[:6]
+    assert job == ["  - job_name: registry", "    static_configs:", f'      - targets: ["{addr}:5051"]',
+                   '        labels: {node: "ctl", registry: "site"}', f'      - targets: ["{addr}:5052"]',
+                   '        labels: {node: "ctl", registry: "nvcr.io"}']
+
+
+def test_the_certificate_is_made_once_and_again_when_the_address_changes(tmp_path):
+    first = registry_cert(tmp_path, "ctl", "10.0.0.10")
+    assert registry_cert(tmp_path, "ctl", "10.0.0.10") == first
+    assert registry_cert(tmp_path, "ctl", "10.0.0.11") != first
+    for name in ("registry-ca.key", "registry-ca.crt", "registry.key", "registry.crt"):
+        assert (tmp_path / "secrets" / name).stat().st_mode & 0o777 == 0o600
+    assert registry_ca(tmp_path)[0].startswith(b"-----BEGIN CERTIFICATE-----")
+    second = registry_cert(tmp_path, "ctl", "10.0.0.11")
+    for name in ("registry-ca.key", "registry-ca.crt"):  # the CA made again (same name, another key)
+        (tmp_path / "secrets" / name).unlink()
+    assert registry_cert(tmp_path, "ctl", "10.0.0.11") != second
+
+
+def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkeypatch):
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    _state_secrets(cluster)
+    want, secret = deploy_files(cluster, monkeypatch)  # apply makes the CA and certificate; render copies them
+    out = rendered(tmp_path / "out", cluster)
+    ctl = out["ctl"]
+    assert ctl["/etc/docker/registry/cache-5001.yml"].count(b"<secret:not-rendered:images.registry.cache.") == 2
+    assert ("ctl", "/etc/docker/registry/cache-5001.yml") in secret
+    assert ("ctl", "/etc/docker/registry/tls/registry.key") in secret
+    for node, files in out.items():
+        for path, data in files.items():
+            assert PASSWORD.encode() not in data and b"PRIVATE KEY" not in data, (node, path)
+    hidden = {k for k in secret if k[0] == "ctl" and k[1].startswith("/etc/docker")}
+    for node, path in hidden:  # secret files: compared less their secrets
+        want[node].pop(path), out[node].pop(path)
+    assert_same(out, want, secret - hidden)
+    assert out["gpu01"]["/usr/local/share/ca-certificates/corral-registry-ca.crt"] == registry_ca(cluster.state_dir)[0]
+
+
+@pytest.mark.parametrize("bad_mode", [0o644])
+def test_an_apply_reads_the_credentials_only_from_a_private_file(tmp_path, bad_mode):
+    from corral.errors import SpecError
+    spec = images_spec(tmp_path)
+    os.chmod(tmp_path / "ngc.cred", bad_mode)
+    with pytest.raises(SpecError) as err:
+        _cluster(tmp_path, spec)
+    assert "others than its owner may read it" in str(err.value.problems[0].message)
+
+
+def test_the_password_is_never_a_command_word_nor_in_a_diff(tmp_path, monkeypatch):
+    """Every operation the registry deploy calls on a fresh registry node, run as plan and apply would: the
+    upstream password reaches the node only as an uploaded file's content; no command, diff or reason
+    holds it (the journal records those, plan prints them, `ps` shows commands)."""
+    from types import SimpleNamespace
+
+    from pyinfra.api.command import FileUploadCommand, StringCommand
+    from pyinfra.context import ctx_host
+
+    from corral.deploy import operations, registry
+    from corral.deploy.nodestate import Snapshot
+    from corral.engine import notes
+    from tests.unit.test_operations_data import FakeHost
+
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    node = cluster.node("ctl")
+    calls = []
+    for name in ("packages", "directory", "managed_file", "unit_dropin", "restart_policy", "service", "restart"):
+        # packages: names from the declaration alone (it calls an operation, run here only as pyinfra runs it)
+        def record(*, _op=getattr(operations, name), **kwargs):
+            calls.append((kwargs.pop("name"), _op, kwargs))
+            return SimpleNamespace(did_change=lambda: True)
+        monkeypatch.setattr(operations, name, record)
+    with ctx_host.use(SimpleNamespace(data=SimpleNamespace(corral_node=node, corral_cluster=cluster), name="ctl",
+                                      state=SimpleNamespace())):
+        registry.registry._inner()
+    monkeypatch.undo()
+    uploads, words, said = [], [], []
+    assert [n for n, op, _ in calls if op is operations.packages] == ["docker-registry (distribution), curl"]
+    for name, op, kwargs in [c for c in calls if c[1] is not operations.packages]:
+        kwargs.pop("_if", None)
+        fake = FakeHost({"facts": {}})
+        fake.snapshot, fake.name = Snapshot(apt_lists_age_s=60, container="none"), "ctl"
+        fake.data.update(corral_node=node, corral_cluster=cluster)
+        notes.take(fake.name, "case")
+        with ctx_host.use(fake):
+            for c in getattr(op, "_inner", op)(**kwargs):
+                if isinstance(c, FileUploadCommand):
+                    uploads.append(c.src.getvalue() if hasattr(c.src, "getvalue") else b"")
+                else:
+                    words.append(c.get_raw_value() if isinstance(c, StringCommand) else str(c))
+        said.append(repr(notes.take(fake.name, "case")))
+    assert any(PASSWORD.encode() in u for u in uploads), "the cache's configuration carries the password"
+    assert words and not any(PASSWORD in w for w in words)
+    assert not any(PASSWORD in s for s in said) and any("secret content differs" in s for s in said), said

@@ -1,0 +1,90 @@
+"""A tiny OCI image made on the control host and pushed to a registry over TLS (test scaffolding for
+tests/vcluster/test_images.py): one layer holding Debian's static busybox (its .deb fetched from the
+Debian archive the host's apt uses, cached), the image config, the manifest; pushed with the registry
+API (blob uploads, then the manifest), trusting only the CA given."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import ssl
+import subprocess
+import tarfile
+import urllib.request
+from pathlib import Path
+
+CACHE = Path("/var/cache/corral/test-images")
+APPLETS = ("sh", "echo", "cat", "id", "hostname", "uname")
+
+
+def busybox() -> bytes:
+    """Debian's static busybox binary (busybox-static, downloaded once)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    binary = CACHE / "busybox"
+    if not binary.is_file():
+        work = CACHE / "deb"
+        work.mkdir(exist_ok=True)
+        subprocess.run(["apt-get", "download", "busybox-static"], cwd=work, check=True, capture_output=True)
+        deb = next(work.glob("busybox-static_*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(work / "root")], check=True)
+        binary.write_bytes((work / "root/bin/busybox").read_bytes())
+    return binary.read_bytes()
+
+
+def layer(message: str) -> bytes:
+    """An uncompressed layer tar: /bin/busybox, its applets, and /etc/message."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        def add(name: str, data: bytes | None = None, mode: int = 0o755, link: str | None = None) -> None:
+            info = tarfile.TarInfo(name)
+            info.mtime, info.mode = 0, mode
+            if link is not None:
+                info.type, info.linkname = tarfile.SYMTYPE, link
+                tar.addfile(info)
+            elif data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        for d in ("bin", "etc", "tmp"):
+            add(d)
+        add("bin/busybox", busybox())
+        for applet in APPLETS:
+            add(f"bin/{applet}", link="busybox")
+        add("etc/message", message.encode(), 0o644)
+    return out.getvalue()
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def push(base_url: str, name: str, tag: str, cafile: Path, message: str) -> str:
+    """Push the image as base_url/name:tag (https, trusting `cafile` alone); its manifest digest."""
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    raw = layer(message)
+    blob = gzip.compress(raw, mtime=0)
+    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": ["/bin/sh"]},
+                         "rootfs": {"type": "layers", "diff_ids": [_digest(raw)]}}).encode()
+    for data in (blob, config):
+        req = urllib.request.Request(f"{base_url}/v2/{name}/blobs/uploads/", method="POST", data=b"")
+        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+            location = resp.headers["Location"]
+        url = location if location.startswith("http") else base_url + location
+        url += ("&" if "?" in url else "?") + "digest=" + _digest(data)
+        req = urllib.request.Request(url, method="PUT", data=data,
+                                     headers={"Content-Type": "application/octet-stream"})
+        urllib.request.urlopen(req, context=ctx, timeout=60).close()
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": _digest(config),
+                   "size": len(config)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": _digest(blob),
+                    "size": len(blob)}]}).encode()
+    req = urllib.request.Request(f"{base_url}/v2/{name}/manifests/{tag}", method="PUT", data=manifest,
+                                 headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"})
+    urllib.request.urlopen(req, context=ctx, timeout=30).close()
+    return _digest(manifest)

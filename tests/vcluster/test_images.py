@@ -1,0 +1,177 @@
+"""Container images where the GPUs are, slice 1 (issue 37), on a usable cluster of its own (ctl also the
+registry node, gpu01-02, login1, alice with her key) with `images: {podman: true, registry: {node: ctl,
+cache: [...]}}`.
+
+Debian's docker-registry serves the site registry over TLS with a certificate of corral's CA, which every
+node trusts; an image made on the control host (busybox, tests/vcluster/oci_image.py) is pushed to it
+trusting that CA alone. A Slurm batch job of alice's on a compute node pulls it through the registry with
+rootless podman, runs it, and its output is in her home, hers. The registry runs as docker-registry,
+its /metrics answer on the debug address and Prometheus scrapes them. A cache whose upstream is the site
+registry (standing in for nvcr.io) gives a second node the image, and still gives it to a third with the
+upstream stopped. A cache of an upstream with
+credentials starts; its password is in its configuration file (0440 root:docker-registry) and nowhere
+else: not in the journal, not in plan's output, not in any process's argv. The second apply changes
+nothing."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import shlex
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from ruamel.yaml import YAML
+
+from corral.spec.loader import load
+from corral.workflows.converge import converge
+from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
+from tests.vcluster.oci_image import push
+from tests.vcluster.test_users import as_alice
+
+pytestmark = pytest.mark.vcluster
+
+SUBNET = ipaddress.IPv4Network("10.213.95.0/24")  # its own: other modules' clusters may be up
+BRIDGE = "corraltest37"
+PORT = 18095
+PASSWORD = "nvapi-Upstream-Pw-7Qz81"  # the cache's upstream password: must never leave its file
+IMAGE = "corral/hello"
+
+
+def with_images(path) -> None:
+    """The usable spec plus podman and a registry on ctl: the site registry and a cache with credentials
+    whose upstream is that site registry (it plays nvcr.io: distribution's cache asks its upstream at
+    start, and nothing outside answers here)."""
+    creds = path.parent / "upstream-credentials"
+    creds.write_text(f"$oauthtoken:{PASSWORD}\n")
+    creds.chmod(0o600)
+    yaml = YAML()
+    data = yaml.load(path.read_text())
+    data["images"] = {"podman": True, "registry": {"node": "ctl", "cache": [
+        {"upstream": "ctl:5000", "port": 5001, "credentials_file": creds.name}]}}
+    with path.open("w") as f:
+        yaml.dump(data, f)
+
+
+@pytest.fixture(scope="module")
+def reg(tmp_path_factory):
+    reason = vcluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from corral.virtual.cluster import VirtualCluster
+    path = make_spec(tmp_path_factory.mktemp("images"), name="images", usable=True, subnet=SUBNET, bridge=BRIDGE,
+                     port=PORT)
+    with_images(path)
+    vc = VirtualCluster(load(path))
+    try:
+        t0 = time.monotonic()
+        vc.up()
+        result = converge(vc.cluster, "apply", command="test-images-apply")
+        assert result.ok, failures(result)
+        print(f"images cluster up and applied in {time.monotonic() - t0:.0f} s")
+        yield vc
+    finally:
+        vc.down()
+
+
+def ctl_address(vc) -> str:
+    return vc.node("ctl").node.address
+
+
+def test_every_node_trusts_the_registry_and_it_runs_unprivileged(reg):
+    for node in ("gpu01", "login1"):  # Python's ssl reads the trust store update-ca-certificates made
+        out = ssh(reg, node, "python3 -c \"import urllib.request as u; "
+                             "print(u.urlopen('https://ctl:5000/v2/', timeout=10).status)\"").stdout
+        assert out.strip() == "200", out
+    for unit in ("docker-registry", "corral-registry-cache-5001"):
+        user = ssh(reg, "ctl", f"stat -c %U /proc/$(systemctl show -p MainPID --value {unit})").stdout.split()
+        assert user == ["docker-registry"], (unit, user)
+    key = ssh(reg, "ctl", "stat -c '%a %U %G' /etc/docker/registry/tls/registry.key").stdout.split()
+    assert key == ["440", "root", "docker-registry"], key
+
+
+def test_alice_runs_the_pushed_image_in_a_batch_job(reg):
+    ca = reg.cluster.state_dir / "secrets" / "registry-ca.crt"
+    push(f"https://{ctl_address(reg)}:5000", IMAGE, "1", ca, "hello from the site registry\n")
+    script = ("#!/bin/bash\n#SBATCH -w gpu01 -o /home/alice/podman-%j.log\n"
+              f"podman run --rm --network=none ctl:5000/{IMAGE}:1 sh -c 'cat /etc/message; id -u' "
+              "> /home/alice/hello.out\n")
+    # submitted as from a login session (pam_systemd's XDG_RUNTIME_DIR, which Slurm hands to the job): corral's
+    # TaskProlog unsets it on gpu01, which lacks that directory (podman would fail on it)
+    as_alice(reg, "login1", f"printf %s {shlex.quote(script)} > hello.sh && rm -f hello.out")
+    job = as_alice(reg, "login1", "XDG_RUNTIME_DIR=/run/user/2001 sbatch --parsable --wait hello.sh", check=False,
+                   timeout=240)
+    log = ssh(reg, "ctl", "cat /srv/nfs/home/alice/podman-*.log", check=False).stdout
+    assert job.returncode == 0, (job.stdout, job.stderr, log)
+    out = ssh(reg, "ctl", "stat -c %U /srv/nfs/home/alice/hello.out && cat /srv/nfs/home/alice/hello.out").stdout
+    assert out.splitlines() == ["alice", "hello from the site registry", "0"], (out, log)
+
+
+def test_a_second_node_pulls_through_the_cache(reg):
+    """podman on gpu02 asks the cache first for the upstream's images (registries.conf.d's mirror): the
+    image lands in the cache's storage."""
+    script = ("#!/bin/bash\n#SBATCH -w gpu02 -o /home/alice/cached-%j.log\n"
+              f"podman run --rm --network=none ctl:5000/{IMAGE}:1 cat /etc/message > /home/alice/cached.out\n")
+    as_alice(reg, "login1", f"printf %s {shlex.quote(script)} > cached.sh && rm -f cached.out")
+    job = as_alice(reg, "login1", "sbatch --parsable --wait cached.sh", check=False, timeout=240)
+    log = ssh(reg, "ctl", "cat /srv/nfs/home/alice/cached-*.log", check=False).stdout
+    assert job.returncode == 0, (job.stdout, job.stderr, log)
+    assert ssh(reg, "ctl", "cat /srv/nfs/home/alice/cached.out").stdout == "hello from the site registry\n"
+    cached = ssh(reg, "ctl", f"ls /var/lib/docker-registry/cache-5001/docker/registry/v2/repositories/{IMAGE}").stdout
+    assert "_manifests" in cached.split(), cached
+
+
+def test_the_cache_serves_its_images_with_the_upstream_stopped(reg):
+    """The upstream (the site registry) stopped: a node that never pulled the image still gets it, from the
+    cache alone (distribution serves a tag it holds when its upstream does not answer)."""
+    ssh(reg, "ctl", "systemctl stop docker-registry")
+    try:
+        out = as_alice(reg, "login1", f"podman run --rm --network=none ctl:5000/{IMAGE}:1 cat /etc/message",
+                       check=False, timeout=120)
+        assert out.returncode == 0 and out.stdout == "hello from the site registry\n", (out.stdout, out.stderr)
+        logs = ssh(reg, "ctl", "journalctl -u corral-registry-cache-5001 --no-pager -n 200").stdout
+        assert f"/v2/{IMAGE}/manifests/1" in logs, logs[-2000:]
+    finally:
+        ssh(reg, "ctl", "systemctl start docker-registry")
+
+
+def test_registry_metrics_are_scraped(reg):
+    addr = ctl_address(reg)
+    metrics = ssh(reg, "ctl", f"curl -fsS http://{addr}:5051/metrics").stdout
+    assert re.search(r"^registry_\w+", metrics, re.M), metrics[:500]  # distribution's own series
+    deadline = time.monotonic() + 60
+    while True:
+        targets = json.loads(ssh(reg, "ctl", f"curl -fsS http://{addr}:9090/api/v1/targets").stdout)
+        mine = [t for t in targets["data"]["activeTargets"] if t["labels"].get("job") == "registry"]
+        if {t["labels"]["registry"]: t["health"] for t in mine}.get("site") == "up" or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert {t["labels"]["registry"] for t in mine} == {"site", "ctl:5000"}, mine
+    assert [t["health"] for t in mine if t["labels"]["registry"] == "site"] == ["up"], mine
+
+
+def test_the_upstream_password_stays_in_its_file(reg):
+    conf = ssh(reg, "ctl", "stat -c '%a %U %G' /etc/docker/registry/cache-5001.yml && "
+                           "grep -c " + shlex.quote(PASSWORD) + " /etc/docker/registry/cache-5001.yml").stdout.split()
+    assert conf == ["440", "root", "docker-registry", "1"], conf
+    active = ssh(reg, "ctl", "systemctl is-active corral-registry-cache-5001").stdout.strip()
+    assert active == "active", active
+    argv = ssh(reg, "ctl", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
+    assert "cache-5001.yml" in argv and PASSWORD not in argv
+    plan = subprocess.run([sys.executable, "-m", "corral", "plan", "-f", str(reg.cluster.path)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    assert plan.returncode == 0 and PASSWORD not in plan.stdout + plan.stderr, plan.stderr[-2000:]
+    db = sqlite3.connect(reg.cluster.state_dir / "journal.sqlite")
+    dump = "\n".join(db.iterdump())
+    assert "test-images-apply" in dump and PASSWORD not in dump
+
+
+def test_second_apply_changes_nothing(reg):
+    result = converge(reg.cluster, "apply", command="test-images-again")
+    assert result.ok and result.changed == 0, [
+        (name, o.name, o.reason) for name, n in result.nodes.items() for o in n.ops if o.status == "changed"]
