@@ -1,9 +1,9 @@
 """The cluster's own certificate authority, made once on the control host, and the server certificates it
-signs for corral's web services (the notebook hub's HTTPS).
+signs for corral's services (the notebook hub's HTTPS, the image registry's TLS).
 
 The CA's key stays in the state dir's secrets (0600) and never leaves the control host; only its
 certificate is handed out (to nodes, and to users' browsers: docs/components/notebooks.md says how to
-trust it). A server certificate is signed for exactly the names and addresses it is reached by and kept
+trust it; the nodes' trust stores hold it: deploy/registry.py `trust`). A server certificate is signed for exactly the names and addresses it is reached by and kept
 with its key beside the CA, so a re-run pushes the same bytes (no change) until the names change or it
 nears its end. Uses the `cryptography` library (paramiko's own dependency).
 """
@@ -18,13 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from corral.errors import CorralError
 
-CA_DAYS, SERVER_DAYS, RENEW_DAYS = 3650, 825, 30
+CA_DAYS, SERVER_DAYS = 3650, 825
+RENEW_DAYS = SERVER_DAYS // 3  # made again with less than a third of its life left
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,15 @@ def ca_pem(state_dir: Path, cluster_name: str) -> str:
     return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
+def _signed_by(cert, ca) -> bool:
+    """Whether `ca` signed `cert` (a CA made again, after a lost state dir, has the same name)."""
+    try:
+        cert.verify_directly_issued_by(ca)
+        return True
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+
+
 def _sans(names: list[str]) -> list[x509.GeneralName]:
     out: list[x509.GeneralName] = []
     for n in names:
@@ -108,7 +119,7 @@ def server_cert(state_dir: Path, cluster_name: str, service: str, names: list[st
     if crt.exists() and key.exists() and meta.exists():
         cert = x509.load_pem_x509_certificate(crt.read_bytes())
         fresh = cert.not_valid_after_utc - _now() > datetime.timedelta(days=RENEW_DAYS)
-        if json.loads(meta.read_text()) == sorted(names) and fresh and cert.issuer == ca.subject:
+        if json.loads(meta.read_text()) == sorted(names) and fresh and _signed_by(cert, ca):
             return ServerCert(crt.read_text() + ca_text, key.read_text(), ca_text)
     k = ec.generate_private_key(ec.SECP256R1())
     cert = (x509.CertificateBuilder()

@@ -14,7 +14,7 @@ from corral.components.views import declared
 from corral.render.podman import registries_conf
 from corral.render.prometheus import render_prometheus_yml
 from corral.render.registry import config, instances
-from corral.secrets import registry_ca, registry_cert
+from corral import site_ca
 from corral.virtual.defaults import default_spec
 from tests.unit.test_render_slurm_files import KEY, _cluster, _state_secrets, assert_same, deploy_files, rendered
 
@@ -33,7 +33,7 @@ def test_the_components_apply_where_declared(tmp_path):
     cluster = _cluster(tmp_path, images_spec(tmp_path))
     where = {c.name: [n.name for n in cluster.nodes if c.applies(cluster, n)] for c in declared(cluster)}
     assert where["images registry"] == ["ctl"]
-    assert where["images trust"] == ["ctl", "gpu01", "gpu02", "login1"]
+    assert where["ca trust"] == ["ctl", "gpu01", "gpu02", "login1"]
     assert where["podman"] == ["gpu01", "gpu02", "login1"]
     pkgs = {c.name: c.packages(cluster, cluster.node("ctl")) for c in declared(cluster)}
     assert set(pkgs["images registry"]) == {"docker-registry", "curl"} and not pkgs["podman"]
@@ -75,16 +75,18 @@ def test_prometheus_scrapes_each_registry_instance(tmp_path):
 
 
 def test_the_certificate_is_made_once_and_again_when_the_address_changes(tmp_path):
-    first = registry_cert(tmp_path, "ctl", "10.0.0.10")
-    assert registry_cert(tmp_path, "ctl", "10.0.0.10") == first
-    assert registry_cert(tmp_path, "ctl", "10.0.0.11") != first
-    for name in ("registry-ca.key", "registry-ca.crt", "registry.key", "registry.crt"):
-        assert (tmp_path / "secrets" / name).stat().st_mode & 0o777 == 0o600
-    assert registry_ca(tmp_path)[0].startswith(b"-----BEGIN CERTIFICATE-----")
-    second = registry_cert(tmp_path, "ctl", "10.0.0.11")
-    for name in ("registry-ca.key", "registry-ca.crt"):  # the CA made again (same name, another key)
-        (tmp_path / "secrets" / name).unlink()
-    assert registry_cert(tmp_path, "ctl", "10.0.0.11") != second
+    def registry_cert(name, address):
+        return site_ca.server_cert(tmp_path, "lab", "registry", [name, address])
+    first = registry_cert("ctl", "10.0.0.10")
+    assert registry_cert("ctl", "10.0.0.10") == first
+    assert registry_cert("ctl", "10.0.0.11") != first
+    for name in ("ca.key", "registry.key"):
+        assert (tmp_path / "secrets" / "ca" / name).stat().st_mode & 0o777 == 0o600
+    assert site_ca.ca_pem(tmp_path, "lab").startswith("-----BEGIN CERTIFICATE-----")
+    second = registry_cert("ctl", "10.0.0.11")
+    for name in ("ca.key", "ca.pem"):  # the CA made again (same name, another key)
+        (tmp_path / "secrets" / "ca" / name).unlink()
+    assert registry_cert("ctl", "10.0.0.11") != second
 
 
 def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkeypatch):
@@ -103,7 +105,8 @@ def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkey
     for node, path in hidden:  # secret files: compared less their secrets
         want[node].pop(path), out[node].pop(path)
     assert_same(out, want, secret - hidden)
-    assert out["gpu01"]["/usr/local/share/ca-certificates/corral-registry-ca.crt"] == registry_ca(cluster.state_dir)[0]
+    assert out["gpu01"]["/usr/local/share/ca-certificates/corral-ca.crt"] == site_ca.ca_pem(
+        cluster.state_dir, cluster.name).encode()
 
 
 @pytest.mark.parametrize("bad_mode", [0o644])

@@ -96,7 +96,7 @@ def test_every_node_trusts_the_registry_and_it_runs_unprivileged(reg):
 
 
 def test_alice_runs_the_pushed_image_in_a_batch_job(reg):
-    ca = reg.cluster.state_dir / "secrets" / "registry-ca.crt"
+    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
     push(f"https://{ctl_address(reg)}:5000", IMAGE, "1", ca, "hello from the site registry\n")
     script = ("#!/bin/bash\n#SBATCH -w gpu01 -o /home/alice/podman-%j.log\n"
               f"podman run --rm --network=none ctl:5000/{IMAGE}:1 sh -c 'cat /etc/message; id -u' "

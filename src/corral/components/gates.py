@@ -69,10 +69,11 @@ def registry(cluster, node) -> bool:
     return r is not None and r.node == node.name
 
 
-def registry_ca(cluster, node) -> bool:
-    """Every node, when the registry's certificate is signed by corral's CA (its trust store holds it)."""
-    r = cluster.spec.images.registry
-    return r is not None and r.tls.cert_file is None
+def cluster_ca(cluster, node) -> bool:
+    """Every node, when the cluster's CA (site_ca) signs the registry's or the notebook hub's certificate:
+    its trust store holds the CA."""
+    r, hub = cluster.spec.images.registry, cluster.spec.workbench.jupyterhub
+    return (r is not None and r.tls.cert_file is None) or (hub is not None and hub.tls is None)
 
 
 def podman(cluster, node) -> bool:

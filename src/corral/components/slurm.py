@@ -184,7 +184,7 @@ COMPONENTS = (
     Component("packages", D + "package_batch:package_batch"),
     Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}),  # the key: from the control host
     # the CA before the registry: its readiness check trusts it
-    Component("images trust", D + "registry:trust", applies=gates.registry_ca),
+    Component("ca trust", D + "registry:trust", applies=gates.cluster_ca),
     Component("images registry", D + "registry:registry", packages=_registry, applies=gates.registry),
     Component("podman", D + "podman:podman", packages=_podman, applies=gates.podman),
     Component("health", D + "health:health", applies=gates.health),

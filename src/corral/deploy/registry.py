@@ -1,7 +1,7 @@
 """images.registry: Debian's docker-registry (distribution) on the registry node, and corral's CA in every
 node's trust store (docs/components/images.md).
 
-The CA and the node's certificate are made on the control host (secrets.registry_ca/registry_cert, state
+The CA and the node's certificate are made on the control host (site_ca: the cluster's CA, state
 dir 0600) unless the spec gives the site's; the key is installed 0440 root:docker-registry and the CA at
 /usr/local/share/ca-certificates (update-ca-certificates, only when it changed). The site registry runs
 under Debian's unit, the caches under corral's (render/registry.py), all as the package's
@@ -21,7 +21,8 @@ from corral.engine.conditions import AnyChanged
 from corral.render.registry import (CA_PATH, CERT, KEY, PACKAGE, SITE_UNIT, TLS_DIR, USER, cache_unit,
                                     config, instances, registry_node, site_hardening)
 from corral.render.restart import dropin_path
-from corral.secrets import admin_secret_text, registry_ca, registry_cert
+from corral import site_ca
+from corral.secrets import admin_secret_text
 from corral.spec.rules_images import local_file
 
 HARDENING = f"/etc/systemd/system/{SITE_UNIT}.service.d/corral-hardening.conf"
@@ -35,7 +36,8 @@ def tls_pair(cluster) -> tuple[bytes, bytes]:
     if tls.cert_file is not None:
         return local_file(cluster, tls.cert_file).read_bytes(), local_file(cluster, tls.key_file).read_bytes()
     node = registry_node(cluster)
-    return registry_cert(cluster.state_dir, node.name, node.address)
+    made = site_ca.server_cert(cluster.state_dir, cluster.name, "registry", [node.name, node.address])
+    return made.cert.encode(), made.key.encode()
 
 
 def upstream_credentials(cluster, path: str) -> tuple[str, str]:
@@ -48,14 +50,14 @@ def upstream_credentials(cluster, path: str) -> tuple[str, str]:
     return user, password
 
 
-@deploy("images trust")
+@deploy("ca trust")
 def trust() -> None:
-    """corral's CA in this node's trust store (every node: podman, curl, enroot and Python trust it)."""
+    """The cluster's CA in this node's trust store (every node: podman, curl, enroot and Python trust it)."""
     node, cluster = host.data.corral_node, host.data.corral_cluster
-    if not gates.registry_ca(cluster, node):
+    if not gates.cluster_ca(cluster, node):
         return
-    ca, _ = registry_ca(cluster.state_dir)
-    changed = operations.managed_file(name="corral's registry CA trusted", path=CA_PATH, content=ca, want=WANT)
+    ca = site_ca.ca_pem(cluster.state_dir, cluster.name)
+    changed = operations.managed_file(name="the cluster's CA trusted", path=CA_PATH, content=ca, want=WANT)
     operations.run_when_changed(name="update-ca-certificates", description="the trust store rebuilt",
                                 commands=["update-ca-certificates --fresh >/dev/null"], _if=changed.did_change)
 

@@ -1,4 +1,4 @@
-"""`corral render` for the images components (workflows/render_slurm.py merges these): corral's CA on every
+"""`corral render` for the images components (workflows/render_slurm.py merges these): the cluster's CA on every
 node, the registry node's certificate, key (a placeholder), configurations and units, podman's files. Each
 from the function its deploy calls. Certificates are public but made by apply: render copies them from
 the state dir when an apply made them and never makes one (a placeholder names where they will be); a
@@ -20,7 +20,7 @@ def _made(c: Ctx, name: str) -> str | bytes:
 
 def _trust(c: Ctx, node: Node) -> Files:
     from corral.render.registry import CA_PATH
-    return {CA_PATH: _made(c, "registry-ca.crt")}
+    return {CA_PATH: _made(c, "ca/ca.pem")}
 
 
 def _registry(c: Ctx, node: Node) -> Files:
@@ -32,7 +32,9 @@ def _registry(c: Ctx, node: Node) -> Files:
         out: Files = {CERT: local_file(c.cluster, tls.cert_file).read_bytes(),
                       KEY: secret(f"images.registry.tls.key_file={local_file(c.cluster, tls.key_file)}")}
     else:
-        out = {CERT: _made(c, "registry.crt"), KEY: secret("state-dir/secrets/registry.key")}
+        leaf, ca = _made(c, "ca/registry.pem"), _made(c, "ca/ca.pem")  # the chain deploy sends (site_ca)
+        chain = leaf + ca if isinstance(leaf, bytes) and isinstance(ca, bytes) else leaf
+        out = {CERT: chain, KEY: secret("state-dir/secrets/ca/registry.key")}
     for i in instances(c.cluster):
         where = f"images.registry.cache.credentials_file={local_file(c.cluster, i.credentials_file)}" if i.secret else ""
         out[i.config] = config(c.cluster, i, (secret(where), secret(where)) if i.secret else None)
@@ -51,5 +53,5 @@ def _podman(c: Ctx, node: Node) -> Files:
             REGISTRIES_CONF: registries_conf(c.cluster)}
 
 
-RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"images trust": _trust, "images registry": _registry,
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"ca trust": _trust, "images registry": _registry,
                                                        "podman": _podman}
