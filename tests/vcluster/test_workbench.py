@@ -1,14 +1,19 @@
-"""The researchers' workbench, slice 1 (issue 36): Lmod with a module tree on shared /sw, Open MPI with
-Slurm's PMIx, and clean job environments, on a usable cluster of its own (ctl also the NFS node,
-gpu01-02, login1, alice with her key; /sw exported beside /home; `software: {}` and
-`slurm.clean_jobs: true`).
+"""The researchers' workbench (issue 36): Lmod with a module tree on shared /sw, Open MPI with Slurm's
+PMIx, clean job environments and notebooks, on a usable cluster of its own (ctl also the NFS node,
+gpu01-02, login1, alice with her key and a password; /sw exported beside /home; `software: {}`,
+`slurm.clean_jobs: true`, `workbench.jupyterhub`, her default QOS `notebook` allowing 2 GPUs).
 
 As alice from login1: `module avail` lists openmpi and a module the site put on /sw; `module load
 openmpi` then `mpirun --version` in a login shell and in a batch job; an MPI program she builds with mpicc
 runs as 2 tasks on 2 nodes under `srun --mpi=pmix`. A job's /tmp is its own (another user's concurrent
 job on the node does not see its file) and gone after it; a process she left on a node outside any job
 is ended when her last job there ends, not before. A stuck GPU process (the stand-in nvidia-smi reports
-one) drains the node after her job with a reason she can read; the second apply changes nothing."""
+one) drains the node after her job with a reason she can read. Notebooks (tests/vcluster/notebooks.py):
+the hub answers over HTTPS with the cluster CA's certificate (every node trusts it), its secrets are
+0600 and in no process's argv or corral's journal; in Debian's chromium (Playwright) alice logs in, asks
+for 1 GPU, her JupyterLab runs as a Slurm job on a GPU node, a cell prints one GPU, its job id and
+`module load openmpi`'s MPI_HOME, she stops it and the job is gone; a form asking more GPUs than her
+QOS allows is refused with the reason and submits nothing. The second apply changes nothing."""
 
 from __future__ import annotations
 
@@ -58,6 +63,13 @@ def with_workbench(path) -> None:
     data["storage"]["mounts"].append({"path": "/sw", "export": "/srv/nfs/sw"})
     data["software"] = {}
     data["slurm"]["clean_jobs"] = True
+    data["slurm"]["qos"].append({"name": "notebook", "max_gpus_per_user": 2, "max_wall": "4:00:00"})
+    for account in data["slurm"]["accounts"]:
+        account["qos"].append("notebook")
+    for user in data["users"]:
+        if user["name"] == "alice":
+            user.update(default_qos="notebook", password=True)
+    data["workbench"] = {"jupyterhub": {"default_time": "1h"}}
     with path.open("w") as f:
         yaml.dump(data, f)
 
@@ -194,6 +206,11 @@ def test_a_stuck_gpu_process_drains_the_node_with_a_reason_she_can_read(bench):
         ssh(bench, "gpu02", f"rm -f {APPS}")
         ssh(bench, "ctl", "scontrol update nodename=gpu02 state=resume", check=False)
     wait_for(lambda: node_idle(bench, "gpu02"), "gpu02 to be resumed")
+
+
+from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this module's cluster)
+    test_the_form_refuses_what_her_qos_does_not_allow, test_the_hub_serves_https_with_the_cluster_ca,
+    test_alice_gets_a_gpu_notebook_in_a_browser)
 
 
 def test_second_apply_changes_nothing(bench):

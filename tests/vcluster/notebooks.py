@@ -1,0 +1,140 @@
+"""Notebooks on the workbench cluster (tests/vcluster/test_workbench.py runs these on its `bench`): the
+hub over HTTPS with the cluster CA's certificate, its secrets kept, alice's JupyterLab as a Slurm job on
+a GPU node driven in Debian's chromium through Playwright, and the form refusing what her QOS does not
+allow. Not collected on its own (no test_ prefix): its tests need test_workbench's cluster."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from pathlib import Path
+
+import requests
+
+from tests.vcluster.conftest import ssh
+from tests.vcluster.test_users import as_alice
+
+PORT = 8443
+CELL = ("import os\n"
+        "exec(open(os.environ['LMOD_PKG'] + '/init/env_modules_python.py').read())\n"
+        "module('load', 'openmpi')\n"
+        "print('CVD=' + os.environ.get('CUDA_VISIBLE_DEVICES', '-'), 'JOB=' + os.environ.get('SLURM_JOB_ID', '-'),"
+        " 'MPI_HOME=' + os.environ.get('MPI_HOME', '-'))")
+NOTEBOOK = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [],
+                       "source": CELL}],
+            "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                        "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def hub(vc) -> str:
+    return f"https://{vc.node('login1').node.address}:{PORT}"
+
+
+def secret(vc, name: str) -> str:
+    return (Path(vc.cluster.state_dir) / "secrets" / name).read_text().strip()
+
+
+def ca_file(vc) -> str:
+    return str(Path(vc.cluster.state_dir) / "secrets" / "ca" / "ca.pem")
+
+
+def session(vc) -> requests.Session:
+    """alice logged in to the hub over HTTPS, trusting the cluster CA alone."""
+    s = requests.Session()
+    s.trust_env = False  # REQUESTS_CA_BUNDLE would replace `verify`
+    s.verify = ca_file(vc)
+    s.get(hub(vc) + "/hub/login", timeout=30)
+    r = s.post(hub(vc) + "/hub/login", timeout=30, data={
+        "username": "alice", "password": secret(vc, "password-alice"), "_xsrf": s.cookies.get("_xsrf", path="/hub/")})
+    assert r.ok and "/hub/login" not in r.url, (r.status_code, r.url)
+    return s
+
+
+def spawner_jobs(vc) -> list[str]:
+    out = ssh(vc, "ctl", "squeue -h -u alice -n spawner-jupyterhub -o '%i %T %N'").stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def wait_for(predicate, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1)
+
+
+def test_the_hub_serves_https_with_the_cluster_ca(bench):
+    r = requests.get(hub(bench) + "/hub/login", verify=ca_file(bench), timeout=30)
+    assert r.status_code == 200 and "jupyterhub" in r.text.lower()
+    # every node trusts the cluster CA (ca trust): a compute node's own Python verifies the hub
+    probe = (f"python3 -c \"import urllib.request; print(urllib.request.urlopen('{hub(bench)}/hub/api', "
+             "timeout=10).status)\"")
+    assert ssh(bench, "gpu01", probe).stdout.strip() == "200"
+    modes = ssh(bench, "login1", "stat -c '%n %a %U' /etc/corral/jupyterhub/cookie_secret "
+                                 "/etc/corral/jupyterhub/proxy.env /etc/corral/jupyterhub/tls/hub.key").stdout.split("\n")
+    assert all(line.endswith(" 600 root") for line in modes if line), modes
+    token = secret(bench, "jupyterhub-proxy-token")
+    argv = ssh(bench, "login1", "ps -eo args").stdout
+    assert "configurable-http-proxy" in argv and token not in argv  # the proxy's token comes from its environment
+    journal = "\n".join(p.read_text(errors="replace") for p in Path(bench.cluster.state_dir).rglob("*")
+                        if p.is_file() and "secrets" not in p.parts)
+    assert token not in journal and secret(bench, "password-alice") not in journal
+
+
+def test_the_form_refuses_what_her_qos_does_not_allow(bench):
+    s = session(bench)
+    form = s.get(hub(bench) + "/hub/spawn", timeout=30)
+    assert 'name="gpus"' in form.text and "h100 (partitions: gpu)" in form.text
+    r = s.post(hub(bench) + "/hub/spawn", timeout=60, allow_redirects=False, data={
+        "_xsrf": s.cookies.get("_xsrf", path="/hub/"), "partition": "gpu", "gpu_type": "h100", "gpus": "3",
+        "cpus": "1", "memory_gb": "0", "time": "0:30:00"})
+    assert "GPUs: 3 asked, but QOS notebook allows you 2 at a time (MaxTRESPerUser gres/gpu)" in r.text, r.text[-2000:]
+    assert spawner_jobs(bench) == []
+    user = s.get(hub(bench) + "/hub/api/users/alice", timeout=30,
+                 headers={"X-XSRFToken": s.cookies.get("_xsrf", path="/hub/")}).json()
+    assert not user["servers"], user
+
+
+def test_alice_gets_a_gpu_notebook_in_a_browser(bench, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+    as_alice(bench, "login1", f"printf '%s' {shlex.quote(json.dumps(NOTEBOOK))} > ~/check.ipynb")
+    base = hub(bench)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        try:
+            page = browser.new_context(ignore_https_errors=True, viewport={"width": 1100, "height": 800}).new_page()
+            page.goto(base + "/hub/login")
+            page.fill("#username_input", "alice")
+            page.fill("#password_input", secret(bench, "password-alice"))
+            page.click("#login_submit")
+            page.wait_for_selector("#gpus", timeout=30000)  # the spawn form, bounded by the spec
+            page.screenshot(path=str(tmp_path / "spawn-form.png"), full_page=True)
+            page.select_option("#partition", "gpu")
+            page.fill("#gpus", "1")
+            page.click("#spawn_form [type=submit]")
+            page.wait_for_url(re.compile(r"/user/alice/lab"), timeout=180000)
+            jobs = spawner_jobs(bench)
+            assert len(jobs) == 1 and jobs[0].split()[1] == "RUNNING" and jobs[0].split()[2] in ("gpu01", "gpu02"), jobs
+            page.goto(base + "/user/alice/lab/tree/check.ipynb?reset")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status='idle']",
+                                   timeout=60000)
+            out = page.locator(".jp-NotebookPanel .jp-OutputArea-output").first
+            for _ in range(8):  # a run asked before the kernel's channels are up is dropped: ask again
+                page.locator(".jp-NotebookPanel .jp-Cell .cm-content").first.click()
+                page.keyboard.press("Control+Enter")
+                try:
+                    expect(out).to_contain_text("CVD=", timeout=8000)
+                    break
+                except AssertionError:
+                    continue
+            text = out.inner_text()
+            job = jobs[0].split()[0]
+            assert re.fullmatch(rf"CVD=\d JOB={job} MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi", text.strip()), text
+            page.goto(base + "/hub/home")
+            page.click("#stop")
+            wait_for(lambda: spawner_jobs(bench) == [], "her server's job to end", timeout=90)
+        finally:
+            browser.close()
+    state = ssh(bench, "ctl", f"sacct -n -X -P -j {job} -o State").stdout.strip()
+    assert state.startswith(("CANCELLED", "COMPLETED")), state
