@@ -80,6 +80,12 @@ def test_the_hub_serves_https_with_the_cluster_ca(bench):
     journal = "\n".join(p.read_text(errors="replace") for p in Path(bench.cluster.state_dir).rglob("*")
                         if p.is_file() and "secrets" not in p.parts)
     assert token not in journal and secret(bench, "password-alice") not in journal
+    # Prometheus scrapes the hub's metrics (the spawn-failure alert reads them)
+    from tests.vcluster.test_monitoring import query
+    wait_for(lambda: [r["value"][1] for r in query(bench, 'up{job="jupyterhub"}')["data"]["result"]] == ["1"],
+             "Prometheus to scrape the hub", timeout=90)
+    counts = query(bench, "jupyterhub_server_spawn_duration_seconds_count")["data"]["result"]
+    assert {r["metric"]["status"] for r in counts} >= {"success", "failure"}, counts
 
 
 def test_the_form_refuses_what_her_qos_does_not_allow(bench):

@@ -37,6 +37,14 @@ def rules(cluster: Cluster) -> list[Rule]:
         Rule("RegistryDown", 'up{job="registry"} == 0', 300, "warning",
              "the registry ({{ $labels.registry }}) on {{ $labels.node }} does not answer: jobs cannot pull "
              "its images"),
+        # workbench.jupyterhub: the hub down, or servers failing to start (sbatch refused, a job that never
+        # reached the hub, a timeout) in the last 15 minutes
+        Rule("NotebookHubDown", 'up{job="jupyterhub"} == 0', 300, "warning",
+             "the notebook hub on {{ $labels.node }} does not answer: users cannot log in or start notebooks"),
+        Rule("NotebookSpawnsFailing",
+             'increase(jupyterhub_server_spawn_duration_seconds_count{status="failure"}[15m]) > 0', 0, "warning",
+             "notebook servers failed to start on the hub on {{ $labels.node }} in the last 15 minutes (the hub's "
+             "log says why: journalctl -u corral-jupyterhub)"),
         Rule("SlurmctldDown", 'node_systemd_unit_state{name="slurmctld.service",state="active"} == 0 '
              'or corral_slurm_slurmctld_up == 0', 60, "critical",
              "slurmctld does not answer (seen from {{ $labels.node }})"),

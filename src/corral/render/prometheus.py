@@ -1,6 +1,6 @@
 """prometheus.yml from the spec: every node of every role is scraped (node-exporter), and
-Prometheus itself, Alertmanager, corral's Slurm exporter (controllers) and dcgm-exporter (GPU nodes
-where it is deployed). Targets are spec addresses; each carries its node name (and roles) as labels."""
+Prometheus itself, Alertmanager, corral's Slurm exporter (controllers), dcgm-exporter (GPU nodes
+where it is deployed), the image registry and the notebook hub. Targets are spec addresses; each carries its node name (and roles) as labels."""
 
 from __future__ import annotations
 
@@ -50,6 +50,18 @@ def _registry_job(cluster: Cluster) -> list[str]:
     return out
 
 
+def _jupyterhub_job(cluster: Cluster) -> list[str]:
+    """The notebook hub's own metrics (workbench.jupyterhub): its API port on the hub node, /hub/metrics."""
+    from corral.render.jupyterhub import HUB_PORT
+    from corral.spec.workbench import hub_node
+    node = hub_node(cluster)
+    if node is None:
+        return []
+    return ["  - job_name: jupyterhub", "    metrics_path: /hub/metrics", "    static_configs:",
+            f"      - targets: [{json.dumps(_target(node.address, HUB_PORT))}]",
+            f"        labels: {{node: {json.dumps(node.name)}}}"]
+
+
 def render_prometheus_yml(cluster: Cluster) -> str:
     m = cluster.spec.monitoring
     mon = cluster.with_role("monitoring")
@@ -68,6 +80,7 @@ def render_prometheus_yml(cluster: Cluster) -> str:
         # honor_labels: the exporter's own `node` label (per Slurm node) wins over the target's
         lines += _job("slurm", cluster.with_role("controller")[:1], m.slurm_exporter_port, honor=True)
     lines += _registry_job(cluster)
+    lines += _jupyterhub_job(cluster)
     gpu_nodes = [n for n in cluster.nodes if dcgm_skip_reason(cluster, n) is None]
     if gpu_nodes:
         lines += _job("dcgm", gpu_nodes, m.dcgm_exporter.port)
