@@ -185,6 +185,15 @@ ASSOC = "alice|short|normal,short\nalice|normal|normal\n"  # sacctmgr -nP show a
 QOS = "normal||\nshort|gres/gpu=1|01:00:00\nlong|cpu=64,gres/gpu=8|2-00:00:00\n"  # format=name,maxtrespu,maxwall
 
 
+def test_an_api_spawn_is_checked_as_the_form_is():
+    assert form.parse(form.formdata(None, SETTINGS), SETTINGS) == {
+        "partition": "gpu", "gpu_type": "", "gpus": 0, "cpus": 1, "memory_gb": 0, "time": "2:00:00"}
+    api = {"partition": "gpu", "gpu_type": "h100", "gpus": 2, "cpus": 4, "time": "1:00:00"}
+    assert form.batch_request(form.parse(form.formdata(api, SETTINGS), SETTINGS))["req_gres"] == "gpu:h100:2"
+    with pytest.raises(ValueError, match="partition"):
+        form.parse(form.formdata({"partition": "gpu\n#SBATCH --qos=high"}, SETTINGS), SETTINGS)
+
+
 def test_the_users_qos_bounds_the_request():
     limits = form.qos_limits(QOS)
     assert limits == {"normal": {"gpus_per_user": None, "wall": None}, "short": {"gpus_per_user": 1, "wall": 60},

@@ -40,20 +40,22 @@ def ca_file(vc) -> str:
     return str(Path(vc.cluster.state_dir) / "secrets" / "ca" / "ca.pem")
 
 
-def session(vc) -> requests.Session:
-    """alice logged in to the hub over HTTPS, trusting the cluster CA alone."""
+def session(vc, user: str = "alice", password: str | None = None) -> requests.Session:
+    """`user` logged in to the hub over HTTPS (alice: with corral's password for her), trusting the cluster
+    CA alone."""
     s = requests.Session()
     s.trust_env = False  # REQUESTS_CA_BUNDLE would replace `verify`
     s.verify = ca_file(vc)
     s.get(hub(vc) + "/hub/login", timeout=30)
     r = s.post(hub(vc) + "/hub/login", timeout=30, data={
-        "username": "alice", "password": secret(vc, "password-alice"), "_xsrf": s.cookies.get("_xsrf", path="/hub/")})
+        "username": user, "password": password or secret(vc, "password-alice"),
+        "_xsrf": s.cookies.get("_xsrf", path="/hub/")})
     assert r.ok and "/hub/login" not in r.url, (r.status_code, r.url)
     return s
 
 
-def spawner_jobs(vc) -> list[str]:
-    out = ssh(vc, "ctl", "squeue -h -u alice -n spawner-jupyterhub -o '%i %T %N'").stdout
+def spawner_jobs(vc, user: str = "alice") -> list[str]:
+    out = ssh(vc, "ctl", f"squeue -h -u {user} -n spawner-jupyterhub -o '%i %T %N'").stdout
     return [line for line in out.splitlines() if line.strip()]
 
 
@@ -144,3 +146,33 @@ def test_alice_gets_a_gpu_notebook_in_a_browser(bench, tmp_path):
             browser.close()
     state = ssh(bench, "ctl", f"sacct -n -X -P -j {job} -o State").stdout.strip()
     assert state.startswith(("CANCELLED", "COMPLETED")), state
+
+
+def test_a_directory_user_logs_in_to_the_hub_and_gets_a_server(bench):
+    """bob is only in the directory: PAM (pam_sss) checks his directory password; his server is his job.
+    A directory user's Slurm association and home are the site's to make (sacctmgr, the home server): the
+    test makes them as a site would."""
+    from tests.vcluster.test_workbench import BOB_PASSWORD
+    assert ssh(bench, "login1", "getent passwd bob").stdout.split(":")[2] == "3001"
+    ssh(bench, "ctl", "sacctmgr -i add user bob account=research >/dev/null; "
+                      "install -d -o 3001 -g 3001 -m 700 /srv/nfs/home/bob")
+    bad = requests.Session()
+    bad.trust_env, bad.verify = False, ca_file(bench)
+    bad.get(hub(bench) + "/hub/login", timeout=30)
+    r = bad.post(hub(bench) + "/hub/login", timeout=30, data={
+        "username": "bob", "password": "not-his", "_xsrf": bad.cookies.get("_xsrf", path="/hub/")})
+    assert "/hub/login" in r.url and "Invalid username or password" in r.text  # a wrong password: refused
+    s = session(bench, "bob", BOB_PASSWORD)
+    xsrf = {"X-XSRFToken": s.cookies.get("_xsrf", path="/hub/")}
+    r = s.post(hub(bench) + "/hub/spawn", timeout=60, allow_redirects=False, data={
+        "_xsrf": xsrf["X-XSRFToken"], "partition": "gpu", "gpu_type": "h100", "gpus": "0", "cpus": "1",
+        "memory_gb": "0", "time": "0:20:00"})
+    assert r.status_code == 302, r.text[-1500:]
+    wait_for(lambda: (s.get(hub(bench) + "/hub/api/users/bob", headers=xsrf, timeout=30).json()["servers"]
+                      .get("", {}).get("ready")), "bob's server", timeout=120)
+    jobs = spawner_jobs(bench, "bob")
+    assert len(jobs) == 1 and jobs[0].split()[1] == "RUNNING", jobs
+    owner = ssh(bench, "ctl", f"squeue -h -j {jobs[0].split()[0]} -o %u").stdout.strip()
+    assert owner == "bob"
+    assert s.delete(hub(bench) + "/hub/api/users/bob/server", headers=xsrf, timeout=60).status_code in (202, 204)
+    wait_for(lambda: spawner_jobs(bench, "bob") == [], "bob's server's job to end", timeout=90)

@@ -13,7 +13,9 @@ the hub answers over HTTPS with the cluster CA's certificate (every node trusts 
 0600 and in no process's argv or corral's journal; in Debian's chromium (Playwright) alice logs in, asks
 for 1 GPU, her JupyterLab runs as a Slurm job on a GPU node, a cell prints one GPU, its job id and
 `module load openmpi`'s MPI_HOME, she stops it and the job is gone; a form asking more GPUs than her
-QOS allows is refused with the reason and submits nothing. The second apply changes nothing."""
+QOS allows is refused with the reason and submits nothing; bob, who exists only in the directory (a real
+slapd on ctl, SSSD on the nodes), logs in to the hub with his directory password and his server runs as
+him. The second apply changes nothing."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from ruamel.yaml import YAML
 from corral.spec.loader import load
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
-from tests.vcluster.test_users import as_alice
+from tests.vcluster.test_users import LDAP_PW, _slapd_on_ctl, _tls_files, as_alice
 
 pytestmark = pytest.mark.vcluster
 
@@ -37,6 +39,7 @@ SUBNET = ipaddress.IPv4Network("10.213.93.0/24")  # its own: other modules' clus
 BRIDGE = "corraltest36"
 PORT = 18093
 APPS = "/run/corral-emulated/compute-apps.json"
+BOB_PASSWORD = "bob-in-the-directory-7"  # bob's password in the test directory (notebooks.py logs him in)
 HELLO_C = r"""#include <mpi.h>
 #include <stdio.h>
 int main(int argc, char **argv) {
@@ -70,6 +73,15 @@ def with_workbench(path) -> None:
         if user["name"] == "alice":
             user.update(default_qos="notebook", password=True)
     data["workbench"] = {"jupyterhub": {"default_time": "1h"}}
+    # a directory too (a real slapd on ctl, started before the first apply): bob exists only there
+    ctl = str(SUBNET.network_address + 10)
+    tls = _tls_files(path.parent, ctl)
+    (path.parent / "ldap-ca.pem").write_text(tls["ca.pem"])
+    (path.parent / "ldap-bind").write_text(LDAP_PW + "\n")
+    (path.parent / "ldap-bind").chmod(0o600)
+    data["identity"] = {**(data.get("identity") or {}), "ldap": {
+        "uri": [f"ldaps://{ctl}"], "base": "dc=corral,dc=test", "ca_cert": "ldap-ca.pem",
+        "bind_dn": "cn=admin,dc=corral,dc=test", "bind_password_file": "ldap-bind", "min_id": 3000}}
     with path.open("w") as f:
         yaml.dump(data, f)
 
@@ -87,6 +99,9 @@ def bench(tmp_path_factory):
     try:
         t0 = time.monotonic()
         vc.up()
+        _slapd_on_ctl(vc, {n: (path.parent / n).read_text() for n in ("ca.pem", "server.pem", "server.key")})
+        ssh(vc, "ctl", f"ldappasswd -x -H ldap://127.0.0.1 -D cn=admin,dc=corral,dc=test -w {LDAP_PW} "
+                       f"-s {BOB_PASSWORD} uid=bob,ou=people,dc=corral,dc=test")
         result = converge(vc.cluster, "apply", command="test-workbench-apply")
         assert result.ok, failures(result)
         print(f"workbench cluster up and applied in {time.monotonic() - t0:.0f} s")
@@ -210,7 +225,7 @@ def test_a_stuck_gpu_process_drains_the_node_with_a_reason_she_can_read(bench):
 
 from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this module's cluster)
     test_the_form_refuses_what_her_qos_does_not_allow, test_the_hub_serves_https_with_the_cluster_ca,
-    test_alice_gets_a_gpu_notebook_in_a_browser)
+    test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server)
 
 
 def test_second_apply_changes_nothing(bench):

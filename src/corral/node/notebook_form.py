@@ -104,6 +104,16 @@ def parse(formdata: dict, s: dict) -> dict:
                 formdata, "memory_gb") else 0, "time": time}
 
 
+def formdata(options: dict | None, s: dict) -> dict:
+    """What a spawn asked for as the form's data: the form's own (lists of strings), or the options of a REST
+    API spawn (scalars; JupyterHub hands those to the spawner without the form), or, with none, the form's
+    defaults for what they leave out (the default partition, no GPU, 1 CPU, the default time): each then
+    goes through parse()."""
+    default = next((p["name"] for p in s["partitions"] if p.get("default")), s["partitions"][0]["name"])
+    out = {"partition": [default], "gpus": ["0"], "cpus": ["1"], "memory_gb": ["0"], "time": [s["default_time"]]}
+    return {**out, **{k: v if isinstance(v, list) else [str(v)] for k, v in (options or {}).items()}}
+
+
 def user_qos(assoc: str, user: str) -> list[str]:
     """The QOS a user's jobs run under, from `sacctmgr -nP show assoc user=USER format=user,defaultqos,qos`:
     the default QOS of the user's (first) association."""

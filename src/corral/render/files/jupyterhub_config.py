@@ -49,7 +49,7 @@ class CorralSlurmSpawner(SlurmSpawner):
     def _options_form_default(self):
         return form.form_html(S)
 
-    def options_from_form(self, formdata):
+    def _checked(self, formdata):
         req = form.parse(formdata, S)
         qos = form.user_qos(_sacctmgr("assoc", "user=" + self.user.name, "format=user,defaultqos,qos"),
                             self.user.name)
@@ -60,8 +60,13 @@ class CorralSlurmSpawner(SlurmSpawner):
             raise ValueError(reason)
         return req
 
+    def options_from_form(self, formdata):
+        return self._checked(formdata)
+
     async def start(self):
-        for key, value in form.batch_request(self.user_options).items():
+        # checked again: a REST API spawn hands its options to the spawner without the form
+        req = self._checked(form.formdata(self.user_options, S))
+        for key, value in form.batch_request(req).items():
             setattr(self, key, value)
         return await super().start()
 
