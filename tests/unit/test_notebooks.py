@@ -260,3 +260,32 @@ def test_a_cached_wheelhouse_is_checked_against_the_list(tmp_path, monkeypatch):
     assert workbench_wheels._complete(tmp_path, good)
     whl.write_bytes(b"tampered")
     assert not workbench_wheels._complete(tmp_path, good)
+
+
+# --- validate's notebook check -------------------------------------------------------------------------------
+
+def test_the_checks_command_keeps_the_tokens_off_its_command_line():
+    from corral.checks import notebook
+    cluster = loads()
+    cmd = notebook.command(cluster, "alice", 120)
+    assert cmd.startswith("set -a; . /etc/corral/jupyterhub/hub.env; set +a; ")
+    assert "TOKEN" not in cmd.split("set +a;", 1)[1]
+    assert notebook.options(cluster) == {"partition": "gpu", "gpus": 1, "gpu_type": "h100", "cpus": 1,
+                                         "time": "0:10:00"}
+    assert "/sw/.corral/jupyterhub/" in cmd and cmd.endswith("notebook_check.py alice http://10.0.0.13:8081 http://127.0.0.1:8001 120")
+
+
+@pytest.mark.parametrize(("out", "status", "detail"), [
+    ('{"user": "alice", "job": "12", "gpus": "0", "host": "gpu01", "stop_asked": true}', "OK",
+     "alice's server ran as job 12 on gpu01 with GPU 0; a cell ran in its kernel"),
+    ('{"user": "alice", "job": "12", "gpus": "0,1", "host": "gpu01"}', "FAIL", "job 12 sees GPUs '0,1', 1 asked"),
+    ('{"user": "alice", "job": "-", "gpus": "-", "host": "login1"}', "FAIL", "printed no Slurm job id"),
+    ('{"user": "alice", "error": "the server did not start in time", "stop_asked": true}', "FAIL",
+     "alice's server: the server did not start in time"),
+    ("Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'tornado'", "FAIL",
+     "no answer from the check"),
+])
+def test_the_checks_answer_is_judged(out, status, detail):
+    from corral.checks.notebook import judge
+    got = judge(out, {"gpus": 1})
+    assert got[0] == status and detail in got[1], got

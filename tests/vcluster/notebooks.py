@@ -74,7 +74,7 @@ def test_the_hub_serves_https_with_the_cluster_ca(bench):
              "timeout=10).status)\"")
     assert ssh(bench, "gpu01", probe).stdout.strip() == "200"
     modes = ssh(bench, "login1", "stat -c '%n %a %U' /etc/corral/jupyterhub/cookie_secret "
-                                 "/etc/corral/jupyterhub/proxy.env /etc/corral/jupyterhub/tls/hub.key").stdout.split("\n")
+                                 "/etc/corral/jupyterhub/hub.env /etc/corral/jupyterhub/tls/hub.key").stdout.split("\n")
     assert all(line.endswith(" 600 root") for line in modes if line), modes
     token = secret(bench, "jupyterhub-proxy-token")
     argv = ssh(bench, "login1", "ps -eo args").stdout
@@ -176,3 +176,16 @@ def test_a_directory_user_logs_in_to_the_hub_and_gets_a_server(bench):
     assert owner == "bob"
     assert s.delete(hub(bench) + "/hub/api/users/bob/server", headers=xsrf, timeout=60).status_code in (202, 204)
     wait_for(lambda: spawner_jobs(bench, "bob") == [], "bob's server's job to end", timeout=90)
+
+
+def test_validates_notebook_check_starts_runs_and_stops_a_server(bench):
+    """`corral validate`'s notebook check on its own (the rest of validate is other modules' to prove)."""
+    from corral.checks.notebook import notebook_check
+    from corral.checks.validate import remote
+    from corral.engine.remote import shared_connections
+    with shared_connections():
+        check = notebook_check(bench.cluster, remote(bench.cluster), "ctl", 150)
+    assert check.status == "OK", check.message
+    assert re.fullmatch(r"alice's server ran as job \d+ on gpu0[12] with GPU \d; a cell ran in its kernel; "
+                        r"stopped, job \d+ ended", check.message), check.message
+    assert spawner_jobs(bench) == []

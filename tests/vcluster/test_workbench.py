@@ -225,7 +225,8 @@ def test_a_stuck_gpu_process_drains_the_node_with_a_reason_she_can_read(bench):
 
 from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this module's cluster)
     test_the_form_refuses_what_her_qos_does_not_allow, test_the_hub_serves_https_with_the_cluster_ca,
-    test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server)
+    test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server,
+    test_validates_notebook_check_starts_runs_and_stops_a_server)
 
 
 def test_second_apply_changes_nothing(bench):

@@ -28,6 +28,7 @@ from corral.checks.acceptance import acceptance, figures
 from corral.checks.ctld_restart import restart_check
 from corral.checks.jobs import CANCEL_S, Budget, cancel_command, gpu_jobs, multi_node
 from corral.checks.reach import reach
+from corral.checks.notebook import notebook_check
 from corral.checks.result import Check, Report, error_text, summarize
 from corral.checks.slurm_parse import available, gres_counts, parse_ping, parse_show_node, slurm_version
 from corral.checks.user_job import submitter, user_job
@@ -181,7 +182,8 @@ def _munge(cluster: Cluster, run: Run, ctl: str, unreachable: set[str]) -> Check
 
 def _jobs(cluster: Cluster, run: Run, ctl: str, report: Report, skipped: dict[str, str],
           shown: dict, budget: Budget) -> None:
-    """The GPU jobs, the multi-node job (then its accounting record) and the user's job are independent:
+    """The GPU jobs, the multi-node job (then its accounting record), the user's job and the notebook (a
+    server through the hub: checks/notebook.py) are independent:
     they run at once, each bounded by the one budget (Slurm places them; none asks for a whole node)."""
     compute = [n.name for n in cluster.with_role("compute")]
     blocked = None if len(skipped) < len(compute) else \
@@ -196,12 +198,16 @@ def _jobs(cluster: Cluster, run: Run, ctl: str, report: Report, skipped: dict[st
         return user_job(cluster, run, wait=wait, exclude=[n for n in skipped if n in shown],
                         blocked=blocked or (budget.spent if wait <= 0 else None))
 
-    outcomes = pmap(_outcome, [lambda: gpu_jobs(cluster, run, ctl, skipped, budget), multi_then_accounted, users])
+    def notebook() -> Check | None:
+        return notebook_check(cluster, run, ctl, budget.left())
+
+    outcomes = pmap(_outcome, [lambda: gpu_jobs(cluster, run, ctl, skipped, budget), multi_then_accounted, users,
+                               notebook])
     for raised in [o for ok, o in outcomes if not ok]:
         raise raised  # e.g. Ctrl-C in a step: here, after the others, so validate's finally cancels every job
-    gpu, (multi, accounted), user = (o for _, o in outcomes)
+    gpu, (multi, accounted), user, book = (o for _, o in outcomes)
     report.extra["gpu_job_ok"] = gpu.status == "OK"
-    report.checks += [gpu, multi, accounted, user]
+    report.checks += [gpu, multi, accounted, user, *([book] if book is not None else [])]
 
 
 def _outcome(step: Callable) -> tuple[bool, object]:

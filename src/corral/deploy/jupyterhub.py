@@ -25,9 +25,11 @@ from corral.engine.notes import annotate
 from corral.engine.shell import q, sh
 from corral.errors import CorralError
 from corral.render import jupyterhub as r
+from corral.render.node_programs import node_program
 from corral.spec.workbench import venv_builder
 
-WANT = register(Want(paths=(r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.UNIT_PATH, r.STATE),
+WANT = register(Want(paths=(r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.UNIT_PATH, r.STATE,
+                            r.CHECK, "/usr/local/lib/corral"),
                      services=(r.UNIT,), packages=(*r.PROXY_PACKAGES, *r.BUILD_PACKAGES)))
 CACHE = Path("/var/cache/corral")
 
@@ -120,20 +122,24 @@ def jupyterhub() -> None:
     cert, key = _tls(cluster)
     cookie = secrets.secret_bytes(cluster.state_dir, "jupyterhub-cookie", 32).hex()
     token = secrets.secret_text(cluster.state_dir, "jupyterhub-proxy-token", 48)
+    check = secrets.secret_text(cluster.state_dir, "jupyterhub-validate-token", 48)
     changes = [
         operations.managed_file(name="hub configuration", path=r.CONFIG, content=r.static("jupyterhub_config.py"),
                                 want=WANT),
-        operations.managed_file(name="spawn form", path=r.FORM, content=r.form_source(), want=WANT),
+        operations.managed_file(name="spawn form", path=r.FORM, content=node_program("notebook_form.py"), want=WANT),
         operations.managed_file(name="hub settings", path=r.SETTINGS, content=r.settings_json(cluster, lock), want=WANT),
         operations.managed_file(name="hub certificate", path=r.CERT, content=cert, want=WANT),
         operations.managed_file(name="hub key", path=r.KEY, content=key, mode="600", secret=True, want=WANT),
         operations.managed_file(name="hub cookie secret", path=r.COOKIE, content=cookie + "\n", mode="600",
                                 secret=True, want=WANT),
-        operations.managed_file(name="proxy token", path=r.ENV, content=f"CONFIGPROXY_AUTH_TOKEN={token}\n",
-                                mode="600", secret=True, want=WANT),
+        operations.managed_file(name="hub tokens (the proxy's, validate's)", path=r.ENV, mode="600", secret=True,
+                                content=f"CONFIGPROXY_AUTH_TOKEN={token}\nCORRAL_VALIDATE_TOKEN={check}\n", want=WANT),
         operations.managed_file(name="hub unit", path=r.UNIT_PATH, content=r.unit(r.venv(cluster, lock)), want=WANT,
                                 disruption=f"restart {r.UNIT} (running servers keep running)"),
     ]
+    operations.directory(name="/usr/local/lib/corral", path="/usr/local/lib/corral", want=WANT)
+    operations.managed_file(name="validate's notebook check", path=r.CHECK, content=node_program("notebook_check.py"),
+                            mode="755", want=WANT)
     ready = http_ready(node.address, r.HUB_PORT, "/hub/health")  # the hub's API, where servers reach it
     operations.service(name="jupyterhub running", unit=r.UNIT, want=WANT, wait=ready)
     operations.restart(name="jupyterhub restarted (configuration changed)", unit=r.UNIT, want=WANT, wait=ready,

@@ -22,18 +22,14 @@ HUB_PORT, PROXY_API_PORT = 8081, 8001
 PROXY_PACKAGES = ("node-configurable-http-proxy",)
 BUILD_PACKAGES = ("python3-venv",)
 CONFIG, FORM, SETTINGS = f"{ETC}/jupyterhub_config.py", f"{ETC}/corral_notebook_form.py", f"{ETC}/settings.json"
-COOKIE, ENV = f"{ETC}/cookie_secret", f"{ETC}/proxy.env"
+COOKIE, ENV = f"{ETC}/cookie_secret", f"{ETC}/hub.env"  # ENV: the proxy's and validate's tokens
+CHECK = "/usr/local/lib/corral/notebook_check.py"  # node/notebook_check.py: validate's notebook check
 CERT, KEY = f"{ETC}/tls/hub.pem", f"{ETC}/tls/hub.key"
 WHEELS_TAR = "/var/tmp/corral-notebook-wheels.tar"
 
 
 def static(name: str) -> str:
     return files("corral.render").joinpath("files", name).read_text()
-
-
-def form_source() -> str:
-    """node/notebook_form.py's source: the hub imports it as corral_notebook_form."""
-    return files("corral.node").joinpath("notebook_form.py").read_text()
 
 
 def python_of(cluster) -> str:

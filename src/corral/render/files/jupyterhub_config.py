@@ -32,10 +32,17 @@ c.ConfigurableHTTPProxy.pid_file = os.path.join(S["state"], "proxy.pid")
 c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allow_all = True  # whoever PAM lets in: local accounts and the directory's users
 c.Authenticator.admin_users = set(S["admins"])
-c.JupyterHub.services = [{"name": "idle-culler", "command": [
-    S["python"], "-m", "jupyterhub_idle_culler", "--timeout=%d" % S["idle_timeout"], "--cull-every=60"]}]
-c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"], "scopes": [
-    "list:users", "read:users:activity", "read:servers", "delete:servers"]}]
+c.JupyterHub.services = [
+    {"name": "idle-culler", "command": [
+        S["python"], "-m", "jupyterhub_idle_culler", "--timeout=%d" % S["idle_timeout"], "--cull-every=60"]},
+    # `corral validate`'s notebook check (node/notebook_check.py, run on this node as root): its token comes
+    # from the unit's environment file (0600), never from this file
+    {"name": "corral-validate", "api_token": os.environ["CORRAL_VALIDATE_TOKEN"]}]
+c.JupyterHub.load_roles = [
+    {"name": "idle-culler", "services": ["idle-culler"], "scopes": [
+        "list:users", "read:users:activity", "read:servers", "delete:servers"]},
+    {"name": "corral-validate", "services": ["corral-validate"], "scopes": [
+        "read:users", "read:servers", "servers", "access:servers"]}]
 
 
 def _sacctmgr(*args):
