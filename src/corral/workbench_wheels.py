@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from corral.errors import CorralError
 
+CACHE = Path("/var/cache/corral")  # the control host's cache (virtual/image.py's too)
 FETCH_TIMEOUT_S = 900
 LINE = re.compile(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+) --hash=sha256:([0-9a-f]{64})")
 PLATFORMS = ("manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
@@ -110,6 +110,30 @@ def wheelhouse(cache: Path, python: str) -> Path:
     return d
 
 
+def checked_dir(d: Path, python: str) -> Path:
+    """A wheelhouse carried in (a verified air-gap bundle's notebook/pyX.Y): exactly the list's wheels, each
+    checked against corral's own list (never against a checksum the bundle carries), or a CorralError."""
+    want = pins(lock_text(python))
+    if not d.is_dir() or not _complete(d, want):
+        raise CorralError(f"the bundle does not carry the notebook hub's {len(want)} wheels for Python {python} as "
+                          "this corral pins them", where=str(d),
+                          fix="build the bundle again with this corral (`corral bundle build` carries them when the "
+                              "spec has workbench.jupyterhub)")
+    return d
+
+
+def carry(cluster_python: str, cache: Path, dest: Path) -> list[dict]:
+    """For `corral bundle build`: the list's wheels (fetched and checked as for an apply) and the list itself
+    copied into `dest`; their manifest entries (paths relative to dest's parent's parent: notebook/pyX.Y/...)."""
+    src = wheelhouse(cache, cluster_python)
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for p in sorted([*src.glob("*.whl"), src / "requirements.txt"]):
+        (dest / p.name).write_bytes(p.read_bytes())
+        out.append({"file": f"notebook/{dest.name}/{p.name}", "sha256": _sha256(p), "size": p.stat().st_size})
+    return out
+
+
 def packed(d: Path) -> bytes:
     """The wheelhouse as one tar (wheels and the list), files in name order with fixed metadata, so the same
     wheels give the same bytes."""
@@ -123,5 +147,3 @@ def packed(d: Path) -> bytes:
     return buf.getvalue()
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("CORRAL_CACHE", "/var/cache/corral"))

@@ -289,3 +289,22 @@ def test_the_checks_answer_is_judged(out, status, detail):
     from corral.checks.notebook import judge
     got = judge(out, {"gpus": 1})
     assert got[0] == status and detail in got[1], got
+
+
+def test_a_carried_wheelhouse_is_checked_against_corrals_own_list(tmp_path, monkeypatch):
+    import hashlib
+    from corral.errors import CorralError
+    good = b"the one wheel"
+    listed = f"one==1.0 --hash=sha256:{hashlib.sha256(good).hexdigest()}\n"
+    monkeypatch.setattr(workbench_wheels, "lock_text", lambda python: listed)
+    d = tmp_path / "notebook" / "py3.11"
+    d.mkdir(parents=True)
+    (d / "one-1.0-py3-none-any.whl").write_bytes(good)
+    assert workbench_wheels.checked_dir(d, "3.11") == d
+    (d / "extra-1.0-py3-none-any.whl").write_bytes(b"smuggled")  # a wheel the list does not name
+    with pytest.raises(CorralError, match="does not carry the notebook hub's 1 wheels"):
+        workbench_wheels.checked_dir(d, "3.11")
+    (d / "extra-1.0-py3-none-any.whl").unlink()
+    (d / "one-1.0-py3-none-any.whl").write_bytes(b"tampered, its own SHA256SUMS updated")
+    with pytest.raises(CorralError):
+        workbench_wheels.checked_dir(d, "3.11")

@@ -8,6 +8,7 @@ Layout (every path relative to the tar's root):
   corral-bundle.gpg                                   the signing key's public part (apt's signed-by=)
   manifest.json                                       what, version, sha256, size, why (bundle/resolve.py);
                                                       serial and valid_until (bundle/serial.py)
+  notebook/pyX.Y/*.whl, requirements.txt              (workbench.jupyterhub) the notebook hub's pinned wheels
   python/*.whl                                        (--with-python) corral and its dependencies' wheels
   virtual/<image>.tar                                 (--with-virtual) the virtual cluster's base image
   SHA256SUMS, SHA256SUMS.sig                          every other file's sha256, and its detached signature
@@ -180,6 +181,9 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     `valid_days`: how long the nodes' apt accepts its InRelease (Valid-Until)."""
     from corral.bundle.vendor import apt_options
     from corral.render.vendor_repos import vendor_repos
+    from corral.spec.releases import release
+    from corral.spec.workbench import hub_node
+    from corral.workbench_wheels import CACHE as cache_root, carry
     from corral.spec.rules_bundle import BUNDLE_RELEASE, unbundled
     others = unbundled(cluster)
     if others:
@@ -211,6 +215,11 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
             say(f"fetching {len(wanted(cluster))} pinned download(s): "
                 + ", ".join(sorted({d.key for d in wanted(cluster)})))
             content["downloads"] = fetch_all(cluster, root, say)
+        hub = hub_node(cluster)
+        if hub is not None and cluster.spec.software is not None:  # workbench.jupyterhub: its pinned wheels
+            py = release(hub.os).python
+            say(f"adding the notebook hub's pinned wheels for Python {py}")
+            content["notebook"] = carry(py, cache_root, root / "notebook" / f"py{py}")
         if python is not None:
             say(f"downloading {len(python[0])} Python wheels for the control host, building corral's")
             content["python"] = python_wheels(root / "python", *python)

@@ -31,17 +31,24 @@ from corral.spec.workbench import venv_builder
 WANT = register(Want(paths=(r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.UNIT_PATH, r.STATE,
                             r.CHECK, "/usr/local/lib/corral"),
                      services=(r.UNIT,), packages=(*r.PROXY_PACKAGES, *r.BUILD_PACKAGES)))
-CACHE = Path("/var/cache/corral")
 
 
 def _tar_path(python: str, lock: str) -> Path:
-    return CACHE / "wheels" / f"notebook-py{python}-{lock}.tar"
+    return workbench_wheels.CACHE / "wheels" / f"notebook-py{python}-{lock}.tar"
 
 
 def _fetch_and_pack(python: str, lock: str) -> None:
-    """On the control host, when the op runs (a plan fetches nothing): the wheelhouse, checked, packed."""
+    """On the control host, when the op runs (a plan fetches nothing): the wheelhouse, checked, packed. With
+    packages.source: bundle the verified bundle's copy (checked against corral's list again), else fetched
+    from the package registry into the cache."""
+    cluster = host.data.corral_cluster
+    if cluster.spec.packages.source == "bundle":
+        from corral.bundle.serve import prepare
+        wheels = workbench_wheels.checked_dir(prepare(cluster)[0].parent / "notebook" / f"py{python}", python)
+    else:
+        wheels = workbench_wheels.wheelhouse(workbench_wheels.CACHE, python)
     tar = _tar_path(python, lock)
-    data = workbench_wheels.packed(workbench_wheels.wheelhouse(CACHE, python))
+    data = workbench_wheels.packed(wheels)
     if not tar.exists() or tar.read_bytes() != data:
         tmp = tar.with_suffix(".tmp")
         tmp.write_bytes(data)
