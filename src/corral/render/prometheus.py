@@ -29,8 +29,10 @@ def dcgm_skip_reason(cluster: Cluster, node: Node) -> str | None:
                                    "monitoring.dcgm_exporter.enabled")
 
 
-def _job(name: str, nodes: list[Node], port: int, roles: bool = False, honor: bool = False) -> list[str]:
-    out = [f"  - job_name: {name}"] + (["    honor_labels: true"] if honor else []) + ["    static_configs:"]
+def _job(name: str, nodes: list[Node], port: int, roles: bool = False, honor: bool = False,
+         path: str | None = None) -> list[str]:
+    out = ([f"  - job_name: {name}"] + (["    honor_labels: true"] if honor else [])
+           + ([f"    metrics_path: {path}"] if path else []) + ["    static_configs:"])
     for n in nodes:
         labels = f"node: {json.dumps(n.name)}" + (f", roles: {json.dumps(','.join(n.roles))}" if roles else "")
         out += [f"      - targets: [{json.dumps(_target(n.address, port))}]", f"        labels: {{{labels}}}"]
@@ -55,11 +57,7 @@ def _jupyterhub_job(cluster: Cluster) -> list[str]:
     from corral.render.jupyterhub import HUB_PORT
     from corral.spec.workbench import hub_node
     node = hub_node(cluster)
-    if node is None:
-        return []
-    return ["  - job_name: jupyterhub", "    metrics_path: /hub/metrics", "    static_configs:",
-            f"      - targets: [{json.dumps(_target(node.address, HUB_PORT))}]",
-            f"        labels: {{node: {json.dumps(node.name)}}}"]
+    return _job("jupyterhub", [node], HUB_PORT, path="/hub/metrics") if node is not None else []
 
 
 def render_prometheus_yml(cluster: Cluster) -> str:
