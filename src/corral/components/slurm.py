@@ -163,7 +163,11 @@ def _registry(cluster, node):
 
 
 def _podman(cluster, node):
-    return gives(PODMAN, "images.podman") if gates.podman(cluster, node) else {}
+    if not gates.podman(cluster, node):
+        return {}
+    # squashfs-tools: mksquashfs in `corral images pull`'s job, unsquashfs for what reads the images
+    return {**gives(PODMAN, "images.podman"), **gives(["squashfs-tools"], "images.podman (corral images pull's "
+                                                                          "squashfs images)")}
 
 
 def _munge(cluster, node):
