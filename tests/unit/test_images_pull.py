@@ -20,11 +20,18 @@ from tests.unit.test_render_slurm_files import KEY, _cluster
 REF = "ctl:5000/site/tool:1"
 
 
+def _left(d: Path) -> list[str]:
+    """What is in the images directory and its staging directory, the staging directory itself aside."""
+    return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.name != ".incoming")
+
+
 def _spec(tmp_path: Path, extra: str = "software: {root: /home/sw}\n", podman: bool = True) -> object:
-    """The virtual cluster's spec, with a shared mount at tmp_path/images standing in for /sw/images."""
+    """The virtual cluster's spec, with a shared mount at tmp_path/images standing in for /sw/images (its
+    export the same directory: the scripts run here see one tree)."""
     home = "    - {path: /home, export: /srv/nfs/home, roles: [controller, compute, login]}\n"
-    text = default_spec(user_key=KEY).replace(home, home + f"    - {{path: {tmp_path}/images, export: /srv/nfs/home, "
+    text = default_spec(user_key=KEY).replace(home, home + f"    - {{path: {tmp_path}/images, export: {tmp_path}/images, "
                                                            "roles: [compute, login]}\n")
+    text = text.replace("    - {path: /srv/nfs/home}\n", f"    - {{path: /srv/nfs/home}}\n    - {{path: {tmp_path}/images}}\n")
     assert text != default_spec(user_key=KEY)
     return _cluster(tmp_path, text + extra + f"images: {{podman: {str(podman).lower()}}}\n")
 
@@ -66,7 +73,10 @@ def test_pull_places_the_image_and_its_manifest_then_list_and_rm(tmp_path):
     cluster, d, run, r = _pull(tmp_path)
     assert r["ok"], r
     assert r["name"] == "site+tool+1" and r["path"] == f"{d}/site+tool+1.sqsh" and r["job"] == "42"
-    assert sorted(p.name for p in d.iterdir()) == ["site+tool+1.json", "site+tool+1.sqsh"]  # no partial, no log
+    assert sorted(p.name for p in d.iterdir()) == [".incoming", "site+tool+1.json", "site+tool+1.sqsh"]
+    assert list((d / ".incoming").iterdir()) == []  # no partial file, no log, no manifest's temporary
+    assert (d / ".incoming").stat().st_uid == 65534 and oct((d / ".incoming").stat().st_mode)[-3:] == "700"
+    assert (d / "site+tool+1.sqsh").stat().st_uid == 0
     m = json.loads((d / "site+tool+1.json").read_text())
     assert m["ref"] == REF and m["digest"] == DIGEST and m["size"] == (d / "site+tool+1.sqsh").stat().st_size
     assert "sbatch -J corral-image-pull-" in run.log.read_text() and REF in run.log.read_text()
@@ -76,7 +86,7 @@ def test_pull_places_the_image_and_its_manifest_then_list_and_rm(tmp_path):
     again = images_run.pull(cluster, REF, str(d), wait=30, run=run)
     assert not again["ok"] and "already there" in again["error"]
     assert images_run.rm(cluster, "site+tool+1", str(d), run=run)["ok"]
-    assert list(d.iterdir()) == [] and images_run.list_images(cluster, str(d), run=run)["images"] == []
+    assert _left(d) == [] and images_run.list_images(cluster, str(d), run=run)["images"] == []
 
 
 def test_list_shows_a_changed_file_and_an_image_without_manifest(tmp_path):
@@ -106,7 +116,7 @@ def test_rm_refuses_an_image_a_job_names(tmp_path):
 def test_a_failed_pull_leaves_nothing_and_says_why(tmp_path):
     cluster, d, run, r = _pull(tmp_path, FAKE_PULL_FAIL="1")
     assert not r["ok"] and "podman pull: manifest unknown" in r["error"]
-    assert list(d.iterdir()) == []
+    assert _left(d) == [] and list((d / ".incoming").iterdir()) == []
     assert "scancel -n corral-image-pull-" in run.log.read_text()
 
 
@@ -116,7 +126,8 @@ def test_a_timeout_cancels_the_job_and_removes_the_partial_file(tmp_path):
     run = LocalRun(tmp_path, FAKE_SLEEP="5")
     r = images_run.pull(cluster, REF, str(d), wait=1, run=run)
     assert not r["ok"]
-    assert "scancel -n corral-image-pull-" in run.log.read_text() and list(d.iterdir()) == []
+    assert "scancel -n corral-image-pull-" in run.log.read_text()
+    assert _left(d) == [] and list((d / ".incoming").iterdir()) == []
 
 
 def test_ctrl_c_cancels_the_job_and_removes_the_partial_file(tmp_path):
@@ -126,13 +137,13 @@ def test_ctrl_c_cancels_the_job_and_removes_the_partial_file(tmp_path):
 
     def interrupted(cluster, node, command, **kw):
         if "sbatch" in command:
-            d.mkdir(exist_ok=True)
-            (d / f".{command.split('-J ')[1].split()[0]}.sqsh").write_bytes(b"partial")
+            (d / ".incoming" / f"{command.split('-J ')[1].split()[0]}.sqsh").write_bytes(b"partial")
             raise KeyboardInterrupt
         return real(cluster, node, command, **kw)
     with pytest.raises(KeyboardInterrupt):
         images_run.pull(cluster, REF, str(d), wait=30, run=interrupted)
-    assert "scancel -n corral-image-pull-" in real.log.read_text() and list(d.iterdir()) == []
+    assert "scancel -n corral-image-pull-" in real.log.read_text()
+    assert _left(d) == [] and list((d / ".incoming").iterdir()) == []
 
 
 @pytest.mark.parametrize("ref", ["ctl:5000/x;touch /tmp/pwned", "ctl:5000/X", "$(id)", "a b"])
@@ -142,6 +153,14 @@ def test_a_hostile_reference_is_refused_before_any_node_is_reached(tmp_path, ref
     with pytest.raises(UsageError, match="image reference"):
         images_run.pull(cluster, ref, None, run=lambda *a, **k: calls.append(a))
     assert calls == []
+
+
+def test_the_staging_owner_follows_the_exports_anonuid(tmp_path):
+    from corral.workflows.images_place import squashed_owner, writer
+    cluster = _spec(tmp_path)
+    assert writer(cluster, f"{tmp_path}/images/x") == ("ctl", f"{tmp_path}/images/x")
+    assert writer(cluster, "/home/imgs") == ("ctl", "/srv/nfs/home/imgs")  # the export, where root is root
+    assert squashed_owner(cluster, f"{tmp_path}/images") == "65534:65534"
 
 
 def test_pull_needs_podman(tmp_path):

@@ -1,9 +1,12 @@
-"""Where `corral images` keeps squashfs images and from which node it reaches them (pure).
+"""Where `corral images` keeps squashfs images and from which nodes it reaches them (pure).
 
 The directory (`--to`, default `<software.root>/images`) must be on a storage.mounts entry that every
-login and compute node mounts: the pull job writes it on a compute node, users' jobs read it on any
-compute node, and corral reads and removes through the first login node, as root (the tree is root's,
-0755, like the software root). Each image is `NAME.sqsh` with its manifest `NAME.json` beside it."""
+login and compute node mounts: users' jobs read it on any compute node. It is root's (0755, like the
+software root) and written where root is root: on the node spec/shared.maker names (the cluster's NFS
+server, its exported directory; a client's root is squashed). The pull job, as root on a compute node,
+writes only into `DIR/.incoming` (0700, owned by the identity the export squashes root to: anonuid,
+65534 unless the export says otherwise); the maker then owns the result to root and renames it into
+place. Slurm's commands run on the first login node. Each image is `NAME.sqsh` with `NAME.json`."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from corral.errors import UsageError
-from corral.spec.shared import enclosing_mount, mount_nodes
+from corral.spec.shared import enclosing_mount, export_of, maker, mount_nodes
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
@@ -66,3 +69,23 @@ def needs_podman(cluster: Cluster) -> None:
     if not cluster.spec.images.podman:
         raise UsageError("images.podman is off: the pull job converts the image with podman on a compute node",
                          where="images.podman", fix="set images: {podman: true} and run corral apply")
+
+
+def writer(cluster: Cluster, directory: str) -> tuple[str, str]:
+    """(node, the directory there) where the images directory is written as root (spec/shared.maker)."""
+    found = maker(cluster, directory)
+    if found is None:  # image_dir refused such a directory already
+        raise UsageError("the images directory is on no spec mount", value=directory)
+    return found[0].name, found[1]
+
+
+def squashed_owner(cluster: Cluster, directory: str) -> str:
+    """uid:gid a client's root writes as on the directory's export (its anonuid/anongid, else 65534)."""
+    mount = enclosing_mount(cluster, directory)
+    export = export_of(cluster, mount) if mount is not None else None
+    ids = {"anonuid": "65534", "anongid": "65534"}
+    for option in (export.options if export is not None else []):
+        key, _, value = str(option).partition("=")
+        if key in ids and value.isdigit():
+            ids[key] = value
+    return f"{ids['anonuid']}:{ids['anongid']}"

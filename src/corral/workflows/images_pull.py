@@ -2,12 +2,13 @@
 
 Submitted as root from the first login node (images_place.py): the directory is root's tree on shared
 storage, which no user may write, and the job runs nothing from the image (podman pulls it, `create` and
-`export` only copy its files). On the compute node Slurm picks, the job pulls REF with podman into a
+`export` only copy its files). It writes only into `DIR/.incoming` (its squashed root may); the maker
+node (root unsquashed) prepares that directory, then owns the result to root and renames it. On the compute node Slurm picks, the job pulls REF with podman into a
 private store under /var/tmp (through registries.conf's mirrors, so a cached upstream comes from the
 cluster's cache; TLS trusts corral's CA), unpacks the container's root filesystem, and makes the squashfs
-with mksquashfs (enroot's options, `-comp lzo -noD`) as `DIR/.corral-pull-TOKEN.sqsh`; its store is
-removed on every way out. Back on the login node corral writes the manifest (`NAME.json`: ref, digest,
-size, sha256, node, job, time) and renames both into place: a reader never sees a half-written image.
+with mksquashfs (enroot's options, `-comp lzo -noD`) as `DIR/.incoming/corral-image-pull-TOKEN.sqsh`;
+its store is removed on every way out. Then corral writes the manifest (`NAME.json`: ref, digest, size,
+sha256, node, job, time) and renames both into place: a reader never sees a half-written image.
 Bounded: the job has a time limit, sbatch --wait runs under `timeout`; at the bound, on a failure or on
 Ctrl-C the job is cancelled and the partial files are removed (`cleanup`)."""
 
@@ -46,9 +47,15 @@ echo "{mark} SIZE $(stat -c %s {part})"
 echo "{mark} NODE $(hostname)"
 """
 
+# On the maker node (root is root there): the directory, and the staging directory the job may write.
+PREPARE = r"""mkdir -p {mdir} && chmod 0755 {mdir} && mkdir -p {mincoming} && chown {owner} {mincoming} \
+  && chmod 0700 {mincoming} || {{ echo "{mark} FAIL cannot make {mincoming} on $(hostname)"; exit 0; }}
+[ -e {mfinal} ] && {{ echo "{mark} EXISTS"; exit 0; }}
+echo "{mark} READY"
+"""
+
+# On the login node: the job, bounded; cancelled at the bound.
 SUBMIT = r"""cd / || exit 1
-mkdir -p {dir} && chmod 0755 {dir} || {{ echo "{mark} FAIL cannot make {dir}"; exit 0; }}
-[ -e {final} ] && {{ echo "{mark} EXISTS"; exit 0; }}
 out=$(timeout {wait} sbatch --parsable --wait -N1 -n1 -t {limit} -J {job} -o {log} --wrap {script} 2>&1); rc=$?
 id=$(printf '%s\n' "$out" | grep -Eo '^[0-9]+' | head -n1)
 if [ "$rc" -ne 0 ] && [ -n "$id" ]; then
@@ -59,60 +66,69 @@ echo "{mark} RC $rc"
 echo "{mark} JOB ${{id:-none}}"
 echo "{mark} SBATCH $(printf '%s' "$out" | tail -n 2 | tr '\n' ' ')"
 [ -f {log} ] && grep -a "^{mark} " {log}
-rm -f {log}
-[ "$rc" -eq 0 ] || rm -f {part}
 true
 """
 
-# Ctrl-C, a lost connection or a failed step: the job cancelled, waited for (so it writes no more), then
-# what it left removed; the manifest's temporary file too.
-CLEANUP = r"""scancel -n {job} 2>/dev/null
+# Ctrl-C, a lost connection or a failed step: the job cancelled and waited for (so it writes no more)
+# on the login node, then what it left removed on the maker node (CLEAN).
+CANCEL = r"""scancel -n {job} 2>/dev/null
 for _ in $(seq 20); do [ -z "$(squeue -h -n {job} -o %i 2>/dev/null)" ] && break; sleep 1; done
-rm -f {part} {log} {tmp_json}
+true
+"""
+CLEAN = r"""rm -f {mpart} {mlog} {mtmp_json}
 """
 
-# The manifest in from stdin, then both renamed into place (the image last-but-one: list shows an image
-# only with its manifest, and a manifest never without its image).
+# On the maker node: the job's log gone, the manifest in from stdin, both owned by root and renamed into
+# place (the image first: list shows an image only with its manifest).
 PLACE = r"""set -e
-[ ! -e {final} ] || {{ echo "{mark} EXISTS"; rm -f {part}; exit 0; }}
-cat > {tmp_json}
-chmod 0644 {tmp_json}
-mv -f {part} {final}
-mv -f {tmp_json} {manifest}
+rm -f {mlog}
+[ ! -e {mfinal} ] || {{ echo "{mark} EXISTS"; rm -f {mpart}; exit 0; }}
+cat > {mtmp_json}
+chown 0:0 {mpart} {mtmp_json}
+chmod 0644 {mpart} {mtmp_json}
+mv -f {mpart} {mfinal}
+mv -f {mtmp_json} {mmanifest}
 echo "{mark} PLACED"
 """
 
 
 class Pull:
-    """One pull's names: the job's, its partial file's, the image's and its manifest's."""
+    """One pull's names, as the login and compute nodes see them (`dir`) and on the maker node (`mdir`)."""
 
-    def __init__(self, ref: ImageRef, directory: str, token: str | None = None) -> None:
-        self.ref, self.dir = ref, directory
+    def __init__(self, ref: ImageRef, directory: str, maker_dir: str | None = None, owner: str = "65534:65534",
+                 token: str | None = None) -> None:
+        self.ref, self.dir, self.mdir, self.owner = ref, directory, maker_dir or directory, owner
         self.token = token or secrets.token_hex(4)
         self.job = JOB_PREFIX + self.token
         self.name = ref.file_name
-        base = f"{directory}/.{self.job}"
-        self.part, self.log, self.tmp_json = base + ".sqsh", base + ".log", base + ".json"
-        self.final, self.manifest = f"{directory}/{self.name}.sqsh", f"{directory}/{self.name}.json"
+        self.final = f"{directory}/{self.name}.sqsh"
 
     def _words(self) -> dict[str, str]:
-        return {k: q(v) for k, v in (("dir", self.dir), ("part", self.part), ("log", self.log), ("job", self.job),
-                                     ("final", self.final), ("tmp_json", self.tmp_json),
-                                     ("manifest", self.manifest))}
+        w = {}
+        for prefix, d in (("", self.dir), ("m", self.mdir)):
+            w |= {prefix + "dir": d, prefix + "incoming": f"{d}/.incoming", prefix + "part": f"{d}/.incoming/{self.job}.sqsh",
+                  prefix + "log": f"{d}/.incoming/{self.job}.log", prefix + "tmp_json": f"{d}/.incoming/{self.job}.json",
+                  prefix + "final": f"{d}/{self.name}.sqsh", prefix + "manifest": f"{d}/{self.name}.json"}
+        return {k: q(v) for k, v in w.items()} | {"job": q(self.job), "owner": q(self.owner), "mark": MARK}
 
     def job_script(self) -> str:
-        w = self._words()
-        return JOB.format(job=self.job, part=w["part"], ref=q(str(self.ref)), mark=MARK, squash=SQUASH)
+        return JOB.format(job=self.job, part=self._words()["part"], ref=q(str(self.ref)), mark=MARK, squash=SQUASH)
+
+    def prepare_script(self) -> str:
+        return PREPARE.format(**self._words())
 
     def submit_script(self, wait: int) -> str:
-        return SUBMIT.format(**self._words(), mark=MARK, wait=int(wait), limit=max(1, -(-int(wait) // 60)),
+        return SUBMIT.format(**self._words(), wait=int(wait), limit=max(1, -(-int(wait) // 60)),
                              script=q(self.job_script()))
 
-    def cleanup_script(self) -> str:
-        return CLEANUP.format(**self._words())
+    def cancel_script(self) -> str:
+        return CANCEL.format(**self._words())
+
+    def clean_script(self) -> str:
+        return CLEAN.format(**self._words())
 
     def place_script(self) -> str:
-        return PLACE.format(**self._words(), mark=MARK)
+        return PLACE.format(**self._words())
 
     def manifest_text(self, got: dict[str, str], now: dt.datetime | None = None) -> str:
         when = (now or dt.datetime.now(dt.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
