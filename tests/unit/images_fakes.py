@@ -24,7 +24,7 @@ esac
 while [ $# -gt 0 ]; do case "$1" in -o) o=$2; shift;; -J) j=$2; shift;; --wrap) w=$2; shift;; esac; shift; done
 echo "sbatch -J $j" >> "$FAKE_LOG"
 echo 42
-bash -c "$w" > "$o" 2>&1
+sh -c "$w" > "$o" 2>&1  # sbatch --wrap: a #!/bin/sh script
 """,
     "squeue": '#!/bin/bash\necho "squeue $*" >> "$FAKE_LOG"\nprintf "%s" "${FAKE_SQUEUE:-}"\n',
     "scancel": '#!/bin/bash\necho "scancel $*" >> "$FAKE_LOG"\n',
