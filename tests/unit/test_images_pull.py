@@ -166,3 +166,17 @@ def test_the_staging_owner_follows_the_exports_anonuid(tmp_path):
 def test_pull_needs_podman(tmp_path):
     with pytest.raises(UsageError, match="images.podman"):
         images_run.pull(_spec(tmp_path, podman=False), REF, None, run=lambda *a, **k: None)
+
+
+def test_the_cli_refuses_a_hostile_reference_with_its_json_object_and_exit_2(tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src"), "CORRAL_SPEC": str(tmp_path / "none")}
+    done = subprocess.run([sys.executable, "-m", "corral", "images", "pull", "ctl:5000/x;touch /tmp/p", "--json"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    got = json.loads(done.stdout)
+    assert got["ok"] is False and "';'" in got["error"] and "' '" in got["error"]
+    assert "images" in subprocess.run([sys.executable, "-m", "corral", "--help"], capture_output=True, text=True,
+                                      env=env, timeout=60).stdout
