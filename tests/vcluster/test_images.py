@@ -205,8 +205,8 @@ def test_images_pull_list_a_job_reads_it_rm(reg):
     assert job.returncode == 0 and job.stdout == "read out of the squashfs\n", (job.stdout, job.stderr)
     hostile = corral(reg, "images", "pull", "ctl:5000/x;touch /tmp/pwned", "--to", "/sw/images", "--json")
     assert hostile.returncode == 2 and "';'" in json.loads(hostile.stdout)["error"], hostile.stdout
-    assert ssh(reg, "login1", "ls -A /sw/images; test ! -e /tmp/pwned && echo clean").stdout.split() == [
-        ".incoming", f"{name}.json", f"{name}.sqsh", "clean"]
+    assert sorted(ssh(reg, "login1", "ls -A /sw/images; test ! -e /tmp/pwned && echo clean").stdout.split()) == [
+        ".incoming", "clean", f"{name}.json", f"{name}.sqsh"]
     removed = corral(reg, "images", "rm", name, "--to", "/sw/images", "--json")
     assert removed.returncode == 0 and json.loads(removed.stdout)["ok"], removed.stdout
     after = json.loads(corral(reg, "images", "list", "--to", "/sw/images", "--json").stdout)
