@@ -12,7 +12,7 @@ DIGEST = "sha256:" + "7" * 64
 
 FAKES = {
     "podman": r"""#!/bin/bash
-shift 4  # --root X --runroot Y
+shift 6  # --root X --runroot Y --storage-driver D
 case "$1" in
   pull) [ -n "${FAKE_PULL_FAIL:-}" ] && { echo "manifest unknown: $3" >&2; exit 125; }; echo "$3" >> "$FAKE_LOG";;
   image) echo "%s";;

@@ -163,11 +163,7 @@ def _registry(cluster, node):
 
 
 def _podman(cluster, node):
-    if not gates.podman(cluster, node):
-        return {}
-    # squashfs-tools: mksquashfs in `corral images pull`'s job, unsquashfs for what reads the images
-    return {**gives(PODMAN, "images.podman"), **gives(["squashfs-tools"], "images.podman (corral images pull's "
-                                                                          "squashfs images)")}
+    return gives(PODMAN, "images.podman (squashfs-tools: corral images pull)") if gates.podman(cluster, node) else {}
 
 
 def _munge(cluster, node):

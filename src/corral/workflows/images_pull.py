@@ -5,7 +5,8 @@ storage, which no user may write, and the job runs nothing from the image (podma
 `export` only copy its files). It writes only into `DIR/.incoming` (its squashed root may); the maker
 node (root unsquashed) prepares that directory, then owns the result to root and renames it. On the compute node Slurm picks, the job pulls REF with podman into a
 private store under /var/tmp (through registries.conf's mirrors, so a cached upstream comes from the
-cluster's cache; TLS trusts corral's CA), unpacks the container's root filesystem, and makes the squashfs
+cluster's cache; TLS trusts corral's CA; podman's overlay driver, vfs where /var/tmp is itself on
+overlayfs, as on the virtual cluster's nodes), unpacks the container's root filesystem, and makes the squashfs
 with mksquashfs (enroot's options, `-comp lzo -noD`) as `DIR/.incoming/corral-image-pull-TOKEN.sqsh`;
 its store is removed on every way out. Then corral writes the manifest (`NAME.json`: ref, digest, size,
 sha256, node, job, time) and renames both into place: a reader never sees a half-written image.
@@ -27,14 +28,17 @@ SQUASH = "-noappend -no-progress -comp lzo -noD"  # enroot's default ENROOT_SQUA
 
 JOB = r"""set -u
 store=/var/tmp/{job}
-pod() {{ podman --root "$store/storage" --runroot "$store/run" "$@"; }}
+drv=overlay
+pod() {{ podman --root "$store/storage" --runroot "$store/run" --storage-driver "$drv" "$@"; }}
 done_() {{ pod rm -f {job} >/dev/null 2>&1; rm -rf "$store"; }}
 trap 'done_; rm -f {part}; exit 143' TERM INT
 trap done_ EXIT
 fail() {{ echo "{mark} FAIL $1"; exit 1; }}
 mkdir -m 0700 "$store" || fail "cannot make $store"
+[ "$(stat -f -c %T "$store")" = overlayfs ] && drv=vfs  # overlay cannot stack on overlayfs (a container's root)
 pod pull -q {ref} >/dev/null 2>"$store/err" || fail "podman pull: $(tail -n 3 "$store/err" | tr '\n' ' ')"
-digest=$(pod image inspect --format '{{{{.Digest}}}}' {ref}) || fail "podman image inspect"
+digest=$(pod image inspect --format '{{{{.Digest}}}}' {ref} 2>"$store/err") \
+  || fail "podman image inspect: $(tail -n 3 "$store/err" | tr '\n' ' ')"
 pod create --name {job} {ref} true >/dev/null 2>"$store/err" || fail "podman create: $(tail -n 2 "$store/err")"
 mkdir "$store/rootfs" && pod export {job} | tar -C "$store/rootfs" --numeric-owner -xf - \
   || fail "podman export | tar"
