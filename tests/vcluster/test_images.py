@@ -10,7 +10,8 @@ its /metrics answer on the debug address and Prometheus scrapes them. A cache wh
 registry (standing in for nvcr.io) gives a second node the image, and still gives it to a third with the
 upstream stopped. `corral images pull` (the CLI, as a user runs it) makes a squashfs of an image on /sw
 by a Slurm job, `images list` shows it with the registry's digest and its size, alice's job reads the
-image's file out of it (unsquashfs), `images rm` removes it; a hostile reference changes nothing. A cache of an upstream with
+image's file out of it (unsquashfs), `images rm` refuses while her batch job names it and removes it after; a hostile
+reference changes nothing. A cache of an upstream with
 credentials starts; its password is in its configuration file (0440 root:docker-registry) and nowhere
 else: not in the journal, not in plan's output, not in any process's argv. The second apply changes
 nothing."""
@@ -207,6 +208,14 @@ def test_images_pull_list_a_job_reads_it_rm(reg):
     assert hostile.returncode == 2 and "';'" in json.loads(hostile.stdout)["error"], hostile.stdout
     assert sorted(ssh(reg, "login1", "ls -A /sw/images; test ! -e /tmp/pwned && echo clean").stdout.split()) == [
         ".incoming", "clean", f"{name}.json", f"{name}.sqsh"]
+    # a job that names the image holds it: rm refuses, names the job, removes nothing
+    job_id = as_alice(reg, "login1", f"sbatch --parsable -w gpu01 --wrap 'unsquashfs -cat {path} etc/message; "
+                                     "sleep 120'").stdout.strip()
+    refused = corral(reg, "images", "rm", name, "--to", "/sw/images", "--json")
+    assert refused.returncode == 1 and f"{job_id}|script" in json.loads(refused.stdout)["used_by"], refused.stdout
+    assert ssh(reg, "login1", f"test -f {path} && test -f /sw/images/{name}.json").returncode == 0
+    as_alice(reg, "login1", f"scancel {job_id}; for _ in $(seq 30); do squeue -h -t PD,R,CF,S -j {job_id} "
+                            "2>/dev/null | grep -q . || break; sleep 1; done")
     removed = corral(reg, "images", "rm", name, "--to", "/sw/images", "--json")
     assert removed.returncode == 0 and json.loads(removed.stdout)["ok"], removed.stdout
     after = json.loads(corral(reg, "images", "list", "--to", "/sw/images", "--json").stdout)
