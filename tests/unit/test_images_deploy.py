@@ -38,7 +38,7 @@ def test_the_components_apply_where_declared(tmp_path):
     pkgs = {c.name: c.packages(cluster, cluster.node("ctl")) for c in declared(cluster)}
     assert set(pkgs["images registry"]) == {"docker-registry", "curl"} and not pkgs["podman"]
     assert set(next(c for c in declared(cluster) if c.name == "podman").packages(cluster, cluster.node("gpu01"))) == {
-        "podman", "uidmap"}
+        "podman", "uidmap", "squashfs-tools"}
 
 
 def test_registry_config_binds_the_cluster_address_with_tls_and_metrics(tmp_path):

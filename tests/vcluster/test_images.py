@@ -8,7 +8,10 @@ trusting that CA alone. A Slurm batch job of alice's on a compute node pulls it 
 rootless podman, runs it, and its output is in her home, hers. The registry runs as docker-registry,
 its /metrics answer on the debug address and Prometheus scrapes them. A cache whose upstream is the site
 registry (standing in for nvcr.io) gives a second node the image, and still gives it to a third with the
-upstream stopped. A cache of an upstream with
+upstream stopped. `corral images pull` (the CLI, as a user runs it) makes a squashfs of an image on /sw
+by a Slurm job, `images list` shows it with the registry's digest and its size, alice's job reads the
+image's file out of it (unsquashfs), `images rm` refuses while her batch job names it and removes it after; a hostile
+reference changes nothing. A cache of an upstream with
 credentials starts; its password is in its configuration file (0440 root:docker-registry) and nowhere
 else: not in the journal, not in plan's output, not in any process's argv. The second apply changes
 nothing."""
@@ -54,6 +57,9 @@ def with_images(path) -> None:
     data = yaml.load(path.read_text())
     data["images"] = {"podman": True, "registry": {"node": "ctl", "cache": [
         {"upstream": "ctl:5000", "port": 5001, "credentials_file": creds.name}]}}
+    # /sw on shared storage, where `corral images pull` puts squashfs images
+    data["storage"]["exports"].append({"path": "/srv/nfs/sw"})
+    data["storage"]["mounts"].append({"path": "/sw", "export": "/srv/nfs/sw", "roles": ["compute", "login"]})
     with path.open("w") as f:
         yaml.dump(data, f)
 
@@ -175,3 +181,42 @@ def test_second_apply_changes_nothing(reg):
     result = converge(reg.cluster, "apply", command="test-images-again")
     assert result.ok and result.changed == 0, [
         (name, o.name, o.reason) for name, n in result.nodes.items() for o in n.ops if o.status == "changed"]
+
+
+def corral(reg, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "corral", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "NO_COLOR": "1", "CORRAL_SPEC": str(reg.cluster.path)})
+
+
+def test_images_pull_list_a_job_reads_it_rm(reg):
+    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
+    digest = push(f"https://{ctl_address(reg)}:5000", IMAGE, "2", ca, "read out of the squashfs\n")
+    pulled = corral(reg, "images", "pull", f"ctl:5000/{IMAGE}:2", "--to", "/sw/images", "--json", timeout=400)
+    got = json.loads(pulled.stdout)
+    assert pulled.returncode == 0 and got["ok"], (got, pulled.stderr[-2000:])
+    name, path = "corral+hello+2", "/sw/images/corral+hello+2.sqsh"
+    assert got["path"] == path and got["digest"] == digest, got
+    on_disk = ssh(reg, "login1", f"stat -c '%s %U %a' {path} && ls -A /sw/images/.incoming").stdout.split()
+    assert on_disk == [str(got["size"]), "root", "644"], on_disk  # nothing left in .incoming
+    listed = json.loads(corral(reg, "images", "list", "--to", "/sw/images", "--json").stdout)
+    assert listed["ok"] and [(i["name"], i["ref"], i["digest"], i["size"], i["problem"]) for i in listed["images"]] \
+        == [(name, f"ctl:5000/{IMAGE}:2", digest, got["size"], None)], listed
+    # alice's job on a compute node reads the image's own file out of the squashfs
+    job = as_alice(reg, "login1", f"srun -w gpu02 unsquashfs -cat {path} etc/message", check=False, timeout=120)
+    assert job.returncode == 0 and job.stdout == "read out of the squashfs\n", (job.stdout, job.stderr)
+    hostile = corral(reg, "images", "pull", "ctl:5000/x;touch /tmp/pwned", "--to", "/sw/images", "--json")
+    assert hostile.returncode == 2 and "';'" in json.loads(hostile.stdout)["error"], hostile.stdout
+    assert sorted(ssh(reg, "login1", "ls -A /sw/images; test ! -e /tmp/pwned && echo clean").stdout.split()) == [
+        ".incoming", "clean", f"{name}.json", f"{name}.sqsh"]
+    # a job that names the image holds it: rm refuses, names the job, removes nothing
+    job_id = as_alice(reg, "login1", f"sbatch --parsable -w gpu01 --wrap 'unsquashfs -cat {path} etc/message; "
+                                     "sleep 120'").stdout.strip()
+    refused = corral(reg, "images", "rm", name, "--to", "/sw/images", "--json")
+    assert refused.returncode == 1 and f"{job_id}|script" in json.loads(refused.stdout)["used_by"], refused.stdout
+    assert ssh(reg, "login1", f"test -f {path} && test -f /sw/images/{name}.json").returncode == 0
+    as_alice(reg, "login1", f"scancel {job_id}; for _ in $(seq 30); do squeue -h -t PD,R,CF,S -j {job_id} "
+                            "2>/dev/null | grep -q . || break; sleep 1; done")
+    removed = corral(reg, "images", "rm", name, "--to", "/sw/images", "--json")
+    assert removed.returncode == 0 and json.loads(removed.stdout)["ok"], removed.stdout
+    after = json.loads(corral(reg, "images", "list", "--to", "/sw/images", "--json").stdout)
+    assert after["ok"] and after["images"] == [], after

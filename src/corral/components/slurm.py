@@ -163,7 +163,7 @@ def _registry(cluster, node):
 
 
 def _podman(cluster, node):
-    return gives(PODMAN, "images.podman") if gates.podman(cluster, node) else {}
+    return gives(PODMAN, "images.podman (squashfs-tools: corral images pull)") if gates.podman(cluster, node) else {}
 
 
 def _munge(cluster, node):

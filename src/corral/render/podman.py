@@ -17,7 +17,9 @@ import json
 from corral.render.registry import endpoint
 from corral.spec.cluster import Cluster
 
-PACKAGES = ("podman", "uidmap")  # uidmap: newuidmap/newgidmap, for the users' subordinate ids
+# uidmap: newuidmap/newgidmap, for the users' subordinate ids; squashfs-tools: mksquashfs in `corral images
+# pull`'s job, unsquashfs for reading its images
+PACKAGES = ("podman", "uidmap", "squashfs-tools")
 CONTAINERS_CONF = "/etc/containers/containers.conf"
 STORAGE_CONF = "/etc/containers/storage.conf"
 REGISTRIES_CONF = "/etc/containers/registries.conf.d/50-corral-registry.conf"
