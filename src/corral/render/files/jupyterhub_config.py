@@ -4,6 +4,7 @@
 # submitted with runuser as the user), asked for through corral's form and checked against their QOS.
 import json
 import os
+import pwd
 import subprocess
 import sys
 
@@ -30,7 +31,8 @@ c.ConfigurableHTTPProxy.command = [S["proxy"]]
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:%d" % S["proxy_api_port"]
 c.ConfigurableHTTPProxy.pid_file = os.path.join(S["state"], "proxy.pid")
 c.JupyterHub.authenticator_class = "pam"
-c.Authenticator.allow_all = True  # whoever PAM lets in: local accounts and the directory's users
+c.Authenticator.allow_all = True  # whoever PAM lets in: local accounts and the directory's users...
+c.Authenticator.blocked_users = {"root"}  # ...but root, and no system account gets a server (below)
 c.Authenticator.admin_users = set(S["admins"])
 c.JupyterHub.services = [
     {"name": "idle-culler", "command": [
@@ -57,6 +59,12 @@ class CorralSlurmSpawner(SlurmSpawner):
         return form.form_html(S)
 
     def _checked(self, formdata):
+        try:
+            uid = pwd.getpwnam(self.user.name).pw_uid
+        except KeyError:
+            raise ValueError("%s is not an account on this node" % self.user.name) from None
+        if uid < 1000:  # Debian's system accounts: a hub login is no way to run jobs as one
+            raise ValueError("%s is a system account (uid %d): no notebook server" % (self.user.name, uid))
         req = form.parse(formdata, S)
         qos = form.user_qos(_sacctmgr("assoc", "user=" + self.user.name, "format=user,defaultqos,qos"),
                             self.user.name)
