@@ -134,16 +134,21 @@ def carry(cluster_python: str, cache: Path, dest: Path) -> list[dict]:
     return out
 
 
-def packed(d: Path) -> bytes:
-    """The wheelhouse as one tar (wheels and the list), files in name order with fixed metadata, so the same
-    wheels give the same bytes."""
+def packed(d: Path, python: str) -> bytes:
+    """The wheelhouse as one tar: its wheels and corral's own list for `python` as requirements.txt (never a
+    list that came with the wheels: pip's --require-hashes reads this one), in name order with fixed
+    metadata, so the same wheels give the same bytes."""
     buf = io.BytesIO()
+    listed = lock_text(python).encode()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for p in sorted([*d.glob("*.whl"), d / "requirements.txt"]):
+        for p in sorted(d.glob("*.whl")):
             info = tarfile.TarInfo(p.name)
             info.size, info.mode, info.mtime = p.stat().st_size, 0o644, 0
             with p.open("rb") as f:
                 tar.addfile(info, f)
+        info = tarfile.TarInfo("requirements.txt")
+        info.size, info.mode, info.mtime = len(listed), 0o644, 0
+        tar.addfile(info, io.BytesIO(listed))
     return buf.getvalue()
 
 

@@ -301,6 +301,12 @@ def test_a_carried_wheelhouse_is_checked_against_corrals_own_list(tmp_path, monk
     d.mkdir(parents=True)
     (d / "one-1.0-py3-none-any.whl").write_bytes(good)
     assert workbench_wheels.checked_dir(d, "3.11") == d
+    (d / "requirements.txt").write_text("one==1.0\n")  # the carried list is never what pip reads
+    import io
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(workbench_wheels.packed(d, "3.11"))) as tar:
+        assert tar.getnames() == ["one-1.0-py3-none-any.whl", "requirements.txt"]
+        assert tar.extractfile("requirements.txt").read().decode() == listed
     (d / "extra-1.0-py3-none-any.whl").write_bytes(b"smuggled")  # a wheel the list does not name
     with pytest.raises(CorralError, match="does not carry the notebook hub's 1 wheels"):
         workbench_wheels.checked_dir(d, "3.11")

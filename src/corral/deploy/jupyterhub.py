@@ -48,7 +48,7 @@ def _fetch_and_pack(python: str, lock: str) -> None:
     else:
         wheels = workbench_wheels.wheelhouse(workbench_wheels.CACHE, python)
     tar = _tar_path(python, lock)
-    data = workbench_wheels.packed(wheels)
+    data = workbench_wheels.packed(wheels, python)
     if not tar.exists() or tar.read_bytes() != data:
         tmp = tar.with_suffix(".tmp")
         tmp.write_bytes(data)
