@@ -11,6 +11,7 @@ import json
 import re
 
 from corral.checks.result import Check, error_text
+from corral.checks.user_job import first_user
 from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.render import jupyterhub as hub
@@ -21,12 +22,6 @@ from corral.workbench_wheels import lock_id
 
 NAME = "notebook"
 GONE_S = 60
-
-
-def user_of(cluster: Cluster) -> str | None:
-    """The spec's first user with a Slurm account (else its first user): whose server is started."""
-    users = [u for u in cluster.spec.users if u.accounts] or list(cluster.spec.users)
-    return users[0].name if users else None
 
 
 def options(cluster: Cluster) -> dict:
@@ -66,7 +61,7 @@ def judge(out: str, asked: dict) -> tuple[str, str, str | None]:
 
 def notebook_check(cluster: Cluster, run, ctl: str, wait: int) -> Check | None:
     """The check, or None where the spec has no hub (nothing to check)."""
-    node, user = hub_node(cluster), user_of(cluster)
+    node, user = hub_node(cluster), first_user(cluster)
     if node is None or cluster.spec.software is None:
         return None
     if user is None:
