@@ -22,7 +22,7 @@ from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.conditions import AnyChanged
 from corral.engine.notes import annotate
-from corral.engine.shell import q, sh
+from corral.engine.shell import cmd, q, sh
 from corral.errors import CorralError
 from corral.render import jupyterhub as r
 from corral.render.node_programs import node_program
@@ -116,11 +116,33 @@ def _tls(cluster) -> tuple[str, str]:
                           fix="put the site's PEM files there (workbench.jupyterhub.tls) or unset tls") from None
 
 
+HUB_FILES = (r.UNIT_PATH, r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.CHECK)
+
+
+@operation()
+def hub_removed(want: Want):
+    """A node that is no longer the hub (workbench.jupyterhub left the spec, or moved to another node): the
+    hub stopped and disabled, its files, secrets and state removed. Users' running servers are Slurm jobs:
+    they are left to end at their time limit (or scancel), never cancelled here."""
+    files = snapshot(want).files
+    there = [f for f in HUB_FILES if files.get(f) is not None]
+    if not there:
+        host.noop("no notebook hub here")
+        return
+    annotate(disruption=f"stop {r.UNIT} (running notebook servers are Slurm jobs: they end at their time limit)",
+             diff=f"- {r.UNIT} (stopped, disabled)\n" + "".join(f"- {f}\n" for f in there) + f"- {r.STATE}\n")
+    yield cmd("timeout", "90", "systemctl", "disable", "--now", "--quiet", r.UNIT)
+    yield cmd("rm", "-rf", "--", r.ETC, r.STATE, r.UNIT_PATH, r.CHECK)
+    yield cmd("timeout", "60", "systemctl", "daemon-reload")
+
+
 @deploy("jupyterhub")
 def jupyterhub() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     hub = r.hub_node(cluster)
     if hub is None or hub.name != node.name:
+        if "login" in node.roles:  # where a hub can have been (spec/rules_workbench.py); the op reads the snapshot
+            hub_removed(name="notebook hub removed (not in the spec here)", want=WANT)
         return
     lock = workbench_wheels.lock_id(r.python_of(cluster))
     operations.packages(name="configurable-http-proxy (Debian's)", names=list(r.PROXY_PACKAGES), want=WANT,
