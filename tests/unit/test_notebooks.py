@@ -108,6 +108,7 @@ def test_settings_offer_the_partitions_gpu_types_and_limits():
         "10.0.0.13", 8443, "/sw/.corral/jupyterhub/0123456789abcdef",
         "/sw/.corral/jupyterhub/0123456789abcdef/bin/python")
     assert (s["default_time"], s["max_time"], s["admins"], s["idle_timeout"]) == ("0:30:00", "4:00:00", ["alice"], 3600)
+    assert s["users"] == sorted(u.name for u in cluster.spec.users) and s["users"]  # seeded in the hub's database
     narrowed = loads(HUB + "    partitions: [mig]\n    gpu_types: [3g.40gb]\n")
     assert jupyterhub.offered(narrowed) == [{"name": "mig", "default": True, "qos": None, "max_time": "INFINITE",
                                             "gpus": {"3g.40gb": 2}}]

@@ -51,7 +51,10 @@ def settings(cluster, lock: str) -> dict:
             "proxy": PROXY, "state": STATE, "venv": v, "python": f"{v}/bin/python", "admins": sorted(jh.admins),
             "idle_timeout": jh.idle_timeout, "start_timeout": 300, "partitions": offered(cluster),
             "max_gpus": jh.max_gpus, "max_cpus": jh.max_cpus, "max_memory_gb": jh.max_memory_gb,
-            "default_time": clock(jh.default_time), "max_time": clock(jh.max_time)}
+            "default_time": clock(jh.default_time), "max_time": clock(jh.max_time),
+            # in the hub's database from its start, so validate's check (and an admin) can start a server for
+            # a spec user who never logged in; anyone PAM lets in may still log in (allow_all)
+            "users": sorted(u.name for u in cluster.spec.users)}
 
 
 def settings_json(cluster, lock: str) -> str:
