@@ -88,6 +88,7 @@ class Pull:
         self.job = JOB_PREFIX + self.token
         self.name = ref.file_name
         self.final = f"{directory}/{self.name}.sqsh"
+        self.log = f"{directory}/.incoming/{self.job}.log"  # the job's output (batch_job.py quotes it)
 
     def _words(self) -> dict[str, str]:
         w = {}
@@ -105,7 +106,7 @@ class Pull:
 
     def submit_script(self, wait: int) -> str:
         """On the login node: the job, bounded; cancelled at the bound."""
-        return batch_job.submit_script(self.job, f"{self.dir}/.incoming/{self.job}.log", self.job_script(), wait, MARK)
+        return batch_job.submit_script(self.job, self.log, self.job_script(), wait, MARK)
 
     def cancel_script(self) -> str:
         return batch_job.cancel_script(self.job)

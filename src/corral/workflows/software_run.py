@@ -10,7 +10,6 @@ from corral import workbench_wheels as ww
 from corral.errors import CorralError, UsageError
 from corral.spec import easybuild as eb
 from corral.spec.cluster import Cluster
-from corral.workflows.images_place import login_node
 from corral.workflows.software_build import Build, easyconfig, parse
 
 STEP_S = 60  # the staging copy; the cancel on the way out
@@ -20,6 +19,15 @@ SLACK_S = 300  # beyond the job's time limit: waiting in the queue
 def _default_run() -> Callable:
     from corral.engine.remote import run_on
     return run_on
+
+
+def login_node(cluster: Cluster) -> str:
+    """Where the manager stages and submits: the first login node (it mounts the software root)."""
+    logins = cluster.with_role("login")
+    if not logins:
+        raise UsageError("corral software build needs a login node in the spec (the manager submits from it)",
+                         fix="give a node the login role")
+    return logins[0].name
 
 
 def build(cluster: Cluster, path: str, *, run: Callable | None = None, **names) -> dict:
