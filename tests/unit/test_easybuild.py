@@ -72,6 +72,14 @@ def test_bad_values_are_located_errors(extra, where, says):
         ("easybuild", "robot_paths", "- ")), found
 
 
+def test_corral_render_writes_the_configuration_on_login_and_compute_nodes():
+    from corral.workflows.render_slurm import slurm_files
+    c = loads(USERS + SW)
+    files, _ = slurm_files(c, {})
+    have = [n for n, f in files.items() if "/etc/xdg/easybuild.d/corral.cfg" in f]
+    assert have == ["gpu01", "gpu02", "login1"] and files["gpu01"]["/etc/xdg/easybuild.d/corral.cfg"] == config(c)
+
+
 def test_the_component_applies_to_login_compute_and_the_nfs_node_which_builds_the_venv():
     c = loads(USERS + SW)
     by = {n.name: n for n in c.nodes}
@@ -140,7 +148,7 @@ esac
 """
 
 
-def _run(tmp_path, runner=LocalRun, **env):
+def _run(tmp_path, runner=LocalRun, with_eb=True, **env):
     root = tmp_path / "sw"
     text = (BASE.replace("{path: /sw, export", f"{{path: {root}, export") + USERS.replace("/sw/home", f"{root}/home")
             + f"software:\n  root: {root}\n  easybuild: {{}}\n")
@@ -148,7 +156,7 @@ def _run(tmp_path, runner=LocalRun, **env):
     venv = eb.venv(cluster, ww.lock_id(eb.python_of(cluster), ww.EASYBUILD))
     Path(venv, "bin").mkdir(parents=True)
     # the job's PATH starts with the venv's bin: the stand-ins for eb and id (the manager's uid) go there
-    for name, fake in (("eb", EB), ("id", "#!/bin/sh\necho 1500\n")):
+    for name, fake in (("eb", EB), ("id", "#!/bin/sh\necho 1500\n"))[0 if with_eb else 1:]:
         Path(venv, "bin", name).write_text(fake)
         Path(venv, "bin", name).chmod(0o755)
     for d in ("easyconfigs", "builds"):
@@ -185,6 +193,11 @@ def test_a_failed_build_says_why_and_where_its_logs_are(tmp_path):
 def test_an_unresolved_dependency_is_the_verdict(tmp_path):
     _, _, r = _run(tmp_path, FAKE_EB_UNRESOLVED="1")
     assert not r["ok"] and "Missing dependencies: zlib" in r["error"] and r["module"] is None, r
+
+
+def test_a_cluster_without_easybuilds_venv_says_so(tmp_path):
+    _, _, r = _run(tmp_path, with_eb=False)
+    assert not r["ok"] and "eb: command not found" in r["error"], r
 
 
 class Interrupted(LocalRun):

@@ -1,5 +1,7 @@
 """EasyBuild on the workbench cluster (tests/vcluster/test_workbench.py runs these on its `bench`, whose spec
 has `software.easybuild: {}` and the software manager `swmanager`, a users: entry with a Slurm account).
+An easyconfig whose checksum is not its source's fails with the reason and EasyBuild's log kept on /sw, no
+job left and no build directory.
 
 A tiny easyconfig (the Tarball easyblock, SYSTEM toolchain: no compiler, a shell script on PATH) whose
 source tarball the test serves over HTTP from the control host on the bridge address (a python http.server
@@ -50,8 +52,10 @@ def manager_entry() -> dict:
 def _tarball() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        # a README beside bin/: EasyBuild starts in the tarball's top directory, not in its only subdirectory
         for name, mode, data in (("hello-corral-1.0", 0o755, None), ("hello-corral-1.0/bin", 0o755, None),
-                                 ("hello-corral-1.0/bin/hello-corral", 0o755, HELLO.encode())):
+                                 ("hello-corral-1.0/bin/hello-corral", 0o755, HELLO.encode()),
+                                 ("hello-corral-1.0/README", 0o644, b"corral's test program\n")):
             info = tarfile.TarInfo(name)
             info.mode, info.mtime = mode, 0
             if data is None:
@@ -63,16 +67,18 @@ def _tarball() -> bytes:
     return buf.getvalue()
 
 
-def _build(vc, tmp: Path) -> dict:
-    """The source served from the control host while `corral software build --json` builds the easyconfig."""
+def _build(vc, tmp: Path, name: str = "hello-corral", sha256: str | None = None) -> dict:
+    """The source served from the control host while `corral software build --json` builds the easyconfig
+    (`name`-1.0.eb; `sha256`: the checksum it names, else the tarball's)."""
     from corral.virtual.network import host_address
     served = tmp / "served"
     served.mkdir()
     data = _tarball()
     (served / "hello-corral-1.0.tar.gz").write_bytes(data)
     url = f"http://{host_address(vc.v.subnet)}:{SOURCE_PORT}/"
-    ec = tmp / "hello-corral-1.0.eb"
-    ec.write_text(EASYCONFIG.format(url=url, sha256=hashlib.sha256(data).hexdigest()))
+    ec = tmp / f"{name}-1.0.eb"
+    ec.write_text(EASYCONFIG.replace("name = 'hello-corral'", f"name = {name!r}").format(
+        url=url, sha256=sha256 or hashlib.sha256(data).hexdigest()))
     server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", host_address(vc.v.subnet),
                                "--directory", str(served), str(SOURCE_PORT)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -85,6 +91,16 @@ def _build(vc, tmp: Path) -> dict:
         server.wait(timeout=10)
     assert proc.stdout.strip(), proc.stderr
     return json.loads(proc.stdout) | {"rc": proc.returncode}
+
+
+def test_a_failed_build_says_why_and_keeps_its_log(bench, tmp_path):
+    result = _build(bench, tmp_path, name="hello-broken", sha256="0" * 64)  # the served tarball is not this
+    assert not result["ok"] and result["rc"] == 1 and "checksum" in result["error"].lower(), result
+    assert result["module"] == "hello-broken/1.0" and result["eb_log"], result
+    assert ssh(bench, "login1", f"test -s {result['eb_log']} && test -s {result['log']}", check=False).returncode == 0
+    assert not ssh(bench, "ctl", f"squeue -h -j {result['job']} -o %T", check=False).stdout.strip()  # not left
+    left = ssh(bench, result["build_node"], "ls -A /var/lib/corral-easybuild/build").stdout.split()
+    assert left == [], left
 
 
 def test_easybuild_builds_an_easyconfig_as_a_slurm_job_of_the_software_manager(bench, tmp_path):

@@ -232,7 +232,7 @@ from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this mod
     test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server,
     test_validates_notebook_check_starts_runs_and_stops_a_server)
 from tests.vcluster.easybuild import (  # noqa: E402,F401 (run here, on this module's cluster)
-    test_easybuild_builds_an_easyconfig_as_a_slurm_job_of_the_software_manager,
+    test_a_failed_build_says_why_and_keeps_its_log, test_easybuild_builds_an_easyconfig_as_a_slurm_job_of_the_software_manager,
     test_alice_loads_what_easybuild_built_in_her_login_shell_and_her_batch_job)
 
 

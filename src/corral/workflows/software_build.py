@@ -36,14 +36,16 @@ trap 'rm -rf "$work"' EXIT
 trap 'exit 143' TERM INT
 mkdir -m 0700 "$work" && mkdir -p "$logs" || {{ echo "{mark} FAIL cannot make $work and $logs"; exit 1; }}
 eb() {{ command eb --robot --buildpath "$work" --tmp-logdir "$logs" "$@"; }}
-plan=$(eb --dry-run-short {ec} 2>&1) || {{ printf '%s\n' "$plan" | tail -n 20
-  echo "{mark} FAIL eb --dry-run-short: $(printf '%s\n' "$plan" | grep -m1 -E 'ERROR' | cut -c1-300)"; exit 1; }}
+why() {{ {{ grep -m1 -E '^ERROR' "$1" || tail -n1 "$1"; }} | cut -c1-300; }}
+eb --dry-run-short {ec} > "$logs/plan.out" 2>&1 || {{ tail -n 20 "$logs/plan.out"
+  echo "{mark} FAIL eb --dry-run-short: $(why "$logs/plan.out")"; exit 1; }}
+plan=$(cat "$logs/plan.out")
 printf '%s\n' "$plan"
 echo "{mark} MODULE $(printf '%s\n' "$plan" | grep -Eo '\(module: [^)]+\)' | tail -n1 | sed 's/^(module: //; s/)$//')"
 eb {ec} 2>&1 | tee "$logs/eb.out"; rc=${{PIPESTATUS[0]}}
 echo "{mark} EB_RC $rc"
 if [ "$rc" -ne 0 ]; then
-  echo "{mark} FAIL $(grep -m1 -E '^ERROR' "$logs/eb.out" | cut -c1-300)"
+  echo "{mark} FAIL $(why "$logs/eb.out")"
   echo "{mark} EBLOG $(ls -t "$logs"/easybuild-*.log 2>/dev/null | head -n1)"
   exit "$rc"
 fi
