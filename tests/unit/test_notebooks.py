@@ -297,7 +297,7 @@ def test_a_carried_wheelhouse_is_checked_against_corrals_own_list(tmp_path, monk
     from corral.errors import CorralError
     good = b"the one wheel"
     listed = f"one==1.0 --hash=sha256:{hashlib.sha256(good).hexdigest()}\n"
-    monkeypatch.setattr(workbench_wheels, "lock_text", lambda python: listed)
+    monkeypatch.setattr(workbench_wheels, "lock_text", lambda python, venv=None: listed)
     d = tmp_path / "notebook" / "py3.11"
     d.mkdir(parents=True)
     (d / "one-1.0-py3-none-any.whl").write_bytes(good)
@@ -309,7 +309,7 @@ def test_a_carried_wheelhouse_is_checked_against_corrals_own_list(tmp_path, monk
         assert tar.getnames() == ["one-1.0-py3-none-any.whl", "requirements.txt"]
         assert tar.extractfile("requirements.txt").read().decode() == listed
     (d / "extra-1.0-py3-none-any.whl").write_bytes(b"smuggled")  # a wheel the list does not name
-    with pytest.raises(CorralError, match="does not carry the notebook hub's 1 wheels"):
+    with pytest.raises(CorralError, match="does not carry the notebook hub's 1 files"):
         workbench_wheels.checked_dir(d, "3.11")
     (d / "extra-1.0-py3-none-any.whl").unlink()
     (d / "one-1.0-py3-none-any.whl").write_bytes(b"tampered, its own SHA256SUMS updated")

@@ -9,6 +9,7 @@ Layout (every path relative to the tar's root):
   manifest.json                                       what, version, sha256, size, why (bundle/resolve.py);
                                                       serial and valid_until (bundle/serial.py)
   notebook/pyX.Y/*.whl, requirements.txt              (workbench.jupyterhub) the notebook hub's pinned wheels
+  easybuild/pyX.Y/*.tar.gz, *.whl, requirements.txt   (software.easybuild) EasyBuild's pinned sdists and wheels
   python/*.whl                                        (--with-python) corral and its dependencies' wheels
   virtual/<image>.tar                                 (--with-virtual) the virtual cluster's base image
   SHA256SUMS, SHA256SUMS.sig                          every other file's sha256, and its detached signature
@@ -233,6 +234,12 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
             py = release(hub.os).python
             say(f"adding the notebook hub's pinned wheels for Python {py}")
             content["notebook"] = carry(py, cache_root, root / "notebook" / f"py{py}")
+        if cluster.spec.software is not None and cluster.spec.software.easybuild is not None:  # EasyBuild's files
+            from corral.spec.easybuild import python_of
+            from corral.workbench_wheels import EASYBUILD
+            py = python_of(cluster)
+            say(f"adding EasyBuild's pinned files for Python {py}")
+            content["easybuild"] = carry(py, cache_root, root / "easybuild" / f"py{py}", EASYBUILD)
         if python is not None:
             say(f"downloading {len(python[0])} Python wheels for the control host, building corral's")
             content["python"] = python_wheels(root / "python", *python)

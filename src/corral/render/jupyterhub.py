@@ -25,7 +25,6 @@ CONFIG, FORM, SETTINGS = f"{ETC}/jupyterhub_config.py", f"{ETC}/corral_notebook_
 COOKIE, ENV = f"{ETC}/cookie_secret", f"{ETC}/hub.env"  # ENV: the proxy's and validate's tokens
 CHECK = "/usr/local/lib/corral/notebook_check.py"  # node/notebook_check.py: validate's notebook check
 CERT, KEY = f"{ETC}/tls/hub.pem", f"{ETC}/tls/hub.key"
-WHEELS_TAR = "/var/tmp/corral-notebook-wheels.tar"
 
 
 def static(name: str) -> str:
@@ -80,6 +79,3 @@ def unit(v: str) -> str:
         *service_lines(UNIT), "TimeoutStopSec=30", "UMask=0077", "", "[Install]",
         "WantedBy=multi-user.target", ""])
 
-
-def mark_text(lock: str) -> str:
-    return lock + "\n"
