@@ -5,11 +5,25 @@
  * is compiled against, so Slurm refuses it ("Incompatible plugin version") unless it was built against
  * the Slurm installed on the node. It adds srun's --container-image option (parsed by srun, forwarded
  * to slurmstepd) and puts the image and its plugstack.conf runtime_path into the task's environment,
- * where the tests read them. It runs no container.
+ * where the tests read them. An image that is a squashfs file (an absolute path, as made by `corral
+ * images pull`) is handed to enroot as pyxis does (`enroot create --name pyxis_JOB_STEP_TASK FILE`: the
+ * stand-in enroot unpacks it with unsquashfs into the user's ENROOT_DATA_PATH); then, in the task, as
+ * the user, just before Slurm execs the command, the plugin enters the unpacked root: a new user
+ * namespace mapping only the user's own uid and gid, a private mount namespace, chroot. No cgroups,
+ * no /proc, /dev or home mounted inside, no entrypoint, no registry import: those are real pyxis' and
+ * enroot's. Cleanup: corral's epilog removes the user's enroot data directory after the last job.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <slurm/spank.h>
 
 SPANK_PLUGIN(pyxis, 1);
@@ -47,5 +61,88 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         return 0;
     spank_setenv(sp, "CORRAL_TEST_PYXIS_IMAGE", image, 1);
     spank_setenv(sp, "CORRAL_TEST_PYXIS_RUNTIME", runtime_path, 1);
+    return 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t len = (ssize_t)strlen(text);
+    if (fd < 0)
+        return -1;
+    if (write(fd, text, len) != len) {
+        close(fd);
+        return -1;
+    }
+    return close(fd);
+}
+
+/* `enroot create --name NAME IMAGE` as the task's user; the stand-in prints the unpacked root. */
+static int enroot_create(const char *name, char *rootfs, size_t size)
+{
+    int fds[2], status;
+    ssize_t got = 0, n;
+    pid_t pid;
+    if (pipe(fds) < 0)
+        return -1;
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execlp("enroot", "enroot", "create", "--name", name, "--", image, (char *)NULL);
+        fprintf(stderr, "pyxis: cannot run enroot: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    while (got < (ssize_t)size - 1 && (n = read(fds[0], rootfs + got, size - 1 - got)) > 0)
+        got += n;
+    close(fds[0]);
+    rootfs[got] = '\0';
+    rootfs[strcspn(rootfs, "\n")] = '\0';
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    return rootfs[0] == '/' ? 0 : -1;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    uint32_t job = 0, step = 0;
+    int task = 0;
+    char name[128], rootfs[4096], map[64];
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    (void)ac; (void)av;
+    if (!image || image[0] != '/')  /* a registry image: the stand-in imports nothing */
+        return 0;
+    spank_get_item(sp, S_JOB_ID, &job);
+    spank_get_item(sp, S_JOB_STEPID, &step);
+    spank_get_item(sp, S_TASK_ID, &task);
+    snprintf(name, sizeof name, "pyxis_%u_%u_%d", job, step, task);
+    if (enroot_create(name, rootfs, sizeof rootfs) < 0) {
+        fprintf(stderr, "pyxis: failed to create the container from %s (enroot create failed)\n", image);
+        slurm_error("pyxis: failed to create the container from %s", image);
+        return -1;
+    }
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+        fprintf(stderr, "pyxis: unshare: %s\n", strerror(errno));
+        return -1;
+    }
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    if (write_file("/proc/self/uid_map", map) < 0 || write_file("/proc/self/setgroups", "deny") < 0) {
+        fprintf(stderr, "pyxis: uid map: %s\n", strerror(errno));
+        return -1;
+    }
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    if (write_file("/proc/self/gid_map", map) < 0) {
+        fprintf(stderr, "pyxis: gid map: %s\n", strerror(errno));
+        return -1;
+    }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || chroot(rootfs) < 0 || chdir("/") < 0) {
+        fprintf(stderr, "pyxis: cannot enter %s: %s\n", rootfs, strerror(errno));
+        return -1;
+    }
     return 0;
 }
