@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <slurm/spank.h>
 
@@ -126,7 +127,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         slurm_error("pyxis: failed to create the container from %s", image);
         return -1;
     }
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+    /* Slurm's setuid to the user left the task non-dumpable: its /proc/self files are root's, and the
+     * user could not write its own uid_map. The task is the user's own process, about to exec. */
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
         fprintf(stderr, "pyxis: unshare: %s\n", strerror(errno));
         return -1;
     }
