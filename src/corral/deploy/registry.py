@@ -28,7 +28,7 @@ from corral.spec.rules_images import local_file
 
 HARDENING = f"/etc/systemd/system/{SITE_UNIT}.service.d/corral-hardening.conf"
 WANT = register(Want(paths=(CA_PATH, CERT, KEY, TLS_DIR, HARDENING, dropin_path(SITE_UNIT)),
-                     services=(SITE_UNIT,), packages=(PACKAGE, "curl")))
+                     services=(SITE_UNIT, f"{probe.NAME}.timer"), packages=(PACKAGE, "curl")))
 
 
 def tls_pair(cluster) -> tuple[bytes, bytes]:

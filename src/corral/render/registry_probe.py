@@ -11,7 +11,7 @@ not tried (they stay in the cache's file). Used by deploy/registry.py."""
 
 from __future__ import annotations
 
-from corral.engine.shell import q
+from shlex import quote as q
 from corral.render.registry import API_HOST, Instance
 
 NAME = "corral-registry-upstreams"

@@ -11,11 +11,14 @@
  * the user, just before Slurm execs the command, the plugin enters the unpacked root: a new user
  * namespace mapping only the user's own uid and gid, a private mount namespace, chroot. No cgroups,
  * no /proc, /dev or home mounted inside, no entrypoint, no registry import: those are real pyxis' and
- * enroot's. Cleanup: corral's epilog removes the user's enroot data directory after the last job.
+ * enroot's. Of enroot's mount configuration it does the bind entries of the .fstab files in /etc/enroot/mounts.d
+ * (x-create=file|dir, ro, nosuid, nodev), as enroot does at start: corral's TaskProlog is bound in there,
+ * and Slurm runs it after task_init, inside the container. Cleanup: corral's epilog removes the user's enroot data directory after the last job.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +27,8 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <slurm/spank.h>
 
@@ -76,6 +81,78 @@ static int write_file(const char *path, const char *text)
         return -1;
     }
     return close(fd);
+}
+
+static int mkdirs(char *path)  /* mkdir -p, 0755 (inside the user's own unpacked root) */
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+            *p = '/';
+            return -1;
+        }
+        *p = '/';
+    }
+    return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static unsigned long kept_flags(const char *path)  /* a remount in a user namespace keeps the locked ones */
+{
+    struct statvfs st;
+    unsigned long f = 0;
+    if (statvfs(path, &st) < 0)
+        return 0;
+    if (st.f_flag & ST_NOSUID) f |= MS_NOSUID;
+    if (st.f_flag & ST_NODEV) f |= MS_NODEV;
+    if (st.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+    if (st.f_flag & ST_NOATIME) f |= MS_NOATIME;
+    if (st.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
+    if (st.f_flag & ST_RELATIME) f |= MS_RELATIME;
+    if (st.f_flag & ST_RDONLY) f |= MS_RDONLY;
+    return f;
+}
+
+/* enroot's mounts.d: each `SRC DST TYPE OPTIONS` line with `bind` in OPTIONS, bound at ROOTFS/DST. */
+static int bind_mounts(const char *rootfs)
+{
+    glob_t g;
+    int rc = 0;
+    if (glob("/etc/enroot/mounts.d/*.fstab", 0, NULL, &g) != 0)
+        return 0;
+    for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
+        FILE *f = fopen(g.gl_pathv[i], "r");
+        char line[2048], src[1024], dst[1024], type[64], opts[512], target[8192];
+        while (f && rc == 0 && fgets(line, sizeof line, f)) {
+            if (sscanf(line, "%1023s %1023s %63s %511s", src, dst, type, opts) != 4 || src[0] == '#'
+                || !strstr(opts, "bind"))
+                continue;
+            snprintf(target, sizeof target, "%s%s", rootfs, dst);
+            if (strstr(opts, "x-create=file")) {
+                char *slash = strrchr(target, '/');
+                int fd;
+                *slash = '\0';
+                rc = mkdirs(target);
+                *slash = '/';
+                fd = rc == 0 ? open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+                rc = fd < 0 ? -1 : close(fd);
+            } else if (strstr(opts, "x-create=dir")) {
+                rc = mkdirs(target);
+            }
+            if (rc == 0)
+                rc = mount(src, target, NULL, MS_BIND, NULL);
+            if (rc == 0 && (strstr(opts, ",ro") || !strncmp(opts, "ro", 2)))
+                rc = mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(target)
+                           | (strstr(opts, "nosuid") ? MS_NOSUID : 0) | (strstr(opts, "nodev") ? MS_NODEV : 0), NULL);
+            if (rc < 0)
+                fprintf(stderr, "pyxis: %s: cannot mount %s at %s: %s\n", g.gl_pathv[i], src, dst, strerror(errno));
+        }
+        if (f)
+            fclose(f);
+    }
+    globfree(&g);
+    return rc;
 }
 
 /* `enroot create --name NAME IMAGE` as the task's user; the stand-in prints the unpacked root. */
@@ -143,7 +220,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         fprintf(stderr, "pyxis: gid map: %s\n", strerror(errno));
         return -1;
     }
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || chroot(rootfs) < 0 || chdir("/") < 0) {
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || bind_mounts(rootfs) < 0 || chroot(rootfs) < 0
+        || chdir("/") < 0) {
         fprintf(stderr, "pyxis: cannot enter %s: %s\n", rootfs, strerror(errno));
         return -1;
     }
