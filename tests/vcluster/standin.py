@@ -128,7 +128,8 @@ esac
 
 def build_enroot_deb(out: Path, version: str) -> Path:
     """A TEST stand-in for NVIDIA's enroot package: an `enroot` that prints its version and config and
-    unpacks squashfs images (`create`, ENROOT_SCRIPT)."""
+    unpacks squashfs images (`create`, ENROOT_SCRIPT), and the system mounts (/proc, /dev) its package ships
+    in /etc/enroot/mounts.d (the stand-in pyxis binds them)."""
     root = out / f"build-enroot-{version}"
     (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
     (root / "DEBIAN" / "control").write_text(
@@ -139,6 +140,11 @@ def build_enroot_deb(out: Path, version: str) -> Path:
     tool = root / "usr/bin/enroot"
     tool.write_text(ENROOT_SCRIPT.replace("@VERSION@", version))
     tool.chmod(0o755)
+    mounts = root / "etc/enroot/mounts.d"  # as enroot's package: the host's /proc and /dev in every container
+    mounts.mkdir(parents=True, exist_ok=True)
+    (mounts / "10-system.fstab").write_text(
+        "# corral TEST stand-in for enroot's system mounts (its package's 10-system.fstab): binds only\n"
+        "/proc /proc none x-create=dir,rbind,rw,nosuid,nodev,noexec\n/dev /dev none x-create=dir,rbind,rw,nosuid,noexec\n")
     deb = out / f"{ENROOT}_{version}_amd64.deb"  # named as the spec's url template asks ({arch})
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
     return deb

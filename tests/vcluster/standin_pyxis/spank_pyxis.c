@@ -12,7 +12,7 @@
  * namespace mapping only the user's own uid and gid, a private mount namespace, chroot. No cgroups,
  * no /proc, /dev or home mounted inside, no entrypoint, no registry import: those are real pyxis' and
  * enroot's. Of enroot's mount configuration it does the bind entries of the .fstab files in /etc/enroot/mounts.d
- * (x-create=file|dir, ro, nosuid, nodev), as enroot does at start: corral's TaskProlog is bound in there,
+ * (x-create=file|dir, bind, rbind, ro, nosuid, nodev), as enroot does at start: corral's TaskProlog is bound in there,
  * and Slurm runs it after task_init, inside the container. Cleanup: corral's epilog removes the user's enroot data directory after the last job.
  */
 #define _GNU_SOURCE
@@ -141,7 +141,7 @@ static int bind_mounts(const char *rootfs)
                 rc = mkdirs(target);
             }
             if (rc == 0)
-                rc = mount(src, target, NULL, MS_BIND, NULL);
+                rc = mount(src, target, NULL, MS_BIND | (strstr(opts, "rbind") ? MS_REC : 0), NULL);
             if (rc == 0 && (strstr(opts, ",ro") || !strncmp(opts, "ro", 2)))
                 rc = mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(target)
                            | (strstr(opts, "nosuid") ? MS_NOSUID : 0) | (strstr(opts, "nodev") ? MS_NODEV : 0), NULL);
