@@ -80,3 +80,11 @@ def test_the_probe_is_deployed_and_rendered_with_monitoring_and_a_cache(tmp_path
     want, _ = deploy_files(cluster, monkeypatch)
     assert "    probe nvcr.io https://nvcr.io\n" in want["ctl"][probe.SCRIPT]
     assert probe.TIMER in want["ctl"] and probe.SCRIPT not in want["gpu01"]
+
+
+def test_a_hostile_upstream_stays_one_word(tmp_path):
+    """The spec refuses such an upstream (spec/rules_images.py); were one to get here, it is one quoted word."""
+    planted = tmp_path / "pwned"
+    done, out = run_probe(tmp_path, caches(f"x$(touch {planted});touch {planted}"))
+    assert done.returncode == 0 and not planted.exists(), done.stderr
+    assert metrics(out)[f'corral_registry_upstream_up{{registry="x$(touch {planted});touch {planted}"}}'] == "0"
