@@ -72,7 +72,7 @@ def registry() -> None:
     want = register_for_run(Want(paths=(storage, *(i.config for i in insts), *(i.storage for i in insts),
                                         *(f"/etc/systemd/system/{i.unit}.service" for i in insts if i.upstream),
                                         *(dropin_path(i.unit) for i in insts if not i.upstream),
-                                 probe.SCRIPT, probe.SERVICE, probe.TIMER),
+                                        probe.SCRIPT, probe.SERVICE, probe.TIMER),
                                  services=(*(i.unit for i in insts), f"{probe.NAME}.timer")))
     operations.packages(name="docker-registry (distribution), curl", names=[PACKAGE, "curl"], want=WANT, together=True)
     operations.directory(name=f"registry storage {storage}", path=storage, want=want, mode="750", user=USER, group=USER)
