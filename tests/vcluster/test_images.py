@@ -199,6 +199,18 @@ def test_registry_metrics_are_scraped(reg):
         time.sleep(2)
     assert {t["labels"]["registry"] for t in mine} == {"site", "ctl:5000"}, mine
     assert [t["health"] for t in mine if t["labels"]["registry"] == "site"] == ["up"], mine
+    # the upstreams' probe reaches Prometheus through node-exporter's textfile collector, and the alert reading it
+    # is loaded
+    rules = json.loads(ssh(reg, "ctl", f"curl -fsS http://{addr}:9090/api/v1/rules").stdout)
+    assert "RegistryUpstreamUnreachable" in [r["name"] for g in rules["data"]["groups"] for r in g["rules"]], rules
+    query = "curl -fsS -G --data-urlencode query=corral_registry_upstream_up http://%s:9090/api/v1/query" % addr
+    deadline = time.monotonic() + 60
+    while True:
+        got = json.loads(ssh(reg, "ctl", query).stdout)["data"]["result"]
+        if got or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert [(r["metric"]["registry"], r["metric"]["node"], r["value"][1]) for r in got] == [("ctl:5000", "ctl", "1")], got
 
 
 def test_the_upstream_password_stays_in_its_file(reg):
