@@ -138,7 +138,8 @@ def test_cuda_and_acceptance_modules_only_where_corral_installs_them():
     assert ACCEPTANCE in gpu and ACCEPTANCE not in login
     assert 'prepend_path("PATH", "/usr/local/lib/corral/gpuburn")' in gpu[ACCEPTANCE]
     virtual = loads(extra + "virtual: {subnet: 10.0.0.0/24}\n")
-    assert sorted(modulefiles(virtual, virtual.node("gpu01"))) == ["/usr/local/share/corral/modulefiles/openmpi/4.1.lua"]
+    # the virtual cluster: its EMULATED toolkit gets the module (virtual/cuda_standin.py); no acceptance tools
+    assert sorted(modulefiles(virtual, virtual.node("gpu01"))) == [cuda, "/usr/local/share/corral/modulefiles/openmpi/4.1.lua"]
 
 
 def test_lua_strings_are_escaped():

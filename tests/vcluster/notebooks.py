@@ -19,9 +19,9 @@ from tests.vcluster.test_users import as_alice
 PORT = 8443
 CELL = ("import os\n"
         "exec(open(os.environ['LMOD_PKG'] + '/init/env_modules_python.py').read())\n"
-        "module('load', 'openmpi')\n"
+        "module('load', 'openmpi', 'cuda')\n"
         "print('CVD=' + os.environ.get('CUDA_VISIBLE_DEVICES', '-'), 'JOB=' + os.environ.get('SLURM_JOB_ID', '-'),"
-        " 'MPI_HOME=' + os.environ.get('MPI_HOME', '-'))")
+        " 'MPI_HOME=' + os.environ.get('MPI_HOME', '-'), 'CUDA_HOME=' + os.environ.get('CUDA_HOME', '-'))")
 NOTEBOOK = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [],
                        "source": CELL}],
             "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
@@ -152,7 +152,8 @@ def test_alice_gets_a_gpu_notebook_in_a_browser(bench, tmp_path):
                     continue
             text = out.inner_text()
             job = jobs[0].split()[0]
-            assert re.fullmatch(rf"CVD=\d JOB={job} MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi", text.strip()), text
+            assert re.fullmatch(rf"CVD=\d JOB={job} MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi "
+                                r"CUDA_HOME=/usr/local/cuda-12\.4", text.strip()), text
             page.goto(base + "/hub/home")
             page.click("#stop")
             wait_for(lambda: spawner_jobs(bench) == [], "her server's job to end", timeout=90)

@@ -67,6 +67,7 @@ def with_workbench(path) -> None:
     data = yaml.load(path.read_text())
     data["storage"]["exports"].append({"path": "/srv/nfs/sw"})
     data["storage"]["mounts"].append({"path": "/sw", "export": "/srv/nfs/sw"})
+    data["nvidia"] = {**(data.get("nvidia") or {}), "cuda_toolkit": {"version": "12.4"}}  # EMULATED: a stand-in
     data["software"] = {"easybuild": {}}  # its builds: Slurm jobs of the software manager (easybuild.py)
     data["users"].append(manager_entry())
     data["slurm"]["clean_jobs"] = True
@@ -137,10 +138,12 @@ def node_idle(vc, node: str) -> bool:
 def test_module_avail_and_load_in_her_login_shell(bench):
     ssh(bench, "ctl", "mkdir -p /srv/nfs/sw/modulefiles/hello && printf '%s\\n' "
                       "'setenv(\"HELLO_FROM\", \"the site tree on /sw\")' > /srv/nfs/sw/modulefiles/hello/1.0.lua")
-    out = login_shell(bench, "module -t avail 2>&1; module load openmpi hello && mpirun --version && "
+    out = login_shell(bench, "module -t avail 2>&1; module load openmpi hello cuda && mpirun --version && "
+                             "nvcc --version && echo \"CUDA_HOME=$CUDA_HOME\" && "
                              "echo \"MPI_HOME=$MPI_HOME SLURM_MPI_TYPE=$SLURM_MPI_TYPE HELLO_FROM=$HELLO_FROM\"")
     text = out.stdout + out.stderr
-    assert "openmpi/4.1" in text and "hello/1.0" in text, text
+    assert "openmpi/4.1" in text and "hello/1.0" in text and "cuda/12.4" in text, text
+    assert "release 12.4" in text and "CUDA_HOME=/usr/local/cuda-12.4" in text, text  # the EMULATED toolkit
     assert "mpirun (Open MPI) 4.1" in text, text
     assert "MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi SLURM_MPI_TYPE=pmix HELLO_FROM=the site tree on /sw" in text, text
     path = ssh(bench, "login1", "cat /etc/lmod/modulespath").stdout
@@ -148,14 +151,14 @@ def test_module_avail_and_load_in_her_login_shell(bench):
 
 
 def test_module_load_in_her_batch_job(bench):
-    script = ("#!/bin/bash -l\nmodule -t avail 2>&1 | grep -E '^(openmpi|hello)/[0-9]'\nmodule load openmpi hello\n"
-              "mpirun --version | head -1\necho \"$(hostname) $HELLO_FROM\"\n")
+    script = ("#!/bin/bash -l\nmodule -t avail 2>&1 | grep -E '^(openmpi|hello|cuda)/[0-9]'\n"
+              "module load openmpi hello cuda\nmpirun --version | head -1\necho \"$(hostname) $HELLO_FROM $CUDA_HOME\"\n")
     as_alice(bench, "login1", f"printf '%s' {shlex.quote(script)} > ~/modules.sh")
     job = as_alice(bench, "login1", "cd ~ && sbatch --parsable --wait -w gpu01 -t 2 --output=modules-%j.out "
                                     "modules.sh").stdout.strip()
     out = as_alice(bench, "login1", f"cat ~/modules-{job}.out").stdout
-    assert out.splitlines() == ["openmpi/4.1", "hello/1.0", "mpirun (Open MPI) 4.1.4",
-                                "gpu01 the site tree on /sw"], out
+    assert sorted(out.splitlines()[:3]) == ["cuda/12.4", "hello/1.0", "openmpi/4.1"], out
+    assert out.splitlines()[3:] == ["mpirun (Open MPI) 4.1.4", "gpu01 the site tree on /sw /usr/local/cuda-12.4"], out
 
 
 def test_mpi_hello_over_two_tasks_on_two_nodes_with_pmix(bench):

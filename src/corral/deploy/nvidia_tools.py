@@ -1,8 +1,9 @@
 """nvidia tools: the CUDA toolkit (compute and login nodes, one package, once) and the NVIDIA
 Container Toolkit (GPU compute nodes; runtime configured for the spec's container engine), both
-on real clusters: the offline virtual cluster cannot reach NVIDIA's repositories (said in plan). A virtual
-cluster installed from a bundle gets the toolkit the bundle carries (its build reached the CUDA
-repository; the tests' is a signed stand-in), so its `cuda` module is proven on the virtual nodes."""
+from NVIDIA's repositories on real clusters. The offline virtual cluster cannot reach them: its container
+toolkit is skipped (said in plan); its CUDA toolkit is the one a bundle carries, else the EMULATED stand-in
+corral puts in its own repository (virtual/cuda_standin.py: an nvcc that compiles nothing), installed by the
+same apt request, so the `cuda` module is proven on virtual nodes."""
 
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ def skip_reason(cluster, node, what: str) -> str | None:
     roles = ("compute", "login") if what == "cuda" else ("compute",)
     if spec is None or not any(r in node.roles for r in roles) or (what == "container" and not node.gpu_count):
         return "not wanted here"
-    if cluster.spec.virtual is not None and (what == "container" or cluster.spec.packages.source != "bundle"):
+    if cluster.spec.virtual is not None and what == "container":
         return "virtual cluster: NVIDIA's package repositories are not reachable from the offline virtual nodes"
-    return None
+    return None  # the toolkit on a virtual cluster: the bundle's, else corral's stand-in (virtual/cuda_standin.py)
 
 
 def ctk_source(repo_url: str) -> str:
@@ -79,9 +80,13 @@ def nvidia_tools() -> None:
     if skip_reason(cluster, node, "cuda") is None:
         package = cuda_package(n.cuda_toolkit.version)
         register_for_run(Want(packages=(package,)))
-        cuda_repository(name="NVIDIA CUDA repository", want=WANT,
-                        repo_url=n.driver.repo_url if n.driver else "https://developer.download.nvidia.com/compute/cuda/repos")
-        operations.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}", names=[package], want=WANT)
+        emulated = cluster.spec.virtual is not None and cluster.spec.packages.source != "bundle"
+        if cluster.spec.virtual is None:
+            cuda_repository(name="NVIDIA CUDA repository", want=WANT,
+                            repo_url=n.driver.repo_url if n.driver else "https://developer.download.nvidia.com/compute/cuda/repos")
+        operations.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}" + (" (EMULATED: corral's stand-in)"
+                                                                             if emulated else ""),
+                            names=[package], want=WANT)
     if skip_reason(cluster, node, "container") is None:
         c = n.container_toolkit
         if cluster.spec.packages.source != "bundle":  # else the bundle's repository carries it (bundle/vendor.py)

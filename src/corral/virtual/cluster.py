@@ -159,7 +159,11 @@ class VirtualCluster:
             from corral.bundle.serve import prepare
             return prepare(self.cluster)
         from corral.components.views import packages_for
-        return repo.ensure_repo(base, packages_for(self.cluster), repo.repo_dir(self.os), os_name=self.os), None
+        made = repo.ensure_repo(base, packages_for(self.cluster), repo.repo_dir(self.os), os_name=self.os)
+        if self.cluster.spec.nvidia.cuda_toolkit is not None:  # EMULATED: NVIDIA's toolkit, a stand-in
+            from corral.virtual import cuda_standin
+            cuda_standin.ensure(made, self.cluster.spec.nvidia.cuda_toolkit.version)
+        return made, None
 
     def _slurm_more(self, repo_dir: Path, base: Path) -> tuple[str, ...]:
         """The sub-repository of a newer Slurm than the release ships, when slurm.version asks for one."""
