@@ -34,19 +34,26 @@ def build(spec: Optional[Path] = SpecOpt,
           valid_days: int = typer.Option(VALID_DAYS, "--valid-days", min=1, max=3650, help="how long the nodes' apt "
                                          "accepts the bundle's repository (InRelease's Valid-Until), and verify the "
                                          "bundle"),
+          images: Optional[list[str]] = typer.Option(None, "--images", metavar="REF", help="also this container "
+                                                     "image (registry/path:tag[@sha256:...]) as an OCI layout, fetched "
+                                                     "with skopeo; `up`/`apply` with the bundle load it into the site "
+                                                     "registry (repeat for more)"),
           as_json: bool = JsonOpt) -> None:
-    """Resolve, download and sign every .deb the spec's nodes install, into one tar."""
+    """Resolve, download and sign every .deb the spec's nodes install, into one tar (and --images)."""
     from corral.bundle.build import build as run_build
     from corral.virtual import image
     from corral.virtual.repo import REPO
     try:
+        from corral.bundle.images import refs
+        refs(images or [])  # a hostile reference is refused before the spec is even read
         cluster = load_cluster(spec)
         target = output or cluster.base_dir / f"corral-bundle-{cluster.spec.name}.tar"
         status = image.release_status(image.ensure_image())  # a clean Debian 12 node (debootstrap minbase)
         built = run_build(cluster, target, status, REPO / "pool",
                           say=lambda m: None if as_json else err.print(m, markup=False),
                           python=python_pins() if with_python else None,
-                          image=image.ensure_image() if with_virtual else None, valid_days=valid_days)
+                          image=image.ensure_image() if with_virtual else None, valid_days=valid_days,
+                          images=images or None)
     except CorralError as exc:
         if as_json:
             print_json({"ok": False, "error": str(exc)})
@@ -55,7 +62,8 @@ def build(spec: Optional[Path] = SpecOpt,
         print_json({"ok": True, **built.to_json()})
         return
     out.print(f"bundle written: {built.path} ({built.packages} packages, {built.size / 1e6:.1f} MB, "
-              f"{built.downloaded} downloaded) in {built.seconds:.1f} s", markup=False)
+              f"{built.downloaded} downloaded{f', {built.images} images' if built.images else ''}) in {built.seconds:.1f} s",
+              markup=False)
     out.print(f"signed by key {built.fingerprint}: pin it in the spec of the air-gapped site as "
               f"packages.fingerprint, and compare it there with `corral bundle verify`", markup=False)
 
