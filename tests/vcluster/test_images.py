@@ -220,3 +220,7 @@ def test_images_pull_list_a_job_reads_it_rm(reg):
     assert removed.returncode == 0 and json.loads(removed.stdout)["ok"], removed.stdout
     after = json.loads(corral(reg, "images", "list", "--to", "/sw/images", "--json").stdout)
     assert after["ok"] and after["images"] == [], after
+
+
+from tests.vcluster.images_bundle import (  # noqa: E402,F401 (run here, on this module's cluster)
+    test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it)

@@ -1,0 +1,80 @@
+"""A container image carried in a bundle (issue 37), run on tests/vcluster/test_images.py's cluster (imported
+there): an "upstream" registry the test controls (a second docker-registry on ctl:5009, with the registry
+node's certificate) holds an image; the bundle's image step fetches it with the real skopeo on the control
+host (trusting the cluster's CA through SSL_CERT_FILE, as any site's private upstream would be) into an OCI
+layout, sealed and signed with this state dir's bundle key, verified and unpacked as `up --bundle` does;
+the loader `apply`/`up --bundle` call after the components (workflows/images_load.py `push_all`) pushes it
+into the site registry on ctl:5000, a second load changes nothing, and alice's job on gpu01 runs the image
+from the site registry with podman. The upstream is stopped before the load and the job, so the image can
+only come from what the bundle carried. The full `corral bundle build --images` resolves every package of
+the spec (minutes), so the build here is its image step and `seal`, the same functions."""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from tests.vcluster.conftest import ssh
+from tests.vcluster.oci_image import push
+from tests.vcluster.test_users import as_alice
+
+UPSTREAM_PORT = 5009
+UNIT = "corral-test-upstream-registry"
+UPSTREAM_CONF = f"""version: 0.1
+storage: {{filesystem: {{rootdirectory: /var/tmp/{UNIT}}}}}
+http:
+  addr: ":{UPSTREAM_PORT}"
+  tls: {{certificate: /etc/docker/registry/tls/registry.crt, key: /etc/docker/registry/tls/registry.key}}
+"""
+
+
+def _upstream(reg, start: bool) -> None:
+    if not start:
+        ssh(reg, "ctl", f"systemctl stop {UNIT}; rm -rf /var/tmp/{UNIT} /run/{UNIT}.yml", check=False)
+        return
+    ssh(reg, "ctl", f"printf %s {shlex.quote(UPSTREAM_CONF)} > /run/{UNIT}.yml && systemd-run --unit {UNIT} "
+                    f"/usr/bin/docker-registry serve /run/{UNIT}.yml")
+    ssh(reg, "ctl", f"for _ in $(seq 50); do curl -fsS -o /dev/null https://ctl:{UPSTREAM_PORT}/v2/ && exit 0; "
+                    "sleep 0.2; done; exit 1")
+
+
+def test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it(reg, tmp_path, monkeypatch):
+    from corral.bundle import build, images, sign
+    from corral.bundle.verify import unpack_verified, verify
+    from corral.workflows.images_load import push_all
+    cluster = reg.cluster
+    ca = cluster.state_dir / "secrets" / "ca" / "ca.pem"
+    addr = reg.node("ctl").node.address
+    ref = f"{addr}:{UPSTREAM_PORT}/upstream/hello:7"
+    _upstream(reg, True)
+    try:
+        t0 = time.monotonic()
+        digest = push(f"https://{addr}:{UPSTREAM_PORT}", "upstream/hello", "7", ca, "carried in the bundle\n")
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # the upstream's certificate is the cluster CA's
+        root = tmp_path / "root"
+        (root / "repo").mkdir(parents=True)
+        (root / "repo" / "Packages").write_text("")
+        (root / "repo" / "Packages.gz").write_bytes(b"")
+        carried = images.carry([ref], root)
+        assert [(i["ref"], i["digest"]) for i in carried] == [(ref, digest)], carried  # an OCI manifest: as pushed
+        home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
+        build.seal(root, cluster.spec.name, {"cluster": cluster.spec.name, "packages": [], "images": carried},
+                   home, fpr, tmp_path / "b.tar")
+        print(f"image fetched with skopeo and sealed in {time.monotonic() - t0:.1f} s")
+    finally:
+        _upstream(reg, False)  # from here on the image can only come from the bundle
+    checked = verify(tmp_path / "b.tar", fpr, home)
+    assert checked.ok and checked.images == 1, checked.problems
+    unpacked = unpack_verified(tmp_path / "b.tar", checked, tmp_path / "unpacked")
+    t0 = time.monotonic()
+    first = push_all(cluster, checked.manifest["images"], unpacked)
+    assert [(o.name, o.status) for o in first] == [("image ctl:5000/upstream/hello:7 from the bundle", "changed")], \
+        [(o.name, o.status, o.reason) for o in first]
+    again = push_all(cluster, checked.manifest["images"], unpacked)
+    assert [(o.status, o.reason) for o in again] == [("unchanged", f"the site registry serves {digest} already")]
+    print(f"loaded, then found loaded, in {time.monotonic() - t0:.1f} s")
+    job = as_alice(reg, "login1", "srun -w gpu01 podman run --rm --network=none ctl:5000/upstream/hello:7 "
+                                  "cat /etc/message", check=False, timeout=180)
+    assert job.returncode == 0 and job.stdout == "carried in the bundle\n", (job.stdout, job.stderr[-2000:])
+    tags = ssh(reg, "ctl", "curl -fsS https://ctl:5000/v2/upstream/hello/tags/list").stdout
+    assert '"7"' in tags, tags
