@@ -193,6 +193,21 @@ def test_a_failed_or_stuck_fetch_names_the_image_and_leaves_nothing(tmp_path, mo
         images.fetch(parse(REF), tmp_path / "root")
 
 
+def test_a_layout_whose_index_names_a_blob_out_of_it_is_refused(tmp_path, monkeypatch):
+    """What skopeo wrote is read by digest only: an index naming `sha256:../..` opens nothing."""
+    write_layout(tmp_path / "made", REF)
+    index = tmp_path / "made" / "images" / "corral+hello+7" / "index.json"
+    data = json.loads(index.read_text())
+    data["manifests"][0]["digest"] = "sha256:../../../../etc/passwd"
+    index.write_text(json.dumps(data))
+    skopeo(tmp_path, 'dest=${!#}; dest=${dest#oci:}; dest=${dest%:*}\n'
+                     f'cp -r {tmp_path}/made/images/corral+hello+7/. "$dest"\n', monkeypatch)
+    with pytest.raises(CorralError, match=f"image {REF}: the layout skopeo wrote is refused \\(not a sha256 "
+                                          "digest: 'sha256:../../../../etc/passwd'\\)"):
+        images.fetch(parse(REF), tmp_path / "root")
+    assert not (tmp_path / "root" / "images" / "corral+hello+7").exists()
+
+
 class FakeRegistry(BaseHTTPRequestHandler):
     """The distribution API's push subset, over plain HTTP: blobs checked against their digest."""
     blobs: dict[str, bytes] = {}
@@ -301,3 +316,17 @@ def test_a_bundle_with_images_for_a_spec_without_a_site_registry_is_refused_firs
     with pytest.raises(CorralError, match="no site registry"):
         converge(load(f), "apply")  # 10.0.0.x is never contacted: refused before
     assert not (tmp_path / ".corral" / "bundle").exists()  # nothing unpacked either
+
+
+def test_the_cli_refuses_a_hostile_reference_with_its_json_object_and_exit_2(tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src"), "CORRAL_SPEC": str(tmp_path / "none")}
+    done = subprocess.run([sys.executable, "-m", "corral", "bundle", "build", "--images", "busybox",
+                           "--images", "ctl:5000/x$(reboot)", "-o", str(tmp_path / "b.tar"), "--json"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    got = json.loads(done.stdout)
+    assert got["ok"] is False and "'$'" in got["error"] and "'('" in got["error"], got
+    assert not (tmp_path / "b.tar").exists() and list(tmp_path.iterdir()) == []

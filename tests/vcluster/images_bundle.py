@@ -2,15 +2,17 @@
 there): an "upstream" registry the test controls (a second docker-registry on ctl:5009, with the registry
 node's certificate) holds an image; the bundle's image step fetches it with the real skopeo on the control
 host (trusting the cluster's CA through SSL_CERT_FILE, as any site's private upstream would be) into an OCI
-layout, sealed and signed with this state dir's bundle key, verified and unpacked as `up --bundle` does;
-the loader `apply`/`up --bundle` call after the components (workflows/images_load.py `push_all`) pushes it
-into the site registry on ctl:5000, a second load changes nothing, and alice's job on gpu01 runs the image
+layout, sealed and signed with this state dir's bundle key; the loader `apply`/`up --bundle` call after
+the components (workflows/images_load.py `load`, for the cluster's spec installing from that bundle)
+verifies and unpacks it and pushes the image into the site registry on ctl:5000, a second load changes
+nothing, and alice's job on gpu01 runs the image
 from the site registry with podman. The upstream is stopped before the load and the job, so the image can
 only come from what the bundle carried. The full `corral bundle build --images` resolves every package of
 the spec (minutes), so the build here is its image step and `seal`, the same functions."""
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import time
 
@@ -40,8 +42,9 @@ def _upstream(reg, start: bool) -> None:
 
 def test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it(reg, tmp_path, monkeypatch):
     from corral.bundle import build, images, sign
-    from corral.bundle.verify import unpack_verified, verify
-    from corral.workflows.images_load import push_all
+    from corral.bundle.verify import verify
+    from corral.engine.results import NodeResult, RunResult
+    from corral.workflows.images_load import load
     cluster = reg.cluster
     ca = cluster.state_dir / "secrets" / "ca" / "ca.pem"
     addr = reg.node("ctl").node.address
@@ -65,13 +68,21 @@ def test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it(reg,
         _upstream(reg, False)  # from here on the image can only come from the bundle
     checked = verify(tmp_path / "b.tar", fpr, home)
     assert checked.ok and checked.images == 1, checked.problems
-    unpacked = unpack_verified(tmp_path / "b.tar", checked, tmp_path / "unpacked")
+    # the cluster as a spec installing from this bundle sees it (packages.source: bundle); load() is what
+    # converge runs after an apply's components: it verifies and unpacks the bundle itself (bundle/serve.py)
+    packages = cluster.spec.packages.model_copy(update={"source": "bundle", "bundle": str(tmp_path / "b.tar"),
+                                                         "fingerprint": fpr})
+    bundled = dataclasses.replace(cluster, spec=cluster.spec.model_copy(update={"packages": packages}))
     t0 = time.monotonic()
-    first = push_all(cluster, checked.manifest["images"], unpacked)
-    assert [(o.name, o.status) for o in first] == [("image ctl:5000/upstream/hello:7 from the bundle", "changed")], \
-        [(o.name, o.status, o.reason) for o in first]
-    again = push_all(cluster, checked.manifest["images"], unpacked)
-    assert [(o.status, o.reason) for o in again] == [("unchanged", f"the site registry serves {digest} already")]
+    ops = []
+    for _ in range(2):
+        result = RunResult(run_id="t", command="test", mode="apply", spec_hash="", started="")
+        result.nodes["ctl"] = NodeResult("ctl", addr)
+        assert load(bundled, result) and result.ok, (result.nodes["ctl"].error, result.warnings)
+        ops += [(o.name, o.status, o.reason) for o in result.nodes["ctl"].ops]
+    assert ops == [("image ctl:5000/upstream/hello:7 from the bundle", "changed", None),
+                   ("image ctl:5000/upstream/hello:7 from the bundle", "unchanged",
+                    f"the site registry serves {digest} already")], ops
     print(f"loaded, then found loaded, in {time.monotonic() - t0:.1f} s")
     job = as_alice(reg, "login1", "srun -w gpu01 podman run --rm --network=none ctl:5000/upstream/hello:7 "
                                   "cat /etc/message", check=False, timeout=180)

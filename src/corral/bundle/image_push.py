@@ -55,7 +55,9 @@ class Registry:
         return self._open("HEAD", f"/v2/{repository}/blobs/{digest}", ok=(200, 404)).status == 200
 
     def upload(self, repository: str, digest: str, path: Path) -> None:
-        location = self._open("POST", f"/v2/{repository}/blobs/uploads/", data=b"").headers["Location"]
+        location = self._open("POST", f"/v2/{repository}/blobs/uploads/", data=b"").headers.get("Location")
+        if not location:
+            raise CorralError(f"the registry gave no upload location for {repository}")
         url = (location if location.startswith("http") else self.base + location)
         url += ("&" if "?" in url else "?") + f"digest={digest}"
         with open(path, "rb") as f:

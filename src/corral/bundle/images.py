@@ -67,8 +67,10 @@ def fetch(ref: ImageRef, root: Path, timeout: int = TIMEOUT_S) -> dict:
                                 "(skopeo login REGISTRY)")
     try:
         return entry(ref, root)
-    except (OSError, ValueError, KeyError, AttributeError) as e:
-        raise CorralError(f"image {ref}: the layout skopeo wrote cannot be read ({e})", value=str(ref)) from None
+    except (CorralError, OSError, ValueError, KeyError, AttributeError) as e:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise CorralError(f"image {ref}: the layout skopeo wrote is refused ({getattr(e, 'message', e)})",
+                          value=str(ref)) from None
 
 
 def carry(texts: list[str], root: Path, say=lambda msg: None) -> list[dict]:

@@ -71,6 +71,7 @@ def load(cluster, result: RunResult) -> bool:
     items = carried(cluster)
     if result.mode != "apply" or not items:
         return False
+    need_site_registry(cluster, f"packages.bundle carries {len(items)} container image(s)")  # converge refused it
     node = registry_node(cluster)
     got: NodeResult | None = result.nodes.get(node.name)
     if got is None or not got.ok:
