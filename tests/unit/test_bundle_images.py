@@ -330,3 +330,19 @@ def test_the_cli_refuses_a_hostile_reference_with_its_json_object_and_exit_2(tmp
     got = json.loads(done.stdout)
     assert got["ok"] is False and "'$'" in got["error"] and "'('" in got["error"], got
     assert not (tmp_path / "b.tar").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_site_registry_is_reached_as_its_certificate_names_it(tmp_path):
+    from corral.workflows.images_load import site_registry
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC + "images: {podman: true, registry: {node: ctl, port: 5000}}\n")
+    registry, shown = site_registry(load(f))  # corral's CA signed it for the node's name and address
+    assert (registry.base, shown) == ("https://10.0.0.10:5000", "ctl:5000")
+    assert registry.context.get_ca_certs()[0]["subject"] == ((("commonName", "corral CA of t"),),)
+    (tmp_path / "site.pem").write_text("x")
+    (tmp_path / "site.key").write_text("x")
+    (tmp_path / "site.key").chmod(0o600)
+    f.write_text(SPEC + "images: {podman: true, registry: {node: ctl, port: 5443, tls: {cert_file: site.pem, "
+                        "key_file: site.key}}}\n")
+    registry, shown = site_registry(load(f))  # the site's certificate names the node; this host trusts its CA
+    assert (registry.base, shown) == ("https://ctl:5443", "ctl:5443")
