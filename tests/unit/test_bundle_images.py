@@ -346,3 +346,14 @@ def test_the_site_registry_is_reached_as_its_certificate_names_it(tmp_path):
                         "key_file: site.key}}}\n")
     registry, shown = site_registry(load(f))  # the site's certificate names the node; this host trusts its CA
     assert (registry.base, shown) == ("https://ctl:5443", "ctl:5443")
+
+
+def test_up_with_a_bundle_carrying_images_and_no_site_registry_starts_no_node(tmp_path, key):
+    from corral.workflows.up import start_virtual
+    _, _, fpr = key
+    bundle = sealed(tmp_path, key)
+    with pytest.raises(CorralError, match="packages.bundle carries 1 container image") as exc:
+        start_virtual(tmp_path / "site", bundle=bundle, fingerprint=fpr)  # the default spec has no registry
+    assert exc.value.where == "images.registry"
+    # the default spec (and alice's key) written for the admin to add images.registry to; nothing else
+    assert sorted(p.name for p in (tmp_path / "site" / ".corral").iterdir()) == ["ssh"]
