@@ -10,6 +10,7 @@ import hashlib
 import http.server
 import io
 import json
+import shlex
 import tarfile
 import threading
 import urllib.error
@@ -26,6 +27,7 @@ from corral.virtual import image, network, repo
 from corral.workflows.converge import converge
 from corral.workflows.up import bundle_section, up
 from tests.vcluster.standin import PACKAGE, build_cuda_repo, build_deb, build_enroot_deb, serve_dir
+from tests.vcluster.upstream_registry import image as upstream_manifest, upstream_image
 from tests.vcluster.conftest import TEST_PORT, TEST_SUBNET, failures, make_spec, ssh, vcluster_unavailable
 
 pytestmark = pytest.mark.vcluster
@@ -40,6 +42,9 @@ nvidia:
     url: "{url}/{{package}}_{{version}}_{{arch}}.deb"
     sha256: {{corral-test-enroot: {sha}}}
 """
+
+
+IMAGE_TEXT = "carried through the air gap\n"
 
 
 def _files(directory):
@@ -57,11 +62,15 @@ def air(tmp_path_factory):
     deb = build_enroot_deb(d / "files", "1.0.0")  # a pinned download, served to the build host only
     # NVIDIA's CUDA repository, a signed TEST stand-in (its own key, pinned by the spec as a mirror's would be)
     fpr = build_cuda_repo(d / "files" / "cuda", [build_deb(d / "driver", "1.0")], d / "cuda-key")
-    with _files(d / "files") as url:
+    # a container image (--images) from an upstream registry the build host reaches (tests/vcluster/
+    # upstream_registry.py), for the site registry on ctl
+    with _files(d / "files") as url, upstream_image(d / "files", "upstream/hello", "7", IMAGE_TEXT) as up_image, \
+            pytest.MonkeyPatch.context() as env:
         spec.write_text(spec.read_text() + ENROOT.format(url=url, sha=hashlib.sha256(deb.read_bytes()).hexdigest(),
-                                                         fpr=fpr))
+                                                         fpr=fpr) + "images: {registry: {node: ctl}}\n")
+        env.setenv("SSL_CERT_FILE", str(up_image[2]))  # skopeo trusts the upstream's CA
         built = build(load(spec), d / "air.tar", image.release_status(image.ensure_image()), repo.REPO / "pool",
-                      image=image.ensure_image())  # --with-virtual
+                      image=image.ensure_image(), images=[up_image[0]])  # --with-virtual, --images
     spec.write_text(spec.read_text() + bundle_section(built.path, None))  # signer: this state dir's own key
     patch = pytest.MonkeyPatch()
     patch.setattr(repo, "ensure_repo", lambda *a, **k: pytest.fail("the on-the-fly repository was filled"))
@@ -91,6 +100,21 @@ def test_up_from_the_bundle_alone_validates(air):
     assert (unpacked / "etc/corral-image").is_file() and carried["file"] == f"virtual/{carried['image']}.tar"
     mounts = open("/proc/self/mountinfo").read()
     assert f"lowerdir={unpacked}" in mounts, "the nodes' overlays are not on the carried image"
+
+
+def test_up_loads_the_bundled_image_into_the_site_registry(air):
+    """`up --bundle` pushed the carried image into the site registry after the components (an op of ctl);
+    a node gets it from there by the digest the upstream served (the upstream is long gone)."""
+    d, built, result = air
+    ops = [(o.name, o.status) for o in result.apply.nodes["ctl"].ops if o.name.startswith("image ")]
+    assert ops == [("image ctl:5000/upstream/hello:7 from the bundle", "changed")], ops
+    from corral.virtual.cluster import VirtualCluster
+    served = hashlib.sha256(upstream_manifest(IMAGE_TEXT)[0]).hexdigest()  # what the upstream served
+    fetch = ("import hashlib, urllib.request as u; r = u.Request('https://ctl:5000/v2/upstream/hello/manifests/7', "
+             "headers={'Accept': 'application/vnd.oci.image.manifest.v1+json'}); "
+             "print(hashlib.sha256(u.urlopen(r, timeout=10).read()).hexdigest())")  # trusting the cluster's CA
+    got = ssh(VirtualCluster(load(d / "cluster.yaml")), "gpu01", f"python3 -c {shlex.quote(fetch)}").stdout.strip()
+    assert got == served
 
 
 def test_nodes_take_only_the_bundles_signed_repository(air):
