@@ -357,3 +357,17 @@ def test_up_with_a_bundle_carrying_images_and_no_site_registry_starts_no_node(tm
     assert exc.value.where == "images.registry"
     # the default spec (and alice's key) written for the admin to add images.registry to; nothing else
     assert sorted(p.name for p in (tmp_path / "site" / ".corral").iterdir()) == ["ssh"]
+
+
+def test_diff_names_images_added_removed_and_at_another_digest():
+    from corral.bundle import diff
+
+    def img(repo: str, digest: str) -> dict:
+        return {"ref": f"nvcr.io/{repo}:1", "repository": repo, "tag": "1", "digest": digest}
+    a = {"packages": [], "images": [img("nvidia/pytorch", "sha256:" + "a" * 64), img("old/tool", "sha256:" + "b" * 64)]}
+    b = {"packages": [], "images": [img("nvidia/pytorch", "sha256:" + "c" * 64), img("new/tool", "sha256:" + "d" * 64)]}
+    d = diff.diff(a, b)
+    assert not d["same"] and diff.lines(d) == [
+        f"+ image new/tool:1 sha256:{'d' * 64}  (from nvcr.io/new/tool:1)", f"- image old/tool:1 sha256:{'b' * 64}",
+        f"~ image nvidia/pytorch:1 sha256:{'a' * 64} -> sha256:{'c' * 64}"]
+    assert diff.diff(b, b)["same"]

@@ -108,7 +108,8 @@ def verify(file: Path = typer.Argument(..., help="a bundle written by `corral bu
                if checked.ok else f"key {checked.fingerprint}" + ("" if checked.expected else
                                                                   " (NOT compared with a pinned key: UNCHECKED)"))
         verdict = "ok" if checked.ok else f"{len(checked.problems)} problem(s)"
-        out.print(f"{file}: {verdict}: {checked.files} files, {checked.packages} packages, signed by {who}",
+        images = f", {checked.images} images" if checked.images else ""
+        out.print(f"{file}: {verdict}: {checked.files} files, {checked.packages} packages{images}, signed by {who}",
                   markup=False)
     if not checked.ok:
         raise typer.Exit(1)
