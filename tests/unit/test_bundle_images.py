@@ -371,3 +371,29 @@ def test_diff_names_images_added_removed_and_at_another_digest():
         f"+ image new/tool:1 sha256:{'d' * 64}  (from nvcr.io/new/tool:1)", f"- image old/tool:1 sha256:{'b' * 64}",
         f"~ image nvidia/pytorch:1 sha256:{'a' * 64} -> sha256:{'c' * 64}"]
     assert diff.diff(b, b)["same"]
+
+
+def test_plan_shows_every_image_as_to_be_pushed_while_the_registry_does_not_answer(tmp_path, key):
+    """plan's view (workflows/images_load.py load in plan mode): the registry asked, nothing sent; a registry
+    that does not answer yet (before its first apply) means each image would be pushed."""
+    import socket
+    from corral.engine.results import NodeResult, RunResult
+    from corral.workflows.images_load import load as load_images
+    _, _, fpr = key
+    bundle = sealed(tmp_path, key)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC.replace("10.0.0.10", "127.0.0.1") + f"images: {{registry: {{node: ctl, port: {port}}}}}\n"
+                 f"packages: {{source: bundle, serve: 127.0.0.1:8079, bundle: {bundle.name}, fingerprint: {fpr}}}\n")
+    result = RunResult(run_id="t", command="plan", mode="plan", spec_hash="", started="")
+    result.nodes["ctl"] = NodeResult("ctl", "127.0.0.1")
+    assert load_images(load(f), result)
+    [op] = result.nodes["ctl"].ops
+    assert (op.name, op.status) == (f"image ctl:{port}/corral/hello:7 from the bundle", "changed")
+    assert op.reason.startswith("the site registry does not answer (HEAD https://127.0.0.1:")
+    assert result.ok
+    result = RunResult(run_id="t", command="plan", mode="plan", spec_hash="", started="")
+    assert not load_images(load(f), result) and result.warnings == [
+        "the bundle's 1 image(s) not checked: the registry node ctl was not in this run"]

@@ -104,7 +104,8 @@ def test_up_from_the_bundle_alone_validates(air):
 
 def test_up_loads_the_bundled_image_into_the_site_registry(air):
     """`up --bundle` pushed the carried image into the site registry after the components (an op of ctl);
-    a node gets it from there by the digest the upstream served (the upstream is long gone)."""
+    a node gets it from there by the digest the upstream served (the upstream is long gone); plan sees it
+    there."""
     d, built, result = air
     ops = [(o.name, o.status) for o in result.apply.nodes["ctl"].ops if o.name.startswith("image ")]
     assert ops == [("image ctl:5000/upstream/hello:7 from the bundle", "changed")], ops
@@ -115,6 +116,9 @@ def test_up_loads_the_bundled_image_into_the_site_registry(air):
              "print(hashlib.sha256(u.urlopen(r, timeout=10).read()).hexdigest())")  # trusting the cluster's CA
     got = ssh(VirtualCluster(load(d / "cluster.yaml")), "gpu01", f"python3 -c {shlex.quote(fetch)}").stdout.strip()
     assert got == served
+    plan = converge(load(d / "cluster.yaml"), "plan", command="test-bundle-plan")  # asks the registry, sends nothing
+    assert [(o.name, o.status) for o in plan.nodes["ctl"].ops if o.name.startswith("image ")] == [
+        ("image ctl:5000/upstream/hello:7 from the bundle", "unchanged")]
 
 
 def test_nodes_take_only_the_bundles_signed_repository(air):

@@ -26,14 +26,14 @@ IMAGE_TIMEOUT_S = 3600    # one image, all its blobs
 
 
 class Registry:
-    def __init__(self, base_url: str, context: ssl.SSLContext) -> None:
-        self.base, self.context = base_url.rstrip("/"), context
+    def __init__(self, base_url: str, context: ssl.SSLContext, timeout: float = REQUEST_TIMEOUT_S) -> None:
+        self.base, self.context, self.timeout = base_url.rstrip("/"), context, timeout
 
     def _open(self, method: str, url: str, *, data=None, headers: dict | None = None, ok=(200, 201, 202)):
         url = url if url.startswith("http") else self.base + url
         req = urllib.request.Request(url, method=method, data=data, headers=headers or {})
         try:
-            resp = urllib.request.urlopen(req, context=self.context, timeout=REQUEST_TIMEOUT_S)  # noqa: S310 - https
+            resp = urllib.request.urlopen(req, context=self.context, timeout=self.timeout)  # noqa: S310 - https
         except urllib.error.HTTPError as e:
             if e.code in ok:  # 404: a HEAD asking whether it is there
                 return e

@@ -74,6 +74,7 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     result.warnings += _fabric_warnings(cluster)
     if mode != "apply":
         show_rollouts(cluster, result)
+        images_load.load(cluster, result)  # what apply would push into the site registry
         return result
     result = schedulers.of(cluster).use("after_apply")(cluster, result, on_event=on_event, command=command or mode,
                                                        say=say, backup=backup, rollout_only=rollout_only)

@@ -2,11 +2,14 @@
 apply (and so `corral up --bundle`) that uses the bundle: from the control host, over TLS trusting the
 cluster's CA (or, for the site's own certificate, this host's trust store), each image an operation of
 the registry node's result: `changed` when pushed, `unchanged` when the registry serves the carried digest
-already, `failed` naming the image. A bundle that carries images for a spec without a site registry is
+already, `failed` naming the image. plan shows the same ops from the registry's answer alone (asked with
+a short timeout; a registry not answering yet, before its first apply, means every image would be
+pushed). A bundle that carries images for a spec without a site registry is
 refused before anything changes (`refuse_without_registry`)."""
 
 from __future__ import annotations
 
+import json
 import ssl
 import time
 from pathlib import Path
@@ -46,13 +49,36 @@ def site_registry(cluster) -> tuple[Registry, str]:
     return Registry(f"https://{host}:{r.port}", context), f"{node.name}:{r.port}"
 
 
+PLAN_TIMEOUT_S = 10  # plan asks the registry; a node that does not answer must not hold it up
+
+
+def _name(shown: str, item: dict) -> str:
+    return f"image {shown}/{item['repository']}:{item['tag']} from the bundle"
+
+
+def preview(cluster, items: list[dict]) -> list[OpResult]:
+    """What push_all would do, from the registry's digests alone (nothing sent)."""
+    registry, shown = site_registry(cluster)
+    registry.timeout = PLAN_TIMEOUT_S
+    out, silent = [], None
+    for item in items:
+        try:
+            there = None if silent else registry.digest(item["repository"], item["tag"], item["media_type"])
+        except CorralError as e:
+            silent, there = f"the site registry does not answer ({e.message})", None
+        op = OpResult(_name(shown, item), "unchanged", f"the site registry serves {item['digest']} already") \
+            if there == item["digest"] else OpResult(_name(shown, item), "changed", silent)
+        out.append(op)
+    return out
+
+
 def push_all(cluster, items: list[dict], root: Path) -> list[OpResult]:
     """Each verified entry pushed from the unpacked bundle at root into the site registry; an OpResult each
     (a failure does not stop the next image)."""
     registry, shown = site_registry(cluster)
     out = []
     for item in items:
-        name = f"image {shown}/{item['repository']}:{item['tag']} from the bundle"
+        name = _name(shown, item)
         start = time.monotonic()
         try:
             pushed = push(registry, item, root)
@@ -67,19 +93,25 @@ def push_all(cluster, items: list[dict], root: Path) -> list[OpResult]:
 
 def load(cluster, result: RunResult) -> bool:
     """After an apply with the bundle: its images into the site registry, as ops of the registry node's
-    result; True when any image was tried. Not when the registry node was left out or failed (a warning)."""
+    result (plan: what it would do); True when any image was tried. Not when the registry node was left
+    out or failed (a warning)."""
     items = carried(cluster)
-    if result.mode != "apply" or not items:
+    if not items:
         return False
     need_site_registry(cluster, f"packages.bundle carries {len(items)} container image(s)")  # converge refused it
     node = registry_node(cluster)
     got: NodeResult | None = result.nodes.get(node.name)
     if got is None or not got.ok:
-        result.warnings.append(f"the bundle's {len(items)} image(s) not loaded: the registry node {node.name} "
+        verb = "not loaded" if result.mode == "apply" else "not checked"
+        result.warnings.append(f"the bundle's {len(items)} image(s) {verb}: the registry node {node.name} "
                                f"{'was not in this run' if got is None else 'failed'}")
         return False
     from corral.bundle.serve import prepare
     unpacked = prepare(cluster)[0].parent  # verified again; unpacked once (bundle/serve.py)
+    items = json.loads((unpacked / "manifest.json").read_text())["images"]  # the verified manifest's
+    if result.mode != "apply":
+        got.ops.extend(preview(cluster, items))
+        return True
     ops = push_all(cluster, items, unpacked)
     got.ops.extend(ops)
     failed = [op for op in ops if op.status == "failed"]
