@@ -78,10 +78,13 @@ def test_a_key_the_target_release_does_not_know_is_a_located_error():
     assert ("slurm.extra.GetEnvTimeout: Slurm 26.05's slurm.conf(5) has no GetEnvTimeout (it is a parameter "
             "of Slurm 21.08, 22.05, 23.11, 24.11)") in str(e.value)
     load_text(_virtual("debian-13", "24.11", "GetEnvTimeout: 5"), "cluster.yaml")  # 24.11 has it
-    load_text(_virtual("debian-13", "26.05", "NamespaceType: namespace/linux"), "cluster.yaml")
-    with pytest.raises(SpecError, match=r"Slurm 24\.11's slurm.conf\(5\) has no NamespaceType \(it is a parameter "
-                                        r"of Slurm 26\.05\)"):
-        load_text(_virtual("debian-13", None, "NamespaceType: namespace/linux"), "cluster.yaml")  # trixie: 24.11
+    load_text(_virtual("debian-13", "26.05", "HealthCheckTimeout: 60"), "cluster.yaml")
+    with pytest.raises(SpecError, match=r"Slurm 24\.11's slurm.conf\(5\) has no HealthCheckTimeout \(it is a "
+                                        r"parameter of Slurm 26\.05\)"):
+        load_text(_virtual("debian-13", None, "HealthCheckTimeout: 60"), "cluster.yaml")  # trixie: 24.11
+    with pytest.raises(SpecError, match=r"slurm.extra.NamespaceType: corral renders this key .*use the spec key "
+                                        r"slurm.clean_jobs"):  # namespace/tmpfs from 25.11 (render/job_container.py)
+        load_text(_virtual("debian-13", "26.05", "NamespaceType: namespace/linux"), "cluster.yaml")
     with pytest.raises(SpecError, match=r"Slurm 22\.05's slurm.conf\(5\) has no DataParserParameters"):
         load_text(_virtual("debian-12", None, "DataParserParameters: v0.0.41"), "cluster.yaml")
 

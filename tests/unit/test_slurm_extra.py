@@ -186,7 +186,8 @@ def test_rendered_keys_are_exactly_what_the_renderer_writes():
     routed = no_extra + "topology: {route: true, switches: [{name: top, switches: [leaf]}, {name: leaf, nodes: 'gpu[01-02]'}]}\n"
     for version in ((22, 5), (23, 11)):  # RoutePlugin, then TopologyParam=RouteTree
         flat |= _keys(_conf(routed, version))[0]
-    flat |= _keys(_conf(no_extra.replace("slurm:\n", "slurm:\n  clean_jobs: true\n", 1), (22, 5)))[0]  # JobContainerType
+    for version in ((22, 5), (26, 5)):  # JobContainerType, then NamespaceType
+        flat |= _keys(_conf(no_extra.replace("slurm:\n", "slurm:\n  clean_jobs: true\n", 1), version))[0]
     assert flat == set(RENDERED_KEYS)
     assert part == set(RENDERED_PARTITION_KEYS)
 

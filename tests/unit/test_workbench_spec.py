@@ -11,8 +11,8 @@ import pytest
 from corral.components import gates
 from corral.components.views import node_packages
 from corral.deploy.software import ACCEPTANCE, modulefiles
-from corral.errors import CorralError, SpecError
-from corral.render.job_container import job_container_conf
+from corral.errors import SpecError
+from corral.render.job_container import job_container_conf, slurm_lines as job_lines
 from corral.render.lmod import lua_string, modulespath, openmpi_module
 from corral.render.slurm import render_slurm_conf
 from corral.spec.loader import load_text
@@ -66,10 +66,24 @@ def test_a_site_tree_never_holds_shell_or_glob_characters(tree):
     assert problems(f"software:\n  site_trees: [{tree!r}]\n".replace("'", '"'))
 
 
-def test_clean_jobs_on_a_slurm_release_without_job_container_tmpfs_is_a_located_error():
-    found = problems("slurm: {version: \"25.11\", clean_jobs: true}\n")
-    assert any(f.startswith("cluster.yaml:9:") and "has no job_container/tmpfs" in f for f in found), found
-    assert loads("slurm: {version: \"25.05\", clean_jobs: true}\n").spec.slurm.clean_jobs
+def test_clean_jobs_on_25_11_and_later_is_namespace_tmpfs():
+    """Slurm 25.11 replaced job_container/tmpfs with namespace/tmpfs: the same job_container.conf, another key."""
+    cluster = loads("slurm: {version: \"26.05\", clean_jobs: true}\n")
+    assert job_lines(cluster, (26, 5))[-1] == "NamespaceType=namespace/tmpfs"
+    assert job_lines(cluster, (25, 5))[-1] == "JobContainerType=job_container/tmpfs"
+    assert "JobContainerType" not in "\n".join(job_lines(cluster, (25, 11)))
+
+
+@pytest.mark.parametrize("installed, requested, refused", [
+    ("24.11.5", "26.05", True), ("25.05.3", "25.11", True), ("24.11.5", "25.05", False), ("25.11.1", "26.05", False)])
+def test_an_upgrade_across_25_11_with_clean_jobs_is_refused_naming_the_way(installed, requested, refused):
+    from corral.spec.slurm_releases import refusal
+    found = refusal("gpu01", installed, requested, clean_jobs=True)
+    assert (found is not None) == refused, found
+    if refused:
+        assert "JobContainerType=job_container/tmpfs -> NamespaceType=namespace/tmpfs" in found[0]
+        assert found[1].startswith("set slurm.clean_jobs: false and apply the upgrade")
+    assert refusal("gpu01", installed, requested) is None  # without clean jobs: nothing to refuse
 
 
 @pytest.mark.parametrize("path, what", [("/tmp/jobs", "Slurm refuses a BasePath there"),
@@ -85,8 +99,7 @@ def test_job_container_conf_follows_the_slurm_version():
     old = job_container_conf(cluster, (22, 5))
     assert "AutoBasePath=true\nBasePath=/local/jobtmp\n" in old and "Dirs=" not in old
     assert job_container_conf(cluster, (24, 11)).endswith("BasePath=/local/jobtmp\nDirs=/tmp,/dev/shm\n")
-    with pytest.raises(CorralError, match="has no job_container/tmpfs"):
-        job_container_conf(cluster, (25, 11))
+    assert job_container_conf(cluster, (26, 5)) == job_container_conf(cluster, (24, 11)).replace("24.11", "26.05")
     assert job_container_conf(loads(""), (22, 5)) is None
 
 

@@ -135,6 +135,32 @@ def build_cuda_repo(site: Path, debs: list[Path], key_state: Path) -> str:
     return fpr
 
 
+CUDA_TOOLKIT_VERSION = "12.4"
+
+
+def build_cuda_toolkit_deb(out: Path, version: str = CUDA_TOOLKIT_VERSION) -> Path:
+    """A TEST stand-in for NVIDIA's cuda-toolkit-X-Y (never NVIDIA's): /usr/local/cuda-X.Y as the real
+    package lays it out (bin/, lib64/, version.json), with an `nvcc` that compiles nothing and says so."""
+    name = "cuda-toolkit-" + version.replace(".", "-")
+    root = out / f"build-{name}"
+    (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {name}\nVersion: {version}.0-1\nArchitecture: amd64\nMaintainer: corral tests <root@localhost>\n"
+        "Section: misc\nPriority: optional\nDescription: corral TEST stand-in for NVIDIA's CUDA toolkit\n"
+        " Installs the toolkit's layout and an nvcc that only prints its version.\n")
+    home = root / f"usr/local/cuda-{version}"
+    (home / "bin").mkdir(parents=True, exist_ok=True)
+    (home / "lib64").mkdir(parents=True, exist_ok=True)
+    (home / "version.json").write_text(f'{{"cuda": {{"name": "CUDA SDK", "version": "{version}.0"}}}}\n')
+    nvcc = home / "bin/nvcc"
+    nvcc.write_text("#!/bin/sh\n# corral TEST stand-in for NVIDIA's nvcc: compiles nothing\n"
+                    f"echo 'nvcc: corral TEST stand-in, Cuda compilation tools, release {version}, V{version}.0'\n")
+    nvcc.chmod(0o755)
+    deb = out / f"{name}_{version}.0-1_amd64.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
+    return deb
+
+
 def _signed_flat_repo(top: Path, debs: list[Path], key_state: Path, what: str):
     """A flat apt repository at `top` holding `debs`, its Release clearsigned by a test key made in key_state."""
     import hashlib

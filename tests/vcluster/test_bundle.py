@@ -26,7 +26,9 @@ from corral.spec.loader import load
 from corral.virtual import image, network, repo
 from corral.workflows.converge import converge
 from corral.workflows.up import bundle_section, up
-from tests.vcluster.standin import PACKAGE, build_cuda_repo, build_deb, build_enroot_deb, serve_dir
+from tests.vcluster.standin import (CUDA_TOOLKIT_VERSION, PACKAGE, build_cuda_repo, build_cuda_toolkit_deb, build_deb,
+                                    build_enroot_deb, serve_dir)
+from tests.vcluster.test_users import as_alice
 from tests.vcluster.upstream_registry import image as upstream_manifest, upstream_image
 from tests.vcluster.conftest import TEST_PORT, TEST_SUBNET, failures, make_spec, ssh, vcluster_unavailable
 
@@ -41,6 +43,8 @@ nvidia:
     packages: [corral-test-enroot]
     url: "{url}/{{package}}_{{version}}_{{arch}}.deb"
     sha256: {{corral-test-enroot: {sha}}}
+  cuda_toolkit: {{version: "{cuda}"}}
+software: {{openmpi: false}}
 """
 
 
@@ -61,13 +65,20 @@ def air(tmp_path_factory):
     spec = make_spec(d, name="air", compute=1, usable=True)
     deb = build_enroot_deb(d / "files", "1.0.0")  # a pinned download, served to the build host only
     # NVIDIA's CUDA repository, a signed TEST stand-in (its own key, pinned by the spec as a mirror's would be)
-    fpr = build_cuda_repo(d / "files" / "cuda", [build_deb(d / "driver", "1.0")], d / "cuda-key")
+    fpr = build_cuda_repo(d / "files" / "cuda", [build_deb(d / "driver", "1.0"), build_cuda_toolkit_deb(d / "driver")],
+                          d / "cuda-key")
+    # /sw shared beside /home, for software: (Lmod, the cuda module of the toolkit the bundle carries)
+    spec.write_text(spec.read_text().replace("    - {path: /srv/nfs/home}\n", "    - {path: /srv/nfs/home}\n"
+                                             "    - {path: /srv/nfs/sw}\n", 1).replace(
+        "roles: [controller, compute, login]}\n", "roles: [controller, compute, login]}\n"
+        "    - {path: /sw, export: /srv/nfs/sw, roles: [compute, login]}\n", 1))
     # a container image (--images) from an upstream registry the build host reaches (tests/vcluster/
     # upstream_registry.py), for the site registry on ctl
     with _files(d / "files") as url, upstream_image(d / "files", "upstream/hello", "7", IMAGE_TEXT) as up_image, \
             pytest.MonkeyPatch.context() as env:
         spec.write_text(spec.read_text() + ENROOT.format(url=url, sha=hashlib.sha256(deb.read_bytes()).hexdigest(),
-                                                         fpr=fpr) + "images: {registry: {node: ctl}}\n")
+                                                         fpr=fpr, cuda=CUDA_TOOLKIT_VERSION)
+                        + "images: {registry: {node: ctl}}\n")
         env.setenv("SSL_CERT_FILE", str(up_image[2]))  # skopeo trusts the upstream's CA
         built = build(load(spec), d / "air.tar", image.release_status(image.ensure_image()), repo.REPO / "pool",
                       image=image.ensure_image(), images=[up_image[0]])  # --with-virtual, --images
@@ -174,7 +185,7 @@ def test_the_driver_comes_from_the_cuda_repository_through_the_bundle(air):
     assert [(r["name"], r["source"].rsplit("/cuda/", 1)[1], r["fingerprint"], r["packages"])
             for r in content["repositories"]] == [("NVIDIA CUDA repository", "debian12/x86_64/ /",
                                                    load(d / "cluster.yaml").spec.nvidia.driver.repo_fingerprint,
-                                                   [PACKAGE])]
+                                                   sorted([PACKAGE, CUDA]))]
     from corral.virtual.cluster import VirtualCluster
     vc = VirtualCluster(load(d / "cluster.yaml"))
     assert ssh(vc, "gpu01", "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u").stdout.strip() == "1.0"
@@ -183,6 +194,33 @@ def test_the_driver_comes_from_the_cuda_repository_through_the_bundle(air):
         "drain", "wait for jobs", "install", "reboot", "verify", "resume"]
     log = (d / ".corral" / "logs" / "repo-http.log").read_text()
     assert f'"GET /pool/{PACKAGE}_1.0-1_all.deb HTTP/1.1" 200' in log
+
+
+CUDA = "cuda-toolkit-" + CUDA_TOOLKIT_VERSION.replace(".", "-")
+
+
+def test_module_load_cuda_as_alice_in_her_shell_and_her_job(air):
+    """nvidia.cuda_toolkit from the CUDA repository (the signed stand-in) through the bundle: installed on the
+    login and compute nodes, and the `cuda` module corral writes where it installed it works for alice the
+    same in a login shell on login1 and in her batch job on gpu01 (its nvcc is a TEST stand-in)."""
+    d, built, _ = air
+    from corral.virtual.cluster import VirtualCluster
+    vc = VirtualCluster(load(d / "cluster.yaml"))
+    with tarfile.open(built.path) as tar:
+        content = json.loads(tar.extractfile("manifest.json").read())
+    assert next(p for p in content["packages"] if p["package"] == CUDA)["why"] == ["nvidia.cuda_toolkit"]
+    want = f"release {CUDA_TOOLKIT_VERSION}"
+    shell = as_alice(vc, "login1", "bash -lc 'module -t avail 2>&1; module load cuda && nvcc --version && "
+                                   "echo HOME=$CUDA_HOME && module -t list 2>&1'").stdout
+    assert f"cuda/{CUDA_TOOLKIT_VERSION}" in shell and want in shell, shell
+    assert f"HOME=/usr/local/cuda-{CUDA_TOOLKIT_VERSION}" in shell, shell
+    script = "#!/bin/bash -l\nmodule load cuda && nvcc --version && hostname\n"
+    as_alice(vc, "login1", f"printf '%s' {shlex.quote(script)} > ~/cuda.sh")
+    job = as_alice(vc, "login1", "cd ~ && sbatch --parsable --wait -w gpu01 -t 2 --output=cuda-%j.out cuda.sh").stdout.strip()
+    out = as_alice(vc, "login1", f"cat ~/cuda-{job}.out").stdout
+    assert want in out and "gpu01" in out, out
+    assert ssh(vc, "ctl", f"test -e /usr/local/cuda-{CUDA_TOOLKIT_VERSION}", check=False).returncode != 0, \
+        "the toolkit went to a node that is neither compute nor login"
 
 
 def test_a_second_apply_changes_nothing(air):
@@ -372,13 +410,16 @@ def test_a_bundle_lacking_a_package_is_named_by_doctor_and_plan_before_anything_
     vc = VirtualCluster(load(d / "cluster.yaml"))
     before = ssh(vc, "login1", "find /etc -newer /etc/hostname -type f 2>/dev/null | sort").stdout
     check = next(c for c in doctor(load(spec)).checks if c.name == "bundle")
-    assert check.status == "FAIL" and check.nodes["login1"] == (
-        "FAIL: needs python3-venv (role login): not in the bundle"), check.to_json()
-    assert check.nodes["gpu01"] == (  # the small spec has no driver, no enroot (nor its download tools)
-        "FAIL: needs ca-certificates (nvidia.enroot/pyxis downloads): not in the bundle; "
-        "needs curl (nvidia.enroot/pyxis downloads): not in the bundle; "
-        "needs corral-test-nvidia-driver 1.0 (nvidia.driver.version): not in the bundle; "
-        "needs corral-test-enroot_1.0.0_amd64.deb (nvidia.enroot): not in the bundle"), check.to_json()
+    def needs(node: str) -> set[str]:
+        text = check.nodes[node]
+        assert text.startswith("FAIL: "), text
+        return {part.removesuffix(": not in the bundle") for part in text.removeprefix("FAIL: ").split("; ")}
+    common = {"needs lmod (software (Lmod))", f"needs {CUDA} (nvidia.cuda_toolkit)"}
+    assert check.status == "FAIL" and needs("login1") == {"needs python3-venv (role login)", *common}, check.to_json()
+    assert needs("gpu01") == {  # the small spec has no driver, no enroot (nor its download tools), no software
+        "needs ca-certificates (nvidia.enroot/pyxis downloads)", "needs curl (nvidia.enroot/pyxis downloads)",
+        "needs corral-test-nvidia-driver 1.0 (nvidia.driver.version)",
+        "needs corral-test-enroot_1.0.0_amd64.deb (nvidia.enroot)", *common}, check.to_json()
     with pytest.raises(CorralError, match=r"login1 needs python3-venv \(role login\): not in the bundle"):
         converge(load(spec), "plan")
     assert ssh(vc, "login1", "find /etc -newer /etc/hostname -type f 2>/dev/null | sort").stdout == before

@@ -17,6 +17,7 @@ validate is OK and a second apply changes nothing.
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 import shutil
 import subprocess
@@ -137,6 +138,29 @@ def test_validate_ok_and_second_apply_changes_nothing(applied):
     assert again.ok and again.changed == 0, [
         (n, o.name) for n, r in again.nodes.items() for o in r.ops if o.status == "changed"]
 
+
+
+def _variant(vc, name: str, **slurm):
+    """The cluster's spec with slurm: keys changed, written beside it as cluster-NAME.yaml, loaded."""
+    yaml = YAML()
+    data = yaml.load(vc.cluster.path.read_text())
+    data["slurm"].update(slurm)
+    path = vc.cluster.path.with_name(f"cluster-{name}.yaml")
+    with path.open("w") as f:
+        yaml.dump(data, f)
+    return load(path)
+
+
+def test_an_upgrade_across_25_11_with_clean_jobs_is_refused_before_anything_changes(applied):
+    """job_container/tmpfs (24.11) became namespace/tmpfs (25.11): one slurm.conf cannot serve daemons of
+    both releases, so the plan refuses on every Slurm node and names the way (clean jobs off for the upgrade)."""
+    cluster = _variant(applied, "clean-upgrade", version=TO, clean_jobs=True)
+    plan = converge(cluster, "plan", command="test-debian13-clean-upgrade-refused")
+    said = "JobContainerType=job_container/tmpfs -> NamespaceType=namespace/tmpfs"
+    erred = {n: r.error for n, r in plan.nodes.items() if r.error}
+    assert set(erred) >= {"ctl", "ctl2", "gpu01", "gpu02", "login1"}, erred
+    assert all(said in e and "slurm.version 26.05" in e for e in erred.values()), erred
+    assert not [r for r in plan.rollouts if r["what"] == "slurm upgrade"]
 
 
 # -- the upgrade: 24.11 -> 26.05, for real ------------------------------------------------------------------
@@ -311,3 +335,28 @@ def test_after_the_upgrade_isolation_validate_and_nothing_to_change(upgraded):
     again = converge(cluster, "apply", command="test-debian13-upgrade-again")
     assert again.ok and again.changed == 0, [
         (n, o.name) for n, r in again.nodes.items() for o in r.ops if o.status == "changed"]
+
+
+def test_clean_jobs_at_26_05_are_namespace_tmpfs(upgraded):
+    """slurm.clean_jobs turned on after the upgrade: NamespaceType=namespace/tmpfs with job_container.conf;
+    alice's job's /tmp is its own (not the node's, not another user's concurrent job's) and gone after it."""
+    vc = upgraded["vc"]
+    cluster = _variant(vc, "clean", version=TO, clean_jobs=True)
+    result = converge(cluster, "apply", command="test-debian13-clean-jobs")
+    assert result.ok, failures(result)
+    conf = ssh(vc, "ctl", "cat /etc/slurm/slurm.conf /etc/slurm/job_container.conf").stdout
+    assert "NamespaceType=namespace/tmpfs" in conf and "JobContainerType" not in conf, conf
+    assert "BasePath=/var/lib/slurm/job_tmp" in conf and re.search(r"^PrologFlags=(\S*,)?Contain\b", conf, re.M), conf
+    job = alice(vc, "sbatch --parsable -w gpu01 -t 2 --output=/dev/null --wrap 'echo secret > /tmp/alice-secret; "
+                    "sleep 60'")
+    mine = f"find /var/lib/slurm/job_tmp -path '*{job}*' -name alice-secret"
+    try:
+        wait_for("alice's job to write its /tmp file", lambda: ssh(vc, "gpu01", mine, check=False).stdout.strip())
+        assert ssh(vc, "gpu01", "test -e /tmp/alice-secret", check=False).returncode != 0  # not the node's /tmp
+        other = ssh(vc, "ctl", "srun -w gpu01 -t 1 sh -c 'ls -A /tmp; echo end'").stdout
+        assert other.split() == ["end"], other  # root's job beside hers: a /tmp of its own
+    finally:
+        ssh(vc, "ctl", f"scancel {job}", check=False)
+    wait_for("alice's job to end", lambda: not ssh(vc, "ctl", f"squeue -h -j {job}", check=False).stdout.strip())
+    wait_for("the job's /tmp to go", lambda: not ssh(vc, "gpu01", f"find /var/lib/slurm/job_tmp -path '*{job}*'",
+                                                     check=False).stdout.strip(), 30)

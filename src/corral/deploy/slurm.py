@@ -68,7 +68,7 @@ CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 # would keep the old StateSaveLocation until the next restart, whenever that comes); power saving is
 # switched on or off only by a restart (Slurm's power saving guide)
 STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=", "SuspendProgram=", "TopologyPlugin=",
-              "JobContainerType=")
+              "JobContainerType=", "NamespaceType=")
 
 
 def _structural(text: str) -> list[str]:

@@ -33,7 +33,7 @@ def slurm_pin(version: str, node: str):
     snap = snapshot(WANT)
     installed = installed_in(snap.packages)
     if installed:
-        refused = refusal(node, installed, version)
+        refused = refusal(node, installed, version, host.data.corral_cluster.spec.slurm.clean_jobs)
         if refused:
             raise CorralError(refused[0], fix=refused[1])  # the message names slurm.version, the node, both versions
         if not matches(installed, version):

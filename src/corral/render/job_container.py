@@ -1,4 +1,4 @@
-"""Clean job environments (`slurm.clean_jobs`): Slurm's job_container/tmpfs, pure and keyed on the Slurm
+"""Clean job environments (`slurm.clean_jobs`): Slurm's private-/tmp plugin, pure and keyed on the Slurm
 version. Each job gets a private /tmp (a directory under BasePath, bind-mounted in the job's mount
 namespace) and a fresh /dev/shm, both gone when the job ends; PrologFlags=Contain (render/slurm.py)
 makes the namespace at allocation so every step and every adopted SSH session shares it.
@@ -6,9 +6,10 @@ makes the namespace at allocation so every step and every adopted SSH session sh
 Versions (job_container.conf(5) of each release, Slurm's release notes):
 - 22.05 (Debian 12) reads AutoBasePath, BasePath and InitScript; /tmp and /dev/shm are fixed.
 - 23.02 added `Dirs=` (default "/tmp,/dev/shm"): written out, so the file says what a job gets.
-- 25.11 replaced the job_container plugins with namespace plugins (`NamespaceType=namespace/tmpfs`):
-  job_container/tmpfs is gone there, so a spec asking for clean jobs on 25.11 or later is refused
-  (spec/rules_software.py) and a live controller found running one is refused here.
+- 25.11 replaced the job_container plugins with namespace plugins: the same plugin is
+  `NamespaceType=namespace/tmpfs` and still reads job_container.conf (26.05's manual), so only the
+  slurm.conf key changes. An upgrade across 25.11 with clean jobs on is refused (spec/slurm_releases.py
+  `refusal`): daemons of both releases would read one slurm.conf with one of the two keys.
 
 The file sits beside slurm.conf on the controllers; configless slurmd fetches it. slurmd reads it only
 when it starts (deploy/slurm.py restarts slurmd when it changes).
@@ -18,32 +19,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.errors import CorralError
-from corral.spec.slurm_releases import has_job_container
+from corral.spec.slurm_releases import tmpfs_plugin
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
 
 PATH = "/etc/slurm/job_container.conf"
-PLUGIN = "job_container/tmpfs"
 DIRS_FROM = (23, 2)  # the `Dirs=` parameter
 DIRS = "/tmp,/dev/shm"
-
-
-def _refuse(version: tuple[int, int]) -> None:
-    if not has_job_container(version):
-        raise CorralError(f"slurm.clean_jobs: Slurm {version[0]}.{version[1]:02d} has no {PLUGIN} (25.11 "
-                          "replaced it with namespace/tmpfs, which corral does not render yet)",
-                          where="slurm.clean_jobs", value=f"{version[0]}.{version[1]:02d}",
-                          fix="pin slurm.version to 25.05 or earlier, or set slurm.clean_jobs: false")
 
 
 def slurm_lines(cluster: Cluster, version: tuple[int, int]) -> list[str]:
     """slurm.conf's lines for clean jobs (none when slurm.clean_jobs is off)."""
     if not cluster.spec.slurm.clean_jobs:
         return []
-    _refuse(version)
-    return ["", "# Clean jobs: a private /tmp and /dev/shm per job (job_container.conf)", f"JobContainerType={PLUGIN}"]
+    key, plugin = tmpfs_plugin(version)
+    return ["", "# Clean jobs: a private /tmp and /dev/shm per job (job_container.conf)", f"{key}={plugin}"]
 
 
 def job_container_conf(cluster: Cluster, version: tuple[int, int]) -> str | None:
@@ -51,7 +42,6 @@ def job_container_conf(cluster: Cluster, version: tuple[int, int]) -> str | None
     slurm = cluster.spec.slurm
     if not slurm.clean_jobs:
         return None
-    _refuse(version)
     out = [f"# Managed by corral from {cluster.path.name} (slurm.clean_jobs) — do not edit",
            f"# Slurm {version[0]}.{version[1]:02d}: each job's /tmp under BasePath, a fresh /dev/shm; removed at its end",
            "AutoBasePath=true", f"BasePath={slurm.job_tmp_path}"]

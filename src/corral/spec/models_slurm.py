@@ -142,11 +142,11 @@ class SlurmSpec(Strict):
     clean_jobs: bool = Field(
         default=False,
         description="clean job environments on compute nodes: each job gets a private /tmp and /dev/shm "
-                    "(JobContainerType=job_container/tmpfs, job_container.conf; PrologFlags=Contain), removed "
-                    "when it ends; when a user's last job on a node ends, the processes they left there are "
-                    "ended; a node whose GPUs still hold processes after a job is drained with a reason "
-                    "(corral's Epilog). Slurm 22.05 to 25.05: Slurm 25.11 replaced job_container/tmpfs with "
-                    "namespace/tmpfs, which corral does not render yet")
+                    "(JobContainerType=job_container/tmpfs up to 25.05, NamespaceType=namespace/tmpfs from "
+                    "25.11; job_container.conf; PrologFlags=Contain), removed when it ends; when a user's last "
+                    "job on a node ends, the processes they left there are ended; a node whose GPUs still hold "
+                    "processes after a job is drained with a reason (corral's Epilog). An upgrade across 25.11 "
+                    "is refused while it is on: turn it off for that upgrade")
     job_tmp_path: AbsPath = Field(
         default="/var/lib/slurm/job_tmp",
         description="BasePath in job_container.conf: where each job's private /tmp lives, on the compute "

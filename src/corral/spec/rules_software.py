@@ -2,8 +2,8 @@
 
 software: the root is on a spec mount (storage.mounts) that every login and compute node mounts (each of
 them reads the same module tree), a scheduler with login nodes (Slurm), site trees named once.
-clean_jobs: Slurm's job_container/tmpfs exists up to 25.05 (render/job_container.py: 25.11 replaced it
-with namespace/tmpfs); its BasePath on each node's local disk, never /tmp or /dev/shm themselves."""
+clean_jobs: its BasePath on each node's local disk, never /tmp or /dev/shm themselves (the plugin's key per
+Slurm release: render/job_container.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING
 
 from corral.errors import Problem
 from corral.spec import schedulers
-from corral.spec.releases import RELEASES, release
 from corral.spec.shared import enclosing_mount, mount_nodes, under
-from corral.spec.slurm_releases import has_job_container
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
@@ -56,25 +54,11 @@ def check_software(cluster: Cluster, where: Where) -> list[Problem]:
     return problems
 
 
-def slurm_versions(cluster: Cluster) -> list[tuple[int, int]]:
-    """The Slurm majors the spec's nodes run: slurm.version, else each group's release's own."""
-    text = [cluster.spec.slurm.version] if cluster.spec.slurm.version else [
-        release(g.os).slurm for g in cluster.spec.nodes if g.os in RELEASES]
-    return sorted({(int(t.split(".")[0]), int(t.split(".")[1])) for t in text})
-
-
 def check_clean_jobs(cluster: Cluster, where: Where) -> list[Problem]:
     slurm = cluster.spec.slurm
     if not slurm.clean_jobs:
         return []
     problems = []
-    gone = [v for v in slurm_versions(cluster) if not has_job_container(v)]
-    if gone:
-        at = "version" if slurm.version else "clean_jobs"
-        problems.append(Problem(where(("slurm", at)), f"Slurm {gone[0][0]}.{gone[0][1]:02d} has no job_container/"
-                                "tmpfs (25.11 replaced it with namespace/tmpfs, which corral does not render "
-                                "yet): slurm.clean_jobs cannot be kept", slurm.version or True,
-                                "pin slurm.version to 25.05 or earlier, or set slurm.clean_jobs: false"))
     base = slurm.job_tmp_path
     if under(base, "/tmp") or under(base, "/dev/shm"):
         problems.append(Problem(where(("slurm", "job_tmp_path")), "a job's /tmp and /dev/shm are mounted over "

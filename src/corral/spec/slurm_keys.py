@@ -34,7 +34,7 @@ JobAcctGatherParams JobAcctGatherType JobCompHost JobCompLoc JobCompParams JobCo
 JobCompUser JobContainerType JobFileAppend JobRequeue JobSubmitPlugins KillOnBadExit KillWait LaunchParameters
 LaunchType Licenses LogTimeFormat MailDomain MailProg MaxArraySize MaxBatchRequeue MaxDBDMsgs MaxJobCount
 MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount MaxTasksPerNode MCSParameters MCSPlugin
-MessageTimeout MinJobAge MpiDefault MpiParams NodeFeaturesPlugins OverTimeLimit PluginDir PlugStackConfig
+MessageTimeout MinJobAge MpiDefault MpiParams NamespaceType NodeFeaturesPlugins OverTimeLimit PluginDir PlugStackConfig
 PowerParameters PowerPlugin PreemptExemptTime PreemptMode PreemptParameters PreemptType PrEpParameters
 PrEpPlugins PriorityCalcPeriod PriorityDecayHalfLife PriorityFavorSmall PriorityFlags PriorityMaxAge
 PriorityParameters PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType PriorityUsageResetPeriod
@@ -95,6 +95,7 @@ RENDERED_KEYS: dict[str, str] = {
     "HealthCheckInterval": "health.interval_s", "HealthCheckNodeState": "", "Prolog": "", "Epilog": "",
     "TaskProlog": "fabric (the job environment)",
     "PrologFlags": "identity.pam_slurm_adopt, slurm.clean_jobs", "JobContainerType": "slurm.clean_jobs",
+    "NamespaceType": "slurm.clean_jobs",
     "SuspendProgram": "power.enabled", "ResumeProgram": "power.enabled", "ResumeFailProgram": "power.enabled",
     "SuspendTime": "power.suspend_after", "SuspendTimeout": "power.suspend_timeout",
     "ResumeTimeout": "power.resume_timeout", "SuspendExcNodes": "power.exclude",

@@ -51,8 +51,9 @@ def steps(installed: str, requested: str) -> list[str]:
     return out
 
 
-def refusal(node: str, installed: str, requested: str) -> tuple[str, str] | None:
-    """(message, fix) when `node`, running `installed`, cannot go to `requested`; None when it can."""
+def refusal(node: str, installed: str, requested: str, clean_jobs: bool = False) -> tuple[str, str] | None:
+    """(message, fix) when `node`, running `installed`, cannot go to `requested`; None when it can.
+    `clean_jobs`: slurm.clean_jobs is on, whose slurm.conf key changes at 25.11."""
     head = f"slurm.version {requested}: {node} runs {installed}"
     if major(requested) not in RELEASES:
         return (f"{head}; {major(requested)} is not a Slurm major release corral knows ({', '.join(RELEASES)})",
@@ -70,14 +71,30 @@ def refusal(node: str, installed: str, requested: str) -> tuple[str, str] | None
         then = ", apply, then ".join(path)
         return (f"{head}; Slurm upgrades at most {n} major releases at a time ({chain})",
                 f"set {then}, applying each in turn")
+    if clean_jobs and _crosses_tmpfs_change(installed, requested):
+        old, new = (f"{k}={v}" for k, v in (tmpfs_plugin(parts(x)[:2]) for x in (installed, requested)))
+        return (f"{head} with slurm.clean_jobs; the private /tmp plugin's key changes at 25.11 ({old} -> {new}) "
+                "and daemons of both releases run during the upgrade, each reading one slurm.conf",
+                "set slurm.clean_jobs: false and apply the upgrade, then set it back to true and apply")
     return None
 
 
 # job_container/tmpfs (slurm.clean_jobs): Slurm 25.11 replaced the job_container plugins with namespace
-# plugins (NamespaceType=namespace/tmpfs; slurm.schedmd.com/namespace.html, 25.11's release notes)
+# plugins; namespace/tmpfs is the same plugin under a new key and still reads job_container.conf
+# (NamespaceType=namespace/tmpfs; slurm.schedmd.com/namespace.html, 26.05's job_container.conf(5))
 JOB_CONTAINER_GONE_IN = (25, 11)
 
 
 def has_job_container(version: tuple[int, int]) -> bool:
     """Whether the Slurm release `version` (major, minor) has job_container/tmpfs."""
     return tuple(version) < JOB_CONTAINER_GONE_IN
+
+
+def tmpfs_plugin(version: tuple[int, int]) -> tuple[str, str]:
+    """slurm.conf's (key, plugin) for a private /tmp per job at `version`."""
+    return ("JobContainerType", "job_container/tmpfs") if has_job_container(version) else \
+        ("NamespaceType", "namespace/tmpfs")
+
+
+def _crosses_tmpfs_change(installed: str, requested: str) -> bool:
+    return has_job_container(parts(installed)[:2]) != has_job_container(parts(requested)[:2])
