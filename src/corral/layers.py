@@ -23,7 +23,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
                            "command quoting; config text"),
     (("facts",), "pyinfra facts (command + pure parser) and the fact records the cache holds"),
     (("spec",), "pydantic models, typed strings, YAML with file:line errors, hostlists, rules"),
-    (("site_ca", "workbench_wheels"), "the cluster's CA and the certificates it signs; the notebook hub's wheels"),
+    (("site_ca", "workbench_wheels"), "the cluster's CA and the certificates it signs; the workbench venvs' pinned files"),
     (("secrets", "limits", "parallel", "paths", "digest"), "state-dir secrets, input limits, a thread pool, on-node "
                                                            "paths, file digests"),
     (("errors", "layers", "__version__"), "CorralError and its located problems; this list"),

@@ -1,6 +1,8 @@
-"""The notebook hub's wheels on the control host: the pinned, hash-checked lists (render/files/jupyter-pyXY.txt,
-written by scripts/jupyter-lock.sh) and the wheelhouse fetched once per list from the package registry into
-corral's cache, then packed for the node that builds the venv (deploy/jupyterhub.py).
+"""The workbench's venvs' files on the control host: the pinned, hash-checked lists (render/files/<venv>-pyXY.txt,
+written by scripts/venv-lock.sh) and the wheelhouse fetched once per list from the package registry into
+corral's cache, then packed for the node that builds the venv (deploy/venvs.py). Two venvs: the notebook
+hub's (wheels only) and EasyBuild's (PyPI carries only sdists of it: they are built on the node, from the
+list's setuptools and wheel, with no build isolation, so nothing but the listed files is ever installed).
 
 The hashes come from the list in corral's own tree, never from the registry or the cache: pip refuses a
 wheel whose sha256 differs (--require-hashes), and a cached wheelhouse is checked file by file against the
@@ -15,6 +17,7 @@ import re
 import subprocess
 import sys
 import tarfile
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
@@ -24,28 +27,45 @@ CACHE = Path("/var/cache/corral")  # the control host's cache (virtual/image.py'
 FETCH_TIMEOUT_S = 900
 LINE = re.compile(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+) --hash=sha256:([0-9a-f]{64})")
 PLATFORMS = ("manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-             "linux_x86_64", "any")  # the same as scripts/jupyter-lock.sh: pip then picks the same wheels
+             "linux_x86_64", "any")  # the same as scripts/venv-lock.sh: pip then picks the same wheels
 
 
 PYTHONS = ("3.11", "3.13")  # the Pythons corral pins wheels for: debian-12's and debian-13's
+
+
+@dataclass(frozen=True)
+class Venv:
+    """One venv's lists: render/files/<name>-pyXY.txt; carried in a bundle as <carried>/pyX.Y/."""
+
+    name: str           # the lists' prefix
+    what: str           # for messages: "the notebook hub's"
+    carried: str        # the bundle's directory
+    doc: str            # where a user reads about it
+    wheels_only: bool   # False: the list holds sdists too (pip builds them from the list's own setuptools)
+    build: tuple[str, ...] = ()  # installed first, alone: what builds the sdists
+
+
+NOTEBOOK = Venv("jupyter", "the notebook hub's", "notebook", "docs/components/notebooks.md", True)
+EASYBUILD = Venv("easybuild", "EasyBuild's", "easybuild", "docs/components/software.md", False,
+                 ("setuptools", "wheel"))
 
 
 def has_lock(python: str) -> bool:
     return python in PYTHONS
 
 
-def lock_name(python: str) -> str:
-    return f"jupyter-py{python.replace('.', '')}.txt"
+def lock_name(python: str, venv: Venv = NOTEBOOK) -> str:
+    return f"{venv.name}-py{python.replace('.', '')}.txt"
 
 
-def lock_text(python: str) -> str:
+def lock_text(python: str, venv: Venv = NOTEBOOK) -> str:
     """The pinned list for CPython `python` (3.11, 3.13); CorralError when corral has none."""
     try:
-        return files("corral.render").joinpath("files", lock_name(python)).read_text()
+        return files("corral.render").joinpath("files", lock_name(python, venv)).read_text()
     except FileNotFoundError:
-        raise CorralError(f"corral has no pinned notebook wheels for Python {python}", where=lock_name(python),
-                          fix="run the hub on a node release whose Python corral pins (docs/components/"
-                              "notebooks.md)") from None
+        raise CorralError(f"corral has no pinned list of {venv.what} files for Python {python}",
+                          where=lock_name(python, venv),
+                          fix=f"use a node release whose Python corral pins ({venv.doc})") from None
 
 
 def pins(text: str) -> dict[str, tuple[str, str]]:
@@ -62,9 +82,20 @@ def pins(text: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def lock_id(python: str) -> str:
+def lock_id(python: str, venv: Venv = NOTEBOOK) -> str:
     """What names the venv built from the list: the list's own sha256 (a changed pin is a new venv)."""
-    return hashlib.sha256(lock_text(python).encode()).hexdigest()[:16]
+    return hashlib.sha256(lock_text(python, venv).encode()).hexdigest()[:16]
+
+
+def build_lines(python: str, venv: Venv) -> str:
+    """The list's lines of what builds its sdists (installed first); empty for a wheels-only list."""
+    keep = [line for line in lock_text(python, venv).splitlines()
+            if re.sub(r"[-_.]+", "-", line.split("==")[0]).lower() in venv.build]
+    return "\n".join(keep) + ("\n" if keep else "")
+
+
+def _files(d: Path) -> list[Path]:
+    return sorted([*d.glob("*.whl"), *d.glob("*.tar.gz")])
 
 
 def _sha256(path: Path) -> str:
@@ -76,25 +107,27 @@ def _sha256(path: Path) -> str:
 
 
 def _complete(d: Path, want: dict[str, tuple[str, str]]) -> bool:
-    have = sorted(_sha256(p) for p in d.glob("*.whl"))
+    have = sorted(_sha256(p) for p in _files(d))
     return have == sorted(sha for _, sha in want.values())
 
 
-def wheelhouse(cache: Path, python: str) -> Path:
-    """The directory of the list's wheels in `cache`, fetched from the registry when missing or not exactly
+def wheelhouse(cache: Path, python: str, venv: Venv = NOTEBOOK) -> Path:
+    """The directory of the list's files in `cache`, fetched from the registry when missing or not exactly
     the list's files (pip checks each hash as it downloads; the set is checked again after)."""
-    text = lock_text(python)
+    text = lock_text(python, venv)
     want = pins(text)
-    d = Path(cache) / "wheels" / f"py{python}-{lock_id(python)}"
+    prefix = "" if venv is NOTEBOOK else f"{venv.name}-"  # the notebook's cache keeps the name it always had
+    d = Path(cache) / "wheels" / f"{prefix}py{python}-{lock_id(python, venv)}"
     if d.is_dir() and _complete(d, want):
         return d
     d.mkdir(parents=True, exist_ok=True)
-    for stale in d.glob("*.whl"):
+    for stale in _files(d):
         stale.unlink()
     (d / "requirements.txt").write_text(text)
     log = d / "fetch.log"
+    binary = ["--only-binary=:all:"] if venv.wheels_only else []  # an sdist's metadata is built here, not run
     argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-deps", "--require-hashes",
-            "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+            *binary, "--python-version", python, "--implementation", "cp",
             "--abi", "cp" + python.replace(".", ""), *[a for p in PLATFORMS for a in ("--platform", p)],
             "-d", str(d), "-r", str(d / "requirements.txt")]
     try:
@@ -103,52 +136,55 @@ def wheelhouse(cache: Path, python: str) -> Path:
     except subprocess.TimeoutExpired:
         rc = "timed out"
     if rc != 0 or not _complete(d, want):
-        raise CorralError(f"fetching the notebook hub's {len(want)} wheels from the package registry failed "
+        raise CorralError(f"fetching {venv.what} {len(want)} files from the package registry failed "
                           f"({'exit ' + str(rc) if rc != 'timed out' else f'not done in {FETCH_TIMEOUT_S} s'})",
                           where=str(log), fix="read the log (the registry unreachable? a proxy needed?) and apply "
                                               "again; an air-gapped site brings them with `corral bundle build`")
     return d
 
 
-def checked_dir(d: Path, python: str) -> Path:
-    """A wheelhouse carried in (a verified air-gap bundle's notebook/pyX.Y): exactly the list's wheels, each
+def checked_dir(d: Path, python: str, venv: Venv = NOTEBOOK) -> Path:
+    """A wheelhouse carried in (a verified air-gap bundle's <carried>/pyX.Y): exactly the list's files, each
     checked against corral's own list (never against a checksum the bundle carries), or a CorralError."""
-    want = pins(lock_text(python))
+    want = pins(lock_text(python, venv))
     if not d.is_dir() or not _complete(d, want):
-        raise CorralError(f"the bundle does not carry the notebook hub's {len(want)} wheels for Python {python} as "
+        raise CorralError(f"the bundle does not carry {venv.what} {len(want)} files for Python {python} as "
                           "this corral pins them", where=str(d),
-                          fix="build the bundle again with this corral (`corral bundle build` carries them when the "
-                              "spec has workbench.jupyterhub)")
+                          fix=f"build the bundle again with this corral (`corral bundle build` carries them when the "
+                              f"spec asks for them: {venv.doc})")
     return d
 
 
-def carry(cluster_python: str, cache: Path, dest: Path) -> list[dict]:
-    """For `corral bundle build`: the list's wheels (fetched and checked as for an apply) and the list itself
-    copied into `dest`; their manifest entries (paths relative to dest's parent's parent: notebook/pyX.Y/...)."""
-    src = wheelhouse(cache, cluster_python)
+def carry(cluster_python: str, cache: Path, dest: Path, venv: Venv = NOTEBOOK) -> list[dict]:
+    """For `corral bundle build`: the list's files (fetched and checked as for an apply) and the list itself
+    copied into `dest`; their manifest entries (paths relative to dest's parent's parent: <carried>/pyX.Y/...)."""
+    src = wheelhouse(cache, cluster_python, venv)
     dest.mkdir(parents=True, exist_ok=True)
     out = []
-    for p in sorted([*src.glob("*.whl"), src / "requirements.txt"]):
+    for p in [*_files(src), src / "requirements.txt"]:
         (dest / p.name).write_bytes(p.read_bytes())
-        out.append({"file": f"notebook/{dest.name}/{p.name}", "sha256": _sha256(p), "size": p.stat().st_size})
+        out.append({"file": f"{venv.carried}/{dest.name}/{p.name}", "sha256": _sha256(p), "size": p.stat().st_size})
     return out
 
 
-def packed(d: Path, python: str) -> bytes:
-    """The wheelhouse as one tar: its wheels and corral's own list for `python` as requirements.txt (never a
-    list that came with the wheels: pip's --require-hashes reads this one), in name order with fixed
-    metadata, so the same wheels give the same bytes."""
+def packed(d: Path, python: str, venv: Venv = NOTEBOOK) -> bytes:
+    """The wheelhouse as one tar: its files, corral's own list for `python` as requirements.txt (never a list
+    that came with the files: pip's --require-hashes reads this one) and, for a list with sdists, the lines
+    of what builds them as build.txt, in name order with fixed metadata, so the same files give the same bytes."""
     buf = io.BytesIO()
-    listed = lock_text(python).encode()
+    lists = [("requirements.txt", lock_text(python, venv).encode())]
+    if venv.build:
+        lists.append(("build.txt", build_lines(python, venv).encode()))
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for p in sorted(d.glob("*.whl")):
+        for p in _files(d):
             info = tarfile.TarInfo(p.name)
             info.size, info.mode, info.mtime = p.stat().st_size, 0o644, 0
             with p.open("rb") as f:
                 tar.addfile(info, f)
-        info = tarfile.TarInfo("requirements.txt")
-        info.size, info.mode, info.mtime = len(listed), 0o644, 0
-        tar.addfile(info, io.BytesIO(listed))
+        for name, data in lists:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 

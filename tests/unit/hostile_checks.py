@@ -107,6 +107,20 @@ def render_all(cluster: Cluster) -> dict[str, tuple[str, str]]:
     if cluster.spec.software is not None:
         from corral.render.lmod import modulespath
         out["lmod modulespath"] = ("paths", modulespath(cluster))
+        if cluster.spec.software.easybuild is not None:
+            from corral import workbench_wheels as ww
+            from corral.deploy.venvs import build_script
+            from corral.render.easybuild import config
+            from corral.spec import easybuild as eb
+            from corral.workflows.software_build import Build
+            out["easybuild config"] = ("words", config(cluster))
+            out["easybuild venv build"] = ("shell", build_script(ww.EASYBUILD, "0" * 16,
+                                                                 eb.venv_builder(cluster, "0" * 16)[1], "3.11"))
+            b = Build("x-1.eb", eb.prefix(cluster), eb.venv(cluster, "0" * 16), cluster.spec.software.easybuild.user,
+                      eb.build_node(cluster).name, token="00000000")
+            out["easybuild stage"] = ("shell", b.stage_script())
+            out["easybuild job"] = ("shell", b.job_script())
+            out["easybuild submit"] = ("shell", b.submit_script(3600))
     if cluster.with_role("accounting"):
         out["slurmdbd.conf"] = ("slurm", render_slurmdbd_conf(cluster, db_password="db-password"))
     for server in cluster.with_role("monitoring")[:1]:

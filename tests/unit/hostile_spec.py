@@ -80,7 +80,9 @@ BASE: dict[str, Any] = {
                           "ca_cert": LDAP_CA, "bind_dn": "cn=reader,dc=example,dc=com",
                           "bind_password_file": LDAP_BIND, "login_groups": ["hpc-users"],
                           "admin_groups": ["hpc-admins"]}},
-    "software": {"root": "/nas/sw", "site_trees": ["/opt/site/modules"], "openmpi": True},
+    "software": {"root": "/nas/sw", "site_trees": ["/opt/site/modules"], "openmpi": True,
+                 "easybuild": {"user": "alice", "build_node": "gpu01", "prefix": "/nas/sw/eb",
+                               "robot_paths": ["/opt/site/easyconfigs"], "time_limit": "2h"}},
     "workbench": {"jupyterhub": {"node": "login1", "port": 8443, "tls": {"cert": HUB_CERT, "key": HUB_KEY},
                                  "names": ["hub.example.com"], "partitions": ["gpu"], "gpu_types": ["h100"],
                                  "max_gpus": 4, "max_cpus": 8, "max_memory_gb": 32, "default_time": "1h",
@@ -199,9 +201,12 @@ BASE_FABRIC: dict[str, Any] = {**BASE, "topology": {"discover": "infiniband", "i
 NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("nvidia", "pyxis"): ("enroot",),
          ("storage", "mounts"): ("exports",), ("storage", "exports"): ("mounts",),
          ("identity", "homes"): ("ldap",), ("topology", "ibnetdiscover_file"): ("discover",),
-         ("software", "site_trees"): ("root",), ("software", "openmpi"): ("root",),  # the root on a mount
+         ("software", "site_trees"): ("root",), ("software", "openmpi"): ("root",),
+         ("software", "easybuild"): ("root",),  # the root on a mount
          ("slurm", "job_tmp_path"): ("clean_jobs",)}  # homes reach sssd.conf's fallback_homedir
-TOP_NEEDS = {"users": ("groups", "slurm"), "workbench": ("software", "slurm"),  # what a section refers to; storage is in every doc (the nfs role)
+# what a section refers to; storage is in every doc (the nfs role); software.easybuild.user is one of users:
+TOP_NEEDS = {"users": ("groups", "slurm"), "workbench": ("software", "slurm", "users", "groups"),
+             "software": ("users", "groups", "slurm"),
              "acceptance": ("nvidia",)}      # the burn and nccl-tests are built with nvidia.cuda_toolkit's nvcc
 
 

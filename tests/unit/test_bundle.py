@@ -371,24 +371,39 @@ def test_doctor_names_a_node_whose_release_the_bundle_was_not_resolved_for(tmp_p
     assert "resolved for" not in check.nodes["ctl"]      # libnuma1 only
 
 
-def test_a_bundle_is_for_debian_12_nodes_only(tmp_path):
-    """Bundles are resolved against a clean bookworm node: a node group of another release is a located
-    spec error with source: bundle, and `bundle build` of such a spec builds nothing."""
+def test_a_bundle_serves_one_debian_release(tmp_path):
+    """Bundles are resolved against a clean node of one Debian release (12 or 13): a node group of a release
+    bundles are not made for, or of a second release, is a located spec error with source: bundle, and `bundle
+    build` of such a spec builds nothing; a Debian 13 spec needing a vendor repository is refused the same way."""
     from corral.bundle.build import build
     f = tmp_path / "cluster.yaml"
+    tail = "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
+    use = "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar}\n"
     trixie = SPEC.replace("gpus: {model: h100, count: 4}}", "gpus: {model: h100, count: 4}, os: debian-13}").replace(
         "roles: [controller]}", "roles: [controller], os: debian-13}")
     assert trixie.count("os: debian-13") == 2
-    f.write_text(trixie + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n"
-                 "packages: {source: bundle, serve: 10.0.0.1:8079, bundle: b.tar}\n")
+    f.write_text(trixie + tail + use)
+    assert load(f).spec.packages.source == "bundle"  # Debian 13 throughout: one release, bundled
+    mixed = SPEC.replace("gpus: {model: h100, count: 4}}", "gpus: {model: h100, count: 4}, os: debian-13}") + (
+        "slurm: {version: '24.11'}\n")  # one Slurm on both releases (the site's own 24.11 for Debian 12)
+    f.write_text(mixed + tail + use)
     with pytest.raises(CorralError) as e:
         load(f)
-    line = next(i for i, text in enumerate(trixie.splitlines(), 1) if "names: ctl," in text)
-    assert f"cluster.yaml:{line}:" in str(e.value) and "bundles are resolved for debian-12 nodes only; these nodes " \
-        "run debian-13" in str(e.value)
-    f.write_text(trixie + "nvidia: {dcgm: {enabled: false}}\nmonitoring: {grafana: {enabled: false}}\n")
+    line = next(i for i, text in enumerate(mixed.splitlines(), 1) if "names: gpu01," in text)
+    assert f"cluster.yaml:{line}:" in str(e.value) and ("a bundle serves one release: the first node group runs "
+                                                         "debian-12, these nodes debian-13") in str(e.value)
+    ubuntu = SPEC.replace("roles: [controller]}", "roles: [controller], os: ubuntu-22.04}")
+    f.write_text(ubuntu + tail + use)
+    with pytest.raises(CorralError, match="bundles are resolved for debian-12 and debian-13 nodes only; these nodes "
+                                          "run ubuntu-22.04"):
+        load(f)
+    f.write_text(trixie + "monitoring: {grafana: {enabled: false}}\n")  # DCGM from NVIDIA's CUDA repository
+    with pytest.raises(CorralError, match=r"nvidia.driver.repo_url: NVIDIA CUDA repository \(datacenter-gpu-manager"
+                                          r".*\) is carried for debian-12 bundles only; nothing was built"):
+        build(load(f), tmp_path / "out" / "b.tar", tmp_path / "status")
+    f.write_text(mixed + tail)
     cluster = load(f)
-    with pytest.raises(CorralError, match=r"nodes\[0\]\.os: debian-13: bundles are resolved for debian-12"):
+    with pytest.raises(CorralError, match=r"nodes\[1\]\.os: debian-13: a bundle serves one release"):
         build(cluster, tmp_path / "out" / "b.tar", tmp_path / "status")
     assert not (tmp_path / "out").exists()  # nothing made: not even the signing key
     assert not cluster.state_dir.exists() or not any(cluster.state_dir.iterdir())

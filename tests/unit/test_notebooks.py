@@ -108,6 +108,7 @@ def test_settings_offer_the_partitions_gpu_types_and_limits():
         "10.0.0.13", 8443, "/sw/.corral/jupyterhub/0123456789abcdef",
         "/sw/.corral/jupyterhub/0123456789abcdef/bin/python")
     assert (s["default_time"], s["max_time"], s["admins"], s["idle_timeout"]) == ("0:30:00", "4:00:00", ["alice"], 3600)
+    assert s["users"] == sorted(u.name for u in cluster.spec.users) and s["users"]  # seeded in the hub's database
     narrowed = loads(HUB + "    partitions: [mig]\n    gpu_types: [3g.40gb]\n")
     assert jupyterhub.offered(narrowed) == [{"name": "mig", "default": True, "qos": None, "max_time": "INFINITE",
                                             "gpus": {"3g.40gb": 2}}]
@@ -296,7 +297,7 @@ def test_a_carried_wheelhouse_is_checked_against_corrals_own_list(tmp_path, monk
     from corral.errors import CorralError
     good = b"the one wheel"
     listed = f"one==1.0 --hash=sha256:{hashlib.sha256(good).hexdigest()}\n"
-    monkeypatch.setattr(workbench_wheels, "lock_text", lambda python: listed)
+    monkeypatch.setattr(workbench_wheels, "lock_text", lambda python, venv=None: listed)
     d = tmp_path / "notebook" / "py3.11"
     d.mkdir(parents=True)
     (d / "one-1.0-py3-none-any.whl").write_bytes(good)
@@ -308,7 +309,7 @@ def test_a_carried_wheelhouse_is_checked_against_corrals_own_list(tmp_path, monk
         assert tar.getnames() == ["one-1.0-py3-none-any.whl", "requirements.txt"]
         assert tar.extractfile("requirements.txt").read().decode() == listed
     (d / "extra-1.0-py3-none-any.whl").write_bytes(b"smuggled")  # a wheel the list does not name
-    with pytest.raises(CorralError, match="does not carry the notebook hub's 1 wheels"):
+    with pytest.raises(CorralError, match="does not carry the notebook hub's 1 files"):
         workbench_wheels.checked_dir(d, "3.11")
     (d / "extra-1.0-py3-none-any.whl").unlink()
     (d / "one-1.0-py3-none-any.whl").write_bytes(b"tampered, its own SHA256SUMS updated")

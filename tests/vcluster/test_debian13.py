@@ -360,3 +360,35 @@ def test_clean_jobs_at_26_05_are_namespace_tmpfs(upgraded):
     wait_for("alice's job to end", lambda: not ssh(vc, "ctl", f"squeue -h -j {job}", check=False).stdout.strip())
     wait_for("the job's /tmp to go", lambda: not ssh(vc, "gpu01", f"find /var/lib/slurm/job_tmp -path '*{job}*'",
                                                      check=False).stdout.strip(), 30)
+
+
+def test_a_bundle_for_debian_13_carries_slurm_26_05(upgraded, tmp_path):
+    """`corral bundle build` (the CLI, as a user runs it) of the Debian 13 spec at slurm.version 26.05: resolved
+    against a clean trixie node from trixie's archive, with corral's Slurm 26.05 set as one more source; it
+    verifies, says trixie, carries 26.05's daemons and holds every package each node needs."""
+    import json
+    import subprocess
+    import sys
+    import tarfile
+    from corral.bundle import coverage
+    from corral.bundle.verify import verify
+    cluster = upgraded["cluster"]
+    out = tmp_path / "deb13.tar"
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "corral", "bundle", "build", "--spec", str(cluster.path), "-o",
+                           str(out), "--json"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    built = json.loads(proc.stdout)
+    print(f"debian-13 bundle with Slurm 26.05: {built['packages']} packages, {built['size'] / 1e6:.0f} MB, "
+          f"{time.monotonic() - t0:.0f} s")
+    checked = verify(out, built["fingerprint"])
+    assert checked.ok, checked.problems
+    content = checked.manifest
+    assert content["distribution"] == "debian trixie"
+    versions = {p["package"]: p["version"] for p in content["packages"]}
+    assert versions["slurmd"] == "26.05.5-1+corral1" and versions["slurmctld"].startswith("26.05.5"), versions
+    assert versions["slurmdbd"].startswith("26.05.5") and "slurm-wlm-basic-plugins" in versions
+    assert coverage.gaps(cluster, content) == {}  # every node's packages, at the pinned Slurm
+    with tarfile.open(out) as tar:
+        release = tar.extractfile("repo/Release").read().decode()
+    assert "Codename: trixie" in release

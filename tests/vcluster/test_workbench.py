@@ -15,7 +15,9 @@ for 1 GPU, her JupyterLab runs as a Slurm job on a GPU node, a cell prints one G
 `module load openmpi`'s MPI_HOME, she stops it and the job is gone; a form asking more GPUs than her
 QOS allows is refused with the reason and submits nothing; bob, who exists only in the directory (a real
 slapd on ctl, SSSD on the nodes), logs in to the hub with his directory password and his server runs as
-him. The second apply changes nothing."""
+him. EasyBuild (tests/vcluster/easybuild.py): `corral software build` builds a tiny easyconfig whose source
+the control host serves, as a Slurm job of the software manager (never root), and alice loads its module
+in her login shell and a batch job. The second apply changes nothing."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from ruamel.yaml import YAML
 from corral.spec.loader import load
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
+from tests.vcluster.easybuild import manager_entry
 from tests.vcluster.test_users import LDAP_PW, _slapd_on_ctl, _tls_files, as_alice
 
 pytestmark = pytest.mark.vcluster
@@ -64,7 +67,8 @@ def with_workbench(path) -> None:
     data = yaml.load(path.read_text())
     data["storage"]["exports"].append({"path": "/srv/nfs/sw"})
     data["storage"]["mounts"].append({"path": "/sw", "export": "/srv/nfs/sw"})
-    data["software"] = {}
+    data["software"] = {"easybuild": {}}  # its builds: Slurm jobs of the software manager (easybuild.py)
+    data["users"].append(manager_entry())
     data["slurm"]["clean_jobs"] = True
     data["slurm"]["qos"].append({"name": "notebook", "max_gpus_per_user": 2, "max_wall": "4:00:00"})
     for account in data["slurm"]["accounts"]:
@@ -223,13 +227,47 @@ def test_a_stuck_gpu_process_drains_the_node_with_a_reason_she_can_read(bench):
     wait_for(lambda: node_idle(bench, "gpu02"), "gpu02 to be resumed")
 
 
-from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this module's cluster)
+from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this module's cluster, in this order:
+    # validate's check first, before alice ever logged in to the hub, as on a cluster `corral up` just made)
+    test_validates_notebook_check_starts_runs_and_stops_a_server,
     test_the_form_refuses_what_her_qos_does_not_allow, test_the_hub_serves_https_with_the_cluster_ca,
-    test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server,
-    test_validates_notebook_check_starts_runs_and_stops_a_server)
+    test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server)
+from tests.vcluster.easybuild import (  # noqa: E402,F401 (run here, on this module's cluster)
+    test_a_failed_build_says_why_and_keeps_its_log, test_easybuild_builds_an_easyconfig_as_a_slurm_job_of_the_software_manager,
+    test_alice_loads_what_easybuild_built_in_her_login_shell_and_her_batch_job)
 
 
 def test_second_apply_changes_nothing(bench):
     result = converge(bench.cluster, "apply", command="test-workbench-again")
     assert result.ok and result.changed == 0, [
         (n.name, o.name) for n in result.nodes.values() for o in n.ops if o.status == "changed"]
+
+
+def test_the_hub_goes_with_its_section_and_nothing_else_changes(bench):
+    """workbench.jupyterhub taken out of the spec (runs last: the hub is gone after it): plan names what goes,
+    apply stops and disables the hub on login1 and removes its files, secrets and state; Prometheus no longer
+    scrapes it; the next plan has nothing to change."""
+    yaml = YAML()
+    data = yaml.load(bench.cluster.path.read_text())
+    del data["workbench"]["jupyterhub"]
+    path = bench.cluster.path.with_name("cluster-nohub.yaml")
+    with path.open("w") as f:
+        yaml.dump(data, f)
+    cluster = load(path)
+    plan = converge(cluster, "plan", command="test-workbench-nohub-plan")
+    removal = [o for o in plan.nodes["login1"].ops if o.name.startswith("jupyterhub | notebook hub removed")]
+    assert removal and removal[0].status == "changed" and "/etc/corral/jupyterhub/hub.env" in removal[0].diff, \
+        [(o.name, o.status) for o in plan.nodes["login1"].ops if o.status != "unchanged"]
+    assert "CONFIGPROXY_AUTH_TOKEN" not in json.dumps(plan.to_json())  # a secret's name in a path, never its value
+    result = converge(cluster, "apply", command="test-workbench-nohub")
+    assert result.ok, failures(result)
+    gone = ssh(bench, "login1", "systemctl is-enabled corral-jupyterhub; systemctl is-active corral-jupyterhub; "
+                                "ls -d /etc/corral/jupyterhub /var/lib/corral-jupyterhub "
+                                "/etc/systemd/system/corral-jupyterhub.service; ss -ltnH 'sport = :8443'",
+               check=False).stdout
+    assert "enabled" not in gone.split() and "active" not in gone.split() and ":8443" not in gone, gone
+    assert "/etc/corral" not in gone, gone
+    assert "jupyterhub" not in ssh(bench, "ctl", "cat /etc/prometheus/prometheus.yml").stdout
+    again = converge(cluster, "plan", command="test-workbench-nohub-again")
+    assert again.ok and again.changed == 0, [
+        (n.name, o.name) for n in again.nodes.values() for o in n.ops if o.status == "changed"]

@@ -9,6 +9,7 @@ Layout (every path relative to the tar's root):
   manifest.json                                       what, version, sha256, size, why (bundle/resolve.py);
                                                       serial and valid_until (bundle/serial.py)
   notebook/pyX.Y/*.whl, requirements.txt              (workbench.jupyterhub) the notebook hub's pinned wheels
+  easybuild/pyX.Y/*.tar.gz, *.whl, requirements.txt   (software.easybuild) EasyBuild's pinned sdists and wheels
   python/*.whl                                        (--with-python) corral and its dependencies' wheels
   virtual/<image>.tar                                 (--with-virtual) the virtual cluster's base image
   images/<NAME>/                                      (--images REF) an OCI image layout per image (bundle/images.py)
@@ -58,8 +59,8 @@ class Built:
                 "images": self.images}
 
 
-def release(repo: Path, name: str, serial: int, valid_until: int) -> str:
-    lines = ["Origin: corral", f"Label: corral bundle {name}", f"Codename: {SUITE}",
+def release(repo: Path, name: str, serial: int, valid_until: int, suite: str = SUITE) -> str:
+    lines = ["Origin: corral", f"Label: corral bundle {name}", f"Codename: {suite}",
              f"Date: {formatdate(serial, usegmt=True)}", f"Valid-Until: {formatdate(valid_until, usegmt=True)}",
              "Architectures: amd64 all", "SHA256:"]
     for f in ("Packages", "Packages.gz"):
@@ -76,7 +77,7 @@ def requested(cluster: Cluster) -> dict[str, list[str]]:
     return {**package_reasons(cluster, real=True), **requests(cluster)}
 
 
-def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:
+def manifest(cluster: Cluster, index: str, files_dir: Path, suite: str = SUITE) -> dict:
     stanzas = resolve.paragraphs(index)
     asked = requested(cluster)
     why = resolve.reasons(stanzas, {name.split("=", 1)[0]: reasons for name, reasons in asked.items()})
@@ -90,7 +91,7 @@ def manifest(cluster: Cluster, index: str, files_dir: Path) -> dict:
     repos = vendor_repos(cluster)
     extra = {"repositories": [{"name": r.name, "source": r.source, "fingerprint": r.fingerprint, "key": r.spec_key,
                                "packages": sorted(r.packages)} for r in repos]} if repos else {}
-    return {"format": FORMAT, "cluster": cluster.spec.name, "distribution": f"debian {SUITE}", **extra,
+    return {"format": FORMAT, "cluster": cluster.spec.name, "distribution": f"debian {suite}", **extra,
             "requested": asked,
             "packages": sorted(packages, key=lambda p: (p["package"], p["version"], p["architecture"]))}
 
@@ -163,7 +164,7 @@ def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path,
     repo = root / "repo"
     serial = int(time.time())
     content = {**content, "format": FORMAT, "serial": serial, "valid_until": serial + valid_days * 86400}
-    rel = release(repo, name, serial, content["valid_until"])
+    rel = release(repo, name, serial, content["valid_until"], content["distribution"].split()[-1])
     (repo / "Release").write_text(rel)
     (repo / "InRelease").write_bytes(sign.sign(home, fpr, rel.encode(), clear=True))
     (root / KEY_FILE).write_bytes(sign.export_public(home, fpr))
@@ -176,19 +177,21 @@ def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path,
 
 def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None,
           python: tuple[list[str], Path | None] | None = None, image: Path | None = None,
-          valid_days: int = VALID_DAYS, images: list[str] | None = None) -> Built:
+          valid_days: int = VALID_DAYS, sources: tuple | None = None, images: list[str] | None = None) -> Built:
     """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
     `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
     `python`: (pinned requirements, corral's source directory) for the control host's wheels;
     `image`: the virtual cluster's base image directory, to carry (--with-virtual);
     `valid_days`: how long the nodes' apt accepts its InRelease (Valid-Until);
+    `sources`: (release, apt options, more pools) of the spec's release (workflows/bundle_sources.py); None:
+    the control host's own sources, for a Debian 12 spec;
     `images`: container image references to carry (for the site registry: workflows/images_load.py)."""
     from corral.bundle.vendor import apt_options
     from corral.render.vendor_repos import vendor_repos
     from corral.spec.releases import release
     from corral.spec.workbench import hub_node
     from corral.workbench_wheels import CACHE as cache_root, carry
-    from corral.spec.rules_bundle import BUNDLE_RELEASE, unbundled
+    from corral.spec.rules_bundle import VENDOR_RELEASE, bundle_os, unbundled, why_unbundled
     from corral.bundle import images as carried_images
     carried_images.refs(images or [])  # every reference typed before anything is fetched
     if images:
@@ -196,9 +199,19 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     others = unbundled(cluster)
     if others:
         i, os_name = others[0][0], others[0][1].os
-        raise CorralError(f"{cluster.path}: nodes[{i}].os: {os_name}: bundles are resolved for {BUNDLE_RELEASE} "
-                          f"({SUITE}) nodes only; nothing was built",
-                          fix=f"install {os_name} nodes from the distribution's mirror (packages.source: mirror)")
+        raise CorralError(f"{cluster.path}: nodes[{i}].os: {os_name}: {why_unbundled(cluster, os_name)}; nothing "
+                          "was built", fix=f"install {os_name} nodes from the distribution's mirror "
+                                           "(packages.source: mirror), or give every node one release")
+    if bundle_os(cluster) != VENDOR_RELEASE and vendor_repos(cluster):
+        r = vendor_repos(cluster)[0]
+        raise CorralError(f"{cluster.path}: {r.spec_key}: {r.name} ({', '.join(sorted(r.packages))}) is carried for "
+                          f"{VENDOR_RELEASE} bundles only; nothing was built",
+                          fix="leave out what the spec takes from it, or install from the mirrors")
+    if sources is None:
+        if release(bundle_os(cluster)).suite != SUITE:
+            raise CorralError(f"{cluster.path}: a {bundle_os(cluster)} bundle is resolved from its release's archive, "
+                              "which this call was not given; nothing was built", fix="use corral bundle build")
+        sources = (release(bundle_os(cluster)), [], [])
     start, out = time.monotonic(), Path(out).resolve()  # apt reads relative Dir:: paths under its own dirs
     home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
     wanted, repos = list(requested(cluster)), vendor_repos(cluster)
@@ -206,18 +219,19 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     with tempfile.TemporaryDirectory(prefix=".corral-bundle-", dir=out.parent) as tmp:
         root, work = Path(tmp) / "bundle", Path(tmp) / "apt"
         repo = root / "repo"
-        options: list[str] = []
+        rel, options, pools = sources
         for r in repos:
             say(f"adding {r.name} {r.source.split()[0]} (key {r.fingerprint}) for {', '.join(sorted(r.packages))}")
-        if repos:
+        if repos:  # debian-12 alone (vendor_gaps above): the host's own sources plus the vendors'
             options = apt_options(repos, Path(tmp) / "vendors")
+        say(f"resolving for debian {rel.suite} ({rel.name})")
         files = resolve.resolve(status, wanted, work, options)
-        cached = cache if cache is not None and cache.is_dir() else None
-        have = {f for f in files if cached and (cached / f).is_file()}
+        caches = [c for c in ([cache] if cache is not None else []) + pools if c.is_dir()]
+        have = {f for f in files if any((c / f).is_file() for c in caches)}
         say(f"{len(files)} packages for {len(wanted)} asked for; {len(files) - len(have)} to download")
-        resolve.fetch(files, wanted, status, repo / "pool", work, cached, options)
+        resolve.fetch(files, wanted, status, repo / "pool", work, caches, options)
         text = resolve.index(repo)
-        content = manifest(cluster, text, root)
+        content = manifest(cluster, text, root, rel.suite)
         from corral.bundle.downloads import fetch_all, wanted
         if wanted(cluster):
             say(f"fetching {len(wanted(cluster))} pinned download(s): "
@@ -228,6 +242,12 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
             py = release(hub.os).python
             say(f"adding the notebook hub's pinned wheels for Python {py}")
             content["notebook"] = carry(py, cache_root, root / "notebook" / f"py{py}")
+        if cluster.spec.software is not None and cluster.spec.software.easybuild is not None:  # EasyBuild's files
+            from corral.spec.easybuild import python_of
+            from corral.workbench_wheels import EASYBUILD
+            py = python_of(cluster)
+            say(f"adding EasyBuild's pinned files for Python {py}")
+            content["easybuild"] = carry(py, cache_root, root / "easybuild" / f"py{py}", EASYBUILD)
         if python is not None:
             say(f"downloading {len(python[0])} Python wheels for the control host, building corral's")
             content["python"] = python_wheels(root / "python", *python)

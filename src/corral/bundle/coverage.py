@@ -24,11 +24,19 @@ def node_needs(cluster, node) -> dict[str, str]:
 
 def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
     """node -> what it needs that the bundle lacks ("needs slurmd (role compute): not in the bundle")."""
+    from corral.spec.releases import release
+    built_for = manifest.get("distribution")
+    out: dict[str, list[str]] = {}
+    for node in cluster.nodes:  # a bundle's packages are one Debian release's (workflows/bundle_sources.py)
+        runs = f"debian {release(node.os).suite}" if node.os.startswith("debian") else node.os
+        if built_for and built_for != runs:
+            out.setdefault(node.name, []).append(f"runs {runs}: the bundle's packages are for {built_for}")
+    if out:
+        return out
     have: dict[str, list[str]] = {}
     for p in manifest.get("packages", []):
         have.setdefault(p["package"], []).append(p["version"])
     pin = schedulers.of(cluster).pinned(cluster.spec)
-    out: dict[str, list[str]] = {}
     for node in cluster.nodes:
         for pkg, why in sorted(node_needs(cluster, node).items()):
             versions = have.get(pkg)

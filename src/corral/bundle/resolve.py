@@ -79,14 +79,17 @@ def index(repo: Path) -> str:
     return text
 
 
-def fetch(files: list[str], packages: list[str], status: Path, pool: Path, work: Path, cache: Path | None,
-          options: list[str] = ()) -> None:
-    """Put exactly `files` into `pool`: from `cache` (the virtual cluster's repository) where it has them,
-    the rest downloaded by apt; a file apt did not bring is an error naming it."""
+def fetch(files: list[str], packages: list[str], status: Path, pool: Path, work: Path,
+          cache: Path | list[Path] | None, options: list[str] = ()) -> None:
+    """Put exactly `files` into `pool`: from `cache` (the virtual cluster's repository, and corral's own
+    repository of a newer Slurm) where it has them, the rest downloaded by apt; a file apt did not bring is an
+    error naming it."""
     pool.mkdir(parents=True, exist_ok=True)
+    caches = [] if cache is None else [cache] if isinstance(cache, Path) else list(cache)
     for name in files:
-        if cache is not None and (cache / name).is_file() and not (pool / name).exists():
-            shutil.copy2(cache / name, pool / name)
+        found = next((c / name for c in caches if (c / name).is_file()), None)
+        if found is not None and not (pool / name).exists():
+            shutil.copy2(found, pool / name)
     if not all((pool / name).is_file() for name in files):
         download_debs(status, packages, pool, work, options)
     missing = [name for name in files if not (pool / name).is_file()]

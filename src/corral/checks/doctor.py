@@ -147,7 +147,7 @@ def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -
     return Report(checks)
 
 
-BUNDLE_OS = {"debian bookworm": ("debian", "12")}  # a manifest's distribution -> the os facts it fits
+BUNDLE_OS = {"debian bookworm": ("debian", "12"), "debian trixie": ("debian", "13")}  # distribution -> os facts
 
 
 def _bundle(cluster: Cluster, facts: dict[str, dict] | None = None) -> Check:

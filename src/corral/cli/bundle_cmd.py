@@ -41,19 +41,23 @@ def build(spec: Optional[Path] = SpecOpt,
           as_json: bool = JsonOpt) -> None:
     """Resolve, download and sign every .deb the spec's nodes install, into one tar (and --images)."""
     from corral.bundle.build import build as run_build
+    from corral.spec.rules_bundle import BUNDLE_RELEASES, bundle_os
     from corral.virtual import image
-    from corral.virtual.repo import REPO
+    from corral.virtual.repo import repo_dir
     try:
         from corral.bundle.images import refs
         refs(images or [])  # a hostile reference is refused before the spec is even read
         cluster = load_cluster(spec)
         target = output or cluster.base_dir / f"corral-bundle-{cluster.spec.name}.tar"
-        status = image.release_status(image.ensure_image())  # a clean Debian 12 node (debootstrap minbase)
-        built = run_build(cluster, target, status, REPO / "pool",
+        os_name = bundle_os(cluster)
+        node_image = image.ensure_image(os_name=os_name) if os_name in BUNDLE_RELEASES else None
+        status = image.release_status(node_image) if node_image else Path("/nonexistent")  # build() refuses it
+        from corral.workflows.bundle_sources import sources
+        built = run_build(cluster, target, status, repo_dir(os_name) / "pool",  # a clean node of the release
                           say=lambda m: None if as_json else err.print(m, markup=False),
                           python=python_pins() if with_python else None,
-                          image=image.ensure_image() if with_virtual else None, valid_days=valid_days,
-                          images=images or None)
+                          image=node_image if with_virtual else None, valid_days=valid_days,
+                          sources=sources(cluster, status) if node_image else None, images=images or None)
     except CorralError as exc:
         if as_json:
             print_json({"ok": False, "error": str(exc)})

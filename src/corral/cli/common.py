@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from corral.errors import UsageError
+from corral.errors import CorralError, UsageError
 
 if TYPE_CHECKING:  # the spec's models are imported by the commands that load one, not by `corral --help`
     from rich.console import Console
@@ -88,3 +89,22 @@ def _os_choice(value: str | None) -> str | None:
 OsOpt = typer.Option(None, "--os", callback=_os_choice, metavar="RELEASE",
                      help="the nodes' OS release (new cluster only): debian-12 (Slurm 22.05, the default) or "
                           "debian-13 (Slurm 24.11); the virtual cluster builds Debian nodes only")
+
+
+def verdict(as_json: bool, work: Callable[[], dict], show: Callable[[dict], None]) -> None:
+    """Run `work` and render its verdict object: text (`show`, then the error) or the JSON object, always
+    (`ok: false` and the error on a usage or spec error too); exit 1 when it is not ok."""
+    try:
+        result = work()
+    except CorralError as exc:  # refused before anything changed: exit 2 (1 for a node error), the object too
+        if as_json:
+            print_json({"ok": False, "error": str(exc)})
+        raise
+    if as_json:
+        print_json(result)
+    else:
+        show(result)
+        if result.get("error"):
+            out.print(f"FAILED: {result['error']}", markup=False, style="red")
+    if not result["ok"]:
+        raise typer.Exit(1)

@@ -5,36 +5,17 @@ pull's job cancelled and its partial file removed first)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from corral.cli.common import JsonOpt, SpecOpt, load_cluster, out, print_json
-from corral.errors import CorralError
+from corral.cli.common import JsonOpt, SpecOpt, load_cluster, out, verdict
 
 images_app = typer.Typer(no_args_is_help=True, help="Pre-staged container images: squashfs files on shared "
                                                     "storage that jobs run with --container-image=PATH.")
 ToOpt = typer.Option(None, "--to", metavar="DIR", help="the images directory on shared storage every login and "
                                                        "compute node mounts (default: <software.root>/images)")
-
-
-def _verdict(as_json: bool, work: Callable[[], dict], show: Callable[[dict], None]) -> None:
-    try:
-        result = work()
-    except CorralError as exc:  # refused before anything changed: exit 2 (1 for a node error), the object too
-        if as_json:
-            print_json({"ok": False, "error": str(exc)})
-        raise
-    if as_json:
-        print_json(result)
-    else:
-        show(result)
-        if result.get("error"):
-            out.print(f"FAILED: {result['error']}", markup=False, style="red")
-    if not result["ok"]:
-        raise typer.Exit(1)
 
 
 @images_app.command("pull")
@@ -54,7 +35,7 @@ def pull(ref: str = typer.Argument(..., metavar="REF", help="registry[:port]/pat
         from corral.spec.image_ref import parse
         parse(ref)  # a hostile reference is refused before the spec is even read
         return run_pull(load_cluster(spec), ref, to)
-    _verdict(as_json, work, show)
+    verdict(as_json, work, show)
 
 
 @images_app.command("list")
@@ -72,7 +53,7 @@ def list_(to: Optional[str] = ToOpt, spec: Optional[Path] = SpecOpt, as_json: bo
             table.add_row(i["name"], str(i["ref"] or "-"), str(i["digest"] or "-")[:19], str(i["size"]),
                           str(i["time"] or "-"), i["problem"] or "sha256 ok")
         out.print(table)
-    _verdict(as_json, lambda: list_images(load_cluster(spec), to), show)
+    verdict(as_json, lambda: list_images(load_cluster(spec), to), show)
 
 
 @images_app.command("rm")
@@ -84,4 +65,4 @@ def rm(name: str = typer.Argument(..., metavar="NAME", help="as `corral images l
     def show(r: dict) -> None:
         if r["ok"]:
             out.print(f"removed {r['path']}", markup=False)
-    _verdict(as_json, lambda: run_rm(load_cluster(spec), name, to), show)
+    verdict(as_json, lambda: run_rm(load_cluster(spec), name, to), show)

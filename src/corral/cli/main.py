@@ -16,7 +16,7 @@ import typer
 
 from corral import __version__
 from corral.cli import (backup_cmd, bundle_cmd, check_cmd, facts_cmd, fanout_cmd, history_cmd, images_cmd, render_cmd,
-                        report_cmd, run_cmd, spec_cmd, virtual_cmd)
+                        report_cmd, run_cmd, software_cmd, spec_cmd, virtual_cmd)
 from corral.cli.common import err
 from corral.errors import CorralError
 
@@ -36,6 +36,7 @@ app.add_typer(report_cmd.report_app, name="report")
 app.add_typer(fanout_cmd.node_app, name="node")
 app.add_typer(bundle_cmd.bundle_app, name="bundle")
 app.add_typer(images_cmd.images_app, name="images")
+app.add_typer(software_cmd.software_app, name="software")
 for _name, _command in {**run_cmd.COMMANDS, **check_cmd.COMMANDS, **facts_cmd.COMMANDS,
                         **backup_cmd.COMMANDS, **history_cmd.COMMANDS, **fanout_cmd.COMMANDS,
                         **render_cmd.COMMANDS}.items():

@@ -63,6 +63,29 @@ def software(cluster, node) -> bool:
     return software_user(cluster, node) or software_maker(cluster, node)
 
 
+def easybuild(cluster, node) -> bool:
+    """software.easybuild: login and compute nodes (its configuration), and the nodes that build its venv and
+    make its install tree on the software root (spec/easybuild.py)."""
+    from corral import workbench_wheels as ww
+    from corral.spec import easybuild as eb
+    if cluster.spec.software is None or cluster.spec.software.easybuild is None or eb.build_node(cluster) is None:
+        return False
+    if software_user(cluster, node):
+        return True
+    made = [eb.venv_builder(cluster, ww.lock_id(eb.python_of(cluster), ww.EASYBUILD)), eb.tree_maker(cluster)]
+    return any(m is not None and m[0].name == node.name for m in made)
+
+
+def easybuild_builder(cluster, node) -> bool:
+    """The node that builds EasyBuild's venv (python3-venv there)."""
+    from corral import workbench_wheels as ww
+    from corral.spec import easybuild as eb
+    if not easybuild(cluster, node):
+        return False
+    made = eb.venv_builder(cluster, ww.lock_id(eb.python_of(cluster), ww.EASYBUILD))
+    return made is not None and made[0].name == node.name
+
+
 def registry(cluster, node) -> bool:
     """The node images.registry names."""
     r = cluster.spec.images.registry

@@ -217,6 +217,10 @@ COMPONENTS = (
     Component("jupyterhub", D + "jupyterhub:jupyterhub", waits=("notebook venv", "slurm controller"),
               applies=gates.jupyterhub, stops={"login": ("corral-jupyterhub",)},
               packages=lambda c, n: gives(NOTEBOOK_PROXY, "workbench.jupyterhub") if gates.jupyterhub(c, n) else {}),
+    # EasyBuild's venv and install tree on the software root, its configuration (docs/components/software.md)
+    Component("easybuild", D + "easybuild:easybuild", applies=gates.easybuild,
+              packages=lambda c, n: gives(NOTEBOOK_BUILD, "software.easybuild (builds the venv)")
+              if gates.easybuild_builder(c, n) else {}),
     # Prometheus scrapes targets whenever they answer
     Component("monitoring", D + "monitoring:monitoring", packages=_monitoring,
               stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)}),

@@ -2,27 +2,27 @@
 
 Two deploys: `notebook venv` builds the venv once on the node that writes the shared software root
 (spec/shared.maker: the NFS server's exported directory), from the pinned wheels corral fetched into its
-cache on the control host and uploads (checked against the lists' hashes twice: by the cache and by pip on
-the node); `jupyterhub` (waiting for it) installs Debian's configurable-http-proxy, the hub's files, its
+cache on the control host and uploads (deploy/venvs.py: checked against the lists' hashes twice, by the cache
+and by pip on the node); `jupyterhub` (waiting for it) installs Debian's configurable-http-proxy, the hub's files, its
 TLS certificate (the site's, or one from the cluster CA), its cookie secret and proxy token (generated on
 the control host, 0600, never shown) and the service on the hub node.
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from pyinfra import host
-from pyinfra.api import FileUploadCommand, FunctionCommand, deploy, operation
+from pyinfra.api import deploy, operation
 
 from corral import secrets, site_ca, workbench_wheels
 from corral.deploy import operations
 from corral.deploy.monitoring import http_ready
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
+from corral.deploy.venvs import build_script, venv_built
 from corral.engine.conditions import AnyChanged
 from corral.engine.notes import annotate
-from corral.engine.shell import q, sh
+from corral.engine.shell import cmd
 from corral.errors import CorralError
 from corral.render import jupyterhub as r
 from corral.render.node_programs import node_program
@@ -31,59 +31,6 @@ from corral.spec.workbench import venv_builder
 WANT = register(Want(paths=(r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.UNIT_PATH, r.STATE,
                             r.CHECK, "/usr/local/lib/corral"),
                      services=(r.UNIT,), packages=(*r.PROXY_PACKAGES, *r.BUILD_PACKAGES)))
-
-
-def _tar_path(python: str, lock: str) -> Path:
-    return workbench_wheels.CACHE / "wheels" / f"notebook-py{python}-{lock}.tar"
-
-
-def _fetch_and_pack(python: str, lock: str) -> None:
-    """On the control host, when the op runs (a plan fetches nothing): the wheelhouse, checked, packed. With
-    packages.source: bundle the verified bundle's copy (checked against corral's list again), else fetched
-    from the package registry into the cache."""
-    cluster = host.data.corral_cluster
-    if cluster.spec.packages.source == "bundle":
-        from corral.bundle.serve import prepare
-        wheels = workbench_wheels.checked_dir(prepare(cluster)[0].parent / "notebook" / f"py{python}", python)
-    else:
-        wheels = workbench_wheels.wheelhouse(workbench_wheels.CACHE, python)
-    tar = _tar_path(python, lock)
-    data = workbench_wheels.packed(wheels, python)
-    if not tar.exists() or tar.read_bytes() != data:
-        tmp = tar.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(tar)
-
-
-def build_script(lock: str, directory: str, python: str) -> str:
-    """Build the venv at `directory` (the builder's path of it) from the uploaded wheels, bounded; the
-    marker last, so a build cut short is built again next run."""
-    d, mark = q(directory), q(f"{directory}/.corral-lock")
-    tmp = q("/var/tmp/corral-notebook-wheels")
-    steps = " && ".join([
-        f"rm -rf {d} {tmp}", f"mkdir -p {tmp}", f"tar -xf {r.WHEELS_TAR} -C {tmp}",
-        f"timeout 120 python{python} -m venv {d}",
-        f"timeout 900 {d}/bin/python -m pip install -q --disable-pip-version-check --no-index --no-cache-dir "
-        f"--require-hashes --find-links {tmp} -r {tmp}/requirements.txt",
-        f"chmod -R a+rX,go-w {d}", f"echo {q(lock)} > {mark}"])
-    # a build that fails leaves neither the venv nor the wheels behind
-    return (f"{{ {steps}; }} || {{ rc=$?; rm -rf {d} {tmp} {r.WHEELS_TAR}; exit $rc; }}; "  # shell-ok: quoted above
-            f"rm -rf {tmp} {r.WHEELS_TAR}")
-
-
-@operation()
-def venv_built(directory: str, python: str, lock: str, script: str, want: Want):
-    """The venv at `directory` holds the list `lock`'s wheels (its marker says so): nothing to do; else fetch
-    the wheels on the control host, upload them, build the venv from them and mark it."""
-    mark = (snapshot(want).files.get(f"{directory}/.corral-lock") or {}).get("sha256")
-    if mark == hashlib.sha256(r.mark_text(lock).encode()).hexdigest():
-        host.noop(f"notebook venv {lock} built")
-        return
-    annotate(disruption="none", diff=f"{directory}: built from the pinned wheels for Python {python} "
-                                     f"(list {lock})\n")
-    yield FunctionCommand(_fetch_and_pack, (python, lock), {})
-    yield FileUploadCommand(str(_tar_path(python, lock)), r.WHEELS_TAR)
-    yield sh(script)
 
 
 @deploy("notebook venv")
@@ -99,8 +46,9 @@ def notebook_venv() -> None:
     want = register_for_run(Want(paths=(f"{directory}/.corral-lock",), packages=r.BUILD_PACKAGES))
     operations.packages(name="python3-venv (the notebook venv's builder)", names=list(r.BUILD_PACKAGES), want=want,
                         together=True)
-    venv_built(name=f"notebook venv on {r.venv(cluster, lock)}", directory=directory, python=python, lock=lock,
-               script=build_script(lock, directory, python), want=want)
+    venv_built(name=f"notebook venv on {r.venv(cluster, lock)}", venv=workbench_wheels.NOTEBOOK.name,
+               directory=directory, python=python, lock=lock,
+               script=build_script(workbench_wheels.NOTEBOOK, lock, directory, python), want=want)
 
 
 def _tls(cluster) -> tuple[str, str]:
@@ -116,11 +64,33 @@ def _tls(cluster) -> tuple[str, str]:
                           fix="put the site's PEM files there (workbench.jupyterhub.tls) or unset tls") from None
 
 
+HUB_FILES = (r.UNIT_PATH, r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.CHECK)
+
+
+@operation()
+def hub_removed(want: Want):
+    """A node that is no longer the hub (workbench.jupyterhub left the spec, or moved to another node): the
+    hub stopped and disabled, its files, secrets and state removed. Users' running servers are Slurm jobs:
+    they are left to end at their time limit (or scancel), never cancelled here."""
+    files = snapshot(want).files
+    there = [f for f in HUB_FILES if files.get(f) is not None]
+    if not there:
+        host.noop("no notebook hub here")
+        return
+    annotate(disruption=f"stop {r.UNIT} (running notebook servers are Slurm jobs: they end at their time limit)",
+             diff=f"- {r.UNIT} (stopped, disabled)\n" + "".join(f"- {f}\n" for f in there) + f"- {r.STATE}\n")
+    yield cmd("timeout", "90", "systemctl", "disable", "--now", "--quiet", r.UNIT)
+    yield cmd("rm", "-rf", "--", r.ETC, r.STATE, r.UNIT_PATH, r.CHECK)
+    yield cmd("timeout", "60", "systemctl", "daemon-reload")
+
+
 @deploy("jupyterhub")
 def jupyterhub() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     hub = r.hub_node(cluster)
     if hub is None or hub.name != node.name:
+        if "login" in node.roles:  # where a hub can have been (spec/rules_workbench.py); the op reads the snapshot
+            hub_removed(name="notebook hub removed (not in the spec here)", want=WANT)
         return
     lock = workbench_wheels.lock_id(r.python_of(cluster))
     operations.packages(name="configurable-http-proxy (Debian's)", names=list(r.PROXY_PACKAGES), want=WANT,

@@ -29,11 +29,11 @@ ROLES = ("controller", "accounting", "compute", "login")
 
 @installs(lambda version, **_: {PIN: pin_text(version)})
 @operation()
-def slurm_pin(version: str, node: str):
+def slurm_pin(version: str, node: str, clean_jobs: bool = False):
     snap = snapshot(WANT)
     installed = installed_in(snap.packages)
     if installed:
-        refused = refusal(node, installed, version, host.data.corral_cluster.spec.slurm.clean_jobs)
+        refused = refusal(node, installed, version, clean_jobs)  # clean_jobs: its key changes at 25.11
         if refused:
             raise CorralError(refused[0], fix=refused[1])  # the message names slurm.version, the node, both versions
         if not matches(installed, version):
@@ -56,4 +56,5 @@ def slurm_version() -> None:
     version = cluster.spec.slurm.version
     if version is None or not set(node.roles) & set(ROLES):
         return
-    slurm_pin(name="Slurm version pinned", version=version, node=node.name)
+    slurm_pin(name="Slurm version pinned", version=version, node=node.name,
+               clean_jobs=cluster.spec.slurm.clean_jobs)

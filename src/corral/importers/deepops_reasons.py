@@ -31,9 +31,10 @@ NO_BUILD = ("corral installs Slurm from the distribution's packages (slurm.versi
 REGISTRY = ("DeepOps' container-registry and mirror settings configure Docker's daemon; corral's registry and "
             "pull-through caches are images.registry, pulled through by podman (docs/components/images.md): write "
             "images: by hand")
-MODULES = Missing("EasyBuild, Spack or HPC SDK setting: build them on the shared software root (software.root; "
-                  "its export and mounts are carried) yourself, its modulefiles/ tree is on every user's MODULEPATH",
-                  (r"spack", r"easybuild", r"hpc_?sdk"))
+MODULES = Missing("Spack or HPC SDK setting: build them on the shared software root (software.root; its export "
+                  "and mounts are carried) yourself, its modulefiles/ tree is on every user's MODULEPATH; EasyBuild "
+                  "is software.easybuild, set by hand (DeepOps' sm_* paths are not carried)",
+                  (r"spack", r"hpc_?sdk"))
 LMOD = ("software: gives Lmod and Debian's Open MPI with Slurm's PMIx (software.openmpi) on login and compute "
         "nodes, MODULEPATH with software.root's modulefiles (DeepOps' sm_prefix, /sw) and software.site_trees; "
         "no Open MPI build, prefix or version (docs/components/software.md)")

@@ -25,7 +25,6 @@ CONFIG, FORM, SETTINGS = f"{ETC}/jupyterhub_config.py", f"{ETC}/corral_notebook_
 COOKIE, ENV = f"{ETC}/cookie_secret", f"{ETC}/hub.env"  # ENV: the proxy's and validate's tokens
 CHECK = "/usr/local/lib/corral/notebook_check.py"  # node/notebook_check.py: validate's notebook check
 CERT, KEY = f"{ETC}/tls/hub.pem", f"{ETC}/tls/hub.key"
-WHEELS_TAR = "/var/tmp/corral-notebook-wheels.tar"
 
 
 def static(name: str) -> str:
@@ -51,7 +50,10 @@ def settings(cluster, lock: str) -> dict:
             "proxy": PROXY, "state": STATE, "venv": v, "python": f"{v}/bin/python", "admins": sorted(jh.admins),
             "idle_timeout": jh.idle_timeout, "start_timeout": 300, "partitions": offered(cluster),
             "max_gpus": jh.max_gpus, "max_cpus": jh.max_cpus, "max_memory_gb": jh.max_memory_gb,
-            "default_time": clock(jh.default_time), "max_time": clock(jh.max_time)}
+            "default_time": clock(jh.default_time), "max_time": clock(jh.max_time),
+            # in the hub's database from its start, so validate's check (and an admin) can start a server for
+            # a spec user who never logged in; anyone PAM lets in may still log in (allow_all)
+            "users": sorted(u.name for u in cluster.spec.users)}
 
 
 def settings_json(cluster, lock: str) -> str:
@@ -77,6 +79,3 @@ def unit(v: str) -> str:
         *service_lines(UNIT), "TimeoutStopSec=30", "UMask=0077", "", "[Install]",
         "WantedBy=multi-user.target", ""])
 
-
-def mark_text(lock: str) -> str:
-    return lock + "\n"

@@ -49,6 +49,9 @@ def modulespath(cluster: Cluster) -> str:
            "# Lmod's initial MODULEPATH (Debian's /etc/profile.d/lmod.sh adds each directory that exists)",
            "# corral's modules for what it installed on this node", TREE,
            "# the software root on shared storage (software.root)", root_tree(cluster)]
+    if sw.easybuild is not None:
+        from corral.spec.easybuild import modules_tree
+        out += ["# what EasyBuild built (software.easybuild)", modules_tree(cluster)]
     if sw.site_trees:
         out += ["# the site's trees (software.site_trees)", *sw.site_trees]
     out += ["# Debian's own", *DEBIAN_TREES]

@@ -21,6 +21,7 @@ from corral.spec.rules_bundle import bundle_warnings, check_bundle
 from corral.spec.rules_topology import check_topology, target_slurm, topology_warnings
 from corral.spec.rules_power import check_power, power_warnings
 from corral.spec.rules_images import check_images
+from corral.spec.rules_easybuild import check_easybuild
 from corral.spec.rules_software import check_software
 from corral.spec.rules_workbench import check_workbench
 from corral.spec.rules_users import check_users, users_warnings
@@ -319,7 +320,7 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
             + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
             + check_reports(cluster, where) + check_rollout(cluster, where)
             + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where)
-            + check_software(cluster, where) + check_workbench(cluster, where) + check_images(cluster, where))
+            + check_software(cluster, where) + check_easybuild(cluster, where) + check_workbench(cluster, where) + check_images(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:

@@ -4,8 +4,11 @@ vendors' repositories (NVIDIA's CUDA repository, its container toolkit repositor
 bundle/vendor.py) and the spec's pinned downloads (enroot, pyxis, nvidia-mig-parted, gpu-burn,
 nccl-tests: bundle/downloads.py). Ubuntu's own driver packages (`nvidia.driver.source: distribution`)
 are not carried: such a spec is refused, naming the key, rather than left to fail on a node that cannot
-reach the repository. A bundle is resolved for Debian 12 (bookworm) nodes (bundle/build.py): a node group
-of another release (`os:`) is refused the same way."""
+reach the repository. A bundle is resolved for one Debian release, the nodes' (bundle/build.py): Debian 12
+or Debian 13 (with Slurm 26.05 when slurm.version asks, virtual/slurm_more.py); a node group of another
+release, or of a second release in the same spec, is refused the same way. The vendors' repositories are
+carried for Debian 12 bundles only (render/vendor_repos.py resolves their debian12 paths: bundle/build.py
+refuses a Debian 13 bundle that would need one, and coverage names what such nodes would lack)."""
 
 from __future__ import annotations
 
@@ -18,12 +21,26 @@ if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
 
 Where = Callable[..., str]
-BUNDLE_RELEASE = "debian-12"  # the release bundle/build.py resolves against (its SUITE)
+BUNDLE_RELEASES = ("debian-12", "debian-13")  # the releases bundle/build.py resolves for (a node image, apt)
+VENDOR_RELEASE = "debian-12"  # the vendors' repositories are carried for it alone
+
+
+def bundle_os(cluster: Cluster) -> str:
+    """The release a bundle for this spec is resolved for: its first node group's."""
+    return cluster.spec.nodes[0].os
 
 
 def unbundled(cluster: Cluster) -> list:
-    """(index, group) of the node groups on a release bundles are not resolved for."""
-    return [(i, g) for i, g in enumerate(cluster.spec.nodes) if g.os != BUNDLE_RELEASE]
+    """(index, group) of the node groups on a release bundles are not resolved for, or on another release than
+    the first group's (a bundle serves one release)."""
+    first = bundle_os(cluster)
+    return [(i, g) for i, g in enumerate(cluster.spec.nodes) if g.os not in BUNDLE_RELEASES or g.os != first]
+
+
+def why_unbundled(cluster: Cluster, os_name: str) -> str:
+    if os_name not in BUNDLE_RELEASES:
+        return f"bundles are resolved for {' and '.join(BUNDLE_RELEASES)} nodes only; these nodes run {os_name}"
+    return f"a bundle serves one release: the first node group runs {bundle_os(cluster)}, these nodes {os_name}"
 
 
 def outside_sources(cluster: Cluster) -> list[tuple[tuple, str]]:
@@ -57,10 +74,8 @@ def check_bundle(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where(("packages", "bundle")), "packages.source is bundle but no bundle file is named",
                                 "source: bundle", "set packages.bundle to the file `corral bundle build` wrote"))
     for i, group in unbundled(cluster):
-        problems.append(Problem(where(("nodes", i, "os")), f"bundles are resolved for {BUNDLE_RELEASE} nodes only; "
-                                f"these nodes run {group.os}", f"os: {group.os}",
-                                f"use packages.source: mirror for {group.os} nodes (bundles for other releases "
-                                "are not built yet)"))
+        problems.append(Problem(where(("nodes", i, "os")), why_unbundled(cluster, group.os), f"os: {group.os}",
+                                f"use packages.source: mirror for {group.os} nodes, or one release for every node"))
     for path, what in outside_sources(cluster):
         problems.append(Problem(where(path), f"{what} would come from outside the bundle, which does not carry it",
                                 cluster.spec.nvidia.driver.source, "use nvidia.driver.source: cuda (bundles carry the distribution's "

@@ -115,9 +115,10 @@ class VirtualCluster:
     def _base_image(self) -> Path:
         """The node base image: the cached one; else, from a bundle that carries it (--with-virtual), unpacked
         from there (no Debian mirror needed); else built with debootstrap."""
-        if self.cluster.spec.packages.source == "bundle" and not (image.image_dir() / "etc/corral-image").is_file():
+        wanted = image.image_dir(os_name=self.os)
+        if self.cluster.spec.packages.source == "bundle" and not (wanted / "etc/corral-image").is_file():
             from corral.bundle.serve import carried_image
-            return image.ensure_image(carried=carried_image(self.cluster, image.image_dir().name))
+            return image.ensure_image(carried=carried_image(self.cluster, wanted.name), os_name=self.os)
         return image.ensure_image(os_name=self.os)
 
     def _up(self, state: dict, timeout: float) -> list[NodeStatus]:

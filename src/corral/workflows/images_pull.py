@@ -21,6 +21,7 @@ import secrets
 
 from corral.engine.shell import q
 from corral.spec.image_ref import ImageRef
+from corral.workflows import batch_job
 
 MARK = "@@corral-image"
 JOB_PREFIX = "corral-image-pull-"
@@ -58,27 +59,8 @@ PREPARE = r"""mkdir -p {mdir} && chmod 0755 {mdir} && mkdir -p {mincoming} && ch
 echo "{mark} READY"
 """
 
-# On the login node: the job, bounded; cancelled at the bound.
-SUBMIT = r"""cd / || exit 1
-out=$(timeout {wait} sbatch --parsable --wait -N1 -n1 -t {limit} -J {job} -o {log} --wrap {script} 2>&1); rc=$?
-id=$(printf '%s\n' "$out" | grep -Eo '^[0-9]+' | head -n1)
-if [ "$rc" -ne 0 ] && [ -n "$id" ]; then
-  echo "{mark} STATE $(squeue -h -j "$id" -o %T 2>/dev/null | head -n1)"
-  scancel "$id" 2>/dev/null
-fi
-echo "{mark} RC $rc"
-echo "{mark} JOB ${{id:-none}}"
-echo "{mark} SBATCH $(printf '%s' "$out" | tail -n 2 | tr '\n' ' ')"
-[ -f {log} ] && grep -a "^{mark} " {log}
-true
-"""
-
-# Ctrl-C, a lost connection or a failed step: the job cancelled and waited for (so it writes no more)
-# on the login node, then what it left removed on the maker node (CLEAN).
-CANCEL = r"""scancel -n {job} 2>/dev/null
-for _ in $(seq 20); do [ -z "$(squeue -h -n {job} -o %i 2>/dev/null)" ] && break; sleep 1; done
-true
-"""
+# Ctrl-C, a lost connection or a failed step: the job cancelled and waited for on the login node
+# (batch_job.py), then what it left removed on the maker node (CLEAN).
 CLEAN = r"""rm -f {mpart} {mlog} {mtmp_json}
 """
 
@@ -106,6 +88,7 @@ class Pull:
         self.job = JOB_PREFIX + self.token
         self.name = ref.file_name
         self.final = f"{directory}/{self.name}.sqsh"
+        self.log = f"{directory}/.incoming/{self.job}.log"  # the job's output (batch_job.py quotes it)
 
     def _words(self) -> dict[str, str]:
         w = {}
@@ -122,11 +105,11 @@ class Pull:
         return PREPARE.format(**self._words())
 
     def submit_script(self, wait: int) -> str:
-        return SUBMIT.format(**self._words(), wait=int(wait), limit=max(1, -(-int(wait) // 60)),
-                             script=q(self.job_script()))
+        """On the login node: the job, bounded; cancelled at the bound."""
+        return batch_job.submit_script(self.job, self.log, self.job_script(), wait, MARK)
 
     def cancel_script(self) -> str:
-        return CANCEL.format(**self._words())
+        return batch_job.cancel_script(self.job)
 
     def clean_script(self) -> str:
         return CLEAN.format(**self._words())

@@ -363,10 +363,11 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
     from corral.components.views import declared
     from corral.workflows.render_images import RENDERERS as IMAGES
     from corral.workflows.render_monitoring import RENDERERS as MONITORING
+    from corral.workflows.render_workbench import RENDERERS as WORKBENCH
     version, said = _slurm_version_said(cluster)
     c = Ctx(cluster, hw, version, load_fabric_cache(cluster.state_dir))
     files: dict[str, Files] = {node.name: {} for node in cluster.nodes}
-    parts = {**RENDERERS, **IMAGES, **MONITORING}
+    parts = {**RENDERERS, **IMAGES, **MONITORING, **WORKBENCH}
     for component in declared(cluster):  # component by component, as the deploys run: the notes in that order
         part = parts.get(component.name)
         for node in cluster.nodes:

@@ -34,6 +34,7 @@ c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allow_all = True  # whoever PAM lets in: local accounts and the directory's users...
 c.Authenticator.blocked_users = {"root"}  # ...but root, and no system account gets a server (below)
 c.Authenticator.admin_users = set(S["admins"])
+c.Authenticator.allowed_users = set(S["users"])  # the spec's users: in the database from the start (allow_all stays)
 c.JupyterHub.services = [
     {"name": "idle-culler", "command": [
         S["python"], "-m", "jupyterhub_idle_culler", "--timeout=%d" % S["idle_timeout"], "--cull-every=60"]},
