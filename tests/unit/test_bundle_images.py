@@ -87,7 +87,8 @@ def sealed(tmp_path: Path, key, change=lambda content: None, name: str = "b.tar"
     (root / "repo" / "Packages").write_text("")
     (root / "repo" / "Packages.gz").write_bytes(b"")
     write_layout(root, REF)
-    content = {"cluster": "t", "packages": [], "images": [entry(parse(REF), root)]}
+    content = {"cluster": "t", "distribution": "debian bookworm", "packages": [],
+               "images": [entry(parse(REF), root)]}
     change(content)
     build.seal(root, "t", content, home, fpr, tmp_path / name)
     return tmp_path / name

@@ -61,8 +61,8 @@ def test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it(reg,
         carried = images.carry([ref], root)
         assert [(i["ref"], i["digest"]) for i in carried] == [(ref, digest)], carried  # an OCI manifest: as pushed
         home, fpr = sign.ensure_key(cluster.state_dir, cluster.spec.name)
-        build.seal(root, cluster.spec.name, {"cluster": cluster.spec.name, "packages": [], "images": carried},
-                   home, fpr, tmp_path / "b.tar")
+        content = {"cluster": cluster.spec.name, "distribution": "debian bookworm", "packages": [], "images": carried}
+        build.seal(root, cluster.spec.name, content, home, fpr, tmp_path / "b.tar")
         print(f"image fetched with skopeo and sealed in {time.monotonic() - t0:.1f} s")
     finally:
         _upstream(reg, False)  # from here on the image can only come from the bundle
