@@ -13,7 +13,8 @@ import pytest
 
 from corral.errors import SpecError
 from corral.node import jobdirs
-from corral.render.containers import PYXIS_SO, enroot_conf, plugstack_conf, pyxis_build_script, pyxis_mark, user_dirs
+from corral.render.containers import (PYXIS_SO, TASK_MOUNTS, enroot_conf, plugstack_conf, pyxis_build_script, pyxis_mark,
+                                      task_mounts, user_dirs)
 from corral.render.debs import release_debs_script
 from corral.spec.containers import EnrootSpec, PyxisSpec
 
@@ -64,6 +65,16 @@ def test_enroot_conf_and_plugstack_from_the_spec():
         "/run/enroot/user-7", "/var/lib/enroot/data/user-7", "/var/lib/enroot/cache/group-8"]
     assert [(d["clean"], d["shared"]) for d in user_dirs(e)] == [(True, False), (True, False), (False, True)]
     assert user_dirs(None) == []
+
+
+
+def test_every_container_gets_corrals_task_prolog_and_job_environment():
+    """Slurm runs the TaskProlog inside pyxis' container: enroot's mounts.d binds it (and the file it reads) in,
+    read-only; the stand-in pyxis does these binds on the virtual cluster (tests/vcluster/test_images.py)."""
+    from corral import paths
+    assert TASK_MOUNTS.startswith("/etc/enroot/mounts.d/") and TASK_MOUNTS.endswith(".fstab")
+    entries = [line.split() for line in task_mounts().splitlines() if not line.startswith("#")]
+    assert entries == [[p, p, "none", "x-create=file,bind,ro,nosuid,nodev"] for p in (paths.TASK_PROLOG, paths.JOB_ENV)]
 
 
 def fake_tools(tmp_path, payload: bytes):

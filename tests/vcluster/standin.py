@@ -86,19 +86,65 @@ ENROOT = "corral-test-enroot"
 PYXIS = "corral-test-pyxis"
 
 
+ENROOT_SCRIPT = r"""#!/bin/sh
+# corral TEST stand-in for enroot (never shipped). `version`, `config`, and `create`: enroot's
+# `create [--name NAME] IMAGE.sqsh` unpacks a squashfs image (Debian's unsquashfs, as enroot does) into
+# ENROOT_DATA_PATH/NAME, read from /etc/enroot/enroot.conf and evaluated in the user's shell as enroot
+# does; unlike enroot it prints the container's root path (the stand-in pyxis enters it). No imports
+# from registries, no `start`: the stand-in pyxis enters the unpacked root itself.
+set -eu
+err() { echo "enroot: [ERROR] $*" >&2; exit 1; }
+setting() {
+    v=$(sed -n "s/^$1[[:space:]][[:space:]]*//p" /etc/enroot/enroot.conf | tail -n 1)
+    eval "printf '%s' \"$v\""
+}
+case "${1-}" in
+  version) echo @VERSION@ ;;
+  config) cat /etc/enroot/enroot.conf ;;
+  create)
+    shift; name=
+    while [ $# -gt 0 ]; do
+        case $1 in -n|--name) name=$2; shift 2 ;; --) shift; break ;; -*) err "unknown option: $1" ;; *) break ;; esac
+    done
+    [ $# -eq 1 ] || err "usage: enroot create [--name NAME] IMAGE"
+    image=$1
+    [ -f "$image" ] || err "No such file or directory: $image"
+    [ -n "$name" ] || name=$(basename "$image" .sqsh)
+    case $name in */*|.*|"") err "Invalid container name: $name" ;; esac
+    data=${ENROOT_DATA_PATH:-$(setting ENROOT_DATA_PATH)}  # the environment first, as enroot
+    [ -d "$data" ] && [ -w "$data" ] || err "the data directory $data is missing or not writable (ENROOT_DATA_PATH)"
+    rootfs=$data/$name
+    [ ! -e "$rootfs" ] || err "File already exists: $rootfs"
+    command -v unsquashfs >/dev/null || err "unsquashfs (squashfs-tools) is not installed"
+    if ! out=$(unsquashfs -no-xattrs -no-progress -d "$rootfs" "$image" 2>&1 >/dev/null); then
+        rm -rf "$rootfs"
+        err "cannot read the squashfs image $image: $(printf '%s' "$out" | grep . | tail -n 2 | tr '\n' ' ')"
+    fi
+    echo "$rootfs" ;;
+  *) echo 'enroot: corral TEST stand-in: version, config and create only' >&2; exit 1 ;;
+esac
+"""
+
+
 def build_enroot_deb(out: Path, version: str) -> Path:
-    """A TEST stand-in for NVIDIA's enroot package: an `enroot` that prints its version and config."""
+    """A TEST stand-in for NVIDIA's enroot package: an `enroot` that prints its version and config and
+    unpacks squashfs images (`create`, ENROOT_SCRIPT), and the system mounts (/proc, /dev) its package ships
+    in /etc/enroot/mounts.d (the stand-in pyxis binds them)."""
     root = out / f"build-enroot-{version}"
     (root / "DEBIAN").mkdir(parents=True, exist_ok=True)
     (root / "DEBIAN" / "control").write_text(
         f"Package: {ENROOT}\nVersion: {version}-1\nArchitecture: all\nMaintainer: corral tests <root@localhost>\n"
         "Section: misc\nPriority: optional\nDescription: corral TEST stand-in for NVIDIA's enroot package\n"
-        " Runs no container: `enroot version` and `enroot config` only.\n")
+        " Starts no container: `enroot version`, `enroot config`, `enroot create` (unsquashfs) only.\n")
     (root / "usr/bin").mkdir(parents=True, exist_ok=True)
     tool = root / "usr/bin/enroot"
-    tool.write_text(f"#!/bin/sh\n# corral TEST stand-in for enroot\ncase \"$1\" in\n  version) echo {version} ;;\n"
-                    "  config) cat /etc/enroot/enroot.conf ;;\n  *) echo 'stand-in: no containers' >&2; exit 1 ;;\nesac\n")
+    tool.write_text(ENROOT_SCRIPT.replace("@VERSION@", version))
     tool.chmod(0o755)
+    mounts = root / "etc/enroot/mounts.d"  # as enroot's package: the host's /proc and /dev in every container
+    mounts.mkdir(parents=True, exist_ok=True)
+    (mounts / "10-system.fstab").write_text(
+        "# corral TEST stand-in for enroot's system mounts (its package's 10-system.fstab): binds only\n"
+        "/proc /proc none x-create=dir,rbind,rw,nosuid,nodev,noexec\n/dev /dev none x-create=dir,rbind,rw,nosuid,noexec\n")
     deb = out / f"{ENROOT}_{version}_amd64.deb"  # named as the spec's url template asks ({arch})
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
     return deb

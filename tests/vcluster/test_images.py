@@ -32,9 +32,11 @@ import pytest
 from ruamel.yaml import YAML
 
 from corral.spec.loader import load
+from corral.virtual.repo import start_server, stop_server
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
 from tests.vcluster.oci_image import push
+from tests.vcluster.standin import ENROOT, PYXIS, build_enroot_deb, build_pyxis_source
 from tests.vcluster.test_users import as_alice
 
 pytestmark = pytest.mark.vcluster
@@ -44,6 +46,26 @@ BRIDGE = "corraltest37"
 PORT = 18095
 PASSWORD = "nvapi-Upstream-Pw-7Qz81"  # the cache's upstream password: must never leave its file
 IMAGE = "corral/hello"
+STANDINS = 18096  # the enroot and pyxis TEST stand-ins (tests/vcluster/standin.py), served on the bridge
+
+
+def with_runtime(path, files) -> None:
+    """enroot and pyxis (TEST stand-ins, served on the bridge from `files`) on the images cluster: alice's
+    `srun --container-image=/sw/images/NAME.sqsh` goes through pyxis to enroot, which unpacks the file."""
+    import hashlib
+    deb, src = build_enroot_deb(files, "1.0.0"), build_pyxis_source(files, "1.0.0")
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (deb, src)}
+    base = f"http://{SUBNET.network_address + 1}:{STANDINS}"
+    yaml = YAML()
+    data = yaml.load(path.read_text())
+    data["allow_http"] = True  # the stand-ins are served on the bridge (plain http, sha256-checked)
+    data.setdefault("nvidia", {}).update({
+        "enroot": {"version": "1.0.0", "packages": [ENROOT], "url": base + "/{package}_{version}_{arch}.deb",
+                   "sha256": {ENROOT: sha[deb]}},
+        "pyxis": {"version": "1.0.0", "url": f"{base}/{PYXIS}-{{version}}.tar.gz", "sha256": sha[src],
+                  "args": {"runtime_path": "/run/pyxis", "container_scope": "job"}}})
+    with path.open("w") as f:
+        yaml.dump(data, f)
 
 
 def with_images(path) -> None:
@@ -73,15 +95,21 @@ def reg(tmp_path_factory):
     path = make_spec(tmp_path_factory.mktemp("images"), name="images", usable=True, subnet=SUBNET, bridge=BRIDGE,
                      port=PORT)
     with_images(path)
+    with_runtime(path, path.parent / "standins")
     vc = VirtualCluster(load(path))
+    server = None
     try:
         t0 = time.monotonic()
         vc.up()
+        server = start_server(path.parent / "standins", str(SUBNET.network_address + 1), STANDINS,
+                              path.parent / "standins.log")
         result = converge(vc.cluster, "apply", command="test-images-apply")
         assert result.ok, failures(result)
         print(f"images cluster up and applied in {time.monotonic() - t0:.0f} s")
         yield vc
     finally:
+        if server:
+            stop_server(server)
         vc.down()
 
 
@@ -142,8 +170,20 @@ def test_the_cache_serves_its_images_with_the_upstream_stopped(reg):
         assert out.returncode == 0 and out.stdout == "hello from the site registry\n", (out.stdout, out.stderr)
         logs = ssh(reg, "ctl", "journalctl -u corral-registry-cache-5001 --no-pager -n 200").stdout
         assert f"/v2/{IMAGE}/manifests/1" in logs, logs[-2000:]
+        assert upstream_probe(reg) == "0"  # what RegistryUpstreamUnreachable reads
     finally:
         ssh(reg, "ctl", "systemctl start docker-registry")
+    assert upstream_probe(reg) == "1"
+
+
+def upstream_probe(reg) -> str:
+    """Run the registry node's probe of the caches' upstreams now (its timer runs it every minute): the value
+    it wrote for the cache of ctl:5000 in node-exporter's textfile directory."""
+    ssh(reg, "ctl", "systemctl start corral-registry-upstreams.service")
+    text = ssh(reg, "ctl", "cat /var/lib/prometheus/node-exporter/corral-registry-upstreams.prom").stdout
+    found = re.search(r'^corral_registry_upstream_up\{registry="ctl:5000"\} (\d)$', text, re.M)
+    assert found, text
+    return found.group(1)
 
 
 def test_registry_metrics_are_scraped(reg):
@@ -159,6 +199,18 @@ def test_registry_metrics_are_scraped(reg):
         time.sleep(2)
     assert {t["labels"]["registry"] for t in mine} == {"site", "ctl:5000"}, mine
     assert [t["health"] for t in mine if t["labels"]["registry"] == "site"] == ["up"], mine
+    # the upstreams' probe reaches Prometheus through node-exporter's textfile collector, and the alert reading it
+    # is loaded
+    rules = json.loads(ssh(reg, "ctl", f"curl -fsS http://{addr}:9090/api/v1/rules").stdout)
+    assert "RegistryUpstreamUnreachable" in [r["name"] for g in rules["data"]["groups"] for r in g["rules"]], rules
+    query = "curl -fsS -G --data-urlencode query=corral_registry_upstream_up http://%s:9090/api/v1/query" % addr
+    deadline = time.monotonic() + 60
+    while True:
+        got = json.loads(ssh(reg, "ctl", query).stdout)["data"]["result"]
+        if got or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert [(r["metric"]["registry"], r["metric"]["node"], r["value"][1]) for r in got] == [("ctl:5000", "ctl", "1")], got
 
 
 def test_the_upstream_password_stays_in_its_file(reg):
@@ -204,6 +256,7 @@ def test_images_pull_list_a_job_reads_it_rm(reg):
     # alice's job on a compute node reads the image's own file out of the squashfs
     job = as_alice(reg, "login1", f"srun -w gpu02 unsquashfs -cat {path} etc/message", check=False, timeout=120)
     assert job.returncode == 0 and job.stdout == "read out of the squashfs\n", (job.stdout, job.stderr)
+    a_job_runs_from_the_image(reg, path)
     hostile = corral(reg, "images", "pull", "ctl:5000/x;touch /tmp/pwned", "--to", "/sw/images", "--json")
     assert hostile.returncode == 2 and "';'" in json.loads(hostile.stdout)["error"], hostile.stdout
     assert sorted(ssh(reg, "login1", "ls -A /sw/images; test ! -e /tmp/pwned && echo clean").stdout.split()) == [
@@ -220,6 +273,22 @@ def test_images_pull_list_a_job_reads_it_rm(reg):
     assert removed.returncode == 0 and json.loads(removed.stdout)["ok"], removed.stdout
     after = json.loads(corral(reg, "images", "list", "--to", "/sw/images", "--json").stdout)
     assert after["ok"] and after["images"] == [], after
+
+
+def a_job_runs_from_the_image(reg, path: str) -> None:
+    """alice's `srun --container-image=FILE.sqsh CMD` (pyxis, then enroot: TEST stand-ins) runs CMD with the
+    image's files as its root: /etc/message exists only in the image; a corrupt or missing file fails the step
+    with enroot's error."""
+    assert as_alice(reg, "login1", "srun -w gpu02 /bin/cat /etc/message", check=False).returncode != 0  # not the host's
+    job = as_alice(reg, "login1", f"srun -w gpu02 --container-image={path} /bin/cat /etc/message", check=False,
+                   timeout=120)
+    assert job.returncode == 0 and job.stdout == "read out of the squashfs\n", (job.stdout, job.stderr)
+    as_alice(reg, "login1", "head -c 8192 /dev/urandom > corrupt.sqsh")
+    for image, error in (("/home/alice/corrupt.sqsh", "cannot read the squashfs image /home/alice/corrupt.sqsh"),
+                         ("/sw/images/missing.sqsh", "No such file or directory: /sw/images/missing.sqsh")):
+        bad = as_alice(reg, "login1", f"srun -w gpu02 --container-image={image} /bin/cat /etc/message", check=False,
+                       timeout=120)
+        assert bad.returncode != 0 and error in bad.stderr and not bad.stdout, (image, bad.stdout, bad.stderr)
 
 
 from tests.vcluster.images_bundle import (  # noqa: E402,F401 (run here, on this module's cluster)

@@ -18,12 +18,12 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.notes import annotate
 from corral.facts.slurm import upstream_version
-from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, enroot_conf,
-                                      pyxis_build_script, pyxis_mark)
+from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, TASK_MOUNTS,
+                                      enroot_conf, pyxis_build_script, pyxis_mark, task_mounts)
 from corral.render.debs import release_debs_script
 
 SLURM_ROLES = ("controller", "compute", "login")
-WANT = register(Want(paths=(ENROOT_CONF, PYXIS_SO, PYXIS_MARK), packages=FETCH_PACKAGES + BUILD_PACKAGES))
+WANT = register(Want(paths=(ENROOT_CONF, TASK_MOUNTS, PYXIS_SO, PYXIS_MARK), packages=FETCH_PACKAGES + BUILD_PACKAGES))
 
 
 def _bash(script: str):
@@ -71,6 +71,7 @@ def containers() -> None:
         release_debs(name=f"enroot {nv.enroot.version}", label="enroot", sums_key="nvidia.enroot.sha256",
                      spec=bundled(cluster, ("nvidia", "enroot")), want=WANT)
         operations.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
+        operations.managed_file(name=TASK_MOUNTS, path=TASK_MOUNTS, content=task_mounts(), want=WANT)
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
         operations.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT, together=True)
         pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=bundled(cluster, ("nvidia", "pyxis")), want=WANT)

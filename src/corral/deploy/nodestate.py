@@ -56,7 +56,7 @@ class NodeState(FactBase):
             lines.append(f"stat -c 'T|%F|%a|%U|%G|%n' -- {names} 2>/dev/null")
             lines.append(f"sha256sum -- {names} 2>/dev/null | sed 's/^\\([0-9a-f]*\\)  /H|\\1|/'")
         if services:
-            units = " ".join(q(f"{s}.service") for s in services)
+            units = " ".join(q(s if s.endswith(".timer") else f"{s}.service") for s in services)  # a timer by its name
             lines.append(f"systemctl show -p Id -p ActiveState -p UnitFileState {units} 2>/dev/null "
                          "| sed 's/^/S|/'")
         if packages:

@@ -20,6 +20,7 @@ from corral.deploy.nodestate import Want, register, register_for_run
 from corral.engine.conditions import AnyChanged
 from corral.render.registry import (CA_PATH, CERT, KEY, PACKAGE, SITE_UNIT, TLS_DIR, USER, cache_unit,
                                     config, instances, registry_node, site_hardening)
+from corral.render import registry_probe as probe
 from corral.render.restart import dropin_path
 from corral import site_ca
 from corral.secrets import admin_secret_text
@@ -27,7 +28,7 @@ from corral.spec.rules_images import local_file
 
 HARDENING = f"/etc/systemd/system/{SITE_UNIT}.service.d/corral-hardening.conf"
 WANT = register(Want(paths=(CA_PATH, CERT, KEY, TLS_DIR, HARDENING, dropin_path(SITE_UNIT)),
-                     services=(SITE_UNIT,), packages=(PACKAGE, "curl")))
+                     services=(SITE_UNIT, f"{probe.NAME}.timer"), packages=(PACKAGE, "curl")))
 
 
 def tls_pair(cluster) -> tuple[bytes, bytes]:
@@ -70,8 +71,9 @@ def registry() -> None:
     insts, storage = instances(cluster), cluster.spec.images.registry.storage
     want = register_for_run(Want(paths=(storage, *(i.config for i in insts), *(i.storage for i in insts),
                                         *(f"/etc/systemd/system/{i.unit}.service" for i in insts if i.upstream),
-                                        *(dropin_path(i.unit) for i in insts if not i.upstream)),
-                                 services=tuple(i.unit for i in insts)))
+                                        *(dropin_path(i.unit) for i in insts if not i.upstream),
+                                        probe.SCRIPT, probe.SERVICE, probe.TIMER),
+                                 services=(*(i.unit for i in insts), f"{probe.NAME}.timer")))
     operations.packages(name="docker-registry (distribution), curl", names=[PACKAGE, "curl"], want=WANT, together=True)
     operations.directory(name=f"registry storage {storage}", path=storage, want=want, mode="750", user=USER, group=USER)
     for i in insts:
@@ -98,3 +100,19 @@ def registry() -> None:
         operations.service(name=f"{i.unit} running", unit=i.unit, want=want, wait=wait)
         operations.restart(name=f"{i.unit} restarted (configuration changed)", unit=i.unit, want=want, wait=wait,
                            _if=AnyChanged(*changed))
+    if probe.caches(insts) and cluster.spec.monitoring.enabled and cluster.with_role("monitoring"):
+        upstream_probe(insts, want)
+
+
+def upstream_probe(insts, want: Want) -> None:
+    """The timer that asks each cache's upstream whether it answers (render/registry_probe.py), for the alert
+    RegistryUpstreamUnreachable: the script, its oneshot service, the timer enabled and started."""
+    operations.managed_file(name=probe.SCRIPT, path=probe.SCRIPT, content=probe.probe_script(insts), mode="755",
+                            want=want)
+    units = [operations.managed_file(name=probe.SERVICE, path=probe.SERVICE, content=probe.service_unit(insts),
+                                     want=want, disruption="none (systemd reloaded)")]
+    units.append(operations.managed_file(name=probe.TIMER, path=probe.TIMER, content=probe.timer_unit(), want=want,
+                                         disruption="none (systemd reloaded)"))
+    operations.service(name=f"{probe.NAME}.timer running", unit=f"{probe.NAME}.timer", want=want)
+    operations.restart(name=f"{probe.NAME}.timer restarted (a unit changed: systemd reloaded)",
+                       unit=f"{probe.NAME}.timer", want=want, _if=AnyChanged(*units))

@@ -37,6 +37,12 @@ def rules(cluster: Cluster) -> list[Rule]:
         Rule("RegistryDown", 'up{job="registry"} == 0', 300, "warning",
              "the registry ({{ $labels.registry }}) on {{ $labels.node }} does not answer: jobs cannot pull "
              "its images"),
+        # images.registry.cache: a running cache whose upstream does not answer (render/registry_probe.py asks it
+        # every minute from the registry node), or a probe that stopped asking
+        Rule("RegistryUpstreamUnreachable", "corral_registry_upstream_up == 0 or "
+             "time() - corral_registry_upstream_probe_timestamp_seconds > 600", 300, "warning",
+             "the pull-through cache of {{ $labels.registry }} on {{ $labels.node }} cannot reach its upstream (or "
+             "it was not asked for 10 minutes): images it does not hold cannot be pulled"),
         # workbench.jupyterhub: the hub down, or servers failing to start (sbatch refused, a job that never
         # reached the hub, a timeout) in the last 15 minutes
         Rule("NotebookHubDown", 'up{job="jupyterhub"} == 0', 300, "warning",

@@ -10,6 +10,7 @@ from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral import paths
 
 ENROOT_CONF = "/etc/enroot/enroot.conf"
+TASK_MOUNTS = "/etc/enroot/mounts.d/50-corral-task.fstab"  # enroot reads mounts.d at every container start
 PLUGSTACK = "/etc/slurm/plugstack.conf"
 PYXIS_PREFIX = "/usr/local"
 PYXIS_SO = f"{PYXIS_PREFIX}/lib/slurm/spank_pyxis.so"
@@ -24,6 +25,16 @@ def enroot_conf(e: EnrootSpec) -> str:
              f"ENROOT_DATA_PATH {e.data_path}"]
     lines += [f"{k} {v}" for k, v in sorted(e.settings.items())]
     return "\n".join(lines) + "\n"
+
+
+def task_mounts() -> str:
+    """enroot's fstab for every container: corral's TaskProlog and the job environment it exports, bound
+    read-only. Slurm runs the TaskProlog after pyxis has entered the container (SPANK task_init comes
+    first), so inside it; where the container lacks it the task fails ("slurm task_prolog can not be
+    executed": pyxis issues #83 and #135 on GitHub). The prolog is /bin/sh with builtins only."""
+    opts = "none x-create=file,bind,ro,nosuid,nodev"
+    return ("# Managed by corral (nvidia.enroot): Slurm runs corral's TaskProlog inside the container\n"
+            f"{paths.TASK_PROLOG} {paths.TASK_PROLOG} {opts}\n{paths.JOB_ENV} {paths.JOB_ENV} {opts}\n")
 
 
 def user_dirs(e: EnrootSpec | None) -> list[dict]:

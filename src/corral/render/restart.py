@@ -111,6 +111,8 @@ EXEMPT: dict[str, str] = {
     "nfs-server": "Type=oneshot: it starts the kernel's NFS server threads and exits; there is no daemon "
                   "to restart",
     "corral-mig": "Type=oneshot, applied at boot (deploy/mig.py): not a daemon",
+    "corral-registry-upstreams.timer": "a timer (deploy/registry.py) starting a oneshot probe every minute: no "
+                                       "daemon to restart",
     "nvidia-persistenced": "part of the NVIDIA driver (deploy/nvidia_driver.py): started again by every "
                            "converge; a restart policy comes with the driver's rollout, not yet",
     "nvidia-fabricmanager": "part of the NVIDIA driver: started again by every converge; restarting "

@@ -43,7 +43,18 @@ def _registry(c: Ctx, node: Node) -> Files:
         else:
             out[HARDENING] = site_hardening(i)
             out.update(restart_dropins(i.unit))
+    out.update(_upstream_probe(c))
     return out
+
+
+def _upstream_probe(c: Ctx) -> Files:
+    from corral.render import registry_probe as probe
+    from corral.render.registry import instances
+    insts = instances(c.cluster)
+    if not (probe.caches(insts) and c.cluster.spec.monitoring.enabled and c.cluster.with_role("monitoring")):
+        return {}
+    return {probe.SCRIPT: probe.probe_script(insts), probe.SERVICE: probe.service_unit(insts),
+            probe.TIMER: probe.timer_unit()}
 
 
 def _podman(c: Ctx, node: Node) -> Files:
