@@ -8,7 +8,7 @@ what=${1:-}
 case "$what" in up|test) ;; *) echo "usage: bash scripts/bootstrap.sh up|test" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "bootstrap: run as root (the virtual cluster mounts, bridges and boots nodes)" >&2; exit 2; }
 
-pkgs="python3 python3-venv systemd-container debootstrap dpkg-dev openssh-client openssh-server iproute2 openssl gpg gpgv"
+pkgs="python3 python3-venv systemd-container debootstrap dpkg-dev openssh-client openssh-server iproute2 openssl gpg gpgv skopeo"
 # the tests drive the notebook hub in a real browser: Debian's chromium, through Playwright (from PyPI)
 [ "$what" = test ] && pkgs="$pkgs chromium"
 missing=""

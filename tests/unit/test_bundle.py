@@ -185,7 +185,7 @@ def test_diff_names_added_removed_and_changed():
     assert d["changed"] == [{"package": "slurmd", "from": "1", "to": "2", "why": ["role compute"]}]
     assert d["requested_added"] == ["sssd"] and not d["same"]
     assert diff.lines(d) == ["+ sssd 1  (identity.ldap)", "- old 1", "~ slurmd 1 -> 2"]
-    assert diff.diff(a, a)["same"] and diff.lines(diff.diff(a, a)) == ["no change in packages"]
+    assert diff.diff(a, a)["same"] and diff.lines(diff.diff(a, a)) == ["no change in packages or images"]
 
 
 def test_dependency_reasons_follow_provides_and_alternatives():

@@ -29,6 +29,7 @@ from corral.workflows.up import bundle_section, up
 from tests.vcluster.standin import (CUDA_TOOLKIT_VERSION, PACKAGE, build_cuda_repo, build_cuda_toolkit_deb, build_deb,
                                     build_enroot_deb, serve_dir)
 from tests.vcluster.test_users import as_alice
+from tests.vcluster.upstream_registry import image as upstream_manifest, upstream_image
 from tests.vcluster.conftest import TEST_PORT, TEST_SUBNET, failures, make_spec, ssh, vcluster_unavailable
 
 pytestmark = pytest.mark.vcluster
@@ -45,6 +46,9 @@ nvidia:
   cuda_toolkit: {{version: "{cuda}"}}
 software: {{openmpi: false}}
 """
+
+
+IMAGE_TEXT = "carried through the air gap\n"
 
 
 def _files(directory):
@@ -68,11 +72,16 @@ def air(tmp_path_factory):
                                              "    - {path: /srv/nfs/sw}\n", 1).replace(
         "roles: [controller, compute, login]}\n", "roles: [controller, compute, login]}\n"
         "    - {path: /sw, export: /srv/nfs/sw, roles: [compute, login]}\n", 1))
-    with _files(d / "files") as url:
+    # a container image (--images) from an upstream registry the build host reaches (tests/vcluster/
+    # upstream_registry.py), for the site registry on ctl
+    with _files(d / "files") as url, upstream_image(d / "files", "upstream/hello", "7", IMAGE_TEXT) as up_image, \
+            pytest.MonkeyPatch.context() as env:
         spec.write_text(spec.read_text() + ENROOT.format(url=url, sha=hashlib.sha256(deb.read_bytes()).hexdigest(),
-                                                         fpr=fpr, cuda=CUDA_TOOLKIT_VERSION))
+                                                         fpr=fpr, cuda=CUDA_TOOLKIT_VERSION)
+                        + "images: {registry: {node: ctl}}\n")
+        env.setenv("SSL_CERT_FILE", str(up_image[2]))  # skopeo trusts the upstream's CA
         built = build(load(spec), d / "air.tar", image.release_status(image.ensure_image()), repo.REPO / "pool",
-                      image=image.ensure_image())  # --with-virtual
+                      image=image.ensure_image(), images=[up_image[0]])  # --with-virtual, --images
     spec.write_text(spec.read_text() + bundle_section(built.path, None))  # signer: this state dir's own key
     patch = pytest.MonkeyPatch()
     patch.setattr(repo, "ensure_repo", lambda *a, **k: pytest.fail("the on-the-fly repository was filled"))
@@ -102,6 +111,25 @@ def test_up_from_the_bundle_alone_validates(air):
     assert (unpacked / "etc/corral-image").is_file() and carried["file"] == f"virtual/{carried['image']}.tar"
     mounts = open("/proc/self/mountinfo").read()
     assert f"lowerdir={unpacked}" in mounts, "the nodes' overlays are not on the carried image"
+
+
+def test_up_loads_the_bundled_image_into_the_site_registry(air):
+    """`up --bundle` pushed the carried image into the site registry after the components (an op of ctl);
+    a node gets it from there by the digest the upstream served (the upstream is long gone); plan sees it
+    there."""
+    d, built, result = air
+    ops = [(o.name, o.status) for o in result.apply.nodes["ctl"].ops if o.name.startswith("image ")]
+    assert ops == [("image ctl:5000/upstream/hello:7 from the bundle", "changed")], ops
+    from corral.virtual.cluster import VirtualCluster
+    served = hashlib.sha256(upstream_manifest(IMAGE_TEXT)[0]).hexdigest()  # what the upstream served
+    fetch = ("import hashlib, urllib.request as u; r = u.Request('https://ctl:5000/v2/upstream/hello/manifests/7', "
+             "headers={'Accept': 'application/vnd.oci.image.manifest.v1+json'}); "
+             "print(hashlib.sha256(u.urlopen(r, timeout=10).read()).hexdigest())")  # trusting the cluster's CA
+    got = ssh(VirtualCluster(load(d / "cluster.yaml")), "gpu01", f"python3 -c {shlex.quote(fetch)}").stdout.strip()
+    assert got == served
+    plan = converge(load(d / "cluster.yaml"), "plan", command="test-bundle-plan")  # asks the registry, sends nothing
+    assert [(o.name, o.status) for o in plan.nodes["ctl"].ops if o.name.startswith("image ")] == [
+        ("image ctl:5000/upstream/hello:7 from the bundle", "unchanged")]
 
 
 def test_nodes_take_only_the_bundles_signed_repository(air):
@@ -392,6 +420,7 @@ def test_a_bundle_lacking_a_package_is_named_by_doctor_and_plan_before_anything_
         "needs ca-certificates (nvidia.enroot/pyxis downloads)", "needs curl (nvidia.enroot/pyxis downloads)",
         "needs corral-test-nvidia-driver 1.0 (nvidia.driver.version)",
         "needs corral-test-enroot_1.0.0_amd64.deb (nvidia.enroot)", *common}, check.to_json()
-    with pytest.raises(CorralError, match=r"login1 needs python3-venv \(role login\): not in the bundle"):
-        converge(load(spec), "plan")
+    with pytest.raises(CorralError, match=r"the bundle lacks \d+ package\(s\) the spec needs: ctl needs curl "
+                                          r"\(images.registry \(curl: its readiness\)\): not in the bundle"):
+        converge(load(spec), "plan")  # ctl's registry first (the message names the first 8 gaps)
     assert ssh(vc, "login1", "find /etc -newer /etc/hostname -type f 2>/dev/null | sort").stdout == before

@@ -289,3 +289,7 @@ def a_job_runs_from_the_image(reg, path: str) -> None:
         bad = as_alice(reg, "login1", f"srun -w gpu02 --container-image={image} /bin/cat /etc/message", check=False,
                        timeout=120)
         assert bad.returncode != 0 and error in bad.stderr and not bad.stdout, (image, bad.stdout, bad.stderr)
+
+
+from tests.vcluster.images_bundle import (  # noqa: E402,F401 (run here, on this module's cluster)
+    test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it)

@@ -12,6 +12,7 @@ Layout (every path relative to the tar's root):
   easybuild/pyX.Y/*.tar.gz, *.whl, requirements.txt   (software.easybuild) EasyBuild's pinned sdists and wheels
   python/*.whl                                        (--with-python) corral and its dependencies' wheels
   virtual/<image>.tar                                 (--with-virtual) the virtual cluster's base image
+  images/<NAME>/                                      (--images REF) an OCI image layout per image (bundle/images.py)
   SHA256SUMS, SHA256SUMS.sig                          every other file's sha256, and its detached signature
 
 The manifest holds no host name and one time: its serial (the build time, in seconds) with the end of
@@ -50,10 +51,12 @@ class Built:
     size: int
     seconds: float
     downloaded: int  # .debs fetched from the mirror (the rest came from the virtual cluster's cache)
+    images: int = 0  # container images carried (--images)
 
     def to_json(self) -> dict:
         return {"path": str(self.path), "fingerprint": self.fingerprint, "packages": self.packages,
-                "size": self.size, "seconds": round(self.seconds, 1), "downloaded": self.downloaded}
+                "size": self.size, "seconds": round(self.seconds, 1), "downloaded": self.downloaded,
+                "images": self.images}
 
 
 def release(repo: Path, name: str, serial: int, valid_until: int, suite: str = SUITE) -> str:
@@ -174,20 +177,25 @@ def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path,
 
 def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None,
           python: tuple[list[str], Path | None] | None = None, image: Path | None = None,
-          valid_days: int = VALID_DAYS, sources: tuple | None = None) -> Built:
+          valid_days: int = VALID_DAYS, sources: tuple | None = None, images: list[str] | None = None) -> Built:
     """`status`: the dpkg status of a clean node of the release (the virtual cluster's base image);
     `cache`: a pool of .debs to take files from before downloading (the virtual cluster's repository);
     `python`: (pinned requirements, corral's source directory) for the control host's wheels;
     `image`: the virtual cluster's base image directory, to carry (--with-virtual);
     `valid_days`: how long the nodes' apt accepts its InRelease (Valid-Until);
     `sources`: (release, apt options, more pools) of the spec's release (workflows/bundle_sources.py); None:
-    the control host's own sources, for a Debian 12 spec."""
+    the control host's own sources, for a Debian 12 spec;
+    `images`: container image references to carry (for the site registry: workflows/images_load.py)."""
     from corral.bundle.vendor import apt_options
     from corral.render.vendor_repos import vendor_repos
     from corral.spec.releases import release
     from corral.spec.workbench import hub_node
     from corral.workbench_wheels import CACHE as cache_root, carry
     from corral.spec.rules_bundle import VENDOR_RELEASE, bundle_os, unbundled, why_unbundled
+    from corral.bundle import images as carried_images
+    carried_images.refs(images or [])  # every reference typed before anything is fetched
+    if images:
+        carried_images.need_site_registry(cluster, f"--images: {len(images)} image(s) to carry; nothing was built")
     others = unbundled(cluster)
     if others:
         i, os_name = others[0][0], others[0][1].os
@@ -246,6 +254,9 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
         if image is not None:
             say(f"adding the virtual cluster's base image {image.name}")
             content["virtual"] = pack_image(image, root)
+        if images:
+            content["images"] = carried_images.carry(images, root, say)
         seal(root, cluster.spec.name, content, home, fpr, out, valid_days)
         shutil.rmtree(work, ignore_errors=True)
-    return Built(out, fpr, len(files), out.stat().st_size, time.monotonic() - start, len(files) - len(have))
+    return Built(out, fpr, len(files), out.stat().st_size, time.monotonic() - start, len(files) - len(have),
+                 len(images or []))

@@ -5,7 +5,9 @@ appears once; the carried key file holds one key; SHA256SUMS and repo/InRelease 
 the pinned key (`--fingerprint`, the spec's packages.fingerprint, else this state dir's key), checked with
 a keyring holding that key alone (bundle/trust.py); with no key to compare that is a problem, never an
 "ok"; every file SHA256SUMS lists is there with that sha256; no file is there that it does not list; the
-manifest's packages are files of the bundle; the bundle has not expired (its signed valid_until).
+manifest's packages are files of the bundle; each carried image's blobs are files of its layout named by
+their sha256, listed with it and unaltered (bundle/oci_layout.py: a problem names the image); the bundle
+has not expired (its signed valid_until).
 `unpack_verified` unpacks a verified bundle for serving (bundle/untar.py).
 """
 
@@ -41,6 +43,7 @@ class Checked:
     expected: str | None = None       # the fingerprint it had to be signed with (None: not checked)
     files: int = 0
     packages: int = 0
+    images: int = 0
     problems: list[str] = field(default_factory=list)
     manifest: dict | None = None
     listed: dict[str, str] = field(default_factory=dict)  # file -> sha256, from the signed SHA256SUMS
@@ -59,7 +62,7 @@ class Checked:
     def to_json(self) -> dict:
         return {"path": str(self.path), "ok": self.ok, "fingerprint": self.fingerprint,
                 "expected_fingerprint": self.expected, "carried_keys": self.carried, "serial": self.serial,
-                "files": self.files, "packages": self.packages, "problems": self.problems}
+                "files": self.files, "packages": self.packages, "images": self.images, "problems": self.problems}
 
 
 def _hash(tar: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[str, int]:
@@ -105,20 +108,24 @@ def verify(path: Path, expected: str | None = None, key_home: Path | None = None
             return out
         _check_signatures(out, sums, sig, key, read(INRELEASE), key_home)
         listed: dict[str, str] = {}
+        altered: set[str] = set()  # listed files missing or not as listed
         for line in sums.decode(errors="replace").splitlines():
             digest, _, name = line.partition("  ")
             listed[name] = digest
         for name, digest in sorted(listed.items()):
             m = members.get(name)
             if m is None or not m.isfile():
+                altered.add(name)
                 out.problems.append(f"{name}: missing (listed in {SUMS})")
                 continue
             try:
                 got, size = _hash(tar, m)
             except (OSError, tarfile.TarError) as e:
+                altered.add(name)
                 out.problems.append(f"{name}: cannot be read ({e}): truncated?")
                 continue
             if got != digest:
+                altered.add(name)
                 out.problems.append(f"{name}: sha256 differs from {SUMS} (altered or truncated)")
         for name in sorted(set(members) - set(listed) - {SUMS, f"{SUMS}.sig"}):
             out.problems.append(f"{name}: not listed in {SUMS} (added after signing)")
@@ -129,7 +136,7 @@ def verify(path: Path, expected: str | None = None, key_home: Path | None = None
         except ValueError:
             out.problems.append(f"{MANIFEST}: not JSON")
         if isinstance(out.manifest, dict):
-            _check_manifest(out, listed)
+            _check_manifest(out, listed, altered)
     return out
 
 
@@ -164,8 +171,13 @@ def _check_signatures(out: Checked, sums: bytes, sig: bytes, key: bytes, inrelea
         out.fingerprint, out.keyring = pin, ring
 
 
-def _check_manifest(out: Checked, listed: dict[str, str]) -> None:
+def _check_manifest(out: Checked, listed: dict[str, str], altered: set[str]) -> None:
+    from corral.bundle.oci_layout import problems as image_problems
     out.packages = len(out.manifest.get("packages", []))
+    images = out.manifest.get("images", [])
+    out.images = len(images) if isinstance(images, list) else 0
+    for item in images if isinstance(images, list) else [images]:
+        out.problems += image_problems(item, listed, altered)
     for p in out.manifest.get("packages", []):
         if listed.get(p.get("file")) != p.get("sha256"):
             out.problems.append(f"{p.get('file')}: the manifest's sha256 is not the one in {SUMS}")

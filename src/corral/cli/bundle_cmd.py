@@ -34,13 +34,19 @@ def build(spec: Optional[Path] = SpecOpt,
           valid_days: int = typer.Option(VALID_DAYS, "--valid-days", min=1, max=3650, help="how long the nodes' apt "
                                          "accepts the bundle's repository (InRelease's Valid-Until), and verify the "
                                          "bundle"),
+          images: Optional[list[str]] = typer.Option(None, "--images", metavar="REF", help="also this container "
+                                                     "image (registry/path:tag[@sha256:...]) as an OCI layout, fetched "
+                                                     "with skopeo; `up`/`apply` with the bundle load it into the site "
+                                                     "registry (repeat for more)"),
           as_json: bool = JsonOpt) -> None:
-    """Resolve, download and sign every .deb the spec's nodes install, into one tar."""
+    """Resolve, download and sign every .deb the spec's nodes install, into one tar (and --images)."""
     from corral.bundle.build import build as run_build
     from corral.spec.rules_bundle import BUNDLE_RELEASES, bundle_os
     from corral.virtual import image
     from corral.virtual.repo import repo_dir
     try:
+        from corral.bundle.images import refs
+        refs(images or [])  # a hostile reference is refused before the spec is even read
         cluster = load_cluster(spec)
         target = output or cluster.base_dir / f"corral-bundle-{cluster.spec.name}.tar"
         os_name = bundle_os(cluster)
@@ -51,7 +57,7 @@ def build(spec: Optional[Path] = SpecOpt,
                           say=lambda m: None if as_json else err.print(m, markup=False),
                           python=python_pins() if with_python else None,
                           image=node_image if with_virtual else None, valid_days=valid_days,
-                          sources=sources(cluster, status) if node_image else None)
+                          sources=sources(cluster, status) if node_image else None, images=images or None)
     except CorralError as exc:
         if as_json:
             print_json({"ok": False, "error": str(exc)})
@@ -60,7 +66,8 @@ def build(spec: Optional[Path] = SpecOpt,
         print_json({"ok": True, **built.to_json()})
         return
     out.print(f"bundle written: {built.path} ({built.packages} packages, {built.size / 1e6:.1f} MB, "
-              f"{built.downloaded} downloaded) in {built.seconds:.1f} s", markup=False)
+              f"{built.downloaded} downloaded{f', {built.images} images' if built.images else ''}) in {built.seconds:.1f} s",
+              markup=False)
     out.print(f"signed by key {built.fingerprint}: pin it in the spec of the air-gapped site as "
               f"packages.fingerprint, and compare it there with `corral bundle verify`", markup=False)
 
@@ -105,7 +112,8 @@ def verify(file: Path = typer.Argument(..., help="a bundle written by `corral bu
                if checked.ok else f"key {checked.fingerprint}" + ("" if checked.expected else
                                                                   " (NOT compared with a pinned key: UNCHECKED)"))
         verdict = "ok" if checked.ok else f"{len(checked.problems)} problem(s)"
-        out.print(f"{file}: {verdict}: {checked.files} files, {checked.packages} packages, signed by {who}",
+        images = f", {checked.images} images" if checked.images else ""
+        out.print(f"{file}: {verdict}: {checked.files} files, {checked.packages} packages{images}, signed by {who}",
                   markup=False)
     if not checked.ok:
         raise typer.Exit(1)

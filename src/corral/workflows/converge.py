@@ -9,7 +9,7 @@ from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.engine.timing import phase
 from corral.errors import CorralError, UsageError
-from corral.workflows import batches, node_rollout, removal_phase
+from corral.workflows import batches, images_load, node_rollout, removal_phase
 from corral.engine.handoff import K8S_JOIN
 from corral.workflows.driver_rollout import DRIVER
 from corral.workflows.k8s_upgrade import KUBERNETES
@@ -36,7 +36,9 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     (workflows/upgrade_rollout.py), each under the rollout policy, then a Slurm upgrade (workflows/slurm_upgrade.py:
     backup, slurmdbd, slurmctld, slurmd under the policy); on Kubernetes the joins, then its upgrade), and
     journal the run again with their steps.
-    With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py)."""
+    With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py), and so
+    are images it carries for a spec without a site registry; after apply they are loaded into the site
+    registry (workflows/images_load.py)."""
     from corral.bundle.coverage import refuse_gaps
     from corral.workflows.bundle_serve import serving
     if mode == "apply" and cluster.spec.virtual is not None and schedulers.of(cluster).not_virtual:
@@ -44,6 +46,7 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
                          "nodes reach no repository but corral's (docs/components/kubernetes.md)",
                          value="scheduler: kubernetes", fix="`corral plan` shows what apply would change; apply a "
                                                            "Kubernetes spec to real nodes")
+    images_load.refuse_without_registry(cluster)
     refuse_gaps(cluster)
     with serving(cluster):  # packages.serve: the bundle's repository, for this run only
         return _converge(cluster, mode, limit=limit, on_event=on_event, command=command, say=say, force=force,
@@ -71,9 +74,15 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     result.warnings += _fabric_warnings(cluster)
     if mode != "apply":
         show_rollouts(cluster, result)
+        images_load.load(cluster, result)  # what apply would push into the site registry
         return result
-    return schedulers.of(cluster).use("after_apply")(cluster, result, on_event=on_event, command=command or mode,
-                                                     say=say, backup=backup, rollout_only=rollout_only)
+    result = schedulers.of(cluster).use("after_apply")(cluster, result, on_event=on_event, command=command or mode,
+                                                       say=say, backup=backup, rollout_only=rollout_only)
+    start = time.monotonic()
+    if images_load.load(cluster, result):  # the bundle's images into the site registry
+        result.timing.append(phase("bundle images", "rollout", start))
+        _journal_again(cluster, result, start)
+    return result
 
 
 def slurm_after(cluster: Cluster, result: RunResult, *, on_event, command, say, backup, rollout_only) -> RunResult:

@@ -100,6 +100,9 @@ def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model
             raise UsageError(f"{spec_file} exists and does not install from {bundle}",
                              fix=f"set in it: {bundle_section(Path(bundle).resolve(), fingerprint)!r}, or use "
                                  "another directory")
+    if cluster.spec.packages.source == "bundle":  # its images need a site registry: refused before a node starts
+        from corral.workflows.images_load import refuse_without_registry
+        refuse_without_registry(cluster)
     vc = VirtualCluster(cluster)
     return vc, vc.up()
 

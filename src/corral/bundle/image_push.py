@@ -1,0 +1,98 @@
+"""One carried image (bundle/oci_layout.py) pushed from the unpacked, verified bundle into a registry over
+the distribution API (stdlib only: the air-gapped control host needs no client of its own).
+
+Idempotent: the registry's digest for the tag is asked first (HEAD of the manifest) and an image already
+there at the carried digest is left alone; a blob the repository holds is not sent again. The image
+manifest is read by its recorded digest and checked against it; only the descriptors whose digests the
+signed entry lists are pushed, then the manifest, and the registry's digest for it must be the carried
+one. Every request has a socket timeout and the whole image a deadline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import ssl
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from corral.bundle.oci_layout import blob_file, descriptors
+from corral.errors import CorralError
+from corral.spec.image_ref import DIGEST
+
+REQUEST_TIMEOUT_S = 300   # no byte for this long: the request failed
+IMAGE_TIMEOUT_S = 3600    # one image, all its blobs
+
+
+class Registry:
+    def __init__(self, base_url: str, context: ssl.SSLContext, timeout: float = REQUEST_TIMEOUT_S) -> None:
+        self.base, self.context, self.timeout = base_url.rstrip("/"), context, timeout
+
+    def _open(self, method: str, url: str, *, data=None, headers: dict | None = None, ok=(200, 201, 202)):
+        url = url if url.startswith("http") else self.base + url
+        req = urllib.request.Request(url, method=method, data=data, headers=headers or {})
+        try:
+            resp = urllib.request.urlopen(req, context=self.context, timeout=self.timeout)  # noqa: S310 - https
+        except urllib.error.HTTPError as e:
+            if e.code in ok:  # 404: a HEAD asking whether it is there
+                return e
+            raise CorralError(f"{method} {url}: HTTP {e.code} {e.read(300).decode(errors='replace').strip()}") \
+                from None
+        except (urllib.error.URLError, OSError) as e:
+            raise CorralError(f"{method} {url}: {getattr(e, 'reason', e)}") from None
+        with resp:
+            resp.read()
+        return resp
+
+    def digest(self, repository: str, tag: str, media_type: str) -> str | None:
+        """The registry's manifest digest for repository:tag (None: not there)."""
+        resp = self._open("HEAD", f"/v2/{repository}/manifests/{tag}", headers={"Accept": media_type},
+                          ok=(200, 404))
+        return resp.headers.get("Docker-Content-Digest") if resp.status == 200 else None
+
+    def has_blob(self, repository: str, digest: str) -> bool:
+        return self._open("HEAD", f"/v2/{repository}/blobs/{digest}", ok=(200, 404)).status == 200
+
+    def upload(self, repository: str, digest: str, path: Path) -> None:
+        location = self._open("POST", f"/v2/{repository}/blobs/uploads/", data=b"").headers.get("Location")
+        if not location:
+            raise CorralError(f"the registry gave no upload location for {repository}")
+        url = (location if location.startswith("http") else self.base + location)
+        url += ("&" if "?" in url else "?") + f"digest={digest}"
+        with open(path, "rb") as f:
+            self._open("PUT", url, data=f, headers={"Content-Type": "application/octet-stream",
+                                                   "Content-Length": str(path.stat().st_size)})
+
+    def put_manifest(self, repository: str, tag: str, raw: bytes, media_type: str) -> str | None:
+        resp = self._open("PUT", f"/v2/{repository}/manifests/{tag}", data=raw,
+                          headers={"Content-Type": media_type})
+        return resp.headers.get("Docker-Content-Digest")
+
+
+def push(registry: Registry, item: dict, root: Path, timeout: int = IMAGE_TIMEOUT_S) -> bool:
+    """Push one verified entry from the unpacked bundle at root; False when the registry had it already.
+    A CorralError naming the image on any failure."""
+    ref, repo, tag, digest, media = item["ref"], item["repository"], item["tag"], item["digest"], item["media_type"]
+    deadline = time.monotonic() + timeout
+    try:
+        if registry.digest(repo, tag, media) == digest:
+            return False
+        raw = (root / blob_file(item["layout"], digest)).read_bytes()
+        if "sha256:" + hashlib.sha256(raw).hexdigest() != digest:
+            raise CorralError(f"its manifest differs from {digest} (changed since the bundle was verified)")
+        listed = {b["sha256"] for b in item["blobs"]}
+        for d in descriptors(json.loads(raw)):
+            blob = str(d.get("digest"))
+            if not DIGEST.fullmatch(blob) or blob.removeprefix("sha256:") not in listed:
+                raise CorralError(f"its manifest names blob {blob[:80]!r}, which the signed manifest does not list")
+            if time.monotonic() > deadline:
+                raise CorralError(f"not pushed within {timeout} s")
+            if not registry.has_blob(repo, blob):
+                registry.upload(repo, blob, root / blob_file(item["layout"], blob))
+        got = registry.put_manifest(repo, tag, raw, media)
+        if got is not None and got != digest:
+            raise CorralError(f"the registry holds it as {got}, not the carried {digest}")
+    except (CorralError, OSError, ValueError) as e:
+        raise CorralError(f"image {ref}: {getattr(e, 'message', e)}", value=ref) from None
+    return True
