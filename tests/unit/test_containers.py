@@ -70,7 +70,7 @@ def test_enroot_conf_and_plugstack_from_the_spec():
 
 def test_every_container_gets_corrals_task_prolog_and_job_environment():
     """Slurm runs the TaskProlog inside pyxis' container: enroot's mounts.d binds it (and the file it reads) in,
-    read-only; the stand-in pyxis does these binds on the virtual cluster (tests/vcluster/test_images.py)."""
+    read-only; the stand-in pyxis does these binds on the virtual cluster (tests/vcluster/images.py)."""
     from corral import paths
     assert TASK_MOUNTS.startswith("/etc/enroot/mounts.d/") and TASK_MOUNTS.endswith(".fstab")
     entries = [line.split() for line in task_mounts().splitlines() if not line.startswith("#")]

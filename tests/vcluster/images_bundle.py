@@ -1,5 +1,5 @@
-"""A container image carried in a bundle (issue 37), run on tests/vcluster/test_images.py's cluster (imported
-there): an "upstream" registry the test controls (a second docker-registry on ctl:5009, with the registry
+"""A container image carried in a bundle (issue 37), run on tests/vcluster/test_workbench.py's cluster (imported
+there, with tests/vcluster/images.py): an "upstream" registry the test controls (a second docker-registry on ctl:5009, with the registry
 node's certificate) holds an image; the bundle's image step fetches it with the real skopeo on the control
 host (trusting the cluster's CA through SSL_CERT_FILE, as any site's private upstream would be) into an OCI
 layout, sealed and signed with this state dir's bundle key; the loader `apply`/`up --bundle` call after

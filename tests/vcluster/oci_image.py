@@ -1,5 +1,5 @@
 """A tiny OCI image made on the control host and pushed to a registry over TLS (test scaffolding for
-tests/vcluster/test_images.py): one layer holding Debian's static busybox (its .deb fetched from the
+tests/vcluster/images.py): one layer holding Debian's static busybox (its .deb fetched from the
 Debian archive the host's apt uses, cached), the image config, the manifest; pushed with the registry
 API (blob uploads, then the manifest), trusting only the CA given."""
 

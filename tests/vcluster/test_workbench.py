@@ -34,6 +34,8 @@ from corral.spec.loader import load
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
 from tests.vcluster.easybuild import manager_entry
+from corral.virtual.repo import start_server, stop_server
+from tests.vcluster.images import STANDINS, with_images, with_runtime
 from tests.vcluster.test_users import LDAP_PW, _slapd_on_ctl, _tls_files, as_alice
 
 pytestmark = pytest.mark.vcluster
@@ -100,10 +102,15 @@ def bench(tmp_path_factory):
     path = make_spec(tmp_path_factory.mktemp("bench"), name="wbench", usable=True, subnet=SUBNET, bridge=BRIDGE,
                      port=PORT)
     with_workbench(path)
+    gateway = str(SUBNET.network_address + 1)
+    with_images(path)  # the images' tests run here too (tests/vcluster/images.py): one cluster, not two
+    with_runtime(path, path.parent / "standins", gateway)
     vc = VirtualCluster(load(path))
+    server = None
     try:
         t0 = time.monotonic()
         vc.up()
+        server = start_server(path.parent / "standins", gateway, STANDINS, path.parent / "standins.log")
         _slapd_on_ctl(vc, {n: (path.parent / n).read_text() for n in ("ca.pem", "server.pem", "server.key")})
         ssh(vc, "ctl", f"ldappasswd -x -H ldap://127.0.0.1 -D cn=admin,dc=corral,dc=test -w {LDAP_PW} "
                        f"-s {BOB_PASSWORD} uid=bob,ou=people,dc=corral,dc=test")
@@ -112,7 +119,15 @@ def bench(tmp_path_factory):
         print(f"workbench cluster up and applied in {time.monotonic() - t0:.0f} s")
         yield vc
     finally:
+        if server:
+            stop_server(server)
         vc.down()
+
+
+@pytest.fixture(scope="module")
+def reg(bench):
+    """The images' tests (tests/vcluster/images.py) name the cluster `reg`: this module's."""
+    return bench
 
 
 def login_shell(vc, script: str, timeout: int = 120):
@@ -235,6 +250,13 @@ from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this mod
     test_validates_notebook_check_starts_runs_and_stops_a_server,
     test_the_form_refuses_what_her_qos_does_not_allow, test_the_hub_serves_https_with_the_cluster_ca,
     test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server)
+from tests.vcluster.images import (  # noqa: E402,F401 (run here, on this module's cluster)
+    test_every_node_trusts_the_registry_and_it_runs_unprivileged, test_alice_runs_the_pushed_image_in_a_batch_job,
+    test_a_second_node_pulls_through_the_cache, test_the_cache_serves_its_images_with_the_upstream_stopped,
+    test_registry_metrics_are_scraped, test_the_upstream_password_stays_in_its_file,
+    test_images_pull_list_a_job_reads_it_rm)
+from tests.vcluster.images_bundle import (  # noqa: E402,F401
+    test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it)
 from tests.vcluster.easybuild import (  # noqa: E402,F401 (run here, on this module's cluster)
     test_a_failed_build_says_why_and_keeps_its_log, test_easybuild_builds_an_easyconfig_as_a_slurm_job_of_the_software_manager,
     test_alice_loads_what_easybuild_built_in_her_login_shell_and_her_batch_job)

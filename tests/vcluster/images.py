@@ -1,6 +1,7 @@
-"""Container images where the GPUs are, slice 1 (issue 37), on a usable cluster of its own (ctl also the
-registry node, gpu01-02, login1, alice with her key) with `images: {podman: true, registry: {node: ctl,
-cache: [...]}}`.
+"""Container images where the GPUs are (issue 37), run on tests/vcluster/test_workbench.py's cluster
+(imported there as `reg`: ctl also the registry node, gpu01-02, login1, alice with her key; one cluster for
+the workbench and the images, which share /sw) with `images: {podman: true, registry: {node: ctl,
+cache: [...]}}` and the enroot and pyxis TEST stand-ins.
 
 Debian's docker-registry serves the site registry over TLS with a certificate of corral's CA, which every
 node trusts; an image made on the control host (busybox, tests/vcluster/oci_image.py) is pushed to it
@@ -10,15 +11,13 @@ its /metrics answer on the debug address and Prometheus scrapes them. A cache wh
 registry (standing in for nvcr.io) gives a second node the image, and still gives it to a third with the
 upstream stopped. `corral images pull` (the CLI, as a user runs it) makes a squashfs of an image on /sw
 by a Slurm job, `images list` shows it with the registry's digest and its size, alice's job reads the
-image's file out of it (unsquashfs), `images rm` refuses while her batch job names it and removes it after; a hostile
-reference changes nothing. A cache of an upstream with
-credentials starts; its password is in its configuration file (0440 root:docker-registry) and nowhere
-else: not in the journal, not in plan's output, not in any process's argv. The second apply changes
-nothing."""
+image's file out of it (unsquashfs) and runs from it (srun --container-image), `images rm` refuses while
+her batch job names it and removes it after; a hostile reference changes nothing. A cache of an upstream
+with credentials starts; its password is in its configuration file (0440 root:docker-registry) and nowhere
+else: not in the journal, not in plan's output, not in any process's argv."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
@@ -31,31 +30,25 @@ import time
 import pytest
 from ruamel.yaml import YAML
 
-from corral.spec.loader import load
-from corral.virtual.repo import start_server, stop_server
-from corral.workflows.converge import converge
-from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
+from tests.vcluster.conftest import ssh
 from tests.vcluster.oci_image import push
 from tests.vcluster.standin import ENROOT, PYXIS, build_enroot_deb, build_pyxis_source
 from tests.vcluster.test_users import as_alice
 
 pytestmark = pytest.mark.vcluster
 
-SUBNET = ipaddress.IPv4Network("10.213.95.0/24")  # its own: other modules' clusters may be up
-BRIDGE = "corraltest37"
-PORT = 18095
 PASSWORD = "nvapi-Upstream-Pw-7Qz81"  # the cache's upstream password: must never leave its file
 IMAGE = "corral/hello"
 STANDINS = 18096  # the enroot and pyxis TEST stand-ins (tests/vcluster/standin.py), served on the bridge
 
 
-def with_runtime(path, files) -> None:
+def with_runtime(path, files, gateway: str) -> None:
     """enroot and pyxis (TEST stand-ins, served on the bridge from `files`) on the images cluster: alice's
     `srun --container-image=/sw/images/NAME.sqsh` goes through pyxis to enroot, which unpacks the file."""
     import hashlib
     deb, src = build_enroot_deb(files, "1.0.0"), build_pyxis_source(files, "1.0.0")
     sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (deb, src)}
-    base = f"http://{SUBNET.network_address + 1}:{STANDINS}"
+    base = f"http://{gateway}:{STANDINS}"  # the control host's address on the bridge
     yaml = YAML()
     data = yaml.load(path.read_text())
     data["allow_http"] = True  # the stand-ins are served on the bridge (plain http, sha256-checked)
@@ -80,37 +73,11 @@ def with_images(path) -> None:
     data["images"] = {"podman": True, "registry": {"node": "ctl", "cache": [
         {"upstream": "ctl:5000", "port": 5001, "credentials_file": creds.name}]}}
     # /sw on shared storage, where `corral images pull` puts squashfs images
-    data["storage"]["exports"].append({"path": "/srv/nfs/sw"})
-    data["storage"]["mounts"].append({"path": "/sw", "export": "/srv/nfs/sw", "roles": ["compute", "login"]})
+    if not any(m["path"] == "/sw" for m in data["storage"]["mounts"]):
+        data["storage"]["exports"].append({"path": "/srv/nfs/sw"})
+        data["storage"]["mounts"].append({"path": "/sw", "export": "/srv/nfs/sw", "roles": ["compute", "login"]})
     with path.open("w") as f:
         yaml.dump(data, f)
-
-
-@pytest.fixture(scope="module")
-def reg(tmp_path_factory):
-    reason = vcluster_unavailable()
-    if reason:
-        pytest.skip(reason)
-    from corral.virtual.cluster import VirtualCluster
-    path = make_spec(tmp_path_factory.mktemp("images"), name="images", usable=True, subnet=SUBNET, bridge=BRIDGE,
-                     port=PORT)
-    with_images(path)
-    with_runtime(path, path.parent / "standins")
-    vc = VirtualCluster(load(path))
-    server = None
-    try:
-        t0 = time.monotonic()
-        vc.up()
-        server = start_server(path.parent / "standins", str(SUBNET.network_address + 1), STANDINS,
-                              path.parent / "standins.log")
-        result = converge(vc.cluster, "apply", command="test-images-apply")
-        assert result.ok, failures(result)
-        print(f"images cluster up and applied in {time.monotonic() - t0:.0f} s")
-        yield vc
-    finally:
-        if server:
-            stop_server(server)
-        vc.down()
 
 
 def ctl_address(vc) -> str:
@@ -226,13 +193,7 @@ def test_the_upstream_password_stays_in_its_file(reg):
     assert plan.returncode == 0 and PASSWORD not in plan.stdout + plan.stderr, plan.stderr[-2000:]
     db = sqlite3.connect(reg.cluster.state_dir / "journal.sqlite")
     dump = "\n".join(db.iterdump())
-    assert "test-images-apply" in dump and PASSWORD not in dump
-
-
-def test_second_apply_changes_nothing(reg):
-    result = converge(reg.cluster, "apply", command="test-images-again")
-    assert result.ok and result.changed == 0, [
-        (name, o.name, o.reason) for name, n in result.nodes.items() for o in n.ops if o.status == "changed"]
+    assert "test-workbench-apply" in dump and PASSWORD not in dump
 
 
 def corral(reg, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -289,7 +250,3 @@ def a_job_runs_from_the_image(reg, path: str) -> None:
         bad = as_alice(reg, "login1", f"srun -w gpu02 --container-image={image} /bin/cat /etc/message", check=False,
                        timeout=120)
         assert bad.returncode != 0 and error in bad.stderr and not bad.stdout, (image, bad.stdout, bad.stderr)
-
-
-from tests.vcluster.images_bundle import (  # noqa: E402,F401 (run here, on this module's cluster)
-    test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it)
