@@ -52,10 +52,6 @@ class VirtualCluster:
                              f"{', '.join(oses)}", value=", ".join(oses),
                              fix="give every node group the same `os:`")
         self.os = oses[0] if oses else None  # its base image and package repository (spec/releases.py)
-        if self.os not in (None, "debian-12") and cluster.spec.packages.source == "bundle":
-            raise UsageError(f"{cluster.path}: air-gap bundles are built for debian-12 nodes only so far; this "
-                             f"spec's nodes run {self.os}", value=self.os,
-                             fix="use packages.source: online for a debian-13 virtual cluster")
         self.cluster = cluster
         self.v = cluster.spec.virtual
         self.workdir = cluster.base_dir
