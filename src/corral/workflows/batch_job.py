@@ -46,3 +46,23 @@ def submit_script(job: str, log: str, script: str, wait: int, mark: str, *, as_u
 
 def cancel_script(job: str) -> str:
     return CANCEL.format(job=q(job))
+
+
+def parse_marks(text: str, mark: str) -> dict[str, str]:
+    """The `mark` lines of a job's output: KEY value (the last of each key)."""
+    got: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith(mark + " "):
+            key, _, value = line[len(mark) + 1:].partition(" ")
+            got[key] = value.strip()
+    return got
+
+
+def first_login(cluster, what: str, why: str) -> str:
+    """The first login node's name (where a command reaches shared storage and submits its job), or a
+    UsageError naming the command `what` and `why` it needs one."""
+    from corral.errors import UsageError
+    logins = cluster.with_role("login")
+    if not logins:
+        raise UsageError(f"corral {what} needs a login node in the spec ({why})", fix="give a node the login role")
+    return logins[0].name

@@ -50,11 +50,8 @@ def image_dir(cluster: Cluster, to: str | None) -> str:
 
 def login_node(cluster: Cluster) -> str:
     """The node corral reaches the images through: the first login node (it mounts the directory)."""
-    logins = cluster.with_role("login")
-    if not logins:
-        raise UsageError("corral images needs a login node in the spec (it reaches shared storage through it)",
-                         fix="give a node the login role")
-    return logins[0].name
+    from corral.workflows import batch_job
+    return batch_job.first_login(cluster, "images", "it reaches shared storage through it")
 
 
 def check_name(name: str) -> str:

@@ -126,9 +126,4 @@ class Pull:
 
 def parse(text: str) -> dict[str, str]:
     """The MARK lines: KEY value (the last of each key)."""
-    got: dict[str, str] = {}
-    for line in text.splitlines():
-        if line.startswith(MARK + " "):
-            key, _, value = line[len(MARK) + 1:].partition(" ")
-            got[key] = value.strip()
-    return got
+    return batch_job.parse_marks(text, MARK)

@@ -10,6 +10,7 @@ from corral import workbench_wheels as ww
 from corral.errors import CorralError, UsageError
 from corral.spec import easybuild as eb
 from corral.spec.cluster import Cluster
+from corral.workflows import batch_job
 from corral.workflows.software_build import Build, easyconfig, parse
 
 STEP_S = 60  # the staging copy; the cancel on the way out
@@ -23,11 +24,7 @@ def _default_run() -> Callable:
 
 def login_node(cluster: Cluster) -> str:
     """Where the manager stages and submits: the first login node (it mounts the software root)."""
-    logins = cluster.with_role("login")
-    if not logins:
-        raise UsageError("corral software build needs a login node in the spec (the manager submits from it)",
-                         fix="give a node the login role")
-    return logins[0].name
+    return batch_job.first_login(cluster, "software build", "the manager submits from it")
 
 
 def build(cluster: Cluster, path: str, *, run: Callable | None = None, **names) -> dict:
