@@ -407,3 +407,18 @@ def test_a_bundle_serves_one_debian_release(tmp_path):
         build(cluster, tmp_path / "out" / "b.tar", tmp_path / "status")
     assert not (tmp_path / "out").exists()  # nothing made: not even the signing key
     assert not cluster.state_dir.exists() or not any(cluster.state_dir.iterdir())
+
+
+def test_corrals_slurm_26_05_set_is_never_bundled_for_real_nodes(tmp_path):
+    """Debian 13 at slurm.version 26.05: corral's set (unstable's binaries, slurmd repacked) is for virtual
+    clusters; a bundle for real nodes asking for it is refused naming slurm.version, before anything is fetched."""
+    from corral.workflows.bundle_sources import sources
+    f = tmp_path / "cluster.yaml"
+    trixie = SPEC.replace("gpus: {model: h100, count: 4}}", "gpus: {model: h100, count: 4}, os: debian-13}").replace(
+        "roles: [controller]}", "roles: [controller], os: debian-13}")
+    f.write_text(trixie + "slurm: {version: '26.05'}\nnvidia: {dcgm: {enabled: false}}\n"
+                 "monitoring: {grafana: {enabled: false}}\n")
+    with pytest.raises(CorralError, match=r"slurm.version 26.05: corral's Slurm 26.05 for debian-13 is Debian "
+                                          r"unstable's binaries with slurmd repacked .* nothing was built"):
+        sources(load(f), tmp_path / "status")
+    assert not (tmp_path / "status").exists()

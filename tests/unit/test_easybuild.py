@@ -223,3 +223,25 @@ def test_the_cli_prints_one_json_object_even_for_a_refused_easyconfig(tmp_path):
     res = CliRunner().invoke(app, ["software", "build", str(bad), "--json", "-f", str(tmp_path / "none.yaml")])
     assert res.exit_code != 0 and json.loads(res.stdout)["ok"] is False, res.stdout
     assert "not an easyconfig's name" in json.loads(res.stdout)["error"]
+
+
+def test_the_venv_builder_must_run_the_build_nodes_python():
+    """The venv is built on the NFS node for the build node's Python: a build node on Debian 13 (3.13) beside
+    an NFS node on Debian 12 (3.11) is a located error at software.easybuild, not a failed apply."""
+    mixed = BASE.replace("roles: [compute], gpus:", "roles: [compute], os: debian-13, gpus:").replace(
+        "roles: [login]}", "roles: [login], os: debian-13}")
+    text = USERS.replace("slurm:\n", "slurm:\n  version: '24.11'\n") + SW
+    found = problems(text, base=mixed)
+    assert any("ctl, which writes the software root, runs Python 3.11, the build node gpu01 Python 3.13" in f
+               for f in found), found
+
+
+def test_an_unreadable_easyconfig_is_a_usage_error(tmp_path, monkeypatch):
+    good = tmp_path / "hello-1.0.eb"
+    good.write_text("name = 'hello'\n")
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    with pytest.raises(UsageError, match="cannot read it: Permission denied"):
+        easyconfig(good)

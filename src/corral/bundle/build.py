@@ -175,6 +175,28 @@ def seal(root: Path, name: str, content: dict, home: Path, fpr: str, out: Path,
     _tar(root, out)
 
 
+def refuse(cluster: Cluster, images: list[str] | None = None) -> None:
+    """What a bundle of this spec cannot be, as a CorralError before anything is fetched or made (corral bundle
+    build asks before it prepares the release's node image and sources)."""
+    from corral.bundle import images as carried_images
+    from corral.render.vendor_repos import vendor_repos
+    from corral.spec.rules_bundle import VENDOR_RELEASE, bundle_os, unbundled, why_unbundled
+    carried_images.refs(images or [])  # every reference typed before anything is fetched
+    if images:
+        carried_images.need_site_registry(cluster, f"--images: {len(images)} image(s) to carry; nothing was built")
+    others = unbundled(cluster)
+    if others:
+        i, os_name = others[0][0], others[0][1].os
+        raise CorralError(f"{cluster.path}: nodes[{i}].os: {os_name}: {why_unbundled(cluster, os_name)}; nothing "
+                          "was built", fix=f"install {os_name} nodes from the distribution's mirror "
+                                           "(packages.source: mirror), or give every node one release")
+    if bundle_os(cluster) != VENDOR_RELEASE and vendor_repos(cluster):
+        r = vendor_repos(cluster)[0]
+        raise CorralError(f"{cluster.path}: {r.spec_key}: {r.name} ({', '.join(sorted(r.packages))}) is carried for "
+                          f"{VENDOR_RELEASE} bundles only; nothing was built",
+                          fix="leave out what the spec takes from it, or install from the mirrors")
+
+
 def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, say=lambda msg: None,
           python: tuple[list[str], Path | None] | None = None, image: Path | None = None,
           valid_days: int = VALID_DAYS, sources: tuple | None = None, images: list[str] | None = None) -> Built:
@@ -191,22 +213,9 @@ def build(cluster: Cluster, out: Path, status: Path, cache: Path | None = None, 
     from corral.spec.releases import release
     from corral.spec.workbench import hub_node
     from corral.workbench_wheels import CACHE as cache_root, carry
-    from corral.spec.rules_bundle import VENDOR_RELEASE, bundle_os, unbundled, why_unbundled
+    from corral.spec.rules_bundle import bundle_os
     from corral.bundle import images as carried_images
-    carried_images.refs(images or [])  # every reference typed before anything is fetched
-    if images:
-        carried_images.need_site_registry(cluster, f"--images: {len(images)} image(s) to carry; nothing was built")
-    others = unbundled(cluster)
-    if others:
-        i, os_name = others[0][0], others[0][1].os
-        raise CorralError(f"{cluster.path}: nodes[{i}].os: {os_name}: {why_unbundled(cluster, os_name)}; nothing "
-                          "was built", fix=f"install {os_name} nodes from the distribution's mirror "
-                                           "(packages.source: mirror), or give every node one release")
-    if bundle_os(cluster) != VENDOR_RELEASE and vendor_repos(cluster):
-        r = vendor_repos(cluster)[0]
-        raise CorralError(f"{cluster.path}: {r.spec_key}: {r.name} ({', '.join(sorted(r.packages))}) is carried for "
-                          f"{VENDOR_RELEASE} bundles only; nothing was built",
-                          fix="leave out what the spec takes from it, or install from the mirrors")
+    refuse(cluster, images)
     if sources is None:
         if release(bundle_os(cluster)).suite != SUITE:
             raise CorralError(f"{cluster.path}: a {bundle_os(cluster)} bundle is resolved from its release's archive, "

@@ -10,6 +10,7 @@ one. Every request has a socket timeout and the whole image a deadline."""
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import ssl
 import time
@@ -39,10 +40,13 @@ class Registry:
                 return e
             raise CorralError(f"{method} {url}: HTTP {e.code} {e.read(300).decode(errors='replace').strip()}") \
                 from None
-        except (urllib.error.URLError, OSError) as e:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:  # HTTPException: a broken answer
             raise CorralError(f"{method} {url}: {getattr(e, 'reason', e)}") from None
-        with resp:
-            resp.read()
+        try:
+            with resp:
+                resp.read()
+        except (OSError, http.client.HTTPException) as e:  # cut off mid-answer
+            raise CorralError(f"{method} {url}: {e}") from None
         return resp
 
     def digest(self, repository: str, tag: str, media_type: str) -> str | None:

@@ -40,7 +40,7 @@ def build(spec: Optional[Path] = SpecOpt,
                                                      "registry (repeat for more)"),
           as_json: bool = JsonOpt) -> None:
     """Resolve, download and sign every .deb the spec's nodes install, into one tar (and --images)."""
-    from corral.bundle.build import build as run_build
+    from corral.bundle.build import build as run_build, refuse
     from corral.spec.rules_bundle import BUNDLE_RELEASES, bundle_os
     from corral.virtual import image
     from corral.virtual.repo import repo_dir
@@ -48,6 +48,7 @@ def build(spec: Optional[Path] = SpecOpt,
         from corral.bundle.images import refs
         refs(images or [])  # a hostile reference is refused before the spec is even read
         cluster = load_cluster(spec)
+        refuse(cluster, images or None)  # before the release's node image and sources are prepared
         target = output or cluster.base_dir / f"corral-bundle-{cluster.spec.name}.tar"
         os_name = bundle_os(cluster)
         node_image = image.ensure_image(os_name=os_name) if os_name in BUNDLE_RELEASES else None

@@ -79,7 +79,8 @@ def hub_removed(want: Want):
         return
     annotate(disruption=f"stop {r.UNIT} (running notebook servers are Slurm jobs: they end at their time limit)",
              diff=f"- {r.UNIT} (stopped, disabled)\n" + "".join(f"- {f}\n" for f in there) + f"- {r.STATE}\n")
-    yield cmd("timeout", "90", "systemctl", "disable", "--now", "--quiet", r.UNIT)
+    if r.UNIT_PATH in there:  # an apply cut off before the unit was written left files but no unit
+        yield cmd("timeout", "90", "systemctl", "disable", "--now", "--quiet", r.UNIT)
     yield cmd("rm", "-rf", "--", r.ETC, r.STATE, r.UNIT_PATH, r.CHECK)
     yield cmd("timeout", "60", "systemctl", "daemon-reload")
 

@@ -37,6 +37,8 @@ def check_easybuild(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where((*AT, *at)), "builds run as Slurm jobs on a compute node: "
                                 + ("not a compute node of the spec" if e.build_node else "the spec has none"),
                                 e.build_node or "(unset)", "name a compute node (nodes[] with role compute)"))
+    if node is not None and "compute" in node.roles:
+        problems += _python(cluster, where, node)
     user = eb.manager(cluster)
     if user is None:
         problems.append(Problem(where((*AT, "user")), "the software manager must be one of users: (an account on "
@@ -58,3 +60,22 @@ def check_easybuild(cluster: Cluster, where: Where) -> list[Problem]:
                                     path, "remove it"))
         seen.add(path)
     return problems
+
+
+def _python(cluster: Cluster, where: Where, node) -> list[Problem]:
+    """The venv is built for the build node's Python, on the node that writes the software root: corral must
+    pin EasyBuild's files for that Python, and that node must have it (rules_workbench.py does the same for
+    the notebook hub's venv)."""
+    from corral.spec.releases import release
+    from corral.workbench_wheels import PYTHONS, has_lock
+    python = release(node.os).python
+    if not has_lock(python):
+        return [Problem(where(AT), f"corral pins no EasyBuild files for Python {python} ({node.name} runs {node.os})",
+                        node.os, f"build on a release with Python {' or '.join(PYTHONS)} (debian-12, debian-13)")]
+    built = eb.venv_builder(cluster, "x")
+    if built is not None and release(built[0].os).python != python:
+        return [Problem(where(AT), f"{built[0].name}, which writes the software root, runs Python "
+                        f"{release(built[0].os).python}, the build node {node.name} Python {python}: the venv is "
+                        "built there for the build node", built[0].os,
+                        "run the build node and the NFS server on one release")]
+    return []

@@ -107,12 +107,16 @@ def load(cluster, result: RunResult) -> bool:
                                f"{'was not in this run' if got is None else 'failed'}")
         return False
     from corral.bundle.serve import prepare
-    unpacked = prepare(cluster)[0].parent  # verified again; unpacked once (bundle/serve.py)
-    items = json.loads((unpacked / "manifest.json").read_text())["images"]  # the verified manifest's
-    if result.mode != "apply":
-        got.ops.extend(preview(cluster, items))
+    try:  # the nodes' run is done and journaled: a failure here is this step's, never the run's result lost
+        unpacked = prepare(cluster)[0].parent  # verified again; unpacked once (bundle/serve.py)
+        items = json.loads((unpacked / "manifest.json").read_text())["images"]  # the verified manifest's
+        if result.mode != "apply":
+            got.ops.extend(preview(cluster, items))
+            return True
+        ops = push_all(cluster, items, unpacked)
+    except (CorralError, OSError, ValueError) as exc:
+        got.error, got.error_kind = f"the bundle's images: {getattr(exc, 'message', exc)}", "op-failed"
         return True
-    ops = push_all(cluster, items, unpacked)
     got.ops.extend(ops)
     failed = [op for op in ops if op.status == "failed"]
     if failed:

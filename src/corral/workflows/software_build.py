@@ -65,15 +65,17 @@ def easyconfig(path: str | Path) -> tuple[str, str]:
     if not NAME.fullmatch(p.name):
         raise UsageError(f"{p.name!r} is not an easyconfig's name", where=str(p),
                          fix="give an easyconfig file NAME.eb (letters, digits, . _ + -)")
-    if p.is_symlink() or not p.is_file():
-        raise UsageError("not a regular file", where=str(p), fix="give the easyconfig file itself")
-    if p.stat().st_size > MAX_BYTES:
-        raise UsageError(f"larger than {MAX_BYTES // 1024} KiB: not an easyconfig", where=str(p),
-                         fix="give the easyconfig file itself (its sources come from source_urls)")
     try:
+        if p.is_symlink() or not p.is_file():
+            raise UsageError("not a regular file", where=str(p), fix="give the easyconfig file itself")
+        if p.stat().st_size > MAX_BYTES:
+            raise UsageError(f"larger than {MAX_BYTES // 1024} KiB: not an easyconfig", where=str(p),
+                             fix="give the easyconfig file itself (its sources come from source_urls)")
         text = p.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("not UTF-8 text: not an easyconfig", where=str(p), fix="give the easyconfig file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read it: {exc.strerror}", where=str(p), fix="give a file you can read") from None
     if "\0" in text:
         raise UsageError("holds a NUL byte: not an easyconfig", where=str(p), fix="give the easyconfig file")
     return p.name, text
