@@ -24,8 +24,8 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("facts",), "pyinfra facts (command + pure parser) and the fact records the cache holds"),
     (("spec",), "pydantic models, typed strings, YAML with file:line errors, hostlists, rules"),
     (("site_ca", "workbench_wheels"), "the cluster's CA and the certificates it signs; the workbench venvs' pinned files"),
-    (("secrets", "limits", "parallel", "paths", "digest"), "state-dir secrets, input limits, a thread pool, on-node "
-                                                           "paths, file digests"),
+    (("secrets", "limits", "parallel", "paths", "digest", "pinned_files"),
+     "state-dir secrets, input limits, a thread pool, on-node paths, file digests, files fetched by their pin"),
     (("errors", "layers", "__version__"), "CorralError and its located problems; this list"),
 ]
 NODE = "node"  # stdlib-only programs installed on nodes
@@ -42,7 +42,8 @@ def _names(packages: tuple[str, ...]) -> str:
     return " ".join(p if p.startswith("__") else f"{p}/" if p not in FILES else f"{p}.py" for p in packages)
 
 
-FILES = ("secrets", "limits", "parallel", "paths", "digest", "site_ca", "workbench_wheels", "errors", "layers")  # modules, not packages
+FILES = ("secrets", "limits", "parallel", "paths", "digest", "pinned_files", "site_ca", "workbench_wheels", "errors",
+         "layers")  # modules, not packages
 
 
 def diagram() -> str:

@@ -125,9 +125,18 @@ def wheelhouse(cache: Path, python: str, venv: Venv = NOTEBOOK) -> Path:
         stale.unlink()
     (d / "requirements.txt").write_text(text)
     log = d / "fetch.log"
-    binary = ["--only-binary=:all:"] if venv.wheels_only else []  # an sdist's metadata is built here, not run
+    if not venv.wheels_only:  # sdists: fetched by their pins alone, never built here (pinned_files.py)
+        from corral.pinned_files import fetch
+        problems = fetch(want, d, FETCH_TIMEOUT_S)
+        log.write_text("".join(f"{p}\n" for p in problems) or "every file fetched and checked\n")
+        if problems or not _complete(d, want):
+            raise CorralError(f"fetching {venv.what} {len(want)} files from the package registry failed: "
+                              f"{problems[0] if problems else 'not every file'}", where=str(log),
+                              fix="apply again (the registry unreachable? a proxy needed?); an air-gapped site "
+                                  "brings them with `corral bundle build`")
+        return d
     argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-deps", "--require-hashes",
-            *binary, "--python-version", python, "--implementation", "cp",
+            "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
             "--abi", "cp" + python.replace(".", ""), *[a for p in PLATFORMS for a in ("--platform", p)],
             "-d", str(d), "-r", str(d / "requirements.txt")]
     try:
