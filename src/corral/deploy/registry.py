@@ -11,12 +11,14 @@ root:docker-registry, masked in every diff): it is uploaded as file content, nev
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import deploy
+from pyinfra.api import deploy, operation
 
 from corral.components import gates
 from corral.errors import CorralError
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register, register_for_run
+from corral.deploy.nodestate import Want, register, register_for_run, snapshot
+from corral.engine.notes import annotate
+from corral.engine.shell import cmd
 from corral.engine.conditions import AnyChanged
 from corral.render.registry import (CA_PATH, CERT, KEY, PACKAGE, SITE_UNIT, TLS_DIR, USER, cache_unit,
                                     config, instances, registry_node, site_hardening)
@@ -102,6 +104,24 @@ def registry() -> None:
                            _if=AnyChanged(*changed))
     if probe.caches(insts) and cluster.spec.monitoring.enabled and cluster.with_role("monitoring"):
         upstream_probe(insts, want)
+    else:  # no cache, or no monitoring: a probe left from before would keep asking (and its alert fire)
+        probe_removed(name=f"{probe.NAME} removed (no cache to probe)", want=want)
+
+
+@operation()
+def probe_removed(want: Want):
+    """The upstreams' probe gone from a node that no longer needs it: its timer stopped and disabled, its
+    script, units and metrics file removed (RegistryUpstreamUnreachable reads that file)."""
+    files = snapshot(want).files
+    there = [f for f in (probe.SCRIPT, probe.SERVICE, probe.TIMER) if files.get(f) is not None]
+    if not there:
+        host.noop(f"no {probe.NAME} here")
+        return
+    annotate(disruption=f"stop {probe.NAME}.timer", diff="".join(f"- {f}\n" for f in (*there, probe.METRICS)))
+    if probe.TIMER in there:
+        yield cmd("timeout", "60", "systemctl", "disable", "--now", "--quiet", f"{probe.NAME}.timer")
+    yield cmd("rm", "-f", "--", probe.SCRIPT, probe.SERVICE, probe.TIMER, probe.METRICS)
+    yield cmd("timeout", "60", "systemctl", "daemon-reload")
 
 
 def upstream_probe(insts, want: Want) -> None:
