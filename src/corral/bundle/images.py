@@ -10,7 +10,9 @@ fetched."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -54,14 +56,17 @@ def fetch(ref: ImageRef, root: Path, timeout: int = TIMEOUT_S) -> dict:
     dest.parent.mkdir(parents=True, exist_ok=True)
     argv = [skopeo, "--override-os", "linux", "--override-arch", "amd64", "copy", "--quiet", "--retry-times",
             RETRIES, source(ref), f"oci:{dest}:{ref.tag}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # the whole group: nothing it started keeps the pipes (or the layout) open
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         shutil.rmtree(dest, ignore_errors=True)
         raise HostToolError(f"image {ref}: skopeo copy did not finish within {timeout} s", value=str(ref)) from None
     if proc.returncode != 0:
         shutil.rmtree(dest, ignore_errors=True)
-        said = " | ".join(line.strip() for line in proc.stderr.strip().splitlines()[-3:])
+        said = " | ".join(line.strip() for line in stderr.strip().splitlines()[-3:])
         raise HostToolError(f"image {ref}: skopeo copy failed: {said or f'exit {proc.returncode}'}", value=str(ref),
                             fix="check the reference, this host's access to the registry and its credentials "
                                 "(skopeo login REGISTRY)")
