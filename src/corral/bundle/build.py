@@ -190,8 +190,9 @@ def refuse(cluster: Cluster, images: list[str] | None = None) -> None:
         raise CorralError(f"{cluster.path}: nodes[{i}].os: {os_name}: {why_unbundled(cluster, os_name)}; nothing "
                           "was built", fix=f"install {os_name} nodes from the distribution's mirror "
                                            "(packages.source: mirror), or give every node one release")
-    if bundle_os(cluster) != VENDOR_RELEASE and vendor_repos(cluster):
-        r = vendor_repos(cluster)[0]
+    needed = vendor_repos(cluster) if bundle_os(cluster) != VENDOR_RELEASE else []
+    if needed:
+        r = needed[0]
         raise CorralError(f"{cluster.path}: {r.spec_key}: {r.name} ({', '.join(sorted(r.packages))}) is carried for "
                           f"{VENDOR_RELEASE} bundles only; nothing was built",
                           fix="leave out what the spec takes from it, or install from the mirrors")
