@@ -121,7 +121,7 @@ def test_runtime_holds_corral_and_its_dependencies_and_is_deterministic(tmp_path
     first, again = runtime.build(tmp_path / "a"), runtime.build(tmp_path / "b")
     assert first.id == again.id and first.path.read_bytes() == again.path.read_bytes()
     assert first.python == runtime.python_tag()
-    index = tmp_path / "a" / "runtime" / runtime.INDEX
+    index = tmp_path / "a" / "runtime" / runtime.index_name(runtime.python_tag())
     packed = []
     monkeypatch.setattr(runtime, "_pack", lambda *a: packed.append(a) or first)
     assert runtime.build(tmp_path / "a").id == first.id and packed == []  # nothing changed: not packed again
@@ -226,7 +226,7 @@ def test_a_controller_that_cannot_be_reached_fails_every_node_with_the_reason(tm
     from corral.errors import NodeError
     from corral.fanout import driver
     c = cluster(tmp_path, SPEC.replace("/root/.corral-demo", str(tmp_path / "state")))
-    monkeypatch.setattr(driver.runtime, "build", lambda d: runtime.Runtime("abc", tmp_path / "rt.tgz", 1, "3.11"))
+    monkeypatch.setattr(driver.runtime, "build", lambda d, python: runtime.Runtime("abc", tmp_path / "rt.tgz", 1, python))
 
     def refuse(cluster, node, command, **kw):
         raise NodeError("ssh: connect to host 10.0.0.10 port 22: Connection refused", node=node)

@@ -22,6 +22,7 @@ from corral.fanout.node import collect
 from corral.fanout.snapshot import check_deploys, make, node_local
 from corral.render.hw import hostlist
 from corral.spec.cluster import Cluster
+from corral.spec.releases import release
 
 VIAS = ("slurm", "ssh")
 CONVERGE_S = 300
@@ -61,7 +62,21 @@ def _controller(cluster: Cluster) -> str:
     return ctl[0].name
 
 
+def nodes_python(cluster: Cluster, nodes: list[str]) -> str:
+    """The Python ("X.Y") of the nodes' release, the one the runtime is built for; a UsageError when
+    the nodes' releases have different Pythons (one runtime, one Python)."""
+    by_python: dict[str, list[str]] = {}
+    for n in nodes:
+        by_python.setdefault(release(cluster.node(n).os).python, []).append(n)
+    if len(by_python) > 1:
+        said = "; ".join(f"Python {py}: {hostlist(sorted(ns))}" for py, ns in sorted(by_python.items()))
+        raise UsageError(f"the nodes to converge run different Pythons ({said}), one fan-out runs one",
+                         fix="run fanout with --limit for each release's nodes")
+    return next(iter(by_python))
+
+
 def _via_slurm(cluster: Cluster, names: list[str], mode: str, nodes: list[str]) -> RunResult:
+    python = nodes_python(cluster, nodes)  # refused before anything is built, sent or journaled
     t0 = time.monotonic()
     result = RunResult(run_id=uuid.uuid4().hex[:12], command="fanout (slurm)", mode=mode,
                        spec_hash=cluster.spec_hash(), started=_now())
@@ -69,7 +84,7 @@ def _via_slurm(cluster: Cluster, names: list[str], mode: str, nodes: list[str]) 
     ctl = _controller(cluster)
     try:
         since = time.monotonic()
-        rt = runtime.build(cluster.state_dir)
+        rt = runtime.build(cluster.state_dir, python=python)
         result.timing.append(phase("runtime", "prepare", since, size=rt.size, id=rt.id))
         since = time.monotonic()
         _ship(cluster, ctl, rt, make(cluster, run_id=result.run_id, mode=mode, deploys=names, runtime=rt.id),

@@ -57,7 +57,7 @@ def task(rid: str, python: str, snapshot: str, converge_s: int) -> str:
         f"rm -f {q(tgz)}",
         "py=$(python3 -I -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>&1)",
         f"if [ \"$py\" != {q(python)} ]; then",
-        f"  echo \"{FAIL} $n python3 is $py here, the corral runtime was built for {python} (the control host's)\"; exit 1",
+        f"  echo \"{FAIL} $n python3 is $py here, the corral runtime was built for {python}\"; exit 1",
         "fi",
         f"PYTHONPATH={q(rt)} timeout -k 5 {int(converge_s)} python3 -P -m corral node converge --snapshot {q(snapshot)} --node \"$n\"",
         "rc=$?",

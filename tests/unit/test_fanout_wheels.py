@@ -1,0 +1,180 @@
+"""The runtime for a Python other than the control host's (fanout/wheels.py, runtime.build(python=)):
+which distributions are taken from wheels, hostile wheel members, the fetch's failure and bound, a
+build from wheels in the cache (no network), and the driver's refusal of nodes of several Pythons."""
+
+from __future__ import annotations
+
+import json
+import platform
+import tarfile
+import time
+import types
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from corral.errors import CorralError, UsageError
+from corral.fanout import driver, runtime, wheels
+from corral.spec.loader import load_text
+
+TARGET = "3.13" if runtime.python_tag() != "3.13" else "3.12"
+TAG = "cp" + TARGET.replace(".", "")
+SO = f".cpython-{TAG[2:]}-x86_64-linux-gnu.so"
+HOST_SO = f".cpython-{runtime.python_tag().replace('.', '')}-"
+
+
+def fake_dist(name: str, files: list[str]) -> types.SimpleNamespace:
+    return types.SimpleNamespace(metadata={"Name": name}, version="1.0", files=[Path(f) for f in files])
+
+
+def make_wheel(d: Path, name: str, version: str, members: dict[str, bytes], tag: str = TAG) -> Path:
+    norm = name.replace("-", "_").replace(".", "_").lower()
+    path = d / f"{norm}-{version}-{tag}-{tag}-manylinux2014_{platform.machine()}.whl"
+    d.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        for member, data in members.items():
+            z.writestr(member, data)
+    return path
+
+
+def test_only_distributions_compiled_for_one_python_version_are_taken_from_wheels():
+    dists = [fake_dist("pure", ["pure/__init__.py"]),
+             fake_dist("abi3only", ["abi/_rust.abi3.so", "abi/__init__.py"]),
+             fake_dist("compiled", ["c/__init__.py", "c/_speedups.cpython-311-x86_64-linux-gnu.so"]),
+             fake_dist("mixed", ["m/libev/_corecffi.abi3.so", "m/_c.cpython-313-aarch64-linux-gnu.so"]),
+             fake_dist("nofiles", [])]
+    dists[-1].files = None
+    assert [d.metadata["Name"] for d in wheels.compiled(dists)] == ["compiled", "mixed"]
+    here = {d.metadata["Name"].lower() for d in wheels.compiled(runtime.closure())}
+    assert {"pydantic_core", "gevent", "greenlet"} <= here and not {"cryptography", "bcrypt", "pynacl"} & here
+
+
+@pytest.mark.parametrize("bad", ["../x", "/etc/x", "a/../../x", "pkg/..", "C:/x"])
+def test_a_wheel_member_outside_its_directory_is_refused(tmp_path, bad):
+    w = make_wheel(tmp_path, "evil", "1.0", {"evil/__init__.py": b"", bad: b"owned"})
+    with pytest.raises(CorralError, match="outside the directory"):
+        wheels.members(w)
+
+
+def test_wheel_members_are_placed_as_pip_installs_them(tmp_path):
+    w = make_wheel(tmp_path, "pkg", "1.0", {"pkg/__init__.py": b"", "pkg-1.0.data/platlib/pkg_ext.py": b"",
+                                            "pkg-1.0.data/scripts/pkg-run": b"", "pkg-1.0.data/headers/pkg.h": b"",
+                                            "pkg-1.0.dist-info/METADATA": b"Name: pkg\n"})
+    assert sorted(wheels.members(w)) == ["pkg-1.0.dist-info/METADATA", "pkg/__init__.py", "pkg_ext.py"]
+
+
+def test_a_cached_wheel_is_used_only_when_it_fits(tmp_path):
+    make_wheel(tmp_path, "pkg", "1.0", {}, tag="cp311")
+    make_wheel(tmp_path, "pkg", "2.0", {})
+    assert wheels.cached(tmp_path, "pkg", "1.0", TARGET) is None  # another Python, another version
+    make_wheel(tmp_path, "pkg", "1.0", {})
+    assert wheels.cached(tmp_path, "pkg", "1.0", TARGET).name.startswith("pkg-1.0-" + TAG)
+
+
+def fake_python(tmp_path: Path, body: str) -> types.SimpleNamespace:
+    exe = tmp_path / "python"
+    exe.write_text(f"#!/bin/sh\n{body}\n")
+    exe.chmod(0o755)
+    return types.SimpleNamespace(executable=str(exe))
+
+
+def test_a_failed_fetch_names_the_distribution_and_what_pip_said_and_leaves_nothing(tmp_path, monkeypatch):
+    said = 'echo "ERROR: No matching distribution found for pkg==1.0"; exit 1'
+    monkeypatch.setattr(wheels, "sys", fake_python(tmp_path, said))
+    cache = tmp_path / "cache"
+    with pytest.raises(CorralError) as e:
+        wheels.fetch(cache, "pkg", "1.0", TARGET)
+    said = str(e.value)
+    assert "pkg==1.0" in said and f"Python {TARGET}" in said and "No matching distribution" in said
+    assert "PyPI" in e.value.fix and str(cache) == e.value.where
+    assert list(cache.iterdir()) == []
+
+
+def test_a_fetch_past_its_bound_is_killed(tmp_path, monkeypatch):
+    monkeypatch.setattr(wheels, "sys", fake_python(tmp_path, "sleep 30 & sleep 30"))
+    t0 = time.monotonic()
+    with pytest.raises(CorralError, match="did not finish within 1 s"):
+        wheels.fetch(tmp_path / "cache", "pkg", "1.0", TARGET, timeout=1)
+    assert time.monotonic() - t0 < 10 and list((tmp_path / "cache").iterdir()) == []
+
+
+def test_a_fetched_wheel_lands_in_the_cache_under_its_own_name(tmp_path, monkeypatch):
+    def download(dest, name, version, python, timeout):
+        make_wheel(dest, name, version, {"pkg/__init__.py": b""})
+    monkeypatch.setattr(wheels, "_pip_download", download)
+    got = wheels.fetch(tmp_path / "cache", "pkg", "1.0", TARGET)
+    assert got.parent == tmp_path / "cache" and [p.name for p in got.parent.iterdir()] == [got.name]
+    monkeypatch.setattr(wheels, "_pip_download", lambda *a: pytest.fail("fetched again"))
+    assert wheels.fetch(tmp_path / "cache", "pkg", "1.0", TARGET) == got
+
+
+def prefill(state: Path) -> list[str]:
+    """A fake wheel for TARGET of every compiled distribution installed here, in the runtime's cache."""
+    cache = wheels.cache_dir(state / runtime.DIR, TARGET)
+    sos = []
+    for dist in wheels.compiled(runtime.closure()):
+        name, top = dist.metadata["Name"], f"fake_{dist.metadata['Name'].lower().replace('.', '_').replace('-', '_')}"
+        so = f"{top}/_ext{SO}"
+        norm = name.replace("-", "_").replace(".", "_").lower()
+        make_wheel(cache, name, dist.version, {f"{top}/__init__.py": b"", so: b"\x7fELF " + TAG.encode(),
+                                               f"{norm}-{dist.version}.dist-info/METADATA": f"Name: {name}\n".encode()})
+        sos.append(so)
+    return sos
+
+
+def test_a_runtime_for_another_python_takes_the_wheels_and_is_deterministic(tmp_path, monkeypatch):
+    monkeypatch.setattr(wheels, "_pip_download", lambda *a: pytest.fail("no network in unit tests"))
+    sos = prefill(tmp_path / "a")
+    prefill(tmp_path / "b")
+    other, again = runtime.build(tmp_path / "a", python=TARGET), runtime.build(tmp_path / "b", python=TARGET)
+    host = runtime.build(tmp_path / "a")
+    assert other.python == TARGET and other.id == again.id and other.id != host.id
+    with tarfile.open(other.path) as tar:
+        names = tar.getnames()
+        meta = json.loads(tar.extractfile("RUNTIME.json").read())
+        assert tar.extractfile(sos[0]).read() == b"\x7fELF " + TAG.encode()
+        assert all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers())
+    assert meta["python"] == TARGET and set(sos) <= set(names) and names == sorted(names[:-1]) + ["RUNTIME.json"]
+    assert not any(HOST_SO in n for n in names)  # none of this host's version-specific extensions
+    assert "corral/fanout/wheels.py" in names and any(n.startswith("pyinfra/") for n in names)
+    assert any(n.endswith(".abi3.so") for n in names)  # abi3 extensions kept as installed
+    with tarfile.open(host.path) as tar:
+        assert any(HOST_SO in n for n in tar.getnames())
+    # one index per Python: switching back and forth packs nothing and keeps both tarballs
+    monkeypatch.setattr(runtime, "_pack", lambda *a: pytest.fail("packed again"))
+    assert runtime.build(tmp_path / "a", python=TARGET).id == other.id and runtime.build(tmp_path / "a").id == host.id
+    assert other.path.is_file() and host.path.is_file()
+
+
+def test_a_wheel_missing_from_an_offline_cache_names_the_distribution(tmp_path, monkeypatch):
+    monkeypatch.setattr(wheels, "sys", fake_python(tmp_path, "echo 'ERROR: Could not find a version'; exit 1"))
+    with pytest.raises(CorralError) as e:
+        runtime.build(tmp_path / "s", python=TARGET)
+    assert any(f"{d.metadata['Name']}=={d.version}" in str(e.value) for d in wheels.compiled(runtime.closure()))
+    assert e.value.where == str(wheels.cache_dir(tmp_path / "s" / runtime.DIR, TARGET))
+
+
+SPEC = """\
+name: demo
+state_dir: STATE
+nodes:
+  - {names: ctl, addresses: [10.0.0.10], roles: [controller]}
+  - {names: "gpu[01-02]", addresses: "10.0.0.[11-12]", roles: [compute], gpus: {model: h100, count: 4}}
+  - {names: "gpu[03-04]", addresses: "10.0.0.[13-14]", roles: [compute], gpus: {model: h100, count: 4}, os: debian-13}
+slurm: {version: '24.11'}
+"""  # one Slurm on both releases (the site's own 24.11 for Debian 12)
+
+
+def test_nodes_of_several_pythons_are_refused_and_one_python_is_built_for(tmp_path, monkeypatch):
+    text = SPEC.replace("STATE", str(tmp_path / "state"))
+    (tmp_path / "cluster.yaml").write_text(text)
+    c = load_text(text, str(tmp_path / "cluster.yaml"))
+    built = []
+    monkeypatch.setattr(driver.runtime, "build", lambda d, python: built.append(python) or pytest.fail("built"))
+    with pytest.raises(UsageError) as e:
+        driver.fan_out(c, ["health"])
+    said = str(e.value)
+    assert "Python 3.11: gpu[01-02]" in said and "Python 3.13: gpu[03-04]" in said and "--limit" in e.value.fix
+    assert built == [] and not (tmp_path / "state").exists()
+    assert driver.nodes_python(c, ["gpu03", "gpu04"]) == "3.13" and driver.nodes_python(c, ["gpu01"]) == "3.11"
