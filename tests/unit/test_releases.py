@@ -147,7 +147,9 @@ def test_the_24_11_files_use_only_keys_slurm_24_11_documents():
     assert "CgroupAutomount" in render_cgroup_conf(cluster, version=slurm_tuple("debian-12"))  # 22.05 keeps it
 
 
-def test_the_default_spec_writes_os_only_when_asked():
-    assert "\n    os:" not in default_spec("v", 2, 4)
-    text = default_spec("v", 2, 4, os_name="debian-13")
+def test_a_new_virtual_cluster_runs_debian_13_and_its_file_says_so():
+    text = default_spec("v", 2, 4)
     assert text.count("    os: debian-13\n") == 3 and {n.os for n in load_text(text, "c.yaml").nodes} == {"debian-13"}
+    old = default_spec("v", 2, 4, os_name="debian-12", usable=False)
+    assert old.count("    os: debian-12\n") == 2 and {n.os for n in load_text(old, "c.yaml").nodes} == {"debian-12"}
+    assert "\n    os:" not in default_spec("v", 2, 4, os_name=None)  # a file without `os:` means debian-12

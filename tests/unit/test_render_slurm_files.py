@@ -19,6 +19,7 @@ from pyinfra.api import Config, State
 from corral.engine import run_context
 from corral.engine.pyinfra_seam import add_deploy
 from corral.deploy import components
+from corral.spec.releases import slurm_tuple
 from corral.deploy import nvidia_driver as deploy_driver
 from corral.deploy import users as deploy_users
 from corral.engine.inventory import build_inventory
@@ -143,7 +144,7 @@ class _Host:
 NOT_RENDERED = {DRIVER_PIN}
 
 
-def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=(22, 5)) -> tuple[dict, set]:
+def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=None) -> tuple[dict, set]:
     """{node: {path: content}} every declared component would install, prepared without SSH (what each
     file-writing operation declares it installs, deploy/installs.py); and the (node, path) of the files
     whose content is secret."""
@@ -152,7 +153,9 @@ def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=(22, 5)) ->
     inventory = build_inventory(cluster)
     state = State(inventory, Config(), check_for_changes=False)
     ctx = run_context.current()
-    ctx.hw, ctx.fabric, ctx.slurm_version = hw or {}, fabric or {}, version
+    controllers = cluster.with_role("controller")  # the Slurm the controller's release ships, as render's
+    ctx.hw, ctx.fabric = hw or {}, fabric or {}
+    ctx.slurm_version = version or slurm_tuple(controllers[0].os if controllers else None)
     for host in inventory:
         for deploy in components(cluster):
             add_deploy(state, deploy, host=host)

@@ -71,6 +71,16 @@ def test_up_writes_the_default_spec_applies_and_validates(tmp_path, fakes):
     said.clear()
     up_flow.up(tmp_path / "vc", say=said.append)  # the spec is there now: not rewritten
     assert said == ["virtual cluster up: 4 nodes; applying"]
+    from corral.spec.loader import load
+    assert {g.os for g in load(spec).spec.nodes} == {"debian-13"}  # a new cluster: Debian 13, Slurm 24.11
+    assert spec.read_text().count("    os: debian-13\n") == 3  # and its file says so
+
+
+def test_up_with_os_debian_12_writes_it(tmp_path, fakes):
+    from corral.spec.loader import load
+    result = up_flow.up(tmp_path / "vc", os_name="debian-12")
+    assert {g.os for g in load(result.spec).spec.nodes} == {"debian-12"}
+    assert result.spec.read_text().count("    os: debian-12\n") == 3
 
 
 def test_up_does_not_validate_after_a_failed_apply(tmp_path, fakes):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from corral.spec.loader import load
-from corral.virtual.defaults import default_spec
+from corral.virtual.defaults import VIRTUAL_OS, default_spec
 
 # a subnet, bridge and port of the tests' own, so a user's running virtual cluster is never touched
 TEST_SUBNET = ipaddress.IPv4Network("10.213.77.0/24")
@@ -37,7 +37,7 @@ def vcluster_unavailable() -> str | None:
 
 def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: int = 4,
               usable: bool = False, subnet: ipaddress.IPv4Network = TEST_SUBNET, bridge: str = TEST_BRIDGE,
-              port: int = TEST_PORT, os_name: str | None = None) -> Path:
+              port: int = TEST_PORT, os_name: str | None = VIRTUAL_OS) -> Path:
     """The default virtual spec on the tests' subnet; `usable`: with the login node, shared /home and
     alice (her key generated as `corral up` does); without, the 3 nodes most modules need."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -107,13 +107,17 @@ def settled(vc, command: str) -> None:
 def shared_cluster(tmp_path_factory):
     """One default 3-node cluster (ctl + gpu01-02 x 4 emulated H100, monitoring test profile) shared by
     test_checks, test_monitoring and test_slurm, in that order (each puts back what it changes; test_slurm
-    goes last: it adds a node and rebuilds the controller). Deployed by the first module's fixture."""
+    goes last: it adds a node and rebuilds the controller). Deployed by the first module's fixture.
+
+    Debian 12 (Slurm 22.05), where new virtual clusters run Debian 13: the release a cluster.yaml without
+    `os:` means keeps its full path here, with test_slurm_version's pins from 22.05 (Debian 13's Slurm
+    path, its upgrade to 26.05 included, is test_debian13's; its users' path test_users' and test_workbench's)."""
     reason = vcluster_unavailable()
     if reason:
         pytest.skip(reason)
     from corral.virtual.cluster import VirtualCluster
     path = make_spec(tmp_path_factory.mktemp("shared"), name="cshared", subnet=SHARED_SUBNET,
-                     bridge=SHARED_BRIDGE, port=SHARED_PORT)
+                     bridge=SHARED_BRIDGE, port=SHARED_PORT, os_name="debian-12")
     path.write_text(path.read_text() + MONITORING_PROFILE)
     vc = VirtualCluster(load(path))
     try:

@@ -54,7 +54,7 @@ def with_runtime(path, files, gateway: str) -> None:
     data["allow_http"] = True  # the stand-ins are served on the bridge (plain http, sha256-checked)
     data.setdefault("nvidia", {}).update({
         "enroot": {"version": "1.0.0", "packages": [ENROOT], "url": base + "/{package}_{version}_{arch}.deb",
-                   "sha256": {ENROOT: sha[deb]}},
+                   "sha256": {ENROOT: sha[deb]}, "settings": {"ENROOT_MOUNT_HOME": "n"}},
         "pyxis": {"version": "1.0.0", "url": f"{base}/{PYXIS}-{{version}}.tar.gz", "sha256": sha[src],
                   "args": {"runtime_path": "/run/pyxis", "container_scope": "job"}}})
     with path.open("w") as f:

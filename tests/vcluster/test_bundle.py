@@ -62,7 +62,7 @@ def air(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     d = tmp_path_factory.mktemp("air")
-    spec = make_spec(d, name="air", compute=1, usable=True)
+    spec = make_spec(d, name="air", compute=1, usable=True, os_name="debian-12")  # a Debian 12 bundle: NVIDIA's repos
     deb = build_enroot_deb(d / "files", "1.0.0")  # a pinned download, served to the build host only
     # NVIDIA's CUDA repository, a signed TEST stand-in (its own key, pinned by the spec as a mirror's would be)
     fpr = build_cuda_repo(d / "files" / "cuda", [build_deb(d / "driver", "1.0"), build_cuda_toolkit_deb(d / "driver")],
@@ -398,7 +398,7 @@ def test_a_bundle_lacking_a_package_is_named_by_doctor_and_plan_before_anything_
     bundle check and plan name the node and the package; nothing on the nodes changes."""
     d, built, _ = air
     small_dir = tmp_path / "small"
-    small = make_spec(small_dir, name="air", compute=1, usable=False)
+    small = make_spec(small_dir, name="air", compute=1, usable=False, os_name="debian-12")
     lacking = build(load(small), tmp_path / "small.tar", image.release_status(image.ensure_image()),
                     repo.REPO / "pool")
     spec = tmp_path / "cluster.yaml"

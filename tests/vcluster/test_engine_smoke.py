@@ -21,7 +21,9 @@ def memcached_in_the_repository():
     gets it before the module's cluster boots (a fresh machine's repository lacks it)."""
     if not vcluster_unavailable():
         from corral.virtual import image, repo
-        repo.ensure_repo(image.ensure_image(), ["memcached"])
+        from corral.virtual.defaults import VIRTUAL_OS  # the release of the module's cluster (make_spec's)
+        repo.ensure_repo(image.ensure_image(os_name=VIRTUAL_OS), ["memcached"], repo.repo_dir(VIRTUAL_OS),
+                         os_name=VIRTUAL_OS)
 
 
 def memcached_pids(vc) -> dict[str, str]:

@@ -319,8 +319,7 @@ def test_a_discovered_fabric_becomes_the_topology(drv):
     spec = drv.cluster.path
     spec.write_text(spec.read_text().replace(TOPOLOGY, "topology: {discover: infiniband}\n"))
     from corral.components.views import packages_for
-    from corral.virtual import image, repo
-    repo.ensure_repo(image.ensure_image(), packages_for(load(spec)))  # the served repository: + infiniband-diags
+    drv.add_packages(packages_for(load(spec)))  # the served repository: + infiniband-diags
     script = ("#!/bin/sh\n# corral TEST stand-in: an emulated fabric (the virtual nodes have no HCAs)\n"
               f"cat <<'EOF'\n{fabric}EOF\n")
     ssh(drv, "gpu01", f"install -d /usr/local/sbin && echo {base64.b64encode(script.encode()).decode()} | base64 -d "

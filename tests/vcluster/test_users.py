@@ -19,12 +19,12 @@ import pytest
 
 from corral.checks.validate import validate
 from corral.spec.loader import load
-from corral.virtual import repo
+from corral.spec.releases import release
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import make_spec, ssh
 
 pytestmark = pytest.mark.vcluster
-SUBMITIT = "submitit==1.5.2"
+SUBMITIT = "submitit==1.5.4"  # 1.5.2 imports pkg_resources, which a Python 3.13 venv lacks
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def test_submitit_from_pypi_returns_a_result_through_the_shared_home(usable):
     """submitit (PyPI), downloaded by the control host into the repository the nodes reach, installed
     by alice into a venv in her home on login1; her function runs on a compute node (the venv's
     Python, reached through /home) and the result comes back through the shared filesystem."""
-    repo.ensure_wheels([SUBMITIT])
+    usable.add_wheels([SUBMITIT])
     url = f"{usable.repo_url()}wheels/"
     host = url.split("/")[2].split(":")[0]  # plain http on the private bridge: pip wants it named
     as_alice(usable, "login1", f"python3 -m venv ~/venv && ~/venv/bin/pip install -q --no-index "
@@ -224,8 +224,7 @@ def _tls_files(directory, address: str) -> dict[str, str]:
 
 def _slapd_on_ctl(vc, tls: dict[str, str]) -> None:
     """A real OpenLDAP (Debian's slapd) on ctl, serving ldaps:// with the test CA's certificate."""
-    from corral.virtual import image
-    repo.ensure_repo(image.ensure_image(), ["slapd", "ldap-utils"])
+    vc.add_packages(["slapd", "ldap-utils"])
     seed = "\n".join(f"slapd {k}" for k in (
         "slapd/domain string corral.test", "shared/organization string corral",
         f"slapd/password1 password {LDAP_PW}", f"slapd/password2 password {LDAP_PW}"))
@@ -273,7 +272,8 @@ def test_ldap_users_resolve_on_every_node_and_their_jobs_run_as_them(usable, tmp
         assert LDAP_PW not in json.dumps(result.to_json())
         for node in ("ctl", "gpu01", "gpu02", "login1"):
             assert ssh(usable, node, "getent passwd bob").stdout.split(":")[2:4] == ["3001", "3001"], node
-        assert ssh(usable, "ctl", "stat -c '%a %U' /etc/sssd/sssd.conf").stdout.split() == ["600", "root"]
+        mode = release(usable.os).sssd_conf_mode  # 0600; trixie's sssd.service makes it 0640 at each start
+        assert ssh(usable, "ctl", "stat -c '%a %U %G' /etc/sssd/sssd.conf").stdout.split() == [mode, "root", "root"]
         out = ssh(usable, "login1", "cd / && runuser -u bob -- srun -N1 -w gpu01 -t 2 id -un").stdout.strip()
         assert out == "bob"
     finally:

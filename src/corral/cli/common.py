@@ -87,8 +87,8 @@ def _os_choice(value: str | None) -> str | None:
 
 
 OsOpt = typer.Option(None, "--os", callback=_os_choice, metavar="RELEASE",
-                     help="the nodes' OS release (new cluster only): debian-12 (Slurm 22.05, the default) or "
-                          "debian-13 (Slurm 24.11); the virtual cluster builds Debian nodes only")
+                     help="the nodes' OS release (new cluster only): debian-13 (Slurm 24.11, the default) or "
+                          "debian-12 (Slurm 22.05); the virtual cluster builds Debian nodes only")
 
 
 def verdict(as_json: bool, work: Callable[[], dict], show: Callable[[dict], None]) -> None:

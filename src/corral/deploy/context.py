@@ -74,7 +74,10 @@ def gather(cluster):
         # after the upgrade, and a second apply then has nothing to rewrite), else for the controller's
         pinned = cluster.spec.slurm.version
         from corral.render.slurm import slurm_version_tuple
-        ctx.slurm_version = (slurm_version_tuple(pinned) if pinned else versions[0] if versions else DEFAULT_VERSION)
+        from corral.spec.releases import slurm_tuple
+        controllers = cluster.with_role("controller")  # none reachable: the Slurm its release ships
+        own = slurm_tuple(controllers[0].os) if controllers else DEFAULT_VERSION
+        ctx.slurm_version = (slurm_version_tuple(pinned) if pinned else versions[0] if versions else own)
         from corral.deploy.fabric import discover
         ctx.fabric = discover(cluster, state, [h for h in hosts if h.name in found])
     return hook

@@ -5,7 +5,7 @@ and sss_cache, sssd-dbus for sssctl's InfoPipe, dbus), libnss-sss and libpam-sss
 /etc/nsswitch.conf's passwd, group and shadow lines after `files` and `systemd` (local accounts first);
 pam_sss in the PAM stack (`pam-auth-update --enable sss`, which libpam-sss's own install does; homes
 are not made by pam_mkhomedir: corral's users deploy makes them on the shared storage); the CA
-certificate at /etc/sssd/corral-ca.pem (0644) and /etc/sssd/sssd.conf (0600 root:root: it holds the
+certificate at /etc/sssd/corral-ca.pem (0644) and /etc/sssd/sssd.conf (0600 root:root, 0640 on Debian 13: it holds the
 bind password, which plan diffs, logs and the journal never show); sssd enabled and running.
 
 A running sssd takes a change of sssd.conf or of the CA by a restart, and a changed sssd.conf also
@@ -38,6 +38,7 @@ from corral.render.sssd import (CA_CERT, DOMAIN, NSSWITCH, PACKAGES, SSSD_CONF, 
                                 render_sssd_conf)
 from corral.secrets import admin_secret_text
 from corral.spec.rules_ldap import MAX_FILE_BYTES, ldap_file
+from corral.spec.releases import release
 
 WANT = register(Want(paths=(SSSD_CONF, CA_CERT, dropin_path("sssd")), services=("sssd",), packages=PACKAGES))
 PAM_AUTH = "/etc/pam.d/common-auth"
@@ -65,14 +66,16 @@ def _text(lines: list[str] | None) -> str:
 @installs(lambda conf, ca=None, **_: {SSSD_CONF: conf, **({CA_CERT: ca} if ca is not None else {})},
           lambda files, arguments: {SSSD_CONF} if arguments.get("password") else set())  # the CA beside it is public
 @operation()
-def sssd_config(conf: str, want: Want, ca: str | bytes | None = None, password: str | None = None):
-    """sssd.conf (0600 root:root) and the CA certificate (0644). The diff masks the bind password, the
+def sssd_config(conf: str, want: Want, ca: str | bytes | None = None, password: str | None = None,
+                mode: str = "600"):
+    """sssd.conf (0600 root:root; 0640 where the release's sssd.service makes it so at each start) and the
+    CA certificate (0644). The diff masks the bind password, the
     new one and the node's old one (every `ldap_default_authtok =` line). A running sssd is restarted;
     a changed sssd.conf also expires SSSD's cache. sssd not running yet: the service op starts it."""
     snap = snapshot(want)
     files: dict[str, tuple[bytes, str]] = {} if ca is None else {
         CA_CERT: (ca.encode() if isinstance(ca, str) else ca, "644")}
-    files[SSSD_CONF] = (conf.encode(), "600")
+    files[SSSD_CONF] = (conf.encode(), mode)  # the release's (spec/releases.py sssd_conf_mode)
     changed, meta = [], []
     for path, (data, mode) in files.items():
         cur = snap.files.get(path)
@@ -188,6 +191,6 @@ def sssd() -> None:
     nsswitch(name="sss in /etc/nsswitch.conf")
     pam_sss(name="pam_sss enabled")
     sssd_config(name="sssd.conf and the LDAP CA certificate", conf=conf, ca=read_ca(cluster), password=password,
-                want=WANT)
+                want=WANT, mode=release(host.data.corral_node.os).sssd_conf_mode)
     operations.restart_policy(name="sssd restarted by systemd when it dies", unit="sssd", want=WANT, started_next=True)
     operations.service(name="sssd running", unit="sssd", want=WANT, wait=READY, logs=LOGS)

@@ -45,6 +45,9 @@ class Release:
     # the slurm-wlm units are Type=notify with `--systemd` (trixie): an ExecStart corral writes keeps the flag,
     # or systemd waits for a READY=1 that never comes and kills the daemon after TimeoutStartSec
     slurm_notify: bool = False
+    # sssd.conf's mode: trixie's sssd.service runs `chmod -R g+r /etc/sssd` at every start (still root:root),
+    # so 0600 would be undone by each start and put back by each apply
+    sssd_conf_mode: str = "600"
     renamed: Mapping[str, str] = field(default_factory=dict)  # corral's package name -> this release's
     slurm_more: Mapping[str, SlurmFrom] = field(default_factory=dict)  # newer Slurm majors for its nodes
     distro: str = "debian"  # ID of /etc/os-release
@@ -63,7 +66,7 @@ RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
     Release(name="debian-13", suite="trixie", version="13", slurm="24.11", slurm_package="24.11.5-4+deb13u1",
             systemd=257, pam_module_dir="/usr/lib/x86_64-linux-gnu/security", security_suite="trixie-security", openmpi="5.0",
             python="3.13",
-            slurm_notify=True,
+            slurm_notify=True, sssd_conf_mode="640",
             # Debian unstable's 26.05.5 binaries install on trixie but for two libraries: libllhttp9.4 (a new
             # soname, from unstable) and libhwloc15 >= 2.15 (slurmd's shlibs line; trixie has 2.12 under the
             # same soname, and unstable's 2.15 pulls a libxml2 transition): slurmd's line is relaxed to 2.12

@@ -161,6 +161,15 @@ class VirtualCluster:
             cuda_standin.ensure(made, self.cluster.spec.nvidia.cuda_toolkit.version)
         return made, None
 
+    def add_packages(self, packages: list[str]) -> Path:
+        """More packages (and what they need) in this cluster's repository, its release's: what a site or a
+        test installs beside corral's own gets them with apt from the same source as the nodes' others."""
+        return repo.ensure_repo(self._base_image(), packages, repo.repo_dir(self.os), os_name=self.os)
+
+    def add_wheels(self, requirements: list[str]) -> Path:
+        """Python wheels served at <repository>/wheels/ of this cluster's release (virtual/repo.py)."""
+        return repo.ensure_wheels(requirements, repo.repo_dir(self.os))
+
     def _slurm_more(self, repo_dir: Path, base: Path) -> tuple[str, ...]:
         """The sub-repository of a newer Slurm than the release ships, when slurm.version asks for one."""
         from corral.spec.releases import release

@@ -9,14 +9,19 @@ import ipaddress
 DEFAULT_SUBNET = ipaddress.IPv4Network("10.213.0.0/24")
 EXAMPLE_USER = "alice"
 EXAMPLE_UID = 2001
+# The release a new virtual cluster runs: Debian 13 with its own Slurm 24.11 (binary packages from the archive,
+# nothing to build, so a newcomer's first run fetches and builds no more than on Debian 12). 26.05 is one
+# `slurm.version` away (spec/releases.py); Debian 12 (Slurm 22.05) stays a supported `--os`.
+VIRTUAL_OS = "debian-13"
 
 
 def default_spec(name: str = "vcluster", compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
                  subnet: ipaddress.IPv4Network = DEFAULT_SUBNET, bridge: str | None = None,
                  repo_port: int | None = None, *, usable: bool = True, user_key: str | None = None,
-                 os_name: str | None = None) -> str:
+                 os_name: str | None = VIRTUAL_OS) -> str:
     """`usable`: with the login node, shared /home and (given `user_key`, a public key line) alice.
-    `os_name`: every node group's `os:` (spec/releases.py); None writes none (the default release)."""
+    `os_name`: every node group's `os:` (spec/releases.py), written out so the file says it; None writes none
+    (the spec's default release, debian-12: what a cluster.yaml without `os:` has always meant)."""
     base = subnet.network_address
     first = base + 11
     last = base + 10 + compute

@@ -18,7 +18,7 @@ from corral.errors import UsageError
 from corral.engine.results import RunResult
 from corral.spec.loader import load
 from corral.virtual.cluster import NodeStatus, VirtualCluster
-from corral.virtual.defaults import DEFAULT_SUBNET, EXAMPLE_USER, default_spec
+from corral.virtual.defaults import DEFAULT_SUBNET, EXAMPLE_USER, VIRTUAL_OS, default_spec
 from corral.virtual.keys import ensure_key, user_key_file
 from corral.workflows.converge import converge
 
@@ -85,7 +85,7 @@ def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model
         spec_file.parent.mkdir(parents=True, exist_ok=True)
         user_key = user_key_file(Path(directory) / ".corral", EXAMPLE_USER)
         text = default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet),
-                            user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}"), os_name=os_name)
+                            user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}"), os_name=os_name or VIRTUAL_OS)
         spec_file.write_text(text + (bundle_section(Path(bundle).resolve(), fingerprint) if bundle else ""))
         say(f"wrote {spec_file}")
     cluster = load(spec_file)
