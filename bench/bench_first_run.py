@@ -22,7 +22,8 @@ from corral.components.views import packages_for
 from corral.spec.loader import load_text
 from corral.spec.releases import release
 from corral.virtual import image, repo, slurm_more
-from corral.virtual.defaults import default_spec
+from corral.virtual.defaults import EXAMPLE_USER, default_spec
+from corral.virtual.keys import ensure_key, user_key_file
 
 SLURM_MORE = "26.05"
 
@@ -31,7 +32,8 @@ def one(os_name: str) -> dict[str, float]:
     """Seconds of each first-run step of `os_name` into a fresh cache."""
     with tempfile.TemporaryDirectory(prefix="corral-first-run-", ignore_cleanup_errors=True) as d:
         cache = Path(d)
-        cluster = load_text(default_spec(os_name=os_name, user_key="ssh-ed25519 AAAA bench"), "cluster.yaml")
+        key = ensure_key(user_key_file(cache / "state", EXAMPLE_USER), f"{EXAMPLE_USER}@bench")
+        cluster = load_text(default_spec(os_name=os_name, user_key=key), "cluster.yaml")
         out: dict[str, float] = {}
         built: list[Path] = []
         out["base image (debootstrap)"] = timed(lambda: built.append(image.ensure_image(cache=cache, os_name=os_name)))
