@@ -398,3 +398,15 @@ def test_plan_shows_every_image_as_to_be_pushed_while_the_registry_does_not_answ
     result = RunResult(run_id="t", command="plan", mode="plan", spec_hash="", started="")
     assert not load_images(load(f), result) and result.warnings == [
         "the bundle's 1 image(s) not checked: the registry node ctl was not in this run"]
+
+
+def test_up_with_a_bundle_in_a_new_directory_makes_nodes_of_the_bundles_release(tmp_path, key):
+    """A new virtual cluster is Debian 13 unless its bundle serves another release: a Debian 12 bundle gives
+    Debian 12 nodes (its manifest's distribution, matched against corral's own table)."""
+    from corral.workflows.up import bundle_release, start_virtual
+    _, _, fpr = key
+    bundle = sealed(tmp_path, key)
+    assert bundle_release(bundle) == "debian-12"  # sealed() builds a bookworm bundle
+    with pytest.raises(CorralError, match="packages.bundle carries 1 container image"):
+        start_virtual(tmp_path / "site", bundle=bundle, fingerprint=fpr)  # refused later: no site registry
+    assert {g.os for g in load(tmp_path / "site" / "cluster.yaml").spec.nodes} == {"debian-12"}

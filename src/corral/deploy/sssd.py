@@ -77,11 +77,11 @@ def sssd_config(conf: str, want: Want, ca: str | bytes | None = None, password: 
         CA_CERT: (ca.encode() if isinstance(ca, str) else ca, "644")}
     files[SSSD_CONF] = (conf.encode(), mode)  # the release's (spec/releases.py sssd_conf_mode)
     changed, meta = [], []
-    for path, (data, mode) in files.items():
+    for path, (data, file_mode) in files.items():
         cur = snap.files.get(path)
         if not cur or cur.get("sha256") != _sha(data):
             changed.append(path)
-        elif (cur["mode"], cur["user"], cur["group"]) != (mode, "root", "root"):
+        elif (cur["mode"], cur["user"], cur["group"]) != (file_mode, "root", "root"):
             meta.append(path)
     if not changed and not meta:
         host.noop("sssd.conf" + (" and the CA certificate" if ca is not None else "") + " up to date")
@@ -101,8 +101,8 @@ def sssd_config(conf: str, want: Want, ca: str | bytes | None = None, password: 
         label = "none (sssd not running yet)" if changed else "none"
     operations.annotate(disruption=label, diff=diff)
     for path in changed:
-        data, mode = files[path]
-        yield from operations.install_commands(path, data, mode, "root", "root")
+        data, file_mode = files[path]
+        yield from operations.install_commands(path, data, file_mode, "root", "root")
     for path in meta:
         yield cmd("chown", "root:root", path)
         yield cmd("chmod", files[path][1], path)

@@ -73,19 +73,31 @@ def bundle_section(bundle: Path, fingerprint: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bundle_release(bundle: Path) -> str | None:
+    """The release a bundle serves (its manifest's `distribution`, e.g. `debian bookworm`), so that `up --bundle`
+    in a new directory makes nodes the bundle can install: a Debian 12 bundle, Debian 12 nodes. Read before the
+    bundle is verified, so only matched against corral's own table (None when it names no release there); the
+    verification that follows refuses a bundle that is not what it says."""
+    from corral.bundle.coverage import read_manifest
+    from corral.spec.releases import RELEASES
+    said = read_manifest(bundle).get("distribution")
+    return next((r.name for r in RELEASES.values() if said == f"{r.distro} {r.suite}"), None)
+
+
 def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
                   subnet: str = str(DEFAULT_SUBNET), name: str = "vcluster", bundle: Path | None = None,
                   fingerprint: str | None = None, say: Say | None = None,
                   os_name: str | None = None) -> tuple[VirtualCluster, list[NodeStatus]]:
-    """Write the default spec if the directory has none (with `bundle`: installing from it alone; with
-    `os_name`: its nodes on that release), then bring every node up (idempotent)."""
+    """Write the default spec if the directory has none (with `bundle`: installing from it alone, its nodes on
+    the bundle's release; with `os_name`: its nodes on that release), then bring every node up (idempotent)."""
     say = say or _quiet
     spec_file = Path(directory) / "cluster.yaml"
     if not spec_file.exists():
         spec_file.parent.mkdir(parents=True, exist_ok=True)
         user_key = user_key_file(Path(directory) / ".corral", EXAMPLE_USER)
         text = default_spec(name, compute, gpus, gpu_model, ipaddress.IPv4Network(subnet),
-                            user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}"), os_name=os_name or VIRTUAL_OS)
+                            user_key=ensure_key(user_key, f"{EXAMPLE_USER}@{name}"),
+                            os_name=os_name or (bundle_release(Path(bundle)) if bundle else None) or VIRTUAL_OS)
         spec_file.write_text(text + (bundle_section(Path(bundle).resolve(), fingerprint) if bundle else ""))
         say(f"wrote {spec_file}")
     cluster = load(spec_file)
