@@ -136,7 +136,7 @@ def reg(bench):
     return bench
 
 
-def OPENMPI(vc) -> str:  # noqa: N802 - the release's Open MPI, its module's version (spec/releases.py)
+def openmpi(vc) -> str:  # the release's Open MPI, its module's version (spec/releases.py)
     from corral.spec.releases import release
     return release(vc.os).openmpi
 
@@ -168,9 +168,9 @@ def test_module_avail_and_load_in_her_login_shell(bench):
                              "nvcc --version && echo \"CUDA_HOME=$CUDA_HOME\" && "
                              "echo \"MPI_HOME=$MPI_HOME SLURM_MPI_TYPE=$SLURM_MPI_TYPE HELLO_FROM=$HELLO_FROM\"")
     text = out.stdout + out.stderr
-    assert f"openmpi/{OPENMPI(bench)}" in text and "hello/1.0" in text and "cuda/12.4" in text, text
+    assert f"openmpi/{openmpi(bench)}" in text and "hello/1.0" in text and "cuda/12.4" in text, text
     assert "release 12.4" in text and "CUDA_HOME=/usr/local/cuda-12.4" in text, text  # the EMULATED toolkit
-    assert f"mpirun (Open MPI) {OPENMPI(bench)}." in text, text
+    assert f"mpirun (Open MPI) {openmpi(bench)}." in text, text
     assert "MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi SLURM_MPI_TYPE=pmix HELLO_FROM=the site tree on /sw" in text, text
     path = ssh(bench, "login1", "cat /etc/lmod/modulespath").stdout
     assert "/usr/local/share/corral/modulefiles\n" in path and "/sw/modulefiles\n" in path, path
@@ -183,8 +183,8 @@ def test_module_load_in_her_batch_job(bench):
     job = as_alice(bench, "login1", "cd ~ && sbatch --parsable --wait -w gpu01 -t 2 --output=modules-%j.out "
                                     "modules.sh").stdout.strip()
     out = as_alice(bench, "login1", f"cat ~/modules-{job}.out").stdout
-    assert sorted(out.splitlines()[:3]) == ["cuda/12.4", "hello/1.0", f"openmpi/{OPENMPI(bench)}"], out
-    assert out.splitlines()[3].startswith(f"mpirun (Open MPI) {OPENMPI(bench)}."), out
+    assert sorted(out.splitlines()[:3]) == ["cuda/12.4", "hello/1.0", f"openmpi/{openmpi(bench)}"], out
+    assert out.splitlines()[3].startswith(f"mpirun (Open MPI) {openmpi(bench)}."), out
     assert out.splitlines()[4:] == ["gpu01 the site tree on /sw /usr/local/cuda-12.4"], out
 
 

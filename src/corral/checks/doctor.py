@@ -147,9 +147,6 @@ def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -
     return Report(checks)
 
 
-BUNDLE_OS = {"debian bookworm": ("debian", "12"), "debian trixie": ("debian", "13")}  # distribution -> os facts
-
-
 def _bundle(cluster: Cluster, facts: dict[str, dict] | None = None) -> Check:
     """packages.source: bundle: it verifies against the expected signer, holds what every node needs, and
     was resolved for the release each reachable node runs."""
@@ -157,6 +154,7 @@ def _bundle(cluster: Cluster, facts: dict[str, dict] | None = None) -> Check:
     from corral.bundle.serve import bundle_path
     from corral.bundle.verify import expected_fingerprint, verify
     from corral.errors import CorralError
+    from corral.spec.rules_bundle import release_of_distribution
     path = bundle_path(cluster)
     checked = verify(path, expected_fingerprint(cluster))
     if not checked.ok:
@@ -171,9 +169,10 @@ def _bundle(cluster: Cluster, facts: dict[str, dict] | None = None) -> Check:
     per_node = {n.name: ("FAIL", "; ".join(found[n.name])) if n.name in found else ("OK", "every package it needs")
                 for n in cluster.nodes}
     made_for = (checked.manifest or {}).get("distribution", "")
+    rel = release_of_distribution(made_for)
     for name, f in (facts or {}).items():
         runs = tuple((f.get("os") or "unknown").split()[:2])
-        if name in per_node and runs != BUNDLE_OS.get(made_for):
+        if name in per_node and runs != ((rel.distro, rel.version) if rel else None):
             per_node[name] = ("FAIL", f"the bundle was resolved for {made_for or 'an unknown release'}; this node "
                                       f"runs {' '.join(runs)}: its packages were not resolved for it")
     return summarize("bundle", per_node, f"{path.name}: signed by the expected key; holds every package the "

@@ -25,6 +25,13 @@ BUNDLE_RELEASES = ("debian-12", "debian-13")  # the releases bundle/build.py res
 VENDOR_RELEASE = "debian-12"  # the vendors' repositories are carried for it alone
 
 
+def release_of_distribution(said: object):
+    """The bundle release whose manifest `distribution` (bundle/build.py: "debian trixie") is `said`; None for
+    anything else. A manifest is read before it is verified in places: only ever matched, never used raw."""
+    from corral.spec.releases import RELEASES
+    return next((RELEASES[n] for n in BUNDLE_RELEASES if said == f"{RELEASES[n].distro} {RELEASES[n].suite}"), None)
+
+
 def bundle_os(cluster: Cluster) -> str:
     """The release a bundle for this spec is resolved for: its first node group's."""
     return cluster.spec.nodes[0].os

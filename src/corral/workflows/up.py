@@ -79,9 +79,9 @@ def bundle_release(bundle: Path) -> str | None:
     bundle is verified, so only matched against corral's own table (None when it names no release there); the
     verification that follows refuses a bundle that is not what it says."""
     from corral.bundle.coverage import read_manifest
-    from corral.spec.releases import RELEASES
-    said = read_manifest(bundle).get("distribution")
-    return next((r.name for r in RELEASES.values() if said == f"{r.distro} {r.suite}"), None)
+    from corral.spec.rules_bundle import release_of_distribution
+    rel = release_of_distribution(read_manifest(bundle).get("distribution"))
+    return rel.name if rel else None
 
 
 def start_virtual(directory: Path, *, compute: int = 2, gpus: int = 4, gpu_model: str = "h100",
