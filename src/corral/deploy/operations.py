@@ -213,8 +213,10 @@ def managed_block(path: str, block: str, want: Want, merge, disruption: str = "n
 
 @operation()
 def service(unit: str, want: Want, running: bool = True, enabled: bool = True, wait: str | None = None,
-            logs: str | None = None):
-    """Enabled and running; after a start, wait until `wait` (a shell test) succeeds."""
+            logs: str | None = None, first: tuple[str, str] | None = None):
+    """Enabled and running; after a start, wait until `wait` (a shell test) succeeds. `first`: (what, shell
+    test) waited for before a start, bounded, going on either way (a backup slurmctld starts once the
+    primary serves: started together, the primary's stand-down request to it times out, 30 s)."""
     name = unit
     active, is_enabled = snapshot(want).services.get(name, ("unknown", "unknown"))
     cmds = []
@@ -232,6 +234,8 @@ def service(unit: str, want: Want, running: bool = True, enabled: bool = True, w
         return
     annotate(disruption=f"start {name}")
     yield cmd("systemctl", "daemon-reload")
+    if first and running and active != "active":
+        yield awaited(*first)
     yield from cmds
     if wait and running and active != "active":
         yield readiness(name, wait, logs)
@@ -310,6 +314,14 @@ def run_when_changed(description: str, commands: list[str], disruption: str = "n
     """Commands to run when an earlier op changed (`_if=`), e.g. `scontrol reconfigure`."""
     annotate(disruption=disruption)
     yield from commands
+
+
+def awaited(what: str, test: str, timeout_s: int = 90) -> str:
+    """A shell loop: wait until `test` succeeds (every 250 ms), for at most `timeout_s`; after that say
+    so on stderr and go on (what comes next does not need it, it goes better with it)."""
+    return (f"end=$(( $(date +%s) + {int(timeout_s)} )); until ( {test} ) >/dev/null 2>&1; do "  # shell-ok: test is corral's
+            f"if [ $(date +%s) -ge \"$end\" ]; then echo {q(f'{what}: not after {timeout_s} s, going on')} >&2; break; fi; "
+            f"sleep 0.25; done")
 
 
 def readiness(name: str, test: str, logs: str | None, timeout_s: int = 60) -> str:

@@ -86,8 +86,8 @@ def node_ready(name: str) -> str:
 
 
 def standby_ready(name: str) -> str:
-    """Shell test: this (backup) controller's slurmctld answers `scontrol ping`; standing by, it serves no
-    other RPC."""
+    """Shell test: the controller `name`'s slurmctld answers `scontrol ping` (a standby backup serves no
+    other RPC)."""
     return f"scontrol ping | grep -q {q(f'at {name} is UP')}"
 
 
@@ -192,8 +192,10 @@ def slurm_controller() -> None:
     operations.packages(name="slurmctld installed", names=list(CTL_WANT.packages), want=CTL_WANT, together=True)
     operations.directory(name=LOGDIR, path=LOGDIR, user="slurm", group="slurm", want=CTL_WANT)
     state_directory(cluster, CTL_WANT)  # local, or on a spec mount with slurmctld's RequiresMountsFor drop-in
+    primary = cluster.with_role("controller")[0].name
+    backup = node.name if node.name != primary else None
     controller_config(name="slurm.conf, gres.conf, cgroup.conf, plugstack.conf", files=_configs(cluster),
-                      want=CTL_WANT, backup=node.name if node.name != cluster.with_role("controller")[0].name else None)
+                      want=CTL_WANT, backup=backup)
     operations.restart_policy(name="slurmctld restarted by systemd when it dies", unit="slurmctld", want=CTL_WANT, started_next=True)
     operations.directory(name=paths.LIB, path=paths.LIB, want=CTL_WANT)
     for module in ctld_restart.MODULES:  # read at slurmctld's next start: no restart
@@ -202,7 +204,10 @@ def slurm_controller() -> None:
     operations.unit_dropin(name="slurmctld's restarts judged after each start (jobs an unclean end lost)",
                            unit="slurmctld", path=ctld_restart.DROPIN, content=ctld_restart.dropin_text(),
                            want=CTL_WANT, started_next=True)
-    operations.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS)
+    # a backup starts once the primary serves: started together, the primary's request that it stand down
+    # found it waiting for the state's heartbeat and timed out (30 s at 24.11)
+    operations.service(name="slurmctld running", unit="slurmctld", want=CTL_WANT, wait=CTL_READY, logs=CTL_LOGS,
+                       first=(f"the primary controller {primary} serving", standby_ready(primary)) if backup else None)
 
 
 def dropin(cluster, node) -> str:
