@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from corral.components.views import declared
-from corral.render.podman import registries_conf
+from corral.render.podman import registries_conf, storage_conf
 from corral.render.prometheus import render_prometheus_yml
 from corral.render.registry import config, instances
 from corral import site_ca
@@ -62,6 +62,17 @@ def test_podman_pulls_the_upstream_through_its_cache(tmp_path):
     assert registries_conf(cluster).splitlines()[1:] == [
         "", "[[registry]]", 'prefix = "nvcr.io"', 'location = "nvcr.io"', "[[registry.mirror]]",
         'location = "ctl:5001"']
+
+
+def test_podman_storage_is_vfs_only_on_the_virtual_cluster(tmp_path):
+    """A virtual node's root is an overlayfs, where podman 5 refuses its overlay driver: vfs there; a real
+    node's podman picks its own (overlay on its disk)."""
+    virtual = storage_conf(_cluster(tmp_path, images_spec(tmp_path)))
+    assert 'driver = "vfs"' in virtual.splitlines()
+    (tmp_path / "real").mkdir()
+    spec = images_spec(tmp_path / "real").replace("virtual:\n  subnet: 10.213.0.0/24\n", "")
+    real = _cluster(tmp_path / "real", spec)
+    assert real.spec.virtual is None and 'driver = ""' in storage_conf(real).splitlines()
 
 
 def test_prometheus_scrapes_each_registry_instance(tmp_path):

@@ -23,7 +23,7 @@ def podman() -> None:
     operations.packages(name="podman (rootless)", names=list(PACKAGES), want=WANT, together=True)
     operations.managed_file(name="podman: cgroupfs, events to a file", path=CONTAINERS_CONF,
                             content=containers_conf(cluster), want=WANT)
-    operations.managed_file(name="podman: users' images on the node", path=STORAGE_CONF, content=storage_conf(),
+    operations.managed_file(name="podman: users' images on the node", path=STORAGE_CONF, content=storage_conf(cluster),
                             want=WANT)
     operations.managed_file(name="podman: upstreams through the registry's caches", path=REGISTRIES_CONF,
                             content=registries_conf(cluster), want=WANT)

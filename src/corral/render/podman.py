@@ -4,7 +4,9 @@ cluster's registry (docs/components/images.md). Used by deploy/podman.py.
 - containers.conf: cgroupfs and a file events log (a job has no systemd user session); on a virtual
   cluster no session keyring (systemd-nspawn's seccomp filter refuses keyctl).
 - storage.conf: each user's images under /var/tmp on the node (homes are on NFS, which rootless
-  storage cannot use).
+  storage cannot use); podman picks its driver (overlay on a node's own disk). On a virtual cluster
+  `vfs`: a node's root is an overlayfs, and podman 5 (Debian 13) refuses overlay over overlayfs without a
+  FUSE mount program (`'overlay' is not supported over overlayfs`) where podman 4 fell back to vfs.
 - registries.conf.d: each cached upstream (nvcr.io, docker.io, ...) pulled through its cache first,
   from the upstream itself when the cache does not answer. The site registry needs nothing: corral's CA is
   in the trust store.
@@ -32,8 +34,9 @@ def containers_conf(cluster: Cluster) -> str:
             "events_logger = \"file\"\n")
 
 
-def storage_conf() -> str:
-    return (f"{HEAD}[storage]\ndriver = \"\"\nrunroot = \"/run/containers/storage\"\n"
+def storage_conf(cluster: Cluster) -> str:
+    driver = "vfs" if cluster.spec.virtual is not None else ""
+    return (f"{HEAD}[storage]\ndriver = \"{driver}\"\nrunroot = \"/run/containers/storage\"\n"
             "graphroot = \"/var/lib/containers/storage\"\n"
             "rootless_storage_path = \"/var/tmp/containers-$UID/storage\"\n")
 

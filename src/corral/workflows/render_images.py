@@ -60,7 +60,7 @@ def _upstream_probe(c: Ctx) -> Files:
 def _podman(c: Ctx, node: Node) -> Files:
     from corral.render.podman import (CONTAINERS_CONF, REGISTRIES_CONF, STORAGE_CONF, containers_conf,
                                       registries_conf, storage_conf)
-    return {CONTAINERS_CONF: containers_conf(c.cluster), STORAGE_CONF: storage_conf(),
+    return {CONTAINERS_CONF: containers_conf(c.cluster), STORAGE_CONF: storage_conf(c.cluster),
             REGISTRIES_CONF: registries_conf(c.cluster)}
 
 
