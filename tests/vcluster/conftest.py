@@ -51,6 +51,13 @@ def make_spec(directory: Path, *, name: str = "ctest", compute: int = 2, gpus: i
     return path
 
 
+def started(vc, node: str, unit: str) -> str:
+    """When systemd last started `unit` and how often it restarted it: unchanged unless systemd (re)started
+    the daemon. Not its PID: from Slurm 24.11 `scontrol reconfigure` re-executes slurmctld and slurmd in
+    place (a new PID, the unit active throughout)."""
+    return ssh(vc, node, f"systemctl show -p ActiveEnterTimestampMonotonic -p NRestarts {unit}").stdout.strip()
+
+
 def ssh(vc, node: str, command: str, check: bool = True) -> subprocess.CompletedProcess:
     n = vc.node(node).node
     proc = subprocess.run(vc.ssh_cmd(n.address, command), capture_output=True, text=True,

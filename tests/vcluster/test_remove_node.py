@@ -17,7 +17,7 @@ from corral.engine import node_record
 from corral.spec.loader import load
 from corral.workflows.converge import converge
 from corral.workflows.removal import DISRUPTION
-from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable, failures
+from tests.vcluster.conftest import make_spec, ssh, started, vcluster_unavailable, failures
 
 pytestmark = pytest.mark.vcluster
 # a subnet, bridge, port and name of this module's own (conftest: 77/corraltest0/18080, 78/corraltest1/18082)
@@ -93,14 +93,10 @@ def _accounted(vc, job: str) -> str:
     return state
 
 
-def _pid(vc, node: str, unit: str) -> str:
-    return ssh(vc, node, f"systemctl show -p MainPID --value {unit}").stdout.strip()
-
-
 def test_removed_node_is_drained_waited_for_then_out_of_slurm_with_its_daemons_stopped(vc, capsys):
     job = _job_on_gpu03(vc, until=RELEASE)
-    pids = {n: _pid(vc, n, "slurmd") for n in ("gpu01", "gpu02")}
-    ctld = _pid(vc, "ctl", "slurmctld")
+    starts = {n: started(vc, n, "slurmd") for n in ("gpu01", "gpu02")}
+    ctld = started(vc, "ctl", "slurmctld")
     without = _spec(vc, WITHOUT)
     # plan: the removal with its running job, as text and JSON; nothing changed
     assert main(["plan", "--json", "-f", str(without.path)]) == 0
@@ -127,15 +123,15 @@ def test_removed_node_is_drained_waited_for_then_out_of_slurm_with_its_daemons_s
     assert ssh(vc, "gpu03", "systemctl is-active slurmd munge", check=False).stdout.split() == ["inactive"] * 2
     assert ssh(vc, "gpu03", "systemctl is-enabled slurmd", check=False).stdout.strip() == "disabled"
     assert ssh(vc, "gpu03", KEPT).stdout.strip() == "kept"
-    # the other compute nodes: 0 changes, same slurmd (a node-set change restarts slurmctld, then
-    # `scontrol reconfigure`, which slurmd takes without a restart); the controller: slurm.conf + restart
+    # the other compute nodes: 0 changes, slurmd not restarted (a node-set change restarts slurmctld, then
+    # `scontrol reconfigure`, which slurmd takes without a restart by systemd); the controller: slurm.conf + restart
     assert result.nodes["gpu01"].count("changed") == 0 and result.nodes["gpu02"].count("changed") == 0
-    assert {n: _pid(vc, n, "slurmd") for n in ("gpu01", "gpu02")} == pids
+    assert {n: started(vc, n, "slurmd") for n in ("gpu01", "gpu02")} == starts
     changed_ctl = [o for o in result.nodes["ctl"].ops if o.status == "changed"]
     assert [o.name for o in changed_ctl] == [  # ctl is also the monitoring node: a scrape target less
         "base | /etc/hosts entries from the spec", "slurm controller | slurm.conf, gres.conf, cgroup.conf, plugstack.conf",
         "monitoring | prometheus.yml (scrape config)", "monitoring | Prometheus reloaded (scrape config or rules changed)"]
-    assert changed_ctl[1].disruption.startswith("restart slurmctld") and _pid(vc, "ctl", "slurmctld") != ctld
+    assert changed_ctl[1].disruption.startswith("restart slurmctld") and started(vc, "ctl", "slurmctld") != ctld
     assert "gpu03" not in node_record.read(without.state_dir)
     _idle(vc, ["gpu01", "gpu02"])
     # a second apply: nothing left to remove, nothing changed
@@ -144,13 +140,13 @@ def test_removed_node_is_drained_waited_for_then_out_of_slurm_with_its_daemons_s
 
 
 def test_a_node_put_back_comes_back_idle_and_touches_no_other_compute_node(vc):
-    pids = {n: _pid(vc, n, "slurmd") for n in ("gpu01", "gpu02")}
+    starts = {n: started(vc, n, "slurmd") for n in ("gpu01", "gpu02")}
     back = _spec(vc, ALL)
     result = converge(back, "apply", command="test-readd-node")
     assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
     assert result.nodes["gpu03"].count("changed") > 0
     assert result.nodes["gpu01"].count("changed") == 0 and result.nodes["gpu02"].count("changed") == 0
-    assert {n: _pid(vc, n, "slurmd") for n in ("gpu01", "gpu02")} == pids
+    assert {n: started(vc, n, "slurmd") for n in ("gpu01", "gpu02")} == starts
     _idle(vc, ["gpu01", "gpu02", "gpu03"])
     assert ssh(vc, "ctl", "srun -N1 -w gpu03 hostname").stdout.strip() == "gpu03"
     assert "gpu03" in node_record.read(back.state_dir)
