@@ -12,7 +12,7 @@ from corral.components import gates
 from corral.components.views import node_packages
 from corral.deploy.software import ACCEPTANCE, modulefiles
 from corral.errors import SpecError
-from corral.render.job_container import job_container_conf, slurm_lines as job_lines
+from corral.render.job_container import job_container_conf, mpi_conf, slurm_lines as job_lines
 from corral.render.lmod import lua_string, modulespath, openmpi_module
 from corral.render.slurm import render_slurm_conf
 from corral.spec.loader import load_text
@@ -101,6 +101,14 @@ def test_job_container_conf_follows_the_slurm_version():
     assert job_container_conf(cluster, (24, 11)).endswith("BasePath=/local/jobtmp\nDirs=/tmp,/dev/shm\n")
     assert job_container_conf(cluster, (26, 5)) == job_container_conf(cluster, (24, 11)).replace("24.11", "26.05")
     assert job_container_conf(loads(""), (22, 5)) is None
+
+
+def test_mpi_tasks_take_pmix_data_by_message_where_jobs_have_a_private_tmp():
+    """PMIx's shared-memory job data sits under the node's /tmp, hidden from a clean job's tasks: mpi.conf
+    has them use gds/hash; nothing without clean jobs."""
+    lines = [line for line in mpi_conf(loads("slurm: {clean_jobs: true}\n")).splitlines() if not line.startswith("#")]
+    assert lines == ["PMIxEnv=PMIX_MCA_gds=hash"]
+    assert mpi_conf(loads("")) is None
 
 
 def test_slurm_conf_names_the_job_container_and_contains_every_job():

@@ -38,7 +38,7 @@ from corral.render.slurm import render_slurm_conf
 from corral.render.storage import STATE_DROPIN
 from corral.render.job_env import rdma_ports
 from corral.render.topology import PATH as TOPOLOGY_CONF, topology_conf
-from corral.render.job_container import PATH as JOB_CONTAINER_CONF, job_container_conf
+from corral.render.job_container import MPI_PATH as MPI_CONF, PATH as JOB_CONTAINER_CONF, job_container_conf, mpi_conf
 from corral.render.slurm_lint import lint_configs
 from corral import paths
 
@@ -47,7 +47,7 @@ SLURM_CONF, GRES_CONF, CGROUP_CONF = f"{ETC}/slurm.conf", f"{ETC}/gres.conf", f"
 LOGDIR = "/var/log/slurm"  # the StateSaveLocation: spec/shared.py state_save_location, made by deploy/slurm_ha.py
 DROPIN = "/etc/systemd/system/slurmd.service.d/corral.conf"
 SLURMD_STATE = paths.SLURMD_STATE  # what slurmd loads when it starts (SPANK plugins, GRES): a change restarts it
-CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, TOPOLOGY_CONF, JOB_CONTAINER_CONF, LOGDIR, STATE_DROPIN,
+CTL_WANT = register(Want(paths=(SLURM_CONF, GRES_CONF, CGROUP_CONF, PLUGSTACK, TOPOLOGY_CONF, JOB_CONTAINER_CONF, MPI_CONF, LOGDIR, STATE_DROPIN,
                                  dropin_path("slurmctld"), ctld_restart.DROPIN, paths.LIB,
                                  *(f"{paths.LIB}/{m}" for m in ctld_restart.MODULES)),
                           services=("slurmctld",),
@@ -164,7 +164,8 @@ def configs(cluster, hw, version, fabric, without_hooks=()) -> dict[str, str]:
             CGROUP_CONF: render_cgroup_conf(cluster, version=version),
             PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis),
             **({TOPOLOGY_CONF: topology} if (topology := topology_conf(cluster, fabric)) else {}),
-            **({JOB_CONTAINER_CONF: jc} if (jc := job_container_conf(cluster, version)) else {})}
+            **({JOB_CONTAINER_CONF: jc} if (jc := job_container_conf(cluster, version)) else {}),
+            **({MPI_CONF: mpi} if (mpi := mpi_conf(cluster)) else {})}
 
 
 def _configs(cluster) -> dict[str, str]:

@@ -13,6 +13,12 @@ Versions (job_container.conf(5) of each release, Slurm's release notes):
 
 The file sits beside slurm.conf on the controllers; configless slurmd fetches it. slurmd reads it only
 when it starts (deploy/slurm.py restarts slurmd when it changes).
+
+mpi.conf (with clean jobs only): Slurm's PMIx server (in slurmstepd, outside the job's namespace) keeps
+a job's data in a shared-memory file under the node's /tmp (PMIx 5's gds/shmem2: Debian 13's Open MPI 5),
+which the job's private /tmp hides from its tasks: `MPI_Init` fails with PMIX_ERR_FILE_OPEN_FAILURE
+(openpmix issues #3019, #3839). `PMIxEnv=PMIX_MCA_gds=hash` has every task take that data over PMIx's
+socket instead. slurmd reads mpi.conf at its start and at `scontrol reconfigure`.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ if TYPE_CHECKING:
     from corral.spec.cluster import Cluster
 
 PATH = "/etc/slurm/job_container.conf"
+MPI_PATH = "/etc/slurm/mpi.conf"
 DIRS_FROM = (23, 2)  # the `Dirs=` parameter
 DIRS = "/tmp,/dev/shm"
 
@@ -48,3 +55,12 @@ def job_container_conf(cluster: Cluster, version: tuple[int, int]) -> str | None
     if tuple(version) >= DIRS_FROM:
         out.append(f"Dirs={DIRS}")
     return "\n".join(out) + "\n"
+
+
+def mpi_conf(cluster: Cluster) -> str | None:
+    """mpi.conf: PMIx's job data by message where jobs have a private /tmp; None when slurm.clean_jobs is off."""
+    if not cluster.spec.slurm.clean_jobs:
+        return None
+    return (f"# Managed by corral from {cluster.path.name} (slurm.clean_jobs) — do not edit\n"
+            "# PMIx's shared-memory job data lives under the node's /tmp, which a job's private /tmp hides\n"
+            "PMIxEnv=PMIX_MCA_gds=hash\n")
