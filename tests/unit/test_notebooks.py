@@ -82,8 +82,10 @@ def test_a_site_key_readable_by_others_is_refused_and_a_missing_file_named(tmp_p
     cert.write_text("x")
     key.write_text("x")
     os.chmod(key, 0o644)
-    found = problems(HUB + f"    tls: {{cert: {cert}, key: {key}}}\n")
-    assert found == ["cluster.yaml:20:94: the private key is readable by others (mode 0644)"], found
+    line = f"    tls: {{cert: {cert}, key: {key}}}"
+    column = line.rindex(str(key)) + 1  # the key's value, wherever pytest's tmp_path puts it
+    found = problems(HUB + line + "\n")
+    assert found == [f"cluster.yaml:20:{column}: the private key is readable by others (mode 0644)"], found
     os.chmod(key, 0o600)
     assert loads(HUB + f"    tls: {{cert: {cert}, key: {key}}}\n").spec.workbench.jupyterhub.tls.key == str(key)
     found = problems(HUB + f"    tls: {{cert: {tmp_path}/nope.pem, key: {key}}}\n")
