@@ -244,6 +244,15 @@ def a_job_runs_from_the_image(reg, path: str) -> None:
     job = as_alice(reg, "login1", f"srun -w gpu02 --container-image={path} /bin/cat /etc/message", check=False,
                    timeout=120)
     assert job.returncode == 0 and job.stdout == "read out of the squashfs\n", (job.stdout, job.stderr)
+    # corral's job environment reaches the task in the container (its SPANK plugin: a TaskProlog would run in
+    # there, which Slurm 24.11+ cannot start), a value alice sets stays hers
+    assert "TaskProlog" not in ssh(reg, "ctl", "scontrol show config").stdout
+    want = next(line.split("=", 1)[1] for line in ssh(reg, "gpu02", "cat /etc/corral/job-env").stdout.splitlines()
+                if line.startswith("NCCL_SOCKET_IFNAME="))
+    env = as_alice(reg, "login1", f"srun -w gpu02 --container-image={path} /bin/sh -c 'echo \"$NCCL_SOCKET_IFNAME\"'; "
+                                  f"NCCL_SOCKET_IFNAME=hers srun -w gpu02 --container-image={path} "
+                                  "/bin/sh -c 'echo \"$NCCL_SOCKET_IFNAME\"'", timeout=120)
+    assert env.stdout.splitlines() == [want, "hers"], (env.stdout, env.stderr)
     as_alice(reg, "login1", "head -c 8192 /dev/urandom > corrupt.sqsh")
     for image, error in (("/home/alice/corrupt.sqsh", "cannot read the squashfs image /home/alice/corrupt.sqsh"),
                          ("/sw/images/missing.sqsh", "No such file or directory: /sw/images/missing.sqsh")):

@@ -32,6 +32,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from corral.spec.loader import load
+from corral.virtual.defaults import VIRTUAL_OS
 from corral.workflows.converge import converge
 from tests.vcluster.conftest import failures, make_spec, ssh, vcluster_unavailable
 from tests.vcluster.easybuild import manager_entry
@@ -45,11 +46,9 @@ SUBNET = ipaddress.IPv4Network("10.213.93.0/24")  # its own: other modules' clus
 BRIDGE = "corraltest36"
 PORT = 18093
 APPS = "/run/corral-emulated/compute-apps.json"
-# Debian 12 for now: on Debian 13 (tried) Open MPI 5's PMIx fails MPI_Init under clean jobs (gds/shmem2
-# cannot open its file), rootless podman 5 refuses overlay storage over the nodes' overlayfs, and a
-# job running a pulled squashfs image fails its TaskProlog (127); the notebook, EasyBuild, enroot/pyxis and
-# hub tests passed there, and the module tests but for their Open MPI version (read from the release now)
-WORKBENCH_OS = "debian-12"
+# what `corral up` makes (Debian 13, Slurm 24.11, Open MPI 5, podman 5); Debian 12's userland is the shared
+# cluster's (conftest.py) and test_bundle's
+WORKBENCH_OS = VIRTUAL_OS
 BOB_PASSWORD = "bob-in-the-directory-7"  # bob's password in the test directory (notebooks.py logs him in)
 HELLO_C = r"""#include <mpi.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 """containers: enroot on compute nodes (NVIDIA's release .debs, checked against the spec's sha256,
 /etc/enroot/enroot.conf from the spec) and pyxis on every Slurm node (srun parses its options, slurmd
-and slurmstepd run it), built on the node against the installed Slurm's headers (libslurm-dev).
+and slurmstepd run it), built on the node against the installed Slurm's headers (libslurm-dev), with
+corral's job environment plugin beside it (render/spank_env.py: a TaskProlog cannot run in a container).
 Runs before the Slurm deploys, so the plugin exists before plugstack.conf names it (deploy/slurm.py);
 the per-user enroot directories are made and cleaned by corral's prolog/epilog (node/jobhooks.py)."""
 
@@ -21,9 +22,11 @@ from corral.facts.slurm import upstream_version
 from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, TASK_MOUNTS,
                                       enroot_conf, pyxis_build_script, pyxis_mark, task_mounts)
 from corral.render.debs import release_debs_script
+from corral.render import spank_env
 
 SLURM_ROLES = ("controller", "compute", "login")
-WANT = register(Want(paths=(ENROOT_CONF, TASK_MOUNTS, PYXIS_SO, PYXIS_MARK), packages=FETCH_PACKAGES + BUILD_PACKAGES))
+WANT = register(Want(paths=(ENROOT_CONF, TASK_MOUNTS, PYXIS_SO, PYXIS_MARK, spank_env.SO, spank_env.MARK, spank_env.SOURCE_PATH),
+                     packages=FETCH_PACKAGES + BUILD_PACKAGES))
 
 
 def _bash(script: str):
@@ -61,6 +64,22 @@ def pyxis_build(spec, want: Want):
     yield _bash(pyxis_build_script(spec))
 
 
+@operation()
+def env_plugin_build(want: Want):
+    """corral's job environment plugin (render/spank_env.py) built against the Slurm installed here: nothing
+    to do when it is in place and its mark names this source and this libslurm-dev; else build it."""
+    snap = snapshot(want)
+    dev = snap.packages.get("libslurm-dev")
+    mark = (snap.files.get(spank_env.MARK) or {}).get("sha256")
+    so = (snap.files.get(spank_env.SO) or {}).get("kind") == "file"
+    if dev and so and mark == hashlib.sha256(spank_env.mark(dev).encode()).hexdigest():
+        host.noop(f"job environment plugin built against Slurm {upstream_version(dev)}")
+        return
+    annotate(disruption="none", diff=f"{spank_env.SO}: {'rebuilt' if so else 'built'} against the installed Slurm "
+                                     f"({dev or 'libslurm-dev to install'})\n")
+    yield _bash(spank_env.build_script())
+
+
 @deploy("containers")
 def containers() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
@@ -75,3 +94,6 @@ def containers() -> None:
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
         operations.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT, together=True)
         pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=bundled(cluster, ("nvidia", "pyxis")), want=WANT)
+        operations.managed_file(name=spank_env.SOURCE_PATH, path=spank_env.SOURCE_PATH, content=spank_env.SOURCE,
+                                want=WANT)
+        env_plugin_build(name="job environment plugin (in place of a TaskProlog)", want=WANT)

@@ -8,6 +8,7 @@ import shlex
 
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral import paths
+from corral.render.spank_env import SO as ENV_SO
 
 ENROOT_CONF = "/etc/enroot/enroot.conf"
 TASK_MOUNTS = "/etc/enroot/mounts.d/50-corral-task.fstab"  # enroot reads mounts.d at every container start
@@ -53,12 +54,15 @@ def user_dirs(e: EnrootSpec | None) -> list[dict]:
 
 
 def plugstack_conf(pyxis: PyxisSpec | None) -> str:
-    """Slurm's SPANK plugin stack (configless: slurmctld hands it to every slurmd)."""
+    """Slurm's SPANK plugin stack (configless: slurmctld hands it to every slurmd): with pyxis, corral's job
+    environment plugin first, then pyxis."""
     head = "# Managed by corral: Slurm SPANK plugins (nvidia.pyxis in cluster.yaml)\n"
     if pyxis is None:
         return head + "# none\n"
     args = " ".join(f"{k}={v}" for k, v in sorted(pyxis.args.items()))
-    return head + f"required {PYXIS_SO} {args}".rstrip() + "\n"
+    return (head + "# the job environment, in place of a TaskProlog (which would run inside the container: "
+                   "render/spank_env.py)\n"
+            f"required {ENV_SO}\n" + f"required {PYXIS_SO} {args}".rstrip() + "\n")
 
 
 def checksum_script(sha256: str | None, label: str = "pyxis", key: str = "nvidia.pyxis.sha256") -> str:

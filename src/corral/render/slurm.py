@@ -235,7 +235,10 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
                 "# (apply to those nodes, then to the controller)"]
     else:
         out += ["", "# Job hooks on compute nodes (GPU job mapping, per-user enroot directories; the job environment)",
-                f"Prolog={PROLOG}", f"Epilog={EPILOG}", f"TaskProlog={TASK_PROLOG}"]
+                f"Prolog={PROLOG}", f"Epilog={EPILOG}"]
+        # with pyxis the job environment comes from corral's SPANK plugin (plugstack.conf): a TaskProlog runs
+        # inside the container, where Slurm 24.11+ cannot start it (render/spank_env.py)
+        out += [f"TaskProlog={TASK_PROLOG}"] if cluster.spec.nvidia.pyxis is None else []
     out += power_lines(cluster)  # render/power.py: SuspendProgram & co. when power.enabled
     flags = prolog_flags(cluster)
     if flags:
