@@ -13,8 +13,8 @@ import pytest
 
 from corral.errors import SpecError
 from corral.node import jobdirs
-from corral.render.containers import (PYXIS_SO, TASK_MOUNTS, enroot_conf, plugstack_conf, pyxis_build_script, pyxis_mark,
-                                      task_mounts, user_dirs)
+from corral.render.containers import (PYXIS_SO, enroot_conf, plugstack_conf, pyxis_build_script, pyxis_mark,
+                                      user_dirs)
 from corral.render.debs import release_debs_script
 from corral.spec.containers import EnrootSpec, PyxisSpec
 
@@ -66,15 +66,6 @@ def test_enroot_conf_and_plugstack_from_the_spec():
     assert [(d["clean"], d["shared"]) for d in user_dirs(e)] == [(True, False), (True, False), (False, True)]
     assert user_dirs(None) == []
 
-
-
-def test_every_container_gets_corrals_task_prolog_and_job_environment():
-    """Slurm runs the TaskProlog inside pyxis' container: enroot's mounts.d binds it (and the file it reads) in,
-    read-only; the stand-in pyxis does these binds on the virtual cluster (tests/vcluster/images.py)."""
-    from corral import paths
-    assert TASK_MOUNTS.startswith("/etc/enroot/mounts.d/") and TASK_MOUNTS.endswith(".fstab")
-    entries = [line.split() for line in task_mounts().splitlines() if not line.startswith("#")]
-    assert entries == [[p, p, "none", "x-create=file,bind,ro,nosuid,nodev"] for p in (paths.TASK_PROLOG, paths.JOB_ENV)]
 
 
 def fake_tools(tmp_path, payload: bytes):
@@ -194,3 +185,24 @@ def test_url_templates_and_fixed_paths():
         problems("  enroot: {version: 3.5.0}\n  pyxis: {version: 0.20.0, url: 'https://mirror/{arch}.tgz'}\n")
     fixed = EnrootSpec(version="3.5.0", cache_path="/scratch/enroot-cache")  # the admin's own shared path
     assert [d["path"] for d in user_dirs(fixed)] == ["/run/enroot/user-{uid}", "/var/lib/enroot/data/user-{uid}"]
+
+
+def test_with_pyxis_the_job_environment_is_a_spank_plugin_and_slurm_names_no_task_prolog():
+    """From Slurm 24.11 a TaskProlog runs through slurmstepd's own binary inside pyxis' container (status 127
+    without its loader and libslurmfull.so there): with pyxis, corral's plugin goes first in plugstack.conf
+    and slurm.conf has no TaskProlog; without pyxis the TaskProlog stays."""
+    from corral.render import spank_env
+    from corral.render.job_env import PATH as JOB_ENV
+    from corral.render.slurm import render_slurm_conf
+    p = PyxisSpec(version="0.20.0", args={"runtime_path": "/run/pyxis"})
+    lines = [line for line in plugstack_conf(p).splitlines() if not line.startswith("#")]
+    assert lines == [f"required {spank_env.SO}", f"required {PYXIS_SO} runtime_path=/run/pyxis"]
+    with_pyxis = load_text(SPEC + "  enroot: {version: 3.5.0, sha256: skip}\n  pyxis: {version: 0.20.0, sha256: skip}\n",
+                           "cluster.yaml")
+    without = load_text(SPEC.replace("nvidia:\n", ""), "cluster.yaml")
+    assert "TaskProlog=" not in render_slurm_conf(with_pyxis, {}) and "Prolog=" in render_slurm_conf(with_pyxis, {})
+    assert "TaskProlog=/usr/local/sbin/corral-task-prolog" in render_slurm_conf(without, {})
+    assert f'fopen("{JOB_ENV}", "r")' in spank_env.SOURCE and "@" not in spank_env.SOURCE
+    assert "slurm_spank_user_init" in spank_env.SOURCE and "ESPANK_ENV_NOEXIST" in spank_env.SOURCE
+    assert spank_env.mark("24.11.5-4") != spank_env.mark("22.05.8-4")  # a Slurm upgrade rebuilds it
+

@@ -41,7 +41,7 @@ def vc(tmp_path_factory):
         pytest.skip(reason)
     from corral.virtual.cluster import VirtualCluster
     path = make_spec(tmp_path_factory.mktemp("remove"), name="cremove", compute=3, subnet=SUBNET, bridge=BRIDGE,
-                     port=PORT, os_name="debian-12")  # 22.05: slurmd keeps its PID through `scontrol reconfigure`
+                     port=PORT)
     path.write_text(path.read_text() + DRAIN)
     vc = VirtualCluster(load(path))
     try:

@@ -15,12 +15,12 @@ from pyinfra.api import deploy, operation
 from corral.bundle.downloads import bundled
 from corral.engine.shell import sh
 
-from corral.deploy import operations
+from corral.deploy import operations, users
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.engine.notes import annotate
 from corral.facts.slurm import upstream_version
 from corral.render.containers import (BUILD_PACKAGES, ENROOT_CONF, FETCH_PACKAGES, PYXIS_MARK, PYXIS_SO, TASK_MOUNTS,
-                                      enroot_conf, pyxis_build_script, pyxis_mark, task_mounts)
+                                      enroot_conf, pyxis_build_script, pyxis_mark)
 from corral.render.debs import release_debs_script
 from corral.render import spank_env
 
@@ -90,7 +90,8 @@ def containers() -> None:
         release_debs(name=f"enroot {nv.enroot.version}", label="enroot", sums_key="nvidia.enroot.sha256",
                      spec=bundled(cluster, ("nvidia", "enroot")), want=WANT)
         operations.managed_file(name=ENROOT_CONF, path=ENROOT_CONF, content=enroot_conf(nv.enroot), want=WANT)
-        operations.managed_file(name=TASK_MOUNTS, path=TASK_MOUNTS, content=task_mounts(), want=WANT)
+        users.absent(name="no TaskProlog bound into containers (the job environment plugin replaced it)",
+                     paths=[TASK_MOUNTS], want=WANT, what="TaskProlog binds")
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
         operations.packages(name="pyxis build dependencies", names=list(FETCH_PACKAGES + BUILD_PACKAGES), want=WANT, together=True)
         pyxis_build(name=f"pyxis {nv.pyxis.version}", spec=bundled(cluster, ("nvidia", "pyxis")), want=WANT)

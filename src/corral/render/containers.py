@@ -11,7 +11,9 @@ from corral import paths
 from corral.render.spank_env import SO as ENV_SO
 
 ENROOT_CONF = "/etc/enroot/enroot.conf"
-TASK_MOUNTS = "/etc/enroot/mounts.d/50-corral-task.fstab"  # enroot reads mounts.d at every container start
+# what earlier corral releases bound into every container (their TaskProlog and job-env): removed where found,
+# the job environment plugin (render/spank_env.py) took the TaskProlog's place
+TASK_MOUNTS = "/etc/enroot/mounts.d/50-corral-task.fstab"
 PLUGSTACK = "/etc/slurm/plugstack.conf"
 PYXIS_PREFIX = "/usr/local"
 PYXIS_SO = f"{PYXIS_PREFIX}/lib/slurm/spank_pyxis.so"
@@ -26,16 +28,6 @@ def enroot_conf(e: EnrootSpec) -> str:
              f"ENROOT_DATA_PATH {e.data_path}"]
     lines += [f"{k} {v}" for k, v in sorted(e.settings.items())]
     return "\n".join(lines) + "\n"
-
-
-def task_mounts() -> str:
-    """enroot's fstab for every container: corral's TaskProlog and the job environment it exports, bound
-    read-only. Slurm runs the TaskProlog after pyxis has entered the container (SPANK task_init comes
-    first), so inside it; where the container lacks it the task fails ("slurm task_prolog can not be
-    executed": pyxis issues #83 and #135 on GitHub). The prolog is /bin/sh with builtins only."""
-    opts = "none x-create=file,bind,ro,nosuid,nodev"
-    return ("# Managed by corral (nvidia.enroot): Slurm runs corral's TaskProlog inside the container\n"
-            f"{paths.TASK_PROLOG} {paths.TASK_PROLOG} {opts}\n{paths.JOB_ENV} {paths.JOB_ENV} {opts}\n")
 
 
 def user_dirs(e: EnrootSpec | None) -> list[dict]:

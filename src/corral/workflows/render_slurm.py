@@ -235,11 +235,10 @@ def _mig(c: Ctx, node: Node) -> Files:
 
 def _containers(c: Ctx, node: Node) -> Files:
     from corral.deploy.containers import SLURM_ROLES
-    from corral.render.containers import ENROOT_CONF, PYXIS_MARK, PYXIS_SO, TASK_MOUNTS, enroot_conf, task_mounts
+    from corral.render.containers import ENROOT_CONF, PYXIS_MARK, PYXIS_SO, enroot_conf
     nv, out = c.cluster.spec.nvidia, {}
     if nv.enroot is not None and "compute" in node.roles:
         out[ENROOT_CONF] = enroot_conf(nv.enroot)
-        out[TASK_MOUNTS] = task_mounts()
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
         c.note(f"pyxis: {PYXIS_SO} is built on each Slurm node, and {PYXIS_MARK} names the libslurm-dev it was "
                "built against (installed there): neither is rendered.")
