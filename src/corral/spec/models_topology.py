@@ -100,7 +100,8 @@ class FabricSpec(Strict):
     corral's TaskProlog unless the job sets the variable."""
 
     job_env: bool = Field(default=True, description="install the derived environment and the TaskProlog that "
-                                                    "exports it on compute nodes")
+                                                    "exports it on compute nodes (with pyxis: corral's SPANK "
+                                                    "plugin, [components/containers.md](components/containers.md))")
     env: dict[str, ConfigWord | Literal[""]] = Field(
         default={}, description="variables over the derived ones, e.g. NCCL_TOPO_FILE: /etc/nccl/topo.xml, "
                                 "NCCL_IB_GID_INDEX: '3'; an empty value drops a derived one. Only the "

@@ -240,8 +240,11 @@ def _containers(c: Ctx, node: Node) -> Files:
     if nv.enroot is not None and "compute" in node.roles:
         out[ENROOT_CONF] = enroot_conf(nv.enroot)
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
+        from corral.render import spank_env
+        out[spank_env.SOURCE_PATH] = spank_env.SOURCE
         c.note(f"pyxis: {PYXIS_SO} is built on each Slurm node, and {PYXIS_MARK} names the libslurm-dev it was "
-               "built against (installed there): neither is rendered.")
+               f"built against (installed there): neither is rendered; nor is {spank_env.SO}, corral's job "
+               f"environment plugin built there from {spank_env.SOURCE_PATH}.")
     return out
 
 
