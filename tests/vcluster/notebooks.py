@@ -154,8 +154,11 @@ def test_alice_gets_a_gpu_notebook_in_a_browser(bench, tmp_path):
             job = jobs[0].split()[0]
             assert re.fullmatch(rf"CVD=\d JOB={job} MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi "
                                 r"CUDA_HOME=/usr/local/cuda-12\.4", text.strip()), text
-            page.goto(base + "/hub/home")
+            # the stop button works once the page's script has bound it: clicked before (a busy machine), nothing
+            # happens; the hub hides it when the stop went through
+            page.goto(base + "/hub/home", wait_until="networkidle")
             page.click("#stop")
+            expect(page.locator("#stop")).to_be_hidden(timeout=60000)
             wait_for(lambda: spawner_jobs(bench) == [], "her server's job to end", timeout=90)
         finally:
             browser.close()
