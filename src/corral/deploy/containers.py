@@ -48,15 +48,22 @@ def release_debs(label: str, sums_key: str, spec, want: Want):
     yield _bash(release_debs_script(label, sums_key, spec.packages, spec.version, spec.url, spec.sha256))
 
 
+def _built(want: Want, so_path: str, mark_path: str, mark_of) -> tuple[str | None, bool, bool]:
+    """A SPANK plugin built on the node: the installed libslurm-dev, whether the plugin is there, and whether
+    its mark file says it was built as `mark_of(libslurm-dev version)` says it should be."""
+    snap = snapshot(want)
+    dev = snap.packages.get("libslurm-dev")
+    mark = (snap.files.get(mark_path) or {}).get("sha256")
+    so = (snap.files.get(so_path) or {}).get("kind") == "file"
+    return dev, so, bool(dev and so and mark == hashlib.sha256(mark_of(dev).encode()).hexdigest())
+
+
 @operation()
 def pyxis_build(spec, want: Want):
     """pyxis built against the Slurm installed here: nothing to do when the plugin is in place and
     was built from this version against this libslurm-dev; else fetch, check, build, install."""
-    snap = snapshot(want)
-    dev = snap.packages.get("libslurm-dev")
-    mark = (snap.files.get(PYXIS_MARK) or {}).get("sha256")
-    so = (snap.files.get(PYXIS_SO) or {}).get("kind") == "file"
-    if dev and so and mark == hashlib.sha256(pyxis_mark(spec, dev).encode()).hexdigest():
+    dev, so, current = _built(want, PYXIS_SO, PYXIS_MARK, lambda dev: pyxis_mark(spec, dev))
+    if current:
         host.noop(f"pyxis {spec.version} built against Slurm {upstream_version(dev)}")
         return
     annotate(disruption="none", diff=f"{PYXIS_SO}: {'rebuilt' if so else 'built'}: pyxis {spec.version} "
@@ -68,11 +75,8 @@ def pyxis_build(spec, want: Want):
 def env_plugin_build(want: Want):
     """corral's job environment plugin (render/spank_env.py) built against the Slurm installed here: nothing
     to do when it is in place and its mark names this source and this libslurm-dev; else build it."""
-    snap = snapshot(want)
-    dev = snap.packages.get("libslurm-dev")
-    mark = (snap.files.get(spank_env.MARK) or {}).get("sha256")
-    so = (snap.files.get(spank_env.SO) or {}).get("kind") == "file"
-    if dev and so and mark == hashlib.sha256(spank_env.mark(dev).encode()).hexdigest():
+    dev, so, current = _built(want, spank_env.SO, spank_env.MARK, spank_env.mark)
+    if current:
         host.noop(f"job environment plugin built against Slurm {upstream_version(dev)}")
         return
     annotate(disruption="none", diff=f"{spank_env.SO}: {'rebuilt' if so else 'built'} against the installed Slurm "

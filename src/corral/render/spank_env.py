@@ -83,9 +83,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 """.replace("@JOB_ENV@", JOB_ENV)
 
 
+SOURCE_ID = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]  # which source a build was made from
+
+
 def mark(slurm_dev_version: str) -> str:
     """What the installed plugin was built from and against."""
-    return f"corral-env {hashlib.sha256(SOURCE.encode()).hexdigest()[:16]} slurm {slurm_dev_version}\n"
+    return f"corral-env {SOURCE_ID} slurm {slurm_dev_version}\n"
 
 
 def build_script() -> str:
@@ -97,5 +100,5 @@ def build_script() -> str:
             "{ tail -n 20 \"$tmp/build.log\" >&2; echo 'corral job environment plugin: build failed' >&2; exit 1; }\n"
             f"install -d -m 755 {q(SO.rsplit('/', 1)[0])}\n"
             f"install -m 755 \"$tmp/plugin.so\" {q(SO)}.new && mv -f {q(SO)}.new {q(SO)}\n"
-            f"printf 'corral-env %s slurm %s\\n' {q(hashlib.sha256(SOURCE.encode()).hexdigest()[:16])} "
+            f"printf 'corral-env %s slurm %s\\n' {q(SOURCE_ID)} "
             f"\"$(dpkg-query -W -f='${{Version}}' libslurm-dev)\" > {q(MARK)}.new && mv -f {q(MARK)}.new {q(MARK)}\n")
