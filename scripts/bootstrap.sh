@@ -38,5 +38,5 @@ if [ ! -x .venv/bin/promtool ] || [ ! -x .venv/bin/amtool ]; then
 fi
 case "$what" in
   up)   exec .venv/bin/corral up ;;
-  test) exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 tests ;;  # the 25 slowest: where CI time goes
+  test) exec bash scripts/run-tests.sh ;;  # the unit tests one process per core, then the virtual cluster's
 esac

@@ -1,7 +1,9 @@
 """A private sshd on loopback (127.0.0.2:2222 and 127.0.0.3:2222) for engine tests.
 
-If another test run on this machine holds port 2222, the next free port up to 2231 is used
-(same loopback addresses); tests read it from `sshd.port`.
+If another test run on this machine holds port 2222 (scripts/run-tests.sh runs several unit-test processes at
+once), the next free port up to 2231 is used (same loopback addresses); tests read it from `sshd.port`. A
+port is claimed by a lock file held while the daemon runs, before it is started: sshd binds whichever of its
+addresses it can, so two runs racing for one port would each answer on one of them.
 
 Import the fixtures into a test module: `from conftest_engine import sshd, engine_cluster  # noqa`.
 Needs root and /usr/sbin/sshd; the tests are skipped with the reason otherwise. The daemon has its
@@ -10,6 +12,7 @@ own generated ed25519 host key, allows root by a generated key only, and is stop
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -53,6 +56,17 @@ def _listening(address: str, port: int) -> bool:
 # Test modules each import the fixture, so pytest registers it once per module: the daemon is
 # shared by reference count and stopped when the last user finishes.
 _shared: dict = {"sshd": None, "users": 0}
+
+
+def _claim(port: int):
+    """The port's lock file, locked for this process (None: another test run holds it)."""
+    f = open(f"/run/lock/corral-test-sshd-{port}.lock", "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return None
+    return f
 
 
 def _start(d: Path, port: int) -> Sshd | None:
@@ -108,10 +122,15 @@ def sshd(tmp_path_factory) -> Sshd:
         pytest.skip(f"{SSHD} is missing (apt-get install -y openssh-server)")
     if _shared["sshd"] is None:
         for port in PORTS:
+            claim = _claim(port)
+            if claim is None:
+                continue
             if not any(_listening(a, port) for a in ADDRESSES):
                 _shared["sshd"] = _start(tmp_path_factory.mktemp("sshd"), port)
                 if _shared["sshd"] is not None:
+                    _shared["claim"] = claim
                     break
+            claim.close()
         else:
             pytest.skip(f"ports {PORTS.start}-{PORTS.stop - 1} of {', '.join(ADDRESSES)} are all in use")
     _shared["users"] += 1
@@ -121,6 +140,7 @@ def sshd(tmp_path_factory) -> Sshd:
         _shared["users"] -= 1
         if _shared["users"] == 0:
             _stop(_shared.pop("proc"))
+            _shared.pop("claim").close()
             _shared["sshd"] = None
 
 

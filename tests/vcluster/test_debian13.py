@@ -179,6 +179,9 @@ def wait_for(what: str, check, seconds: float = 60):
     raise AssertionError(f"{what}: not within {seconds:.0f} s")
 
 
+# alice's running job runs until she creates this file (her home is shared): the upgrade finds it running
+# through the failed canary, and its wait for jobs on gpu02 finds it running until then
+RELEASE = "~/.corral-test-upgrade-release"
 STANDIN = "corral test: a broken slurmd package stand-in (its preinst fails)"
 
 
@@ -205,11 +208,16 @@ def restore_slurmd(pool: Path, keep: Path) -> None:
     index(pool.parent)
 
 
-def _timed(cluster, command: str, lines: list):
+def _timed(cluster, command: str, lines: list, hook=None):
+    """apply with the real backup; each say line kept with its time, and given to `hook` as it comes."""
     from corral.backup.take import take
     t0 = time.monotonic()
-    result = converge(cluster, "apply", command=command, backup=take,
-                      say=lambda line: lines.append((time.monotonic() - t0, line)))
+
+    def say(line: str) -> None:
+        lines.append((time.monotonic() - t0, line))
+        if hook:
+            hook(line)
+    result = converge(cluster, "apply", command=command, backup=take, say=say)
     print(f"{command}: {time.monotonic() - t0:.1f} s")
     for at, line in lines:
         print(f"  {at:6.1f} s  {line}")
@@ -225,7 +233,8 @@ def upgraded(applied, tmp_path_factory):
     vc = applied
     jobs = {"finished": alice(vc, "sbatch --parsable --wait --wrap hostname"),
             "held": alice(vc, "sbatch --parsable --hold --wrap hostname"),
-            "running": alice(vc, "sbatch --parsable --nodelist=gpu02 --wrap 'sleep 75'")}
+            "running": alice(vc, f"rm -f {RELEASE}; sbatch --parsable --nodelist=gpu02 -t 15 --wrap "
+                                 f"'until [ -e {RELEASE} ]; do sleep 1; done'")}
     wait_for("alice's job running", lambda: ssh(vc, "ctl", f"squeue -h -j {jobs['running']} -o %T").stdout.strip()
              == "RUNNING")
     yaml = YAML()
@@ -258,9 +267,16 @@ def upgraded(applied, tmp_path_factory):
     finally:
         restore_slurmd(pool, keep)
     lines: list[tuple[float, str]] = []
-    result = _timed(cluster, "test-debian13-upgrade", lines)
+    at_drain: list[str] = []
+
+    def release(line: str) -> None:
+        """gpu02 drained, its wait for jobs next: alice's job, still running, is let finish."""
+        if line.startswith("node gpu02: slurm upgrade: drain") and not at_drain:
+            at_drain.append(ssh(vc, "ctl", f"squeue -h -j {jobs['running']} -o %T").stdout.strip())
+            alice(vc, f"touch {RELEASE}")
+    result = _timed(cluster, "test-debian13-upgrade", lines, release)
     return {"vc": vc, "cluster": cluster, "plan": plan, "broken": broken, "broken_lines": broken_lines,
-            "after_broken": after, "result": result, "lines": lines, "jobs": jobs}
+            "after_broken": after, "result": result, "lines": lines, "jobs": jobs, "at_drain": at_drain}
 
 
 def test_upgrade_planned_in_slurms_order(upgraded):
@@ -300,8 +316,9 @@ def test_upgrade_applied_in_order_and_every_daemon_at_26_05(upgraded):
     said = [line for _, line in upgraded["lines"]]
     marks = [next(i for i, line in enumerate(said) if m in line) for m in (
         "slurm upgrade: backup", "node gpu01: slurm upgrade: install", "node gpu02: slurm upgrade: drain",
-        "node gpu02: slurm upgrade: install")]
+        "node gpu02: slurm upgrade: wait for jobs", "node gpu02: slurm upgrade: install")]
     assert marks == sorted(marks), said
+    assert upgraded["at_drain"] == ["RUNNING"], upgraded["at_drain"]  # drained with her job running: it waited
     assert not any("slurm upgrade: slurmdbd" in line or "slurm upgrade: slurmctld" in line for line in said), said
     assert ssh(vc, "ctl", "sinfo -h -n gpu01 -o %T").stdout.strip() in ("idle", "mixed", "allocated")
     for node, command in (("ctl", "slurmdbd -V"), ("ctl", "slurmctld -V"), ("ctl2", "slurmctld -V"),
