@@ -249,6 +249,23 @@ def test_secrets_are_random_private_and_never_journaled(slurm):
     assert "IDENTIFIED BY PASSWORD" not in dump  # the masked SQL never appears in clear
 
 
+def _now(vc) -> float:
+    """The controller's clock, to the nanosecond."""
+    return float(ctl(vc, "date +%s.%N").stdout)
+
+
+def _state_saved(vc, since: float, within: float = 60.0) -> None:
+    """Until slurmctld has saved its job state after `since` (the controller's clock once the jobs were
+    submitted: a submission makes slurmctld save within seconds, and that save holds them)."""
+    loc = ctl(vc, "scontrol show config | sed -n 's/^StateSaveLocation *= *//p'").stdout.strip()
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if float(ctl(vc, f"stat -c %.9Y {loc}/job_state").stdout) > since:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"slurmctld saved no job state within {within:.0f} s of the submissions")
+
+
 def _main_pid(vc, node: str, unit: str) -> str:
     return ssh(vc, node, f"systemctl show -p MainPID --value {unit}").stdout.strip()
 
@@ -270,8 +287,9 @@ def test_killed_slurmctld_comes_back_with_its_queue(slurm):
     queued well before the kill (past the state save) are still queued or running."""
     held = ctl(slurm, "sbatch --parsable --hold -A research --wrap 'sleep 600'").stdout.strip()
     running = ctl(slurm, "sbatch --parsable -A research -N1 --wrap 'sleep 60'").stdout.strip()
+    submitted = _now(slurm)
     try:
-        time.sleep(10)  # older than slurmctld's state save
+        _state_saved(slurm, submitted)
         pid = _main_pid(slurm, "ctl", "slurmctld")
         ctl(slurm, f"kill -9 {pid}")
         _back(slurm, "ctl", "slurmctld", pid)
@@ -381,12 +399,13 @@ def test_controller_lost_and_restored_from_backup(slurm, tmp_path, capsys):
     ctl(vc, "sacctmgr -i add account lab42 Description=by-hand Organization=none")  # not in the spec
     done = ctl(vc, "sbatch --parsable --wait -A research -N1 --wrap true").stdout.strip()
     held = [ctl(vc, "sbatch --parsable --hold -A research --wrap 'sleep 600'").stdout.strip() for _ in range(2)]
+    submitted = _now(vc)
     try:
         for _ in range(60):
             if ctl(vc, f"sacct -n -X -P -j {done} -o State").stdout.strip() == "COMPLETED":
                 break
             time.sleep(1)
-        time.sleep(10)  # older than slurmctld's state save
+        _state_saved(vc, submitted)
         rc, taken = _corral_json(capsys, "backup", "-f", str(spec), "--to", str(tmp_path), "--json")
         assert rc == 0 and taken["ok"], taken
         backup = tmp_path / taken["file"].rsplit("/", 1)[1]
