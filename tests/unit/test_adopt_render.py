@@ -46,14 +46,35 @@ def test_the_fixtures_are_debian_12s_files():
     assert any("pam_systemd.so" in ln for ln in SESSION)
 
 
-def test_the_account_block_follows_common_account_and_ends_the_account_stack():
+def test_the_account_block_takes_common_accounts_place_as_a_substack_and_ends_the_account_stack():
+    """common-account as a substack: libpam-sss's profile puts `sufficient pam_localuser.so` there, which
+    in an @include would end sshd's whole account stack for every local user before pam_slurm_adopt."""
     new = adopt_lines(SSHD, SESSION, NODE)
-    i = new.index("@include common-account")
-    assert new[i + 1:i + 1 + len(ACCOUNT_BLOCK)] == ACCOUNT_BLOCK
+    i = SSHD.index("@include common-account")
+    assert new[i:i + len(ACCOUNT_BLOCK)] == ACCOUNT_BLOCK and "@include common-account" not in new
     assert modules(new, "account") == [
         "account    required     pam_nologin.so",
+        "account    substack     common-account",
         "account    sufficient   pam_access.so nodefgroup accessfile=/etc/security/corral-adopt.conf",
         f"account    required     {MODULE} nodename=gpu01"]
+
+
+def test_an_account_block_of_an_earlier_corral_after_the_include_is_replaced():
+    """corral before 2026-12 put its block after `@include common-account`: the next apply puts the block
+    in the include's place, and switching off still gives the stock file back."""
+    i = SSHD.index("@include common-account")
+    earlier = SSHD[:i + 1] + [BEGIN, "# Managed by corral (identity.pam_slurm_adopt): ...",
+                              "account    sufficient   pam_access.so nodefgroup accessfile=/etc/security/corral-adopt.conf",
+                              f"account    required     {MODULE} nodename=gpu01", END] + SSHD[i + 1:]
+    assert restore_lines(earlier) == SSHD
+    assert adopt_lines(earlier, SESSION, NODE) == adopt_lines(SSHD, SESSION, NODE)
+
+
+def test_an_account_include_spelt_otherwise_comes_back_as_it_was():
+    sshd = [("@include  common-account # site" if ln == "@include common-account" else ln) for ln in SSHD]
+    new = adopt_lines(sshd, SESSION, NODE)
+    assert "# was: @include  common-account # site" in new
+    assert restore_lines(new) == sshd
 
 
 def test_the_module_is_told_the_nodes_slurm_name():
@@ -76,7 +97,7 @@ def test_sshd_loses_pam_systemd_and_keeps_every_other_session_module_in_its_plac
     assert [a == b.rstrip() for a, b in zip(copied, stock)] == [True] * (len(stock) - 1) + [False]
     assert stock[-1].split() == ["session", "optional", "pam_systemd.so"]
     assert copied[-1].split() == ["session", "optional", "pam_permit.so"]
-    assert new.index(BEGIN_SESSION) == SSHD.index("@include common-session") + len(ACCOUNT_BLOCK)
+    assert new.index(BEGIN_SESSION) == SSHD.index("@include common-session") + len(ACCOUNT_BLOCK) - 1
 
 
 def test_the_whole_file_as_debian_12_gets_it():
@@ -94,7 +115,7 @@ def test_the_whole_file_as_debian_12_gets_it():
         "# pam_systemd.so would move the session out of the job's cgroup: pam_permit.so in its place",
         "session\toptional\tpam_permit.so",
         END]
-    assert [ln for ln in SSHD if ln not in new] == ["@include common-session"]
+    assert [ln for ln in SSHD if ln not in new] == ["@include common-account", "@include common-session"]
 
 
 def test_a_second_apply_changes_nothing():

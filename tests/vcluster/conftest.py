@@ -24,6 +24,23 @@ SHARED_BRIDGE = "corraltest1"
 SHARED_PORT = 18082
 # monitoring's test profile: scrape and evaluate every 2 s, every alert's `for:` 4 s
 MONITORING_PROFILE = "monitoring: {scrape_interval_s: 2, alerts: {for_s: 4}}\n"
+# the usable cluster (test_security_identity, test_security_root, test_users, one after the other): its own
+USABLE_SUBNET = ipaddress.IPv4Network("10.213.84.0/24")
+USABLE_BRIDGE = "corraltest4"
+USABLE_PORT = 18084
+USABLE_BMC_PORT = 18624
+# power on with the emulated BMC, so the BMC credentials exist on ctl (test_security_root); no node is idle
+# for an hour here, so none is suspended
+USABLE_POWER = f"""power:
+  enabled: true
+  suspend_after: 3600s
+  bmc:
+    scheme: http
+    timeout_s: 5
+    credentials_file: .corral/secrets/bmc-credentials
+    nodes:
+      - {{names: "gpu[01-02]", address: "{USABLE_SUBNET.network_address + 1}:{USABLE_BMC_PORT}"}}
+"""
 
 
 def vcluster_unavailable() -> str | None:
@@ -110,6 +127,37 @@ def settled(vc, command: str) -> None:
     assert all(s == "idle" for s in states[1::2]), states
 
 
+# A session's cluster goes down right after the last collected test that uses it, not at the session's end:
+# an idle cluster left up costs the modules after it CPU (the shared one scrapes every 2 s).
+_LAST_USER: dict[str, str] = {}  # fixture name -> node id of the last test using it
+_DOWN: dict[str, object] = {}  # fixture name -> its cluster's down(), while it is up
+
+
+def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        for name in ("shared_cluster", "usable_cluster"):
+            if name in getattr(item, "fixturenames", ()):
+                _LAST_USER[name] = item.nodeid
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    for name, nodeid in _LAST_USER.items():
+        if nodeid == item.nodeid and (down := _DOWN.pop(name, None)) is not None:
+            down()
+
+
+def _session_cluster(name: str, vc):
+    """Up for the session's tests that use it; down after the last of them (or at the session's end)."""
+    _DOWN[name] = vc.down
+    try:
+        vc.up()
+        yield vc
+    finally:
+        if (down := _DOWN.pop(name, None)) is not None:
+            down()
+
+
 @pytest.fixture(scope="session")
 def shared_cluster(tmp_path_factory):
     """One default 3-node cluster (ctl + gpu01-02 x 4 emulated H100, monitoring test profile) shared by
@@ -126,9 +174,20 @@ def shared_cluster(tmp_path_factory):
     path = make_spec(tmp_path_factory.mktemp("shared"), name="cshared", subnet=SHARED_SUBNET,
                      bridge=SHARED_BRIDGE, port=SHARED_PORT, os_name="debian-12")
     path.write_text(path.read_text() + MONITORING_PROFILE)
-    vc = VirtualCluster(load(path))
-    try:
-        vc.up()
-        yield vc
-    finally:
-        vc.down()
+    yield from _session_cluster("shared_cluster", VirtualCluster(load(path)))
+
+
+@pytest.fixture(scope="session")
+def usable_cluster(tmp_path_factory):
+    """The usable cluster (ctl also the NFS node, gpu01-02, login1, alice with her key; power on, never
+    suspending) shared by test_security_identity, test_security_root and test_users, in that order. Each
+    module's fixture applies the spec first (`settled`: what one module left on the nodes, such as SSSD
+    configured for a directory, is converged back where the spec says so) and puts its spec file back."""
+    reason = vcluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from corral.virtual.cluster import VirtualCluster
+    path = make_spec(tmp_path_factory.mktemp("usable"), name="usable", usable=True, subnet=USABLE_SUBNET,
+                     bridge=USABLE_BRIDGE, port=USABLE_PORT)
+    path.write_text(path.read_text() + USABLE_POWER)
+    yield from _session_cluster("usable_cluster", VirtualCluster(load(path)))

@@ -64,7 +64,8 @@ def test_plan_shows_drift_and_changes_nothing(vcluster):
 def test_unreachable_node_fails_alone(vcluster, capsys):
     vcluster.node("gpu02").stop()
     try:
-        result = run(vcluster.cluster, [smoke], mode="apply", command="test-unreachable")
+        # a stopped node's address answers nothing: the connect waits out its timeout (10 s by default)
+        result = run(vcluster.cluster, [smoke], mode="apply", command="test-unreachable", connect_timeout=3)
         assert not result.ok and result.failed_nodes == ["gpu02"]
         down = result.nodes["gpu02"]
         assert not down.reachable and "gpu02" in down.error

@@ -18,7 +18,7 @@ from tests.vcluster.conftest import ssh
 from tests.vcluster import test_users
 from tests.vcluster.test_users import LDAP_PW, _slapd_on_ctl, _tls_files, as_alice
 
-usable = test_users.usable  # the same usable cluster (its own instance for this module)
+usable = test_users.usable  # the session's usable cluster (conftest.py), converged for this module
 
 pytestmark = pytest.mark.vcluster
 MORE_LDIF = """dn: uid=carol,ou=people,dc=corral,dc=test
@@ -92,6 +92,11 @@ def test_ldap_ids_access_and_directory_collisions(usable, tmp_path):
             assert ssh(usable, node, "getent passwd bob", check=False).stdout == "", node
             # the directory's `sudo` group is filtered: carol gets no group of that name
             assert "sudo" not in ssh(usable, node, "id -Gn carol").stdout.split(), node
+        # SSSD's PAM profile puts `account sufficient pam_localuser.so` into common-account; a local user
+        # (alice) still needs a job on a compute node: pam_slurm_adopt is reached after it
+        assert "pam_localuser.so" in ssh(usable, "gpu01", "cat /etc/pam.d/common-account").stdout
+        assert as_alice(usable, "gpu01", "true", check=False).returncode != 0
+        assert ssh(usable, "gpu01", "true").returncode == 0  # root: exempt, as before
         conf = ssh(usable, "ctl", "grep -E '^(access_provider|min_id|max_id) =' /etc/sssd/sssd.conf").stdout
         assert conf.split("\n")[:3] == ["min_id = 10000", "max_id = 59999", "access_provider = deny"], conf
         assert "access_provider = simple" in ssh(usable, "login1", "cat /etc/sssd/sssd.conf").stdout

@@ -20,43 +20,18 @@ import pytest
 
 from corral import paths
 from corral.cli.main import main
-from corral.spec.loader import load
-from corral.workflows.converge import converge
-from tests.vcluster.conftest import TEST_SUBNET, failures, make_spec, ssh, vcluster_unavailable
+from tests.vcluster.conftest import settled, ssh
 
 pytestmark = pytest.mark.vcluster
-NET = str(TEST_SUBNET.network_address)[:-2]
-BMC_PORT = 18624
-POWER = f"""power:
-  enabled: true
-  suspend_after: 3600s
-  bmc:
-    scheme: http
-    timeout_s: 5
-    credentials_file: .corral/secrets/bmc-credentials
-    nodes:
-      - {{names: "gpu[01-02]", address: "{NET}.1:{BMC_PORT}"}}
-"""
 MARKER = "/var/tmp/corral-planted-ran"
 SECRET = "/etc/corral-test-secret"
 
 
 @pytest.fixture(scope="module")
-def vc(tmp_path_factory):
-    reason = vcluster_unavailable()
-    if reason:
-        pytest.skip(reason)
-    from corral.virtual.cluster import VirtualCluster
-    path = make_spec(tmp_path_factory.mktemp("sroot"), name="sroot", usable=True)
-    path.write_text(path.read_text() + POWER)
-    vc = VirtualCluster(load(path))
-    try:
-        vc.up()
-        result = converge(vc.cluster, "apply", command="test-security-root-apply")
-        assert result.ok, failures(result)
-        yield vc
-    finally:
-        vc.down()
+def vc(usable_cluster):
+    """The usable cluster (tests/vcluster/conftest.py: power on with the emulated BMC), converged."""
+    settled(usable_cluster, "test-security-root-apply")
+    return usable_cluster
 
 
 def test_fanout_never_imports_a_corral_package_a_user_planted_in_tmp(vc, capsys, monkeypatch):

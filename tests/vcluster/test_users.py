@@ -21,27 +21,18 @@ from corral.checks.validate import validate
 from corral.spec.loader import load
 from corral.spec.releases import release
 from corral.workflows.converge import converge
-from tests.vcluster.conftest import make_spec, ssh
+from tests.vcluster.conftest import settled, ssh
 
 pytestmark = pytest.mark.vcluster
 SUBMITIT = "submitit==1.5.4"  # 1.5.2 imports pkg_resources, which a Python 3.13 venv lacks
 
 
 @pytest.fixture(scope="module")
-def usable(tmp_path_factory):
-    from tests.vcluster.conftest import vcluster_unavailable
-    reason = vcluster_unavailable()
-    if reason:
-        pytest.skip(reason)
-    from corral.virtual.cluster import VirtualCluster
-    vc = VirtualCluster(load(make_spec(tmp_path_factory.mktemp("vc"), name="utest", usable=True)))
-    try:
-        vc.up()
-        result = converge(vc.cluster, "apply", command="test-users-apply")
-        assert result.ok, json.dumps(result.to_json(), indent=1)[:6000]
-        yield vc
-    finally:
-        vc.down()
+def usable(usable_cluster, request):
+    """The usable cluster (tests/vcluster/conftest.py, shared with test_security_identity and
+    test_security_root), converged to its spec for this module."""
+    settled(usable_cluster, f"test-{request.module.__name__.rsplit('.', 1)[-1]}-apply")
+    return usable_cluster
 
 
 def as_alice(vc, node: str, command: str, check: bool = True, timeout: int = 180) -> subprocess.CompletedProcess:
@@ -223,7 +214,8 @@ def _tls_files(directory, address: str) -> dict[str, str]:
 
 
 def _slapd_on_ctl(vc, tls: dict[str, str]) -> None:
-    """A real OpenLDAP (Debian's slapd) on ctl, serving ldaps:// with the test CA's certificate."""
+    """A real OpenLDAP (Debian's slapd) on ctl, serving ldaps:// with the test CA's certificate (a slapd
+    already there takes the new certificate)."""
     vc.add_packages(["slapd", "ldap-utils"])
     seed = "\n".join(f"slapd {k}" for k in (
         "slapd/domain string corral.test", "shared/organization string corral",
@@ -240,8 +232,10 @@ def _slapd_on_ctl(vc, tls: dict[str, str]) -> None:
     ssh(vc, "ctl", f"printf %s {shlex.quote(change)} | ldapmodify -Q -Y EXTERNAL -H ldapi:///")
     ssh(vc, "ctl", "sed -i 's|^SLAPD_SERVICES=.*|SLAPD_SERVICES=\"ldap:/// ldapi:/// ldaps:///\"|' "
                    "/etc/default/slapd && systemctl restart slapd")
-    ssh(vc, "ctl", f"printf %s {shlex.quote(LDIF)} | ldapadd -x -H ldap://127.0.0.1 "
-                   f"-D cn=admin,dc=corral,dc=test -w {LDAP_PW} >/dev/null")
+    # the directory's entries, once (the usable cluster's second module to get a directory finds them)
+    bind = f"-x -H ldap://127.0.0.1 -D cn=admin,dc=corral,dc=test -w {LDAP_PW}"
+    ssh(vc, "ctl", f"ldapsearch {bind} -b ou=people,dc=corral,dc=test -s base dn >/dev/null 2>&1 || "
+                   f"printf %s {shlex.quote(LDIF)} | ldapadd {bind} >/dev/null")
 
 
 def test_ldap_users_resolve_on_every_node_and_their_jobs_run_as_them(usable, tmp_path):

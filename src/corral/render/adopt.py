@@ -7,7 +7,8 @@ What Slurm documents (https://slurm.schedmd.com/pam_slurm_adopt.html; doc/html/p
   joins (render/slurm.py writes it); proctrack/cgroup and task/cgroup, which corral configures.
 - `account required pam_slurm_adopt.so` is the last module of sshd's account stack, after the included
   common-account, and nothing before it may end the stack early (the docs comment out a `sufficient`
-  pam_localuser for that reason). An admin's module may come before it as `sufficient` pam_access, which
+  pam_localuser for that reason; libpam-sss's pam-auth-update profile puts exactly that line into
+  common-account, so with SSSD every local user would skip pam_slurm_adopt). An admin's module may come before it as `sufficient` pam_access, which
   then lets those users in without a job: corral's access file admits root and ssh.user, so corral never
   locks itself out even while slurmd is down.
 - root: pam_slurm_adopt returns PAM_IGNORE for uid 0 before it reads any Slurm configuration (its
@@ -34,8 +35,11 @@ How corral does it on Debian 12:
   The action_* options keep Slurm's defaults.
 - pam_access gets `nodefgroup`: the names in the access file match user names only, never members of a
   group of that name.
-- The account block goes right after `@include common-account` (a file without that line is refused:
-  where the stack ends would be a guess).
+- The account block takes the place of `@include common-account` (a file without that line is refused:
+  where the stack ends would be a guess) and holds `account substack common-account`: common-account
+  decides as one module, and a `sufficient` or `done` in it ends the substack only (Linux-PAM's
+  `substack`, unlike `@include`), so pam_slurm_adopt is reached whatever pam-auth-update put there. The
+  replaced line is kept in the block (`# was: ...`) and put back when the block goes.
 - pam_systemd is disabled for sshd only: each `@include common-session` becomes a block holding
   common-session's module lines, with pam_systemd.so replaced by pam_permit.so under the same control, so
   the module count is unchanged and the jumps of pam-auth-update's stack (`[default=1]`) land where they
@@ -77,15 +81,20 @@ _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _LINE = re.compile(r"^(\s*-?(\w+)\s+(\[[^\]]*\]|\S+)\s+)(\S+)(.*)$")
 
 
-def account_block(node: str, module: str = MODULE) -> list[str]:
-    """pam_access for root and corral's SSH user, then pam_slurm_adopt for everyone else. `nodename=`: the
-    node's NodeName, as slurmd runs (`-N`), for the host name need not be it."""
+def account_block(node: str, module: str = MODULE, original: str = "@include common-account") -> list[str]:
+    """In place of sshd's `@include common-account`: common-account as a substack, then pam_access for root
+    and corral's SSH user, then pam_slurm_adopt for everyone else. `nodename=`: the node's NodeName, as
+    slurmd runs (`-N`), for the host name need not be it."""
     if not _NODE.fullmatch(node):
         raise CorralError("a node name that cannot be a pam_slurm_adopt argument", value=node,
                           fix="correct the node's name in cluster.yaml")
     return [BEGIN,
             "# Managed by corral (identity.pam_slurm_adopt): a user may log in only while they have a Slurm job",
             "# on this node, and the session joins it; root and corral's SSH user pass pam_access without one.",
+            "# common-account as a substack: a `sufficient` module there (libpam-sss's pam_localuser) ends the",
+            "# substack, not sshd's account stack. Switching pam_slurm_adopt off puts back the line:",
+            WAS + original,
+            "account    substack     common-account",
             f"account    sufficient   pam_access.so nodefgroup accessfile={ACCESS_FILE}",
             f"account    required     {module} nodename={node}",
             END]
@@ -171,16 +180,16 @@ def _broken(what: str) -> None:
 
 
 def restore_lines(sshd: list[str]) -> list[str]:
-    """/etc/pam.d/sshd without corral's blocks: the file as it was before corral (a session block gives
-    back the line it replaced)."""
+    """/etc/pam.d/sshd without corral's blocks: the file as it was before corral (a block gives back the
+    line it replaced; an account block of corral before 2026-12 followed the include and replaced nothing)."""
     out, last = [], 0
     for first, end in _blocks(sshd):
         out += sshd[last:first]
-        if sshd[first].strip() == BEGIN_SESSION:
-            was = [line for line in sshd[first:end] if line.startswith(WAS)]
-            if len(was) != 1:
-                _broken(f"line {first + 1}: the session block holds {len(was)} {WAS.strip()!r} lines, not one")
-            out.append(was[0][len(WAS):])
+        was = [line for line in sshd[first:end] if line.startswith(WAS)]
+        session = sshd[first].strip() == BEGIN_SESSION
+        if len(was) > 1 or (session and not was):
+            _broken(f"line {first + 1}: the block holds {len(was)} {WAS.strip()!r} lines, not one")
+        out += [line[len(WAS):] for line in was]
         last = end + 1
     return out + sshd[last:]
 
@@ -188,7 +197,7 @@ def restore_lines(sshd: list[str]) -> list[str]:
 def adopt_lines(sshd: list[str] | None, common_session: list[str] | None, node: str,
                 module: str = MODULE) -> list[str]:
     """/etc/pam.d/sshd with corral's blocks (made afresh: applying twice changes nothing): the account block
-    after `@include common-account`, and each `@include common-session` replaced by a copy without
+    in place of `@include common-account`, and each `@include common-session` replaced by a copy without
     pam_systemd when common-session has it."""
     if sshd is None:
         raise CorralError("the file does not exist", where=PAM_SSHD,
@@ -217,10 +226,10 @@ def adopt_lines(sshd: list[str] | None, common_session: list[str] | None, node: 
                                   where=COMMON_SESSION, fix="run `pam-auth-update` on the node, then apply again")
             block = session_block(common_session, line)
             out += block if block else [line]
+        elif i == account[0]:
+            out += account_block(node, module, line)
         else:
             out.append(line)
-        if i == account[0]:
-            out += account_block(node, module)
     return out
 
 
