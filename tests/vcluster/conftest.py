@@ -181,8 +181,9 @@ def shared_cluster(tmp_path_factory):
 def usable_cluster(tmp_path_factory):
     """The usable cluster (ctl also the NFS node, gpu01-02, login1, alice with her key; power on, never
     suspending) shared by test_security_identity, test_security_root and test_users, in that order. Each
-    module's fixture applies the spec first (`settled`: what one module left on the nodes, such as SSSD
-    configured for a directory, is converged back where the spec says so) and puts its spec file back."""
+    module's fixture applies the spec first (`settled`) and puts its spec file back. What a spec without
+    it does not undo stays, as on a real cluster: test_security_identity's SSSD and directory, which the
+    later modules then run beside (test_users' SSH test is what found pam_localuser skipping pam_slurm_adopt)."""
     reason = vcluster_unavailable()
     if reason:
         pytest.skip(reason)

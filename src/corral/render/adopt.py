@@ -8,9 +8,9 @@ What Slurm documents (https://slurm.schedmd.com/pam_slurm_adopt.html; doc/html/p
 - `account required pam_slurm_adopt.so` is the last module of sshd's account stack, after the included
   common-account, and nothing before it may end the stack early (the docs comment out a `sufficient`
   pam_localuser for that reason; libpam-sss's pam-auth-update profile puts exactly that line into
-  common-account, so with SSSD every local user would skip pam_slurm_adopt). An admin's module may come before it as `sufficient` pam_access, which
-  then lets those users in without a job: corral's access file admits root and ssh.user, so corral never
-  locks itself out even while slurmd is down.
+  common-account, so with SSSD every local user would skip pam_slurm_adopt). An admin's module may come
+  before it as `sufficient` pam_access, which then lets those users in without a job: corral's access file
+  admits root and ssh.user, so corral never locks itself out even while slurmd is down.
 - root: pam_slurm_adopt returns PAM_IGNORE for uid 0 before it reads any Slurm configuration (its
   `ignore_root` option, on by default; 22.05's pam_sm_acct_mgmt), so common-account alone decides for root.
 - pam_systemd: "The pam_systemd module will conflict with pam_slurm_adopt, so you need to disable it in all
