@@ -129,22 +129,20 @@ def settled(vc, command: str) -> None:
 
 # A session's cluster goes down right after the last collected test that uses it, not at the session's end:
 # an idle cluster left up costs the modules after it CPU (the shared one scrapes every 2 s).
-_LAST_USER: dict[str, str] = {}  # fixture name -> node id of the last test using it
-_DOWN: dict[str, object] = {}  # fixture name -> its cluster's down(), while it is up
+_LAST_USER: dict[str, str] = {}  # fixture name -> node id of the last collected test using it
+_DOWN: dict[str, object] = {}  # a session cluster's fixture name -> its down(), while it is up
 
 
 def pytest_collection_modifyitems(session, config, items):
     for item in items:
-        for name in ("shared_cluster", "usable_cluster"):
-            if name in getattr(item, "fixturenames", ()):
-                _LAST_USER[name] = item.nodeid
+        for name in getattr(item, "fixturenames", ()):
+            _LAST_USER[name] = item.nodeid
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    for name, nodeid in _LAST_USER.items():
-        if nodeid == item.nodeid and (down := _DOWN.pop(name, None)) is not None:
-            down()
+    for name in [n for n in _DOWN if _LAST_USER.get(n) == item.nodeid]:
+        _DOWN.pop(name)()
 
 
 def _session_cluster(name: str, vc):
