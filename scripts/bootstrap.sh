@@ -9,8 +9,9 @@ case "$what" in up|test) ;; *) echo "usage: bash scripts/bootstrap.sh up|test" >
 [ "$(id -u)" = 0 ] || { echo "bootstrap: run as root (the virtual cluster mounts, bridges and boots nodes)" >&2; exit 2; }
 
 pkgs="python3 python3-venv systemd-container debootstrap dpkg-dev openssh-client openssh-server iproute2 openssl gpg gpgv skopeo"
-# the tests drive the notebook hub in a real browser: Debian's chromium, through Playwright (from PyPI)
-[ "$what" = test ] && pkgs="$pkgs chromium"
+# the tests drive the notebook hub in a real browser: Debian's chromium, through Playwright (from PyPI); sudo's
+# visudo checks the hub's rendered sudo rule
+[ "$what" = test ] && pkgs="$pkgs chromium sudo"
 missing=""
 for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"; done
 if [ -n "$missing" ]; then

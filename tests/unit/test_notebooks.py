@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import ssl
+import subprocess
 import textwrap
 
 import pytest
@@ -41,6 +43,7 @@ BASE = textwrap.dedent("""\
       - {name: alice, uid: 2001, password: true}
     """)
 HUB = "workbench:\n  jupyterhub:\n"
+LDAP = "identity:\n  ldap:\n      uri: [ldaps://ldap.example.com]\n      base: dc=example,dc=com\n"
 
 
 def problems(extra: str, base: str = BASE) -> list[str]:
@@ -117,10 +120,53 @@ def test_settings_offer_the_partitions_gpu_types_and_limits():
 
 
 def test_the_unit_runs_the_hub_from_the_venv_with_its_restart_policy():
-    text = jupyterhub.unit("/sw/.corral/jupyterhub/0123456789abcdef")
-    assert ("ExecStart=/sw/.corral/jupyterhub/0123456789abcdef/bin/python /sw/.corral/jupyterhub/0123456789abcdef/"
-            "bin/jupyterhub -f /etc/corral/jupyterhub/jupyterhub_config.py") in text.splitlines()
+    text = jupyterhub.unit("/sw/.corral/jupyterhub/0123456789abcdef", 8443)
+    lines = text.splitlines()
+    assert ("ExecStart=/sw/.corral/jupyterhub/0123456789abcdef/bin/python -I /sw/.corral/jupyterhub/0123456789abcdef/"
+            "bin/jupyterhub -f /etc/corral/jupyterhub/jupyterhub_config.py") in lines
     assert "Restart=on-failure" in text and "After=network-online.target" in text and "UMask=0077" in text
+    # never root: its own user, PAM through group shadow, no capability unless the port needs one
+    assert {"User=corral-jupyterhub", "Group=corral-jupyterhub", "SupplementaryGroups=shadow"} <= set(lines)
+    assert "Capabilit" not in text
+    assert "AmbientCapabilities=CAP_NET_BIND_SERVICE" in jupyterhub.unit("/sw/v", 443).splitlines()
+    assert jupyterhub.SYSUSERS_TEXT.splitlines()[1] == (
+        'u corral-jupyterhub - "corral notebook hub" /var/lib/corral-jupyterhub /usr/sbin/nologin')
+
+
+def test_the_sudo_rule_lets_the_hub_run_slurms_commands_as_the_spec_users_alone(tmp_path):
+    cluster = loads(base=BASE.replace("users:\n", "users:\n  - {name: bob, uid: 2002}\n"))
+    text = jupyterhub.sudoers(cluster)
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert lines == ['Defaults:corral-jupyterhub !requiretty, !pam_session, env_keep += "JUPYTERHUB_* JPY_*"',
+                     "Runas_Alias CORRAL_NOTEBOOK_USERS = bob, alice",
+                     "corral-jupyterhub ALL = (CORRAL_NOTEBOOK_USERS) NOPASSWD: /usr/bin/sbatch, /usr/bin/scancel, "
+                     "/usr/bin/squeue"], lines
+    # the commands are settings.json's table, the one node/notebook_slurm.py builds each argv from
+    s = json.loads(jupyterhub.settings_json(cluster, "0123456789abcdef"))
+    assert sorted({argv[0] for argv in s["slurm"].values()}) == ["/usr/bin/sbatch", "/usr/bin/scancel", "/usr/bin/squeue"]
+    ldap = loads(base=BASE + LDAP + "      login_groups: [hpc, ml]\n")
+    assert "Runas_Alias CORRAL_NOTEBOOK_USERS = alice, %hpc, %ml" in jupyterhub.sudoers(ldap).splitlines()
+    nobody = jupyterhub.sudoers(loads(base=BASE.replace("users:\n  - {name: alice, uid: 2001, password: true}\n", "")))
+    assert "NOPASSWD" not in nobody and "Runas_Alias" not in nobody
+    for i, rule in enumerate((text, jupyterhub.sudoers(ldap), nobody)):  # sudo's own parser takes each
+        path = tmp_path / f"rule{i}"
+        path.write_text(rule)
+        check = subprocess.run(["visudo", "-cf", str(path)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_directory_without_login_groups_is_refused_beside_a_hub():
+    assert problems(HUB + "    {}\n", BASE + LDAP) == [
+        "cluster.yaml:20:7: the notebook hub starts servers as a user only through a sudo rule that names its users, "
+        "and without login_groups every directory user may log in: they cannot be named"]
+    assert loads("", BASE + LDAP).spec.identity.ldap.login_groups == []  # without a hub: every directory user
+
+
+def test_the_hub_takes_only_corrals_unix_user_names():
+    pattern = json.loads(jupyterhub.settings_json(loads(), "0123456789abcdef"))["user_pattern"]
+    assert re.match(pattern, "alice") and re.match(pattern, "svc_batch-2")
+    for name in ("bob;id", "o'brien", "bob id", "bob\n", "Bob", "-rf", "a" * 33, "%hpc", "ALL"):
+        assert not re.match(pattern, name), name
 
 
 def test_where_the_components_apply_and_what_they_install():

@@ -96,7 +96,7 @@ def test_corral_units_carry_the_policy_in_their_own_text():
     assert all(line in cache.splitlines() for line in unit_lines(CACHE_POLICY) + service_lines(CACHE_POLICY))
     texts = {"corral-slurm-exporter": slurm_exporter.unit("10.0.0.10:9341"),
              "corral-dcgm-exporter": dcgm_exporter.unit("/usr/bin/dcgm-exporter", "10.0.0.11:9400", "/run/gpu-jobs"),
-             "corral-jupyterhub": jupyterhub.unit("/sw/.corral/jupyterhub/0123456789abcdef")}
+             "corral-jupyterhub": jupyterhub.unit("/sw/.corral/jupyterhub/0123456789abcdef", 8443)}
     assert set(texts) == IN_UNIT
     for unit, text in texts.items():
         ini = parse(text, strict=False)  # After= twice: the unit's own order, and the network's (unit_lines)

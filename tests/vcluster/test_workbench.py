@@ -93,7 +93,8 @@ def with_workbench(path) -> None:
     (path.parent / "ldap-bind").chmod(0o600)
     data["identity"] = {**(data.get("identity") or {}), "ldap": {
         "uri": [f"ldaps://{ctl}"], "base": "dc=corral,dc=test", "ca_cert": "ldap-ca.pem",
-        "bind_dn": "cn=admin,dc=corral,dc=test", "bind_password_file": "ldap-bind", "min_id": 3000}}
+        "bind_dn": "cn=admin,dc=corral,dc=test", "bind_password_file": "ldap-bind", "min_id": 3000,
+        "login_groups": ["bob"]}}  # the hub's sudo rule names its directory users by group
     with path.open("w") as f:
         yaml.dump(data, f)
 

@@ -11,7 +11,6 @@ import json
 import re
 
 from corral.checks.result import Check, error_text
-from corral.checks.user_job import first_user
 from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.render import jupyterhub as hub
@@ -61,7 +60,7 @@ def judge(out: str, asked: dict) -> tuple[str, str, str | None]:
 
 def notebook_check(cluster: Cluster, run, ctl: str, wait: int) -> Check | None:
     """The check, or None where the spec has no hub (nothing to check)."""
-    node, user = hub_node(cluster), first_user(cluster)
+    node, user = hub_node(cluster), cluster.first_user()
     if node is None or cluster.spec.software is None:
         return None
     if user is None:

@@ -49,17 +49,11 @@ true
 """
 
 
-def first_user(cluster: Cluster) -> str | None:
-    """The spec's first user with a Slurm account (else its first user): whom validate's jobs run as."""
-    users = [u for u in cluster.spec.users if u.accounts] or list(cluster.spec.users)
-    return users[0].name if users else None
-
-
 def _pick(cluster: Cluster) -> tuple[str, str] | None:
     """(login node, user): a login node that is not the controller if there is one."""
     logins = cluster.with_role("login")
     node = next((n for n in logins if "controller" not in n.roles), logins[0] if logins else None)
-    user = first_user(cluster)
+    user = cluster.first_user()
     if node is None or user is None:
         return None
     return node.name, user

@@ -10,7 +10,7 @@ from corral.components import Component, gates, gives
 from corral.components.common import HEAD
 from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
 from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
-from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, PROXY_PACKAGES as NOTEBOOK_PROXY
+from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, HUB_PACKAGES as NOTEBOOK_HUB
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
 from corral.render.podman import PACKAGES as PODMAN
@@ -216,7 +216,7 @@ COMPONENTS = (
               if gates.notebook_builder(c, n) else {}),
     Component("jupyterhub", D + "jupyterhub:jupyterhub", waits=("notebook venv", "slurm controller"),
               applies=gates.jupyterhub, stops={"login": ("corral-jupyterhub",)},
-              packages=lambda c, n: gives(NOTEBOOK_PROXY, "workbench.jupyterhub") if gates.jupyterhub(c, n) else {}),
+              packages=lambda c, n: gives(NOTEBOOK_HUB, "workbench.jupyterhub") if gates.jupyterhub(c, n) else {}),
     # EasyBuild's venv and install tree on the software root, its configuration (docs/components/software.md)
     Component("easybuild", D + "easybuild:easybuild", applies=gates.easybuild,
               packages=lambda c, n: gives(NOTEBOOK_BUILD, "software.easybuild (builds the venv)")

@@ -3,9 +3,10 @@
 Two deploys: `notebook venv` builds the venv once on the node that writes the shared software root
 (spec/shared.maker: the NFS server's exported directory), from the pinned wheels corral fetched into its
 cache on the control host and uploads (deploy/venvs.py: checked against the lists' hashes twice, by the cache
-and by pip on the node); `jupyterhub` (waiting for it) installs Debian's configurable-http-proxy, the hub's files, its
-TLS certificate (the site's, or one from the cluster CA), its cookie secret and proxy token (generated on
-the control host, 0600, never shown) and the service on the hub node.
+and by pip on the node); `jupyterhub` (waiting for it) installs Debian's configurable-http-proxy and sudo, the
+hub's own user and its sudo rule (checked by visudo first), the hub's files, its TLS certificate (the site's, or
+one from the cluster CA), its cookie secret and tokens (generated on the control host, 0600, never shown) and the
+service on the hub node. The hub runs as that user, never root (render/jupyterhub.py).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from corral.render import jupyterhub as r
 from corral.render.node_programs import node_program
 from corral.spec.workbench import venv_builder
 
-WANT = register(Want(paths=(r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.UNIT_PATH, r.STATE,
-                            r.CHECK, "/usr/local/lib/corral"),
-                     services=(r.UNIT,), packages=(*r.PROXY_PACKAGES, *r.BUILD_PACKAGES)))
+HUB_FILES = (r.UNIT_PATH, r.CONFIG, r.FORM, r.SLURM_MODULE, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.CHECK,
+             r.SUDOERS, r.SYSUSERS)
+WANT = register(Want(paths=(*HUB_FILES, r.STATE, "/usr/local/lib/corral"),
+                     services=(r.UNIT,), packages=(*r.HUB_PACKAGES, *r.BUILD_PACKAGES)))
 
 
 @deploy("notebook venv")
@@ -64,14 +66,13 @@ def _tls(cluster) -> tuple[str, str]:
                           fix="put the site's PEM files there (workbench.jupyterhub.tls) or unset tls") from None
 
 
-HUB_FILES = (r.UNIT_PATH, r.CONFIG, r.FORM, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.CHECK)
-
 
 @operation()
 def hub_removed(want: Want):
     """A node that is no longer the hub (workbench.jupyterhub left the spec, or moved to another node): the
-    hub stopped and disabled, its files, secrets and state removed. Users' running servers are Slurm jobs:
-    they are left to end at their time limit (or scancel), never cancelled here."""
+    hub stopped and disabled, its files, secrets, sudo rule and state removed (its account stays, owning
+    nothing). Users' running servers are Slurm jobs: they are left to end at their time limit (or scancel),
+    never cancelled here."""
     files = snapshot(want).files
     there = [f for f in HUB_FILES if files.get(f) is not None]
     if not there:
@@ -81,7 +82,7 @@ def hub_removed(want: Want):
              diff=f"- {r.UNIT} (stopped, disabled)\n" + "".join(f"- {f}\n" for f in there) + f"- {r.STATE}\n")
     if r.UNIT_PATH in there:  # an apply cut off before the unit was written left files but no unit
         yield cmd("timeout", "90", "systemctl", "disable", "--now", "--quiet", r.UNIT)
-    yield cmd("rm", "-rf", "--", r.ETC, r.STATE, r.UNIT_PATH, r.CHECK)
+    yield cmd("rm", "-rf", "--", r.SUDOERS, r.ETC, r.STATE, r.UNIT_PATH, r.CHECK, r.SYSUSERS)
     yield cmd("timeout", "60", "systemctl", "daemon-reload")
 
 
@@ -94,9 +95,16 @@ def jupyterhub() -> None:
             hub_removed(name="notebook hub removed (not in the spec here)", want=WANT)
         return
     lock = workbench_wheels.lock_id(r.python_of(cluster))
-    operations.packages(name="configurable-http-proxy (Debian's)", names=list(r.PROXY_PACKAGES), want=WANT,
+    operations.packages(name="configurable-http-proxy and sudo (Debian's)", names=list(r.HUB_PACKAGES), want=WANT,
                         together=True)
-    operations.directory(name=r.STATE, path=r.STATE, mode="700", want=WANT)
+    account = operations.managed_file(name=r.SYSUSERS, path=r.SYSUSERS, content=r.SYSUSERS_TEXT, want=WANT,
+                                      disruption=f"restart {r.UNIT}")
+    # made, and the state of a hub that ran as root before it given to it (its database, pid files)
+    operations.run_when_changed(name=f"user {r.USER} made", description="systemd-sysusers", _if=AnyChanged(account),
+                                commands=[cmd("systemd-sysusers", r.SYSUSERS),
+                                          cmd("install", "-d", "-m", "700", "-o", r.USER, "-g", r.USER, r.STATE),
+                                          cmd("chown", "-R", "--no-dereference", f"{r.USER}:{r.USER}", r.STATE)])
+    operations.directory(name=r.STATE, path=r.STATE, mode="700", user=r.USER, group=r.USER, want=WANT)
     cert, key = _tls(cluster)
     cookie = secrets.secret_bytes(cluster.state_dir, "jupyterhub-cookie", 32).hex()
     token = secrets.secret_text(cluster.state_dir, "jupyterhub-proxy-token", 48)
@@ -105,16 +113,25 @@ def jupyterhub() -> None:
         operations.managed_file(name="hub configuration", path=r.CONFIG, content=r.static("jupyterhub_config.py"),
                                 want=WANT),
         operations.managed_file(name="spawn form", path=r.FORM, content=node_program("notebook_form.py"), want=WANT),
+        operations.managed_file(name="hub's Slurm commands", path=r.SLURM_MODULE,
+                                content=node_program("notebook_slurm.py"), want=WANT),
         operations.managed_file(name="hub settings", path=r.SETTINGS, content=r.settings_json(cluster, lock), want=WANT),
         operations.managed_file(name="hub certificate", path=r.CERT, content=cert, want=WANT),
-        operations.managed_file(name="hub key", path=r.KEY, content=key, mode="600", secret=True, want=WANT),
-        operations.managed_file(name="hub cookie secret", path=r.COOKIE, content=cookie + "\n", mode="600",
+        operations.managed_file(name="hub key", path=r.KEY, content=key, mode="600", user=r.USER, group=r.USER,
                                 secret=True, want=WANT),
+        operations.managed_file(name="hub cookie secret", path=r.COOKIE, content=cookie + "\n", mode="600",
+                                user=r.USER, group=r.USER, secret=True, want=WANT),
         operations.managed_file(name="hub tokens (the proxy's, validate's)", path=r.ENV, mode="600", secret=True,
                                 content=f"CONFIGPROXY_AUTH_TOKEN={token}\nCORRAL_VALIDATE_TOKEN={check}\n", want=WANT),
-        operations.managed_file(name="hub unit", path=r.UNIT_PATH, content=r.unit(r.venv(cluster, lock)), want=WANT,
+        operations.managed_file(name="hub unit", path=r.UNIT_PATH, want=WANT,
+                                content=r.unit(r.venv(cluster, lock), cluster.spec.workbench.jupyterhub.port),
                                 disruption=f"restart {r.UNIT} (running servers keep running)"),
+        account,
     ]
+    # read by sudo at each command: a changed rule needs no restart. visudo checks it first (a broken file under
+    # sudoers.d stops sudo for everyone)
+    operations.managed_file(name="hub's sudo rule", path=r.SUDOERS, content=r.sudoers(cluster), mode="440",
+                            validate="visudo -cqf {}", want=WANT)
     operations.directory(name="/usr/local/lib/corral", path="/usr/local/lib/corral", want=WANT)
     operations.managed_file(name="validate's notebook check", path=r.CHECK, content=node_program("notebook_check.py"),
                             mode="755", want=WANT)

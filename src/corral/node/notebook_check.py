@@ -5,9 +5,11 @@ that prints the job id and the visible GPUs, stop the server, and print one JSON
     notebook_check.py USER HUB_API PROXY_API TIMEOUT_S   (tokens in the environment: CORRAL_VALIDATE_TOKEN,
                                                            CONFIGPROXY_AUTH_TOKEN; never on the command line)
 
-The service token (a hub-managed service's, its scopes only what this needs) reaches the user's server at
-its address in the proxy's routing table, over the cluster network. Whatever fails, the server is asked to
-stop before the program ends; corral's validate then checks its job is gone. Imports nothing of corral.
+The user's server is the user's own program, so it only ever sees a token of that user: the hub-managed service
+`corral-validate` (its role: `tokens` of this one user) makes a short-lived token of the user, limited to their
+own server, and deletes it at the end. The service's token goes to the hub alone, the proxy's to the proxy alone.
+Whatever fails, the server is asked to stop before the program ends; corral's validate then checks its job is
+gone. Imports nothing of corral.
 """
 
 from __future__ import annotations
@@ -20,16 +22,18 @@ import time
 import uuid
 from urllib.parse import quote
 
+SCOPES = ("servers", "access:servers", "read:users:name")  # of the user's own server alone (`!user=USER`)
+
 
 def main(argv: list[str]) -> int:
     from tornado.httpclient import HTTPClient, HTTPRequest
     user, hub, proxy, timeout = argv[0], argv[1].rstrip("/"), argv[2].rstrip("/"), float(argv[3])
-    token, proxy_token = os.environ["CORRAL_VALIDATE_TOKEN"], os.environ["CONFIGPROXY_AUTH_TOKEN"]
+    service, proxy_token = os.environ["CORRAL_VALIDATE_TOKEN"], os.environ["CONFIGPROXY_AUTH_TOKEN"]
     client, out = HTTPClient(), {"user": user}
     deadline = time.monotonic() + timeout
 
-    def call(method: str, url: str, body=None, auth: str = token):
-        req = HTTPRequest(url, method=method, headers={"Authorization": f"token {auth}"}, request_timeout=30,
+    def call(method: str, url: str, body=None, auth: str | None = None):
+        req = HTTPRequest(url, method=method, headers={"Authorization": f"token {auth or token}"}, request_timeout=30,
                           body=None if body is None else json.dumps(body), allow_nonstandard_methods=True)
         resp = client.fetch(req, raise_error=False)
         text = resp.body.decode() if resp.body else ""
@@ -38,6 +42,13 @@ def main(argv: list[str]) -> int:
         return json.loads(text) if text.strip().startswith(("{", "[")) else text
 
     base = f"{hub}/hub/api/users/{quote(user)}"
+    try:
+        made = call("POST", f"{base}/tokens", {"expires_in": int(timeout) + 120, "scopes": [
+            f"{s}!user={user}" for s in SCOPES], "note": "corral validate's notebook check"}, auth=service)
+    except Exception as exc:  # noqa: BLE001 - reported as the check's failure
+        print(json.dumps({**out, "error": f"making a token of {user}: {exc}"}))
+        return 0
+    token = made["token"]
     try:
         call("POST", f"{base}/server", json.loads(os.environ.get("CORRAL_NOTEBOOK_OPTIONS", "{}")))
         while True:
@@ -67,6 +78,10 @@ def main(argv: list[str]) -> int:
             out["stop_asked"] = True
         except Exception as exc:  # noqa: BLE001
             out.setdefault("error", f"stopping the server: {exc}")
+        try:
+            call("DELETE", f"{base}/tokens/{quote(made['id'])}", auth=service)
+        except Exception as exc:  # noqa: BLE001
+            out.setdefault("error", f"deleting the check's token: {exc}")
     print(json.dumps(out))
     return 0
 

@@ -1,7 +1,11 @@
 """The notebook hub's files (pure): where things live, settings.json (everything jupyterhub_config.py reads,
-from the spec), and the systemd unit.
-deploy/jupyterhub.py installs them; render/files/jupyterhub_config.py and corral_notebook_form.py are
-installed as they are.
+from the spec), its user, its sudoers rule and the systemd unit.
+deploy/jupyterhub.py installs them; render/files/jupyterhub_config.py, corral_notebook_form.py and
+corral_notebook_slurm.py are installed as they are.
+
+The hub runs as USER, never root. It reads passwords through PAM as a member of group shadow (JupyterHub's
+documented set-up for a hub without root), and runs Slurm's commands as each user through sudo: the rule allows
+SLURM's commands alone, as the spec's users and the members of the directory's login groups only.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from importlib.resources import files
 
 from corral.render.restart import service_lines, unit_lines
 from corral.spec.releases import release
+from corral.spec.types import UNIX_USER_RE
 from corral.spec.workbench import hub_node, offered, venv
 
 ETC = "/etc/corral/jupyterhub"
@@ -19,12 +24,24 @@ UNIT = "corral-jupyterhub"
 UNIT_PATH = f"/etc/systemd/system/{UNIT}.service"
 PROXY = "/usr/bin/configurable-http-proxy"  # Debian's node-configurable-http-proxy
 HUB_PORT, PROXY_API_PORT = 8081, 8001
-PROXY_PACKAGES = ("node-configurable-http-proxy",)
+HUB_PACKAGES = ("node-configurable-http-proxy", "sudo")  # Debian's configurable-http-proxy; sudo (below)
 BUILD_PACKAGES = ("python3-venv",)
 CONFIG, FORM, SETTINGS = f"{ETC}/jupyterhub_config.py", f"{ETC}/corral_notebook_form.py", f"{ETC}/settings.json"
+SLURM_MODULE = f"{ETC}/corral_notebook_slurm.py"  # node/notebook_slurm.py: Slurm's commands as argv, a server's port
 COOKIE, ENV = f"{ETC}/cookie_secret", f"{ETC}/hub.env"  # ENV: the proxy's and validate's tokens
 CHECK = "/usr/local/lib/corral/notebook_check.py"  # node/notebook_check.py: validate's notebook check
 CERT, KEY = f"{ETC}/tls/hub.pem", f"{ETC}/tls/hub.key"
+USER = "corral-jupyterhub"  # the hub's own account (systemd-sysusers), its home the hub's state
+SYSUSERS = f"/etc/sysusers.d/{USER}.conf"
+SYSUSERS_TEXT = (f"# Managed by corral: the notebook hub's own user (no login; its home is the hub's state)\n"
+                 f'u {USER} - "corral notebook hub" {STATE} /usr/sbin/nologin\n')
+SUDOERS = f"/etc/sudoers.d/{USER}"
+SUDO = "/usr/bin/sudo"
+# batchspawner's verbs (jupyterhub_config.py's batch_*_cmd) -> the argv run as the user ("{job}": the job id;
+# node/notebook_slurm.py builds it, sudoers() allows these commands)
+SLURM = {"submit": ["/usr/bin/sbatch", "--parsable"], "query": ["/usr/bin/squeue", "-h", "-j", "{job}", "-o", "%T %B"],
+         "cancel": ["/usr/bin/scancel", "{job}"]}
+COMMAND_TIMEOUT_S = 60
 
 
 def static(name: str) -> str:
@@ -53,7 +70,11 @@ def settings(cluster, lock: str) -> dict:
             "default_time": clock(jh.default_time), "max_time": clock(jh.max_time),
             # in the hub's database from its start, so validate's check (and an admin) can start a server for
             # a spec user who never logged in; anyone PAM lets in may still log in (allow_all)
-            "users": sorted(u.name for u in cluster.spec.users)}
+            "users": sorted(u.name for u in cluster.spec.users),
+            # what the hub acts with: user names it accepts (corral's Unix user names, anchored), Slurm's commands
+            # through sudo, and the one user validate's service may make a token for (checks/notebook.py)
+            "user_pattern": rf"\A{UNIX_USER_RE.pattern}\Z", "sudo": SUDO, "slurm": SLURM,
+            "command_timeout": COMMAND_TIMEOUT_S, "validate_user": cluster.first_user()}
 
 
 def settings_json(cluster, lock: str) -> str:
@@ -65,17 +86,45 @@ def cert_names(cluster) -> list[str]:
     return [node.name, node.address, *cluster.spec.workbench.jupyterhub.names]
 
 
-def unit(v: str) -> str:
-    """The hub's unit, running it from the venv `v` (its restart policy in the text: render/restart.py)."""
+def runas(cluster) -> list[str]:
+    """Whom the hub may run Slurm's commands as (sudoers' Runas list): the spec's users by name and the directory's
+    login groups (%group). Never root or a system account; spec/rules_workbench.py refuses a directory without
+    login groups, whose users could not be listed."""
+    ldap = cluster.spec.identity.ldap
+    return [u.name for u in cluster.spec.users] + [f"%{g}" for g in (ldap.login_groups if ldap else [])]
+
+
+def sudoers(cluster) -> str:
+    """The hub user's sudo rule: Slurm's commands (SLURM, by absolute path) as the users of runas(), no password,
+    the job's variables kept (batchspawner hands a server its JUPYTERHUB_* settings and token in sbatch's
+    environment). Checked with `visudo -c` before it is installed."""
+    commands = ", ".join(sorted({argv[0] for argv in SLURM.values()}))
+    who = runas(cluster)
+    lines = ["# Managed by corral: the notebook hub (user %s) submits, queries and cancels each user's server as that" % USER,
+             "# user, with Slurm's commands alone (argv, never a shell); never as root or a system account",
+             f'Defaults:{USER} !requiretty, !pam_session, env_keep += "JUPYTERHUB_* JPY_*"']
+    if who:
+        lines += [f"Runas_Alias CORRAL_NOTEBOOK_USERS = {', '.join(who)}",
+                  f"{USER} ALL = (CORRAL_NOTEBOOK_USERS) NOPASSWD: {commands}"]
+    else:
+        lines.append("# no users in the spec and no directory login groups: the hub may run nothing as anyone")
+    return "\n".join(lines) + "\n"
+
+
+def unit(v: str, port: int) -> str:
+    """The hub's unit, running it from the venv `v` as USER (its restart policy in the text: render/restart.py).
+    A port under 1024 is bound by the proxy, the hub's child, with CAP_NET_BIND_SERVICE and nothing else."""
+    bind = ["AmbientCapabilities=CAP_NET_BIND_SERVICE"] if port < 1024 else []
     return "\n".join([
         "# written by corral: JupyterHub (workbench.jupyterhub); its servers run as Slurm jobs",
         "[Unit]", "Description=JupyterHub (corral)", "After=munge.service", *unit_lines(UNIT), "",
         "[Service]",
-        # root: PAM logins of every user and `runuser -u USER sbatch` (JupyterHub's documented set-up for
-        # spawners that start servers as the users themselves)
-        f"ExecStart={v}/bin/python {v}/bin/jupyterhub -f {CONFIG}",
+        # its own user: PAM reads /etc/shadow through group shadow; each user's job goes through sudo (sudoers())
+        f"User={USER}", f"Group={USER}", "SupplementaryGroups=shadow", *bind,
+        f"ExecStart={v}/bin/python -I {v}/bin/jupyterhub -f {CONFIG}",
         f"WorkingDirectory={STATE}", f"EnvironmentFile={ENV}",
         f"Environment=PATH={v}/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "ProtectSystem=full", "PrivateTmp=yes",
         *service_lines(UNIT), "TimeoutStopSec=30", "UMask=0077", "", "[Install]",
         "WantedBy=multi-user.target", ""])
 

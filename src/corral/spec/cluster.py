@@ -70,6 +70,12 @@ class Cluster:
     def with_role(self, role: str) -> list[Node]:
         return [n for n in self.nodes if role in n.roles]
 
+    def first_user(self) -> str | None:
+        """The spec's first user with a Slurm account (else its first user): whom validate's jobs and its notebook
+        check run as (the hub's validate service may make a token for this user alone)."""
+        users = [u for u in self.spec.users if u.accounts] or list(self.spec.users)
+        return users[0].name if users else None
+
     def spec_hash(self) -> str:
         data = json.dumps(self.spec.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(data.encode()).hexdigest()[:16]

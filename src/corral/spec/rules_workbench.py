@@ -4,7 +4,8 @@ files, read where the spec names them; before any SSH).
 The hub runs on a login node of a Slurm cluster, from a venv on the shared software root (`software:`),
 built on the node that writes that root, with the Python of the hub node's release (all three the same
 Python: the venv's interpreter is each node's own python3); the form offers partitions and GPU types
-the spec has; a site certificate's key is not readable by others. A password is for logins through PAM
+the spec has; a site certificate's key is not readable by others; a directory names its users by login groups
+(the hub's sudo rule lists whom it acts for). A password is for logins through PAM
 on login nodes: a cluster without one has nowhere to use it."""
 
 from __future__ import annotations
@@ -92,7 +93,19 @@ def check_workbench(cluster: Cluster, where: Where) -> list[Problem]:
     if jh.default_time > jh.max_time:
         problems.append(Problem(where((*HUB, "default_time")), f"longer than max_time ({jh.max_time} s)",
                                 jh.default_time, "make it at most max_time"))
-    return problems + _tls(cluster, where)
+    return problems + _tls(cluster, where) + _directory(cluster, where)
+
+
+def _directory(cluster: Cluster, where: Where) -> list[Problem]:
+    """The hub acts for users through a sudo rule that lists them (render/jupyterhub.py runas): the directory's
+    users must be named by group, or the rule could only say "everyone but root", system accounts included."""
+    ldap = cluster.spec.identity.ldap
+    if ldap is None or ldap.login_groups:
+        return []
+    return [Problem(where(("identity", "ldap")), "the notebook hub starts servers as a user only through a sudo rule "
+                    "that names its users, and without login_groups every directory user may log in: they cannot "
+                    "be named", None, "set identity.ldap.login_groups to the directory groups whose members use "
+                    "the cluster")]
 
 
 def _gpu_types(cluster: Cluster) -> set[str]:
