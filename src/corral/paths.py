@@ -24,6 +24,7 @@ NCCL_TESTS_DIR = f"{LIB}/nccl-tests"    # all_reduce_perf
 GPU_BURN_MARK = f"{SHARE}/gpu-burn-build"      # what gpu-burn was built from and for
 NCCL_TESTS_MARK = f"{SHARE}/nccl-tests-build"  # what nccl-tests was built from and against
 STAGE_DIR = "/run/corral-stage"         # uploads through sudo (0700, the SSH user's)
+BUILD_DIR = "/var/lib/corral-build"     # root's scratch for the workbench venvs (0700 root): never in /tmp or /var/tmp
 REBOOT_MARKER = "/run/corral-reboot-pending"
 DB_SQL = "/run/corral-slurmdbd.sql"     # the DB user's SQL, 0600, removed at once
 POWER_SUSPEND = f"{SBIN}/corral-power-suspend"          # Slurm's SuspendProgram (on the controllers)

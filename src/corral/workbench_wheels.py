@@ -135,7 +135,7 @@ def wheelhouse(cache: Path, python: str, venv: Venv = NOTEBOOK) -> Path:
                               fix="apply again (the registry unreachable? a proxy needed?); an air-gapped site "
                                   "brings them with `corral bundle build`")
         return d
-    argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-deps", "--require-hashes",
+    argv = [sys.executable, "-I", "-m", "pip", "download", "--disable-pip-version-check", "--no-deps", "--require-hashes",
             "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
             "--abi", "cp" + python.replace(".", ""), *[a for p in PLATFORMS for a in ("--platform", p)],
             "-d", str(d), "-r", str(d / "requirements.txt")]

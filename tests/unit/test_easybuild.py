@@ -58,6 +58,10 @@ def test_defaults_put_the_tree_under_the_root_and_build_on_the_first_compute_nod
     ("  easybuild: {build_node: login1}\n", "software.easybuild.build_node", "not a compute node"),
     ("  easybuild: {prefix: /opt/eb}\n", "software.easybuild.prefix", "under the software root"),
     ("  easybuild: {prefix: /sw/a:b}\n", "software.easybuild.prefix", "`%` or `:`"),
+    # corral's trees under the root stay corral's (security review 3, N13: the hub's venv in the manager's tree)
+    ("  easybuild: {prefix: /sw/.corral}\n", "software.easybuild.prefix", "/sw/.corral is corral's"),
+    ("  easybuild: {prefix: /sw/.corral/eb}\n", "software.easybuild.prefix", "/sw/.corral is corral's"),
+    ("  easybuild: {prefix: /sw/modulefiles/eb}\n", "software.easybuild.prefix", "/sw/modulefiles is corral's"),
     ("  easybuild: {robot_paths: [/opt/ec, /opt/ec]}\n", "software.easybuild.robot_paths", "named twice"),
     ("  easybuild: {robot_paths: ['/opt/a:b']}\n", "software.easybuild.robot_paths", "`%` or `:`"),
     ("  easybuild: {robot_paths: ['/opt/%(x)s']}\n", "software.easybuild.robot_paths", ""),
@@ -114,9 +118,9 @@ def test_a_packed_list_carries_build_txt_and_the_sdists(tmp_path, monkeypatch):
 
 def test_the_venv_builds_the_sdists_from_the_listed_setuptools_without_build_isolation():
     script = build_script(ww.EASYBUILD, "0" * 16, "/srv/nfs/sw/.corral/easybuild/x", "3.11")
-    first, second = script.index("-r /var/tmp/corral-easybuild-wheels/build.txt"), script.index("--no-build-isolation")
+    first, second = script.index("-r /var/lib/corral-build/easybuild-wheels/build.txt"), script.index("--no-build-isolation")
     assert first < second and script.count("--require-hashes") == 2 and "--no-index" in script
-    assert "/var/tmp/corral-notebook-wheels" not in script
+    assert "notebook-wheels" not in script and "/tmp" not in script  # root's own 0700 directory (review 3, N3)
 
 
 def test_an_easyconfig_is_a_small_regular_file_named_eb(tmp_path):

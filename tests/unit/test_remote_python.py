@@ -1,5 +1,7 @@
 """Python that corral starts on nodes (as root, often in a directory users can write: a job step's
-working directory, /tmp) never imports from its working directory.
+working directory, /tmp) never imports from its working directory: python3, python3.11, a venv's bin/python,
+and the files corral installs as they are (render/files/). corral's own interpreter on the control host
+(sys.executable) is out of this scan; its pip and servers run -I all the same.
 
 `python3 -c` and `python3 -m` put the working directory first on sys.path; a module planted there (a
 package named corral, a socket.py) would run as root. So every such invocation in src/corral carries
@@ -23,8 +25,9 @@ from corral.fanout import slurm
 from corral.reports.prom_query import prom_command
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "corral"
-# python3 as a command word (not python3-apt, not a path ending in python3.11)
-INVOCATION = re.compile(r"(?<![\w./-])(?:/usr/bin/)?python3(?![\w.-])((?:\s+-(?![cm]\b)[A-Za-z]+)*)\s+(-[cm])\b")
+# python as a command word: python3, python3.11, python{}, /usr/bin/python3, {venv}/bin/python (not python3-apt)
+PYTHON = r"(?:[^\s'\"]*/)?python(?:[0-9.]+|\{\})?"
+INVOCATION = re.compile(rf"(?<![\w./-]){PYTHON}(?![\w.-])((?:\s+-(?![cm]\b)[A-Za-z]+)*)\s+(-[cm])\b")
 ISOLATING = {"-I", "-P"}
 
 
@@ -42,7 +45,10 @@ def _strings(tree: ast.AST):
         elif isinstance(node, (ast.Call, ast.List, ast.Tuple)):
             items = node.args if isinstance(node, ast.Call) else node.elts
             words = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else "{}" for a in items]
-            if any(w in ("python3", "/usr/bin/python3") for w in words):
+            if words and words[0] == "{}" and ("-m" in words or "-c" in words) and not (
+                    isinstance(items[0], ast.Attribute) and items[0].attr == "executable"):
+                words[0] = "{}/python"  # a node's interpreter from a variable (a venv's): judged as one
+            if any(re.fullmatch(PYTHON, w) for w in words):
                 yield node.lineno, " ".join(words)
 
 
@@ -53,8 +59,8 @@ def invocations() -> list[tuple[str, int, str, set[str], str]]:
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
         for line, text in _strings(ast.parse(path.read_text())):
-            if text.lstrip().startswith("#!"):
-                continue  # a shebang: the program is a script file (sys.path[0] is its own directory)
+            if text.lstrip().startswith(("#!", "usage:", "<!--", '"""')) or rel == "layers.py":
+                continue  # a shebang (a script file: sys.path[0] is its own directory), or words about a command
             for m in INVOCATION.finditer(text):
                 flags = set(m.group(1).split())
                 rest = m.group(2)
@@ -67,6 +73,8 @@ def test_the_scan_sees_the_known_invocations():
     assert ("fanout/slurm.py", "-m") in where and ("fanout/slurm.py", "-c") in where
     assert ("reports/prom_query.py", "-c") in where  # cmd("timeout", N, "python3", "-I", "-c", ...)
     assert ("deploy/monitoring.py", "-c") in where
+    # a venv's interpreter, and the files installed as they are (the hub's configuration runs its culler)
+    assert ("deploy/venvs.py", "-m") in where and ("render/files/jupyterhub_config.py", "-m") in where
 
 
 def test_every_python3_c_or_m_is_isolated_from_its_working_directory():

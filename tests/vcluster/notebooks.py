@@ -86,7 +86,9 @@ def test_the_hub_serves_https_with_the_cluster_ca(bench):
     assert ssh(bench, "gpu01", probe).stdout.strip() == "200"
     modes = ssh(bench, "login1", "stat -c '%n %a %U' /etc/corral/jupyterhub/cookie_secret "
                                  "/etc/corral/jupyterhub/hub.env /etc/corral/jupyterhub/tls/hub.key").stdout.split("\n")
-    assert all(line.endswith(" 600 root") for line in modes if line), modes
+    assert modes[:3] == ["/etc/corral/jupyterhub/cookie_secret 600 corral-jupyterhub",  # the hub reads them
+                         "/etc/corral/jupyterhub/hub.env 600 root",  # systemd reads it for the hub
+                         "/etc/corral/jupyterhub/tls/hub.key 600 corral-jupyterhub"], modes
     token = secret(bench, "jupyterhub-proxy-token")
     argv = ssh(bench, "login1", "ps -eo args").stdout
     assert "configurable-http-proxy" in argv and token not in argv  # the proxy's token comes from its environment

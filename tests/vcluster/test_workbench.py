@@ -262,6 +262,9 @@ from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this mod
     test_validates_notebook_check_starts_runs_and_stops_a_server,
     test_the_form_refuses_what_her_qos_does_not_allow, test_the_hub_serves_https_with_the_cluster_ca,
     test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server)
+from tests.vcluster.attacks_hub import (  # noqa: E402,F401 (the attacker's cases against the hub, as alice)
+    test_the_hub_and_its_proxy_do_not_run_as_root, test_attack_a_servers_token_cannot_change_what_the_hub_runs,
+    test_attack_validates_check_shows_her_server_no_token_beyond_her_own)
 from tests.vcluster.images import (  # noqa: E402,F401 (run here, on this module's cluster)
     test_every_node_trusts_the_registry_and_it_runs_unprivileged, test_alice_runs_the_pushed_image_in_a_batch_job,
     test_a_second_node_pulls_through_the_cache, test_the_cache_serves_its_images_with_the_upstream_stopped,

@@ -118,7 +118,7 @@ def python_wheels(dest: Path, pins: list[str], source: Path | None) -> list[dict
     there is none, e.g. python-hostlist); their manifest entries."""
     import sys
     dest.mkdir(parents=True, exist_ok=True)
-    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    pip = [sys.executable, "-I", "-m", "pip", "-q", "--disable-pip-version-check"]
     with tempfile.TemporaryDirectory(prefix="corral-source-") as tmp:
         steps = [("the dependencies' wheels", [*pip, "wheel", "--no-deps", "-w", str(dest), *pins])]
         if source is not None:  # built from a copy: setuptools writes build/ and *.egg-info where it builds

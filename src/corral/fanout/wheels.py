@@ -106,7 +106,7 @@ _FIX = ("the control host needs the package registry (PyPI) to fetch it, or the 
 
 
 def _pip_download(dest: Path, name: str, version: str, python: str, timeout: int) -> None:
-    argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-input",
+    argv = [sys.executable, "-I", "-m", "pip", "download", "--disable-pip-version-check", "--no-input",
             "--progress-bar", "off", "--no-deps", "--only-binary=:all:", "--python-version", python,
             "--implementation", "cp", "--abi", "cp" + python.replace(".", ""),
             *[a for p in platforms() for a in ("--platform", p)], "-d", str(dest), f"{name}=={version}"]

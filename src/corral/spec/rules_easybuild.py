@@ -5,6 +5,8 @@ install tree under the software root, and paths EasyBuild's configuration file k
 
 from __future__ import annotations
 
+import posixpath
+
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -52,6 +54,13 @@ def check_easybuild(cluster: Cluster, where: Where) -> list[Problem]:
         problems.append(Problem(where((*AT, "prefix")), f"EasyBuild's tree must be a directory under the software "
                                 f"root ({sw.root}), which every login and compute node mounts", e.prefix,
                                 f"e.g. {sw.root.rstrip('/')}/easybuild, or leave it unset"))
+    if e.prefix:
+        for own in (posixpath.join(sw.root, ".corral"), posixpath.join(sw.root, "modulefiles")):
+            if under(e.prefix, own) or under(own, e.prefix):
+                problems.append(Problem(where((*AT, "prefix")), f"EasyBuild's tree goes to its manager, and {own} is "
+                                        "corral's (the venvs the notebook hub runs, the site's module tree): neither "
+                                        "may hold the other", e.prefix,
+                                        f"e.g. {sw.root.rstrip('/')}/easybuild, or leave it unset"))
     seen: set[str] = set()
     for i, path in enumerate(e.robot_paths):
         problems += _path(where, (*AT, "robot_paths", i), path)

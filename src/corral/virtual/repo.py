@@ -60,7 +60,7 @@ def ensure_wheels(requirements: list[str], repo: Path = REPO) -> Path:
     missing = [r for r in requirements if r not in have]
     if missing:
         say(f"downloading Python wheels for the nodes: {', '.join(missing)}")
-        run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheels), *missing],
+        run([sys.executable, "-I", "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheels), *missing],
             what="pip download on the control host")
         done.write_text("\n".join(sorted(have | set(missing))) + "\n")
     return wheels
@@ -78,7 +78,7 @@ def start_server(repo: Path, address: str, port: int, log: Path) -> int:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "http.server", "--bind", address, "--directory", str(repo), str(port)],
+            [sys.executable, "-I", "-m", "http.server", "--bind", address, "--directory", str(repo), str(port)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
