@@ -87,6 +87,9 @@ BASE: dict[str, Any] = {
                                  "names": ["hub.example.com"], "partitions": ["gpu"], "gpu_types": ["h100"],
                                  "max_gpus": 4, "max_cpus": 8, "max_memory_gb": 32, "default_time": "1h",
                                  "max_time": "4h", "idle_timeout": "30m", "admins": ["alice"]}},
+    "audit": {"declared": [{"roles": ["controller"], "unit": "slapd.service", "user": "openldap",
+                            "why": "the site's directory", "root": ["slapd"],
+                            "listens": [{"port": 389, "proto": "tcp", "on": "any", "who": "SSSD on every node"}]}]},
     "slurm": {
         "version": "22.05", "clean_jobs": True, "job_tmp_path": "/var/lib/slurm/job_tmp",
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",

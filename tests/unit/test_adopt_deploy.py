@@ -1,6 +1,6 @@
 """Which operations the pam_slurm_adopt deploy (deploy/adopt.py) prepares on which node (no SSH: preparing
-runs no command): compute nodes only; on: package, access file, sshd; off, or a compute node that is also a
-login node: sshd's blocks and the access file go. What each operation does: tests/operations/sshd_pam,
+runs no command): compute nodes only; on: package, access file, sshd, cron.allow and at.allow; off, or a compute
+node that is also a login node: sshd's blocks, the access file and corral's cron.allow and at.allow go. What each operation does: tests/operations/sshd_pam,
 tests/operations/absent."""
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ nodes:
     roles: [compute, login]
 """
 ON = ["pam_slurm_adopt installed", "/etc/security/corral-adopt.conf (root, ssh.user and identity.adopt_exempt_users log in without a job)",
-      "/etc/pam.d/sshd: pam_slurm_adopt, no pam_systemd"]
-OFF = ["/etc/pam.d/sshd: no pam_slurm_adopt", "/etc/security/corral-adopt.conf removed"]
+      "/etc/pam.d/sshd: pam_slurm_adopt, no pam_systemd", "/etc/cron.allow (those who may log in without a job)",
+      "/etc/at.allow (those who may log in without a job)"]
+OFF = ["/etc/pam.d/sshd: no pam_slurm_adopt", "/etc/security/corral-adopt.conf removed",
+       "/etc/cron.allow removed (corral's)", "/etc/at.allow removed (corral's)"]
 
 
 def _prepared(spec: str, tmp_path) -> dict[str, list[str]]:

@@ -376,3 +376,36 @@ def test_bundle_source_key_and_sources_from_the_bundle(tmp_path, monkeypatch):
     want, secret = deploy_files(cluster, monkeypatch, version=(24, 11))
     assert_same(out, want, secret)
     assert_no_secret(tmp_path / "out")
+
+
+def test_the_hub_and_the_adopt_exemptions_are_rendered_as_apply_installs_them(tmp_path, monkeypatch):
+    """Security review 3, N12: render left out the hub's files (its sudo rule, its unit's user) and
+    identity.adopt_exempt_users; now each comes from the function apply installs it with."""
+    spec = default_spec(user_key=KEY).replace(
+        "    - {path: /home, export: /srv/nfs/home, roles: [controller, compute, login]}\n",
+        "    - {path: /home, export: /srv/nfs/home, roles: [controller, compute, login]}\n"
+        "    - {path: /sw, export: /srv/nfs/home}\n")
+    spec += "software: {}\nworkbench:\n  jupyterhub: {}\nidentity:\n  adopt_exempt_users: [oncall]\n"
+    cluster = _cluster(tmp_path, spec)
+    _state_secrets(cluster)
+    want, secret = deploy_files(cluster, monkeypatch)  # apply makes the hub's certificate: render copies it
+    out = rendered(tmp_path / "out", cluster)
+    d = Path(cluster.state_dir) / "secrets"
+    values = [(d / n).read_bytes().strip() for n in ("jupyterhub-proxy-token", "jupyterhub-validate-token")]
+    values.append((d / "ca" / "jupyterhub.key").read_bytes())
+    cookie = (want["login1"]["/etc/corral/jupyterhub/cookie_secret"]).strip().encode()
+    for node, files in want.items():
+        assert set(out.get(node, {})) == set(files), (node, set(out.get(node, {})) ^ set(files))
+        for path, content in files.items():
+            theirs = content.encode() if isinstance(content, str) else content
+            if (node, path) in secret:
+                for value in (*values, cookie, MUNGE, DB_PW.encode()):
+                    theirs = theirs.replace(value, b"SECRET")
+                assert PLACEHOLDER.sub(b"SECRET", out[node][path]).strip() == theirs.strip(), (node, path)
+            else:
+                assert out[node][path] == theirs, (node, path)
+    hub = out["login1"]
+    assert b"User=corral-jupyterhub" in hub["/etc/systemd/system/corral-jupyterhub.service"]
+    assert b"NOPASSWD: /usr/bin/sbatch, /usr/bin/scancel, /usr/bin/squeue" in hub["/etc/sudoers.d/corral-jupyterhub"]
+    assert out["gpu01"]["/etc/security/corral-adopt.conf"].splitlines()[2] == b"+:root oncall:ALL"
+    assert out["gpu01"]["/etc/cron.allow"] == b"root\noncall\n" == out["gpu01"]["/etc/at.allow"]

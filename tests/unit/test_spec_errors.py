@@ -76,7 +76,7 @@ CASES = [
          "c.yaml:11:15: unknown key 'nodes.1.overrides.gpu01.memroy_mb'; fix: did you mean 'memory_mb'?",),
     case('unknown-key-no-match',
          GOOD.replace("name: lab\n", "name: lab\nzzz: 1\n"),
-         "c.yaml:2:1: unknown key 'zzz'; fix: valid keys here: acceptance, allow_http, backup, fabric, groups, health, identity, images, kubernetes, monitoring, name, nodes, nvidia, packages, power, proxy, reports, rollout, scheduler, slurm, software, ssh, state_dir, storage, topology, users, virtual, workbench",),
+         "c.yaml:2:1: unknown key 'zzz'; fix: valid keys here: acceptance, allow_http, audit, backup, fabric, groups, health, identity, images, kubernetes, monitoring, name, nodes, nvidia, packages, power, proxy, reports, rollout, scheduler, slurm, software, ssh, state_dir, storage, topology, users, virtual, workbench",),
     case('missing-name',
          GOOD.replace("name: lab\n", ""),
          "c.yaml:1:1: missing required key 'name'; fix: add 'name:'",),

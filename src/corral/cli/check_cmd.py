@@ -74,4 +74,36 @@ def health(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(No
     show(run_health(cluster, limit_names(cluster, node)), as_json)
 
 
-COMMANDS = {"doctor": doctor, "validate": validate, "health": health}
+def audit(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(
+              None, "--node", "-n", help="only these nodes (hostlist)"), as_json: bool = JsonOpt,
+          every: bool = typer.Option(False, "--all", help="list the declared entries too, each with why")) -> None:
+    """Each node's attack surface, compared with what the cluster declares (read-only): listening sockets,
+    root processes, setuid/setgid files, world-writable directories without the sticky bit, sudo rules, who
+    may use cron and at. Exit 1 on anything undeclared, or a node that could not be audited."""
+    from corral.checks.audit import audit as run_audit
+    try:
+        cluster = load_cluster(spec)
+        result = run_audit(cluster, limit_names(cluster, node, "--node"))
+    except CorralError as exc:  # a spec or usage error: exit 2, but --json still gets its object
+        if as_json:
+            print_json({"ok": False, "error": " ".join(str(exc).split()), "findings": None, "items": []})
+        raise
+    if as_json:
+        print_json(result.to_json())
+    else:
+        for item in result.items:
+            if item.declared is None:
+                out.print(f"UNDECLARED {item.node} {item.kind}: {item.what}", style="red", markup=False, highlight=False)
+            elif every:
+                out.print(f"ok         {item.node} {item.kind}: {item.what} [{item.declared}]", markup=False,
+                          highlight=False)
+        for name, error in sorted(result.errors.items()):
+            out.print(f"UNAUDITED  {name}: {error}", style="red", markup=False, highlight=False)
+        nodes = len({i.node for i in result.items})
+        out.print(f"{len(result.items)} entries on {nodes} node(s): {len(result.findings)} undeclared"
+                  + (f", {len(result.errors)} node(s) not audited" if result.errors else ""), markup=False)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+COMMANDS = {"doctor": doctor, "validate": validate, "health": health, "audit": audit}

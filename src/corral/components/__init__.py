@@ -1,11 +1,12 @@
 """What a component *is*, declared once (pure: no pyinfra): its name (the deploy's, the prefix of its op
 names in the journal), the pyinfra deploy that applies it, what it waits for on other nodes, the
-Debian packages it may install on a node (and why), the vendor packages it may install, and the
-daemons a removed node of a role has stopped. Every other view is derived from these declarations
+Debian packages it may install on a node (and why), the vendor packages it may install, the daemons a
+removed node of a role has stopped, and the daemons it runs on a node: their unit, user (and why), the
+processes that run as root there and the sockets they listen on. Every other view is derived from these declarations
 (components/views.py): the deploy list and its ordering (deploy/__init__.py), the packages the virtual
 repository and the air-gap bundle carry and coverage checks (bundle/), the daemons removal stops
-(workflows/removal.py), and the check that a deploy installs nothing its declaration does not say
-(deploy/operations.packages).
+(workflows/removal.py), the check that a deploy installs nothing its declaration does not say
+(deploy/operations.packages), and `corral audit`'s declared users, root processes and ports (checks/audit.py).
 
 The declarations of each scheduler are in components/slurm.py and components/kubernetes.py, in the
 order a node runs them; the shared head (base, proxy, package source) in components/common.py.
@@ -29,6 +30,37 @@ def nothing(cluster: Cluster, node: Node) -> Mapping[str, str]:
     return {}
 
 
+@dataclass(frozen=True)
+class Listener:
+    """A socket a daemon listens on. `on`: "cluster" (the node's cluster address), "any" (every address),
+    "local" (loopback only). `port` 0: a port the daemon picks at start (RPC services). `who`: who may reach it."""
+
+    port: int
+    who: str
+    proto: str = "tcp"
+    on: str = "any"
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """A daemon a component runs on a node: the systemd unit its processes live in, the user its main process
+    runs as and why (always said for root), `root`: the process names (comm) that run as root in the unit (none
+    unless `user` is root, or a setuid helper such as sudo), and the sockets it listens on."""
+
+    unit: str
+    user: str
+    why: str
+    root: tuple[str, ...] = ()
+    listens: tuple[Listener, ...] = ()
+
+
+Daemons = Callable[["Cluster", "Node"], "tuple[Daemon, ...]"]
+
+
+def no_daemons(cluster: Cluster, node: Node) -> tuple[Daemon, ...]:
+    return ()
+
+
 def everywhere(cluster: Cluster, node: Node) -> bool:
     return True
 
@@ -41,7 +73,8 @@ class Component:
     install from a vendor's repository (NVIDIA's, Grafana's, Kubernetes'), which the vendor part of
     the bundle carries (render/vendor_repos.py). `stops`: role -> the daemons stopped and disabled on a
     node of that role taken out of the spec ("*": any role). `applies`: the nodes it applies to (its
-    deploy does nothing elsewhere, render writes none of its files there; components/gates.py)."""
+    deploy does nothing elsewhere, render writes none of its files there; components/gates.py). `daemons`:
+    what it runs on the node (components/daemons.py), which `corral audit` compares the node with."""
 
     name: str
     deploy: str  # "module:function" of the pyinfra deploy (imported by deploy/, never here)
@@ -50,6 +83,7 @@ class Component:
     vendor: Needs = nothing
     stops: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     applies: Gate = everywhere  # components/gates.py names the others
+    daemons: Daemons = no_daemons
 
 
 def gives(names, why: str) -> dict[str, str]:

@@ -3,7 +3,7 @@ source (Debian's mirror, or the bundle's repository)."""
 
 from __future__ import annotations
 
-from corral.components import Component, gives
+from corral.components import Component, daemons, gives
 
 
 def time_sync(cluster, node) -> dict[str, str]:
@@ -12,7 +12,7 @@ def time_sync(cluster, node) -> dict[str, str]:
 
 
 HEAD = (
-    Component("base", "corral.deploy.base:base", packages=time_sync),
+    Component("base", "corral.deploy.base:base", packages=time_sync, daemons=daemons.base),
     Component("proxy", "corral.deploy.proxy:proxy"),
     Component("package source", "corral.deploy.package_source:package_source"),
 )

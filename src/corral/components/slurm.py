@@ -6,7 +6,7 @@ the Debian packages of the components after it in one transaction (deploy/packag
 
 from __future__ import annotations
 
-from corral.components import Component, gates, gives
+from corral.components import Component, daemons as d, gates, gives
 from corral.components.common import HEAD
 from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
 from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
@@ -175,17 +175,19 @@ COMPONENTS = (
     *HEAD,
     Component("package upgrades", D + "upgrades:package_upgrades"),
     Component("slurm version", D + "slurm_version:slurm_version"),
-    Component("sssd", D + "sssd:sssd", packages=_sssd, applies=gates.ldap),  # the directory is outside the cluster
-    Component("storage server", D + "storage:storage_server", packages=_nfs_server, applies=gates.nfs_server),
+    Component("sssd", D + "sssd:sssd", packages=_sssd, applies=gates.ldap, daemons=d.sssd),  # the directory is outside the cluster
+    Component("storage server", D + "storage:storage_server", packages=_nfs_server, applies=gates.nfs_server,
+              daemons=d.nfs_server),
     Component("storage mounts", D + "storage:storage_mounts", waits=("storage server",), packages=_mount_clients),
     Component("users", D + "users:users"),  # homes are made on the node that holds them (spec/shared.home_maker)
     Component("passwords", D + "passwords:passwords", applies=gates.passwords),  # users[].password, login nodes
     Component("slurm user", D + "slurm_ha:slurm_user"),
     Component("packages", D + "package_batch:package_batch"),
-    Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}),  # the key: from the control host
+    Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}, daemons=d.munge),  # the key: from the control host
     # the CA before the registry: its readiness check trusts it
     Component("ca trust", D + "registry:trust", applies=gates.cluster_ca),
-    Component("images registry", D + "registry:registry", packages=_registry, applies=gates.registry),
+    Component("images registry", D + "registry:registry", packages=_registry, applies=gates.registry,
+              daemons=d.registry),
     Component("podman", D + "podman:podman", packages=_podman, applies=gates.podman),
     Component("health", D + "health:health", applies=gates.health),
     Component("jobhooks", D + "jobhooks:jobhooks", applies=gates.compute),
@@ -193,19 +195,21 @@ COMPONENTS = (
     Component("mig", D + "mig:mig", packages=_mig, applies=gates.mig, stops={"compute": ("corral-mig",)}),
     Component("containers", D + "containers:containers", packages=_containers),
     Component("accounting", D + "accounting:accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
-              stops={"accounting": ("slurmdbd",)}),  # MariaDB and slurmdbd on the same node
+              stops={"accounting": ("slurmdbd",)}, daemons=d.accounting),  # MariaDB and slurmdbd on the same node
     Component("power", D + "power:power", packages=_power, applies=gates.power),
     Component("slurm controller", D + "slurm:slurm_controller", applies=gates.controller, waits=("accounting",),  # registers with slurmdbd
-              packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)}),
+              packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)},
+              daemons=d.slurm_controller),
     # configless slurmd fetches its config from slurmctld
     Component("slurm compute", D + "slurm:slurm_compute", applies=gates.compute, waits=("slurm controller",), packages=_compute,
-              stops={"compute": ("slurmd",)}),
+              stops={"compute": ("slurmd",)}, daemons=d.slurm_compute),
     # PrologFlags=Contain comes with the controller's slurm.conf
     Component("pam_slurm_adopt", D + "adopt:adopt", applies=gates.compute, waits=("slurm controller",), packages=_adopt),
     Component("slurm login", D + "slurm:slurm_login", applies=gates.login_only, waits=("slurm controller",), packages=_role("login", LOGIN)),
     # sacctmgr through slurmdbd, the cluster registered
     Component("accounting sync", D + "sacct:accounting_sync", waits=("accounting", "slurm controller")),
-    Component("dcgm", D + "dcgm:dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)}),
+    Component("dcgm", D + "dcgm:dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)},
+              daemons=lambda c, n: d.dcgm(c, n) if _dcgm(c, n) else ()),
     Component("nvidia tools", D + "nvidia_tools:nvidia_tools", vendor=_cuda_tools),
     Component("acceptance tools", D + "acceptance:acceptance", packages=_acceptance, vendor=_nccl),
     # modules for what the components before it installed (Open MPI, the CUDA toolkit, the acceptance tools)
@@ -215,7 +219,7 @@ COMPONENTS = (
               packages=lambda c, n: gives(NOTEBOOK_BUILD, "workbench.jupyterhub (builds the venv)")
               if gates.notebook_builder(c, n) else {}),
     Component("jupyterhub", D + "jupyterhub:jupyterhub", waits=("notebook venv", "slurm controller"),
-              applies=gates.jupyterhub, stops={"login": ("corral-jupyterhub",)},
+              applies=gates.jupyterhub, stops={"login": ("corral-jupyterhub",)}, daemons=d.jupyterhub,
               packages=lambda c, n: gives(NOTEBOOK_HUB, "workbench.jupyterhub") if gates.jupyterhub(c, n) else {}),
     # EasyBuild's venv and install tree on the software root, its configuration (docs/components/software.md)
     Component("easybuild", D + "easybuild:easybuild", applies=gates.easybuild,
@@ -223,11 +227,15 @@ COMPONENTS = (
               if gates.easybuild_builder(c, n) else {}),
     # Prometheus scrapes targets whenever they answer
     Component("monitoring", D + "monitoring:monitoring", packages=_monitoring,
-              stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)}),
+              stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)},
+              daemons=lambda c, n: d.monitoring(c, n) if _monitoring(c, n) else ()),
     Component("slurm exporter", D + "slurm_exporter:slurm_exporter", waits=("slurm controller",),  # sinfo, squeue
-              packages=_slurm_exporter, stops={"controller": ("corral-slurm-exporter",)}),
+              packages=_slurm_exporter, stops={"controller": ("corral-slurm-exporter",)},
+              daemons=lambda c, n: d.slurm_exporter(c, n) if _slurm_exporter(c, n) else ()),
     Component("dcgm exporter", D + "dcgm_exporter:dcgm_exporter", vendor=_dcgm_exporter,
-              stops={"compute": ("corral-dcgm-exporter",)}),
+              stops={"compute": ("corral-dcgm-exporter",)},
+              daemons=lambda c, n: d.dcgm_exporter(c, n) if _dcgm_exporter(c, n) else ()),
     # its data source is read when a dashboard is opened
-    Component("grafana", D + "grafana:grafana", vendor=_grafana, stops={"monitoring": ("grafana-server",)}),
+    Component("grafana", D + "grafana:grafana", vendor=_grafana, stops={"monitoring": ("grafana-server",)},
+              daemons=lambda c, n: d.grafana(c, n) if _grafana(c, n) else ()),
 )

@@ -19,6 +19,11 @@ def by_name(cluster, name: str) -> Component | None:
     return next((c for c in declared(cluster) if c.name == name), None)
 
 
+def declared_daemons(cluster, node) -> tuple:
+    """The daemons the components that apply to `node` run there (components/daemons.py)."""
+    return tuple(d for c in declared(cluster) if c.applies(cluster, node) for d in c.daemons(cluster, node))
+
+
 def node_packages(cluster, node) -> dict[str, str]:
     """The Debian packages `node` may install -> why (the first component that says so)."""
     out: dict[str, str] = {}

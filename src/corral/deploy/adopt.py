@@ -3,8 +3,8 @@ only while they have a job there, and the session joins the job's extern step (i
 its end). render/adopt.py holds the PAM text and says what Slurm documents and what corral chose.
 
 On: libpam-slurm-adopt, corral's pam_access file (root, ssh.user and identity.adopt_exempt_users, by
-name, may log in without a job) and corral's
-blocks in /etc/pam.d/sshd; slurm.conf's PrologFlags=Contain comes with the controller's configuration
+name, may log in without a job), /etc/cron.allow and /etc/at.allow naming the same users (a crontab or an at
+job of anyone else would run outside every job), and corral's blocks in /etc/pam.d/sshd; slurm.conf's PrologFlags=Contain comes with the controller's configuration
 (render/slurm.py), which an apply writes before this deploy runs. Off (or a node that is also a login node,
 where users log in without a job): corral's blocks leave /etc/pam.d/sshd, which is then as it was, and the
 access file goes; the package stays (nothing loads it). A change affects new SSH logins only.
@@ -12,6 +12,7 @@ access file goes; the package stays (nothing loads it). A change affects new SSH
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 from pyinfra import host
@@ -24,11 +25,12 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd
-from corral.render.adopt import (ACCESS_FILE, COMMON_SESSION, EMPTY_SHA, MODULE, PAM_SSHD, access_conf, adopt_lines,
-                                 converged_block_hashes, module_path, restore_lines, text)
+from corral.render.adopt import (ACCESS_FILE, AT_ALLOW, COMMON_SESSION, CRON_ALLOW, EMPTY_SHA, MODULE, PAM_SSHD,
+                                 access_conf, adopt_lines, converged_block_hashes, module_path, restore_lines,
+                                 schedulers_allow, text)
 
 PACKAGE = ADOPT
-WANT = register(Want(paths=(ACCESS_FILE,), packages=(PACKAGE,), blocks=(PAM_SSHD,)))
+WANT = register(Want(paths=(ACCESS_FILE, CRON_ALLOW, AT_ALLOW), packages=(PACKAGE,), blocks=(PAM_SSHD,)))
 
 
 @operation()
@@ -67,11 +69,15 @@ def sshd_pam(on: bool, node: str, want: Want, module: str = MODULE):
 
 
 @operation()
-def absent(path: str, want: Want):
-    """A file corral wrote earlier, removed."""
+def absent(path: str, want: Want, ours: str | None = None):
+    """A file corral wrote earlier, removed (`ours`: only while it holds exactly that text; an admin's own
+    file of that name stays)."""
     cur = snapshot(want).files.get(path)
     if cur is None:
         host.noop(f"{path} not there")
+        return
+    if ours is not None and cur.get("sha256") != hashlib.sha256(ours.encode()).hexdigest():
+        host.noop(f"{path} is not corral's: left as it is")
         return
     annotate(disruption="none", diff=f"{path}: removed\n")
     yield cmd("rm", "-f", path)
@@ -97,3 +103,10 @@ def adopt() -> None:
     else:
         sshd_pam(name=f"{PAM_SSHD}: no pam_slurm_adopt", on=False, node=node.name, want=WANT)
         absent(name=f"{ACCESS_FILE} removed", path=ACCESS_FILE, want=WANT)
+    allow = schedulers_allow(cluster.spec.ssh.user, cluster.spec.identity.adopt_exempt_users)
+    for path in (CRON_ALLOW, AT_ALLOW):  # cron and at: no way around the job either
+        if on:
+            operations.managed_file(name=f"{path} (those who may log in without a job)", path=path, content=allow,
+                                    want=WANT)
+        else:
+            absent(name=f"{path} removed (corral's)", path=path, want=WANT, ours=allow)

@@ -26,7 +26,6 @@ from corral.engine.notes import annotate
 from corral.engine.shell import cmd
 from corral.errors import CorralError
 from corral.render import jupyterhub as r
-from corral.render.node_programs import node_program
 from corral.spec.workbench import venv_builder
 
 HUB_FILES = (r.UNIT_PATH, r.CONFIG, r.FORM, r.SLURM_MODULE, r.SETTINGS, r.COOKIE, r.ENV, r.CERT, r.KEY, r.CHECK,
@@ -95,9 +94,10 @@ def jupyterhub() -> None:
             hub_removed(name="notebook hub removed (not in the spec here)", want=WANT)
         return
     lock = workbench_wheels.lock_id(r.python_of(cluster))
+    text = r.hub_files(cluster, lock)
     operations.packages(name="configurable-http-proxy and sudo (Debian's)", names=list(r.HUB_PACKAGES), want=WANT,
                         together=True)
-    account = operations.managed_file(name=r.SYSUSERS, path=r.SYSUSERS, content=r.SYSUSERS_TEXT, want=WANT,
+    account = operations.managed_file(name=r.SYSUSERS, path=r.SYSUSERS, content=text[r.SYSUSERS], want=WANT,
                                       disruption=f"restart {r.UNIT}")
     # made, and the state of a hub that ran as root before it given to it (its database, pid files)
     operations.run_when_changed(name=f"user {r.USER} made", description="systemd-sysusers", _if=AnyChanged(account),
@@ -110,31 +110,29 @@ def jupyterhub() -> None:
     token = secrets.secret_text(cluster.state_dir, "jupyterhub-proxy-token", 48)
     check = secrets.secret_text(cluster.state_dir, "jupyterhub-validate-token", 48)
     changes = [
-        operations.managed_file(name="hub configuration", path=r.CONFIG, content=r.static("jupyterhub_config.py"),
+        operations.managed_file(name="hub configuration", path=r.CONFIG, content=text[r.CONFIG], want=WANT),
+        operations.managed_file(name="spawn form", path=r.FORM, content=text[r.FORM], want=WANT),
+        operations.managed_file(name="hub's Slurm commands", path=r.SLURM_MODULE, content=text[r.SLURM_MODULE],
                                 want=WANT),
-        operations.managed_file(name="spawn form", path=r.FORM, content=node_program("notebook_form.py"), want=WANT),
-        operations.managed_file(name="hub's Slurm commands", path=r.SLURM_MODULE,
-                                content=node_program("notebook_slurm.py"), want=WANT),
-        operations.managed_file(name="hub settings", path=r.SETTINGS, content=r.settings_json(cluster, lock), want=WANT),
+        operations.managed_file(name="hub settings", path=r.SETTINGS, content=text[r.SETTINGS], want=WANT),
         operations.managed_file(name="hub certificate", path=r.CERT, content=cert, want=WANT),
         operations.managed_file(name="hub key", path=r.KEY, content=key, mode="600", user=r.USER, group=r.USER,
                                 secret=True, want=WANT),
         operations.managed_file(name="hub cookie secret", path=r.COOKIE, content=cookie + "\n", mode="600",
                                 user=r.USER, group=r.USER, secret=True, want=WANT),
         operations.managed_file(name="hub tokens (the proxy's, validate's)", path=r.ENV, mode="600", secret=True,
-                                content=f"CONFIGPROXY_AUTH_TOKEN={token}\nCORRAL_VALIDATE_TOKEN={check}\n", want=WANT),
-        operations.managed_file(name="hub unit", path=r.UNIT_PATH, want=WANT,
-                                content=r.unit(r.venv(cluster, lock), cluster.spec.workbench.jupyterhub.port),
+                                content=r.env_file(token, check), want=WANT),
+        operations.managed_file(name="hub unit", path=r.UNIT_PATH, want=WANT, content=text[r.UNIT_PATH],
                                 disruption=f"restart {r.UNIT} (running servers keep running)"),
         account,
     ]
     # read by sudo at each command: a changed rule needs no restart. visudo checks it first (a broken file under
     # sudoers.d stops sudo for everyone)
-    operations.managed_file(name="hub's sudo rule", path=r.SUDOERS, content=r.sudoers(cluster), mode="440",
+    operations.managed_file(name="hub's sudo rule", path=r.SUDOERS, content=text[r.SUDOERS], mode="440",
                             validate="visudo -cqf {}", want=WANT)
     operations.directory(name="/usr/local/lib/corral", path="/usr/local/lib/corral", want=WANT)
-    operations.managed_file(name="validate's notebook check", path=r.CHECK, content=node_program("notebook_check.py"),
-                            mode="755", want=WANT)
+    operations.managed_file(name="validate's notebook check", path=r.CHECK, content=text[r.CHECK], mode="755",
+                            want=WANT)
     ready = http_ready(node.address, r.HUB_PORT, "/hub/health")  # the hub's API, where servers reach it
     operations.service(name="jupyterhub running", unit=r.UNIT, want=WANT, wait=ready)
     operations.restart(name="jupyterhub restarted (configuration changed)", unit=r.UNIT, want=WANT, wait=ready,

@@ -100,19 +100,34 @@ def account_block(node: str, module: str = MODULE, original: str = "@include com
             END]
 
 
-def access_conf(ssh_user: str, exempt: list[str] = ()) -> str:
-    """corral's pam_access file: root, corral's SSH user and identity.adopt_exempt_users may log in
-    without a job; nobody else. Users by name only: a group here (sudo, wheel) would let in whoever the
-    directory or a node's admin puts in a group of that name."""
+def job_free(ssh_user: str, exempt: list[str] = ()) -> list[str]:
+    """Who may use a job-confined compute node without a job there: root, corral's SSH user and
+    identity.adopt_exempt_users, by name (each checked: a pam_access and a cron.allow entry)."""
     for name in (ssh_user, *exempt):
         if not _USER.fullmatch(name):
             raise CorralError("not a Unix user name: cannot be a pam_access entry", value=name,
                               fix="correct ssh.user or identity.adopt_exempt_users")
-    users = " ".join(dict.fromkeys(["root", ssh_user, *exempt]))
+    return list(dict.fromkeys(["root", ssh_user, *exempt]))
+
+
+def access_conf(ssh_user: str, exempt: list[str] = ()) -> str:
+    """corral's pam_access file: root, corral's SSH user and identity.adopt_exempt_users may log in
+    without a job; nobody else. Users by name only: a group here (sudo, wheel) would let in whoever the
+    directory or a node's admin puts in a group of that name."""
     return ("# Managed by corral (identity.pam_slurm_adopt): who may SSH to this compute node without a\n"
             f"# Slurm job on it (pam_access, from {PAM_SSHD}). Everyone else needs a job here.\n"
-            f"+:{users}:ALL\n"
+            f"+:{' '.join(job_free(ssh_user, exempt))}:ALL\n"
             "-:ALL:ALL\n")
+
+
+# cron and at start what a user asks outside every job (and its cgroup, where the GPUs are not confined): on a
+# job-confined compute node only the users who may log in without a job may use them (security review 3, N7)
+CRON_ALLOW, AT_ALLOW = "/etc/cron.allow", "/etc/at.allow"
+
+
+def schedulers_allow(ssh_user: str, exempt: list[str] = ()) -> str:
+    """/etc/cron.allow and /etc/at.allow: one name a line (cron and at read no comments there)."""
+    return "".join(f"{name}\n" for name in job_free(ssh_user, exempt))
 
 
 def _code(line: str) -> str:

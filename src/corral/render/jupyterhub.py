@@ -44,6 +44,21 @@ SLURM = {"submit": ["/usr/bin/sbatch", "--parsable"], "query": ["/usr/bin/squeue
 COMMAND_TIMEOUT_S = 60
 
 
+def hub_files(cluster, lock: str) -> dict[str, str]:
+    """Every file of the hub apply installs but its secrets (key, cookie, tokens) and its certificate: path ->
+    text. deploy/jupyterhub.py installs these, `corral render` writes them (workflows/render_workbench.py)."""
+    from corral.render.node_programs import node_program
+    return {CONFIG: static("jupyterhub_config.py"), FORM: node_program("notebook_form.py"),
+            SLURM_MODULE: node_program("notebook_slurm.py"), SETTINGS: settings_json(cluster, lock),
+            SUDOERS: sudoers(cluster), SYSUSERS: SYSUSERS_TEXT, CHECK: node_program("notebook_check.py"),
+            UNIT_PATH: unit(venv(cluster, lock), cluster.spec.workbench.jupyterhub.port)}
+
+
+def env_file(proxy_token: str, validate_token: str) -> str:
+    """The unit's environment file (0600 root; systemd reads it): the proxy's token and validate's service token."""
+    return f"CONFIGPROXY_AUTH_TOKEN={proxy_token}\nCORRAL_VALIDATE_TOKEN={validate_token}\n"
+
+
 def static(name: str) -> str:
     return files("corral.render").joinpath("files", name).read_text()
 

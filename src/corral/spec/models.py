@@ -23,6 +23,7 @@ from corral.spec.models_nvidia import (ContainerToolkitSpec, CudaToolkitSpec, Dc
                                        NvidiaSpec, RolloutSpec)
 from corral.spec.models_software import SoftwareSpec
 from corral.spec.models_workbench import WorkbenchSpec
+from corral.spec.models_audit import AuditSpec
 from corral.spec.models_slurm import (HOSTLIST, NAME, QOS, SLURM_TIME, Account, FairShare, Partition,
                                       SlurmSpec)
 from corral.spec.models_storage import Mount, NfsExport, StorageSpec
@@ -192,6 +193,8 @@ class ClusterSpec(Strict):
     workbench: WorkbenchSpec = Field(default=WorkbenchSpec(), description="interactive work: notebooks as Slurm "
                                                                            "jobs (docs/components/notebooks.md)")
     users: list[User] = Field(default_factory=list, description="local user accounts, the same on every node")
+    audit: AuditSpec = Field(default=AuditSpec(), description="what the site runs on its nodes besides corral, for "
+                                                              "`corral audit`")
     groups: list[Group] = Field(default_factory=list, description="local groups, the same on every node")
     identity: IdentitySpec = Field(default=IdentitySpec(), description="homes and SSH access to compute nodes")
     state_dir: str = Field(default=".corral", pattern=LOCAL_PATH,

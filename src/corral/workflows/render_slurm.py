@@ -292,7 +292,7 @@ def _slurm_compute(c: Ctx, node: Node) -> Files:
 
 
 def _adopt(c: Ctx, node: Node) -> Files:
-    from corral.render.adopt import ACCESS_FILE, PAM_SSHD, access_conf
+    from corral.render.adopt import ACCESS_FILE, AT_ALLOW, CRON_ALLOW, PAM_SSHD, access_conf, schedulers_allow
     if not c.cluster.spec.identity.pam_slurm_adopt:  # off: the deploy takes corral's PAM lines away
         return {}
     if "login" in node.roles:
@@ -300,7 +300,9 @@ def _adopt(c: Ctx, node: Node) -> Files:
         return {}
     c.note(f"pam_slurm_adopt: corral's blocks in {PAM_SSHD} are made from the node's own {PAM_SSHD} and "
            "common-session: not rendered.")
-    return {ACCESS_FILE: access_conf(c.cluster.spec.ssh.user)}
+    ssh_user, exempt = c.cluster.spec.ssh.user, c.cluster.spec.identity.adopt_exempt_users
+    allow = schedulers_allow(ssh_user, exempt)  # the same arguments as apply's (deploy/adopt.py)
+    return {ACCESS_FILE: access_conf(ssh_user, exempt), CRON_ALLOW: allow, AT_ALLOW: allow}
 
 
 def _slurm_login(c: Ctx, node: Node) -> Files:
