@@ -95,6 +95,11 @@ def with_workbench(path) -> None:
         "uri": [f"ldaps://{ctl}"], "base": "dc=corral,dc=test", "ca_cert": "ldap-ca.pem",
         "bind_dn": "cn=admin,dc=corral,dc=test", "bind_password_file": "ldap-bind", "min_id": 3000,
         "login_groups": ["bob"]}}  # the hub's sudo rule names its directory users by group
+    # the directory server is the site's (this test's), not corral's: declared for `corral audit` (audit.py)
+    data["audit"] = {"declared": [{"roles": ["controller"], "unit": "slapd.service", "user": "openldap",
+                                   "why": "the test's directory server", "listens": [
+                                       {"port": 389, "who": "SSSD on every node"},
+                                       {"port": 636, "who": "SSSD on every node"}]}]}
     with path.open("w") as f:
         yaml.dump(data, f)
 
@@ -265,6 +270,9 @@ from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this mod
 from tests.vcluster.attacks_hub import (  # noqa: E402,F401 (the attacker's cases against the hub, as alice)
     test_the_hub_and_its_proxy_do_not_run_as_root, test_attack_a_servers_token_cannot_change_what_the_hub_runs,
     test_attack_validates_check_shows_her_server_no_token_beyond_her_own)
+from tests.vcluster.audit import (  # noqa: E402,F401 (every feature on: nothing undeclared; a planted listener)
+    test_audit_finds_nothing_undeclared_on_the_cluster_with_every_feature,
+    test_a_planted_root_listener_is_reported_and_fails_the_audit)
 from tests.vcluster.images import (  # noqa: E402,F401 (run here, on this module's cluster)
     test_every_node_trusts_the_registry_and_it_runs_unprivileged, test_alice_runs_the_pushed_image_in_a_batch_job,
     test_a_second_node_pulls_through_the_cache, test_the_cache_serves_its_images_with_the_upstream_stopped,
