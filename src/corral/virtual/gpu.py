@@ -69,12 +69,17 @@ def describe(node: Node) -> list[dict]:
              "bus_id": f"00000000:{0x18 + 0x10 * i:02X}:00.0"} for i in range(node.gpus.count)]
 
 
+def paths(root: Path) -> tuple[Path, ...]:
+    """What install() writes (or removes) in a node's tree: tmpfiles.d entries, the GPU description, the stand-in
+    tools, the MIG minors table, the procfs unit, its wants link and script."""
+    return (root / TMPFILES, root / CONF, root / "usr/bin/nvidia-smi", root / "usr/bin/nvidia-mig-parted",
+            root / PROC_DRIVER / "nvidia-caps/mig-minors", root / PROCFS_UNIT, root / PROCFS_WANTS, root / PROCFS_SH)
+
+
 def install(node: Node, root: Path) -> None:
     """Write the tmpfiles.d device entries, the GPU description and the stand-in nvidia-smi."""
     gpus = describe(node)
-    tmpfiles, conf, smi = root / TMPFILES, root / CONF, root / "usr/bin/nvidia-smi"
-    parted, minors = root / "usr/bin/nvidia-mig-parted", root / PROC_DRIVER / "nvidia-caps/mig-minors"
-    unit, wants, script = root / PROCFS_UNIT, root / PROCFS_WANTS, root / PROCFS_SH
+    tmpfiles, conf, smi, parted, minors, unit, wants, script = paths(root)
     if not gpus:
         for f in (tmpfiles, conf, smi, parted, minors, unit, wants, script):
             f.unlink(missing_ok=True)

@@ -51,6 +51,25 @@ def pid_alive(pid: int | None) -> bool:
         return False
 
 
+# what prepare() writes on the host into a node's tree (besides gpu.paths and nsid.paths)
+WRITES = ("etc/hostname", "etc/machine-id", "etc/systemd/network/10-host0.network",
+          "etc/apt/keyrings/corral-virtual-bundle.gpg", "etc/apt/sources.list", "etc/dpkg/dpkg.cfg.d/corral-virtual",
+          "root/.ssh/authorized_keys", "etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub")
+
+
+def inside(root: Path, paths: list[Path]) -> None:
+    """Each path the host writes into a node's tree resolves inside it. The tree is the (verified) base image: an
+    absolute link in it (`root -> /root`) would resolve against the host and carry root's write out of the tree
+    (security review 3, N8). Checked before anything is written; a link that stays inside is fine."""
+    top = os.path.realpath(root)
+    for path in paths:
+        real = os.path.realpath(path)
+        if real != top and not real.startswith(top + os.sep):
+            rel = path.relative_to(root)
+            raise HostToolError(f"the node image's {rel} leads out of the node's tree (to {real}): nothing written",
+                                value=str(rel), fix="rebuild the base image (a bundle's image: use one you built)")
+
+
 class VNode:
     def __init__(self, node: Node, workdir: Path, cg_prefix: str) -> None:
         self.node = node
@@ -106,6 +125,7 @@ class VNode:
                  f"lowerdir={image},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}",
                  str(self.merged)], what=f"overlay mount for {self.node.name}")
         m = self.merged
+        inside(m, [m / f for f in WRITES] + list(gpu.paths(m)) + list(nsid.paths(m)))
         (m / "etc/hostname").write_text(self.node.name + "\n")
         if not (m / "etc/machine-id").read_text().strip():
             (m / "etc/machine-id").write_text(os.urandom(16).hex() + "\n")

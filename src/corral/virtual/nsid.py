@@ -17,9 +17,14 @@ UNIT_TEXT = ("# corral virtual cluster: namespace ids above this node's own (job
              f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/bin/python3 /{SCRIPT}\n")
 
 
+def paths(root: Path) -> tuple[Path, Path, Path]:
+    """What install() writes in a node's tree: the script, its unit, the unit's wants link."""
+    return root / SCRIPT, root / UNIT, root / WANTS
+
+
 def install(root: Path) -> None:
     """Write the script and its boot unit into a node's tree (enabled)."""
-    script, unit, wants = root / SCRIPT, root / UNIT, root / WANTS
+    script, unit, wants = paths(root)
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_bytes(resources.files("corral.virtual").joinpath("files/corral-nsid-advance").read_bytes())
     script.chmod(0o755)
