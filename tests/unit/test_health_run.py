@@ -136,6 +136,10 @@ def test_ecc_failure_drains(node, capsys):
 
 
 def test_xid_stays_failed_until_reboot_or_clear(node, capsys):
+    # the GPUs an earlier run listed at the fixture's Xid addresses (a missing one is evidence only there)
+    state_file = Path(node["cfg"]["state_file"])
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps({"gpus_seen": ["0000:01:00", "0000:05:00", "0000:10:1c"]}))
     shutil.copy(FIX / "journalctl-k-xid.json", node["fake"] / "journal.txt")
     first = checks(run(node, capsys)[1])["gpu_xid"]
     assert first[0] == "FAIL" and first[1].startswith("xid 63 on 0000:10:1c")

@@ -65,10 +65,16 @@ def test_a_journal_record_of_another_transport_or_facility_is_no_xid():
 
 # --- corroboration -------------------------------------------------------------------------------
 
+KNOWN = {"0000:10:1c", "0000:01:00", "0000:05:00"}  # the fixture's Xid addresses: GPUs an earlier run listed
+
+
 def test_evidence_from_nvidia_smi():
     on = lambda pci: [{"ts": 1.0, "pci": pci, "xid": 79, "text": ""}]  # noqa: E731
     assert X.evidence(on("0000:3a:00"), H100, "") == {}                                 # listed, healthy
-    assert X.evidence(on("0000:3b:00"), H100, "") == {"0000:3b:00": "GPU not listed by nvidia-smi"}
+    # a GPU this node had, missing now: evidence; an address where no GPU ever was proves nothing (review 3, N9)
+    assert X.evidence(on("0000:3b:00"), H100, "", {"0000:3b:00"}) == {"0000:3b:00": "GPU not listed by nvidia-smi"}
+    assert X.evidence(on("0000:3b:00"), H100, "") == {} == X.evidence(on("0000:ff:00"), H100, "", {"0000:3b:00"})
+    assert "0000:3a:00" in X.listed(H100) and "0000:3b:00" not in X.listed(H100)
     errors = fx("nvidia-smi-q-ecc-h100x8-errors.txt")
     assert X.evidence(on("0000:3a:00"), errors, "") == {"0000:3a:00": "2 uncorrectable ECC errors"}
     assert X.evidence(on("0000:3a:00"), "", "nvidia-smi exited 15: Unable to determine the device handle") == {
@@ -79,7 +85,7 @@ def test_evidence_from_nvidia_smi():
 
 def test_a_corroborated_fatal_xid_is_named_and_kept():
     ev = journal_events("journalctl-k-xid.json")
-    proof = X.evidence(ev, H100, "")
+    proof = X.evidence(ev, H100, "", KNOWN)  # GPUs the node had at these addresses
     status, msg, kept = X.xid_verdict([], ev, None, proof=proof)
     assert status == P.FAIL
     assert msg.startswith("xid 63 on 0000:10:1c (Row Remapper: New row marked for remapping")

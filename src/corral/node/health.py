@@ -30,6 +30,7 @@ except ImportError:  # run as a script on a node: the modules sit side by side
     import health_slurm as S  # type: ignore[no-redef]
 
 P = C.P
+X = C.X
 DEFAULT_CONFIG = "/etc/corral/health.json"
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 DEFAULTS = {"node": None, "expected_gpus": 0, "gpu_model": None, "max_gpu_temp_c": 85, "mounts": ["/"],
@@ -127,14 +128,17 @@ def run_checks(cfg: dict, deadline: float, clear_xid: bool = False) -> tuple[lis
     results: list[tuple] = []
     if ctx["gpus"]:
         results.append(("gpu_count",) + C.check_gpu_count(cfg, ctx, got.get("gpu-query")))
-        status, msg, kept, read_ok = C.check_xid(got, ctx, since, sticky, set(cfg["xid_ignore"]))
+        ecc = got.get("gpu-ecc")  # the GPUs this node has had: what makes a missing one evidence
+        known = set(state.get("gpus_seen", [])) | X.listed(ecc.out if ecc and not ecc.failure() else None)
+        status, msg, kept, read_ok = C.check_xid(got, ctx, since, sticky, set(cfg["xid_ignore"]), known)
         results.append(("gpu_xid", status, msg, f"read with {ctx['log']}" if ctx["log"] else ""))
         results.append(("gpu_ecc",) + C.check_gpu_ecc(got.get("gpu-ecc")) + ("",))
         results.append(("gpu_temp",) + C.check_gpu_temp(cfg, got.get("gpu-temp")) + ("",))
         if cfg["expected_mig"] is not None:
             results.append(("gpu_mig",) + C.check_mig(cfg, got.get("gpu-list")) + ("",))
-        state.update(boot_id=boot_id, xid_sticky=kept, last_run=started if read_ok else since)
-        note = save_state(cfg["state_file"], state) if (read_ok or kept != sticky or clear_xid) else ""
+        grew = sorted(known) != state.get("gpus_seen", [])
+        state.update(boot_id=boot_id, xid_sticky=kept, last_run=started if read_ok else since, gpus_seen=sorted(known))
+        note = save_state(cfg["state_file"], state) if (read_ok or kept != sticky or clear_xid or grew) else ""
     else:
         why = "no GPUs expected (expected_gpus 0) and no /dev/nvidiaN"
         results += [(n, P.SKIPPED, why, "") for n in ("gpu_count", "gpu_xid", "gpu_ecc", "gpu_temp")]

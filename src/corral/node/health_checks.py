@@ -258,9 +258,10 @@ def check_gpu_ecc(p: Probe | None) -> tuple[str, str]:
 
 
 def check_xid(got: dict[str, Probe], ctx: dict, since: float | None, sticky: list,
-              ignore) -> tuple[str, str, list, bool]:
+              ignore, known: set[str] = frozenset()) -> tuple[str, str, list, bool]:
     """-> (status, message, sticky', read_ok): read_ok says whether the log was read (advance last_run).
-    A fatal Xid is kept past this run only when nvidia-smi corroborates it (health_xid)."""
+    A fatal Xid is kept past this run only when nvidia-smi corroborates it (health_xid; `known`: the GPUs
+    this node has had)."""
     p = got.get("kernel-log")
     if p is None:
         return SKIPPED, "no journalctl or /dev/kmsg to read the kernel log", sticky, False
@@ -269,7 +270,7 @@ def check_xid(got: dict[str, Probe], ctx: dict, since: float | None, sticky: lis
                else X.parse_kmsg(p.out, boot_epoch=ctx.get("boot_epoch")))
     events = X.xid_events(records)
     smi = got.get("gpu-ecc")
-    proof = X.evidence(events, smi.out if smi else None, smi.failure() if smi else "")
+    proof = X.evidence(events, smi.out if smi else None, smi.failure() if smi else "", known)
     status, msg, kept = X.xid_verdict(sticky, events, since, ignore, proof)
     if unreadable and status != FAIL:
         return (FAIL if p.timed_out else WARN), f"cannot read the kernel log: {p.failure()}", kept, False

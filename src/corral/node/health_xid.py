@@ -89,11 +89,22 @@ def _bus(pci: str) -> tuple[int, int, int]:
     return int(parts[0], 16), int(parts[1], 16), int(parts[2], 16)
 
 
-def evidence(events: list[dict], smi_q: str | None, smi_failure: str) -> dict[str, str]:
+def bus_name(bus: tuple[int, int, int]) -> str:
+    return "%04x:%02x:%02x" % bus
+
+
+def listed(smi_q: str | None) -> set[str]:
+    """The GPUs nvidia-smi lists now, as 'dddd:bb:dd' (kept in the state file: the GPUs this node has had)."""
+    return {bus_name(_bus(bus)) for bus in P.parse_smi_q(smi_q)} if smi_q else set()
+
+
+def evidence(events: list[dict], smi_q: str | None, smi_failure: str, known: set[str] = frozenset()) -> dict[str, str]:
     """PCI address -> what nvidia-smi shows of a fault there (no entry: nothing corroborates it).
 
     smi_q: `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` output (None: not run); smi_failure:
-    why it gave no usable output ('' when it ran): a driver that cannot reach its GPUs is evidence."""
+    why it gave no usable output ('' when it ran): a driver that cannot reach its GPUs is evidence.
+    known: the GPUs this node has had ('dddd:bb:dd', listed() of earlier runs): a GPU missing from the list
+    corroborates an Xid only at an address where a GPU was (an address that never had one proves nothing)."""
     if smi_q is None:
         return {}
     if smi_failure:
@@ -105,7 +116,8 @@ def evidence(events: list[dict], smi_q: str | None, smi_failure: str) -> dict[st
     for e in events:
         fields = gpus.get(_bus(e["pci"]))
         if fields is None:
-            out[e["pci"]] = "GPU not listed by nvidia-smi"
+            if bus_name(_bus(e["pci"])) in known:
+                out[e["pci"]] = "GPU not listed by nvidia-smi"
         elif fails := P.ecc_findings(fields)[0]:
             out[e["pci"]] = fails[0]
     return out
