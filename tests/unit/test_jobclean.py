@@ -68,6 +68,23 @@ def test_end_processes_ends_a_real_process():
         stubborn.kill()
 
 
+def test_end_processes_signals_only_the_processes_it_listed():
+    """Security review 3, N15: signals go through pidfds opened before the first one, each process checked to be
+    the user's; another user's process (here: a uid that is not this one's) is never signalled."""
+    import os
+    child = subprocess.Popen(["sleep", "100"])
+    try:
+        assert jobclean.end_processes([child.pid], grace_s=1, uid=os.getuid() + 1) == []
+        assert child.poll() is None  # not the listed user's: left alone
+        assert jobclean.end_processes([child.pid], grace_s=5, uid=os.getuid()) == []
+        assert child.wait(timeout=5) == -15
+    finally:
+        child.kill()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert jobclean.end_processes([gone.pid], grace_s=1) == []  # reaped: nothing to signal, nothing raised
+
+
 class Run:
     """The `run` seam: nvidia-smi's answers, scontrol's calls recorded."""
 
@@ -111,7 +128,7 @@ def test_clean_gpus_and_other_gpus_processes_do_not_drain(gpu_node):
 def test_leftovers_wait_for_the_users_last_job_and_never_touch_system_accounts(monkeypatch):
     ended = []
     monkeypatch.setattr(jobclean, "leftovers", lambda uid, job: [123])
-    monkeypatch.setattr(jobclean, "end_processes", lambda pids: ended.extend(pids) or [])
+    monkeypatch.setattr(jobclean, "end_processes", lambda pids, **_: ended.extend(pids) or [])
     run = Run("")
     assert jobclean.epilog({"end_leftovers": True}, ENV, [], lambda *a: ["78"], run) == [] and ended == []
     said = jobclean.epilog({"end_leftovers": True}, ENV, [], lambda *a: None, run)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import subprocess
 import time
@@ -93,37 +94,55 @@ def leftovers(uid: int, job: str, proc: str = "/proc") -> list[int]:
     return sorted(out)
 
 
-def end_processes(pids: list[int], grace_s: float = GRACE_S, sleep=time.sleep, clock=time.monotonic) -> list[int]:
-    """SIGTERM each, SIGKILL those still there after `grace_s`; the pids that had to be killed."""
-    def alive(p: int) -> bool:
-        try:
-            os.kill(p, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        try:  # a zombie is gone for our purpose (its parent reaps it)
-            with open(f"/proc/{p}/stat") as f:
-                return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-        except OSError:
-            return False
+def _pidfd(pid: int, uid: int | None) -> int | None:
+    """A pidfd of `pid` while it is still `uid`'s (checked after the pidfd is open: a pid reused since the listing
+    is another process, never signalled); None when it is gone or another's."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # gone (ESRCH)
+        return None
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            if uid is not None and _status_uid(f.read()) != uid:
+                os.close(fd)
+                return None
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
-    for p in pids:
-        try:
-            os.kill(p, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = clock() + grace_s
-    left = [p for p in pids if alive(p)]
-    while left and clock() < deadline:
-        sleep(0.2)
-        left = [p for p in left if alive(p)]
-    for p in left:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return left
+
+def _exited(fd: int) -> bool:
+    """A pidfd reads as ready once its process has ended (a zombie included: its parent reaps it)."""
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def end_processes(pids: list[int], grace_s: float = GRACE_S, sleep=time.sleep, clock=time.monotonic,
+                  uid: int | None = None) -> list[int]:
+    """SIGTERM each, SIGKILL those still there after `grace_s`; the pids that had to be killed. Signals go through
+    pidfds opened before the first one (and each checked to still be `uid`'s): a pid the system reuses during the
+    grace is never hit (security review 3, N15)."""
+    fds = {p: fd for p in pids if (fd := _pidfd(p, uid)) is not None}
+    try:
+        for fd in fds.values():
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = clock() + grace_s
+        left = [p for p, fd in fds.items() if not _exited(fd)]
+        while left and clock() < deadline:
+            sleep(0.2)
+            left = [p for p in left if not _exited(fds[p])]
+        for p in left:
+            try:
+                signal.pidfd_send_signal(fds[p], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return left
+    finally:
+        for fd in fds.values():
+            os.close(fd)
 
 
 def _run(run, argv: list[str], timeout: int) -> str | None:
@@ -164,7 +183,7 @@ def epilog(config: dict, env: dict[str, str], gpus: list[int], other_jobs, run=s
         elif not others:
             pids = leftovers(uid, job)
             if pids:
-                killed = end_processes(pids)
+                killed = end_processes(pids, uid=uid)
                 said.append(f"ended {len(pids)} leftover process(es) of uid {uid} (SIGKILL: {len(killed)})")
     if gpus and os.path.exists("/dev/nvidiactl"):
         stuck = gpu_processes(gpus, run, float(config.get("gpu_settle_s", 10)))
