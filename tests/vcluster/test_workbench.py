@@ -269,6 +269,7 @@ from tests.vcluster.notebooks import (  # noqa: E402,F401 (run here, on this mod
     test_alice_gets_a_gpu_notebook_in_a_browser, test_a_directory_user_logs_in_to_the_hub_and_gets_a_server)
 from tests.vcluster.attacks_hub import (  # noqa: E402,F401 (the attacker's cases against the hub, as alice)
     test_the_hub_and_its_proxy_do_not_run_as_root, test_attack_a_servers_token_cannot_change_what_the_hub_runs,
+    test_attack_a_rest_spawn_sets_nothing_but_the_checked_request,
     test_attack_validates_check_shows_her_server_no_token_beyond_her_own)
 from tests.vcluster.audit import (  # noqa: E402,F401 (every feature on: nothing undeclared; a planted listener)
     test_audit_finds_nothing_undeclared_on_the_cluster_with_every_feature,
