@@ -51,7 +51,9 @@ def test_registry_config_binds_the_cluster_address_with_tls_and_metrics(tmp_path
                  '    rootdirectory: "/var/lib/docker-registry/site"', "      enabled: true"):
         assert line in text.splitlines(), (line, text)
     assert "proxy:" not in text
+    assert text.splitlines()[text.splitlines().index("  delete:") + 1] == "    enabled: false"  # no deletes (N5)
     cached = config(cluster, cache, ("$oauthtoken", PASSWORD)).splitlines()
+    assert cached[cached.index("  delete:") + 1] == "    enabled: true"  # the cache's expiry
     assert cached[-4:] == ["proxy:", '  remoteurl: "https://nvcr.io"', '  username: "$oauthtoken"',
                            f'  password: "{PASSWORD}"']
     assert f'  addr: "{addr}:5001"' in cached and f'    addr: "{addr}:5052"' in cached

@@ -77,7 +77,10 @@ def config(cluster: Cluster, inst: Instance, credentials: tuple[str, str] | None
     lines = ["# Managed by corral (images.registry in cluster.yaml) - do not edit", "version: 0.1",
              "log:", "  level: info", "  fields:", f"    service: {j(inst.unit)}",
              "storage:", "  cache:", "    blobdescriptor: inmemory", "  filesystem:",
-             f"    rootdirectory: {j(inst.storage)}", "  delete:", "    enabled: true",
+             f"    rootdirectory: {j(inst.storage)}", "  delete:",
+             # the site registry takes no deletes (security review 3, N5: any user could delete any image);
+             # a cache's expiry needs them (and distribution's proxy mode refuses a user's push or delete)
+             f"    enabled: {'true' if inst.upstream else 'false'}",
              "http:", f"  addr: {j(_hostport(node.address, inst.port))}",
              "  tls:", f"    certificate: {j(CERT)}", f"    key: {j(KEY)}",
              "  headers:", "    X-Content-Type-Options: [nosniff]",
