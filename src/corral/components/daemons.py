@@ -24,6 +24,8 @@ def base(cluster, node) -> tuple[Daemon, ...]:
         Daemon("ssh.service", "root", "sshd: logins as any user (corral's, admins', users' on login nodes)",
                root=("sshd",), listens=(Listener(22, "corral, admins; users where they may log in"),)),
         Daemon("console-getty.service", "root", "the console's login prompt", root=("agetty",)),
+        Daemon("systemd-networkd.service", "systemd-network", "the network (a DHCP client where an interface asks)",
+               listens=(Listener(68, "the site's DHCP server", "udp"),)),
         Daemon("getty@*.service", "root", "a console's login prompt", root=("agetty",)),
         Daemon("serial-getty@*.service", "root", "a serial console's login prompt", root=("agetty",)),
     ]
@@ -72,10 +74,25 @@ def slurm_controller(cluster, node) -> tuple[Daemon, ...]:
 
 
 def slurm_compute(cluster, node) -> tuple[Daemon, ...]:
+    steps = Listener(0, "srun's I/O and step traffic from the job's submitting node")
     return (Daemon("slurmd.service", "root", "slurmd starts each job step as its user (slurmstepd) and runs the "
                    "prolog, epilog and health check as root", root=("*",),
-                   listens=(Listener(SLURMD_PORT, "slurmctld and the job's other nodes"),
-                            Listener(0, "srun's I/O and step traffic from the job's submitting node"))),)
+                   listens=(Listener(SLURMD_PORT, "slurmctld and the job's other nodes"), steps)),
+            # with cgroup v2, slurmd puts the steps (slurmstepd, then the job's processes) in a scope of their own
+            Daemon("slurmstepd.scope", "root", "slurmstepd runs each job step as its user", root=("slurmstepd",),
+                   listens=(steps,)))
+
+
+def nfs_client(cluster, node) -> tuple[Daemon, ...]:
+    """An NFSv3 client's lock recovery (nfs-common), where the node mounts NFS (a virtual node's NAS is a bind)."""
+    from corral.spec.shared import mounts_of
+    if cluster.spec.virtual is not None or not any(m.is_nfs() for m in mounts_of(cluster, node)):
+        return ()
+    servers = "the NFS servers (lock recovery)"
+    return (Daemon("rpcbind.service", "_rpc", "the RPC port mapper (NFSv3 locks)",
+                   listens=(Listener(111, servers), Listener(111, servers, "udp"))),
+            Daemon("rpc-statd.service", "statd", "NFSv3 lock recovery",
+                   listens=(Listener(0, servers), Listener(0, servers, "udp"))))
 
 
 def accounting(cluster, node) -> tuple[Daemon, ...]:

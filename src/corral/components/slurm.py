@@ -178,7 +178,8 @@ COMPONENTS = (
     Component("sssd", D + "sssd:sssd", packages=_sssd, applies=gates.ldap, daemons=d.sssd),  # the directory is outside the cluster
     Component("storage server", D + "storage:storage_server", packages=_nfs_server, applies=gates.nfs_server,
               daemons=d.nfs_server),
-    Component("storage mounts", D + "storage:storage_mounts", waits=("storage server",), packages=_mount_clients),
+    Component("storage mounts", D + "storage:storage_mounts", waits=("storage server",), packages=_mount_clients,
+              daemons=d.nfs_client),
     Component("users", D + "users:users"),  # homes are made on the node that holds them (spec/shared.home_maker)
     Component("passwords", D + "passwords:passwords", applies=gates.passwords),  # users[].password, login nodes
     Component("slurm user", D + "slurm_ha:slurm_user"),
