@@ -53,3 +53,17 @@ def test_prepare_refuses_before_it_writes_anything(tmp_path, monkeypatch):
         VNode(node, tmp_path, "corral-lab").prepare(tmp_path / "image", ipaddress.ip_network("10.0.0.0/24"),
                                                     "http://10.0.0.1:8080/", "ssh-ed25519 AAAA corral")
     assert list(host.iterdir()) == [] and not (m / "etc/hostname").exists()
+
+
+def test_corrals_own_absolute_wants_links_from_an_earlier_boot_are_fine(tmp_path):
+    """A node prepared again (a restart): the wants links corral made at its first boot are absolute, as systemd
+    writes them; only the directory they are in must resolve inside."""
+    from corral.virtual import gpu, nsid
+    m = _tree(tmp_path)
+    for rel, unit in ((gpu.PROCFS_WANTS, gpu.PROCFS_UNIT), (nsid.WANTS, nsid.UNIT)):
+        (m / rel).parent.mkdir(parents=True, exist_ok=True)
+        (m / rel).symlink_to(f"/{unit}")
+    links = (m / gpu.PROCFS_WANTS, m / nsid.WANTS)
+    inside(m, [m / "etc/hostname"], links)
+    with pytest.raises(HostToolError):
+        inside(m, [m / gpu.PROCFS_WANTS])  # written through, it would land on the host's unit

@@ -57,13 +57,15 @@ WRITES = ("etc/hostname", "etc/machine-id", "etc/systemd/network/10-host0.networ
           "root/.ssh/authorized_keys", "etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub")
 
 
-def inside(root: Path, paths: list[Path]) -> None:
+def inside(root: Path, paths: list[Path], links: tuple[Path, ...] = ()) -> None:
     """Each path the host writes into a node's tree resolves inside it. The tree is the (verified) base image: an
     absolute link in it (`root -> /root`) would resolve against the host and carry root's write out of the tree
-    (security review 3, N8). Checked before anything is written; a link that stays inside is fine."""
+    (security review 3, N8). Checked before anything is written; a link that stays inside is fine. `links`: paths
+    corral makes as links itself (a unit's wants link, absolute as systemd writes them) and never writes through:
+    only the directory each is made in must resolve inside."""
     top = os.path.realpath(root)
-    for path in paths:
-        real = os.path.realpath(path)
+    for path in [*paths, *links]:
+        real = os.path.join(os.path.realpath(path.parent), path.name) if path in links else os.path.realpath(path)
         if real != top and not real.startswith(top + os.sep):
             rel = path.relative_to(root)
             raise HostToolError(f"the node image's {rel} leads out of the node's tree (to {real}): nothing written",
@@ -125,7 +127,8 @@ class VNode:
                  f"lowerdir={image},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}",
                  str(self.merged)], what=f"overlay mount for {self.node.name}")
         m = self.merged
-        inside(m, [m / f for f in WRITES] + list(gpu.paths(m)) + list(nsid.paths(m)))
+        links = (m / gpu.PROCFS_WANTS, m / nsid.WANTS)  # made as links, never written through: their parents only
+        inside(m, [m / f for f in WRITES] + [p for p in (*gpu.paths(m), *nsid.paths(m)) if p not in links], links)
         (m / "etc/hostname").write_text(self.node.name + "\n")
         if not (m / "etc/machine-id").read_text().strip():
             (m / "etc/machine-id").write_text(os.urandom(16).hex() + "\n")
