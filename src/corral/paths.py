@@ -2,6 +2,7 @@
 copies of the two config paths they read; tests/unit/test_layers.py checks they agree)."""
 
 LIB = "/usr/local/lib/corral"           # corral's on-node Python programs (node/*.py)
+JOBDIRS = f"{LIB}/jobdirs.py"           # per-user directories, safely (the prolog's, and at login: podman's)
 SBIN = "/usr/local/sbin"
 HEALTH = f"{SBIN}/corral-health"        # Slurm's HealthCheckProgram
 PROLOG, EPILOG = f"{SBIN}/corral-prolog", f"{SBIN}/corral-epilog"  # Slurm's Prolog/Epilog

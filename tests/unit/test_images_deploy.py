@@ -77,6 +77,23 @@ def test_podman_storage_is_vfs_only_on_the_virtual_cluster(tmp_path):
     assert real.spec.virtual is None and 'driver = ""' in storage_conf(real).splitlines()
 
 
+def test_each_users_storage_is_under_roots_directory_made_by_the_prolog_and_at_login(tmp_path):
+    """Security review 3, N6: no per-user path in /var/tmp, where another user could make it first."""
+    import json
+    from corral.deploy.jobhooks import config as hooks_config
+    from corral.render.podman import PAM_PROFILE, USER_STORE, login_hook_files
+    cluster = _cluster(tmp_path, images_spec(tmp_path))
+    assert 'rootless_storage_path = "/var/lib/corral-podman/$UID/storage"' in storage_conf(cluster).splitlines()
+    assert "/var/tmp" not in storage_conf(cluster)
+    dirs = json.loads(hooks_config(cluster, cluster.node("gpu01")))["user_dirs"]
+    assert {"path": USER_STORE + "/{uid}", "clean": False, "shared": False} in dirs  # the prolog's, for a job's user
+    files = login_hook_files(cluster)
+    assert "optional\tpam_exec.so quiet /usr/local/sbin/corral-user-dirs" in files[PAM_PROFILE][0]
+    assert files["/usr/local/sbin/corral-user-dirs"] == (
+        "#!/bin/sh\n# Managed by corral: a user's node-local directories, made at login (pam_exec)\n"
+        "exec /usr/bin/python3 -I /usr/local/lib/corral/userdirs.py\n", "755")
+
+
 def test_prometheus_scrapes_each_registry_instance(tmp_path):
     cluster = _cluster(tmp_path, images_spec(tmp_path))
     text = render_prometheus_yml(cluster)

@@ -143,6 +143,17 @@ def test_the_cache_serves_its_images_with_the_upstream_stopped(reg):
     assert upstream_probe(reg) == "1"
 
 
+def test_her_podman_storage_is_hers_and_nobody_can_make_another_users_first(reg):
+    """Security review 3, N6: her image store on login1 is in the directory the login hook made for her (root's
+    parent, 0711), not in /var/tmp where another user could have made it first; she cannot make anyone else's."""
+    root = as_alice(reg, "login1", "podman info --format '{{.Store.GraphRoot}}'").stdout.strip()
+    assert root == "/var/lib/corral-podman/2001/storage", root
+    modes = ssh(reg, "login1", "stat -c '%a %U' /var/lib/corral-podman /var/lib/corral-podman/2001").stdout.split("\n")
+    assert modes[:2] == ["711 root", "700 alice"], modes
+    squat = as_alice(reg, "login1", "mkdir /var/lib/corral-podman/3001", check=False)  # bob's uid
+    assert squat.returncode != 0 and "Permission denied" in squat.stderr, (squat.returncode, squat.stderr)
+
+
 def upstream_probe(reg) -> str:
     """Run the registry node's probe of the caches' upstreams now (its timer runs it every minute): the value
     it wrote for the cache of ctl:5000 in node-exporter's textfile directory."""

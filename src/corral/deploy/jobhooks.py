@@ -17,13 +17,14 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.engine.run_context import current as run
 from corral.render.containers import user_dirs
+from corral.render.podman import user_dirs as podman_user_dirs
 from corral.render.mig import node_gres
 from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
 from corral.render.node_programs import node_program
 from corral import paths
 
 LIB = paths.LIB
-MODULE, DIRS, CLEAN = f"{LIB}/jobhooks.py", f"{LIB}/jobdirs.py", f"{LIB}/jobclean.py"
+MODULE, DIRS, CLEAN = f"{LIB}/jobhooks.py", paths.JOBDIRS, f"{LIB}/jobclean.py"
 PROLOG, EPILOG, TASK_PROLOG = paths.PROLOG, paths.EPILOG, paths.TASK_PROLOG
 CONFIG = paths.JOBHOOKS_CONFIG
 CLEAN_GPU_SETTLE_S = 10  # how long the epilog waits for a job's GPU contexts to go before it drains
@@ -55,7 +56,7 @@ def config(cluster, node=None, facts=None) -> str:
     """The hooks' JSON config; without `node` no gpu_count (the prolog then counts /dev/nvidiaN)."""
     m = cluster.spec.monitoring
     data = {"gpu_job_map_dir": m.gpu_job_map_dir if m.enabled else None,
-            "user_dirs": user_dirs(cluster.spec.nvidia.enroot)}
+            "user_dirs": user_dirs(cluster.spec.nvidia.enroot) + podman_user_dirs(cluster)}
     if cluster.spec.slurm.clean_jobs:
         data["clean_jobs"] = clean_jobs(cluster, node)
     if node is not None:

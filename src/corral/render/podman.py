@@ -3,8 +3,11 @@ cluster's registry (docs/components/images.md). Used by deploy/podman.py.
 
 - containers.conf: cgroupfs and a file events log (a job has no systemd user session); on a virtual
   cluster no session keyring (systemd-nspawn's seccomp filter refuses keyctl).
-- storage.conf: each user's images under /var/tmp on the node (homes are on NFS, which rootless
-  storage cannot use); podman picks its driver (overlay on a node's own disk). On a virtual cluster
+- storage.conf: each user's images under USER_STORE/UID on the node (homes are on NFS, which rootless storage
+  cannot use); podman picks its driver (overlay on a node's own disk). USER_STORE is root's (0711), so only root
+  makes a user's directory: the prolog for a job's user, and at login (pam_exec, node/userdirs.py) on login nodes.
+  A directory per user in /var/tmp could be made first by another user, who then owned the victim's image store
+  (security review 3, N6). On a virtual cluster
   `vfs`: a node's root is an overlayfs, and podman 5 (Debian 13) refuses overlay over overlayfs without a
   FUSE mount program (`'overlay' is not supported over overlayfs`) where podman 4 fell back to vfs.
 - registries.conf.d: each cached upstream (nvcr.io, docker.io, ...) pulled through its cache first,
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 
+from corral import paths
 from corral.render.registry import endpoint
 from corral.spec.cluster import Cluster
 
@@ -23,6 +27,12 @@ from corral.spec.cluster import Cluster
 # pull`'s job, unsquashfs for reading its images
 PACKAGES = ("podman", "uidmap", "squashfs-tools")
 CONTAINERS_CONF = "/etc/containers/containers.conf"
+USER_STORE = "/var/lib/corral-podman"  # root 0711; USER_STORE/UID 0700, the user's
+USER_DIRS_CONFIG = "/etc/corral/user-dirs.json"  # node/userdirs.py reads it at login
+USER_DIRS_PROGRAM = f"{paths.LIB}/userdirs.py"
+USER_DIRS_HOOK = f"{paths.SBIN}/corral-user-dirs"
+PAM_PROFILE_NAME = "corral-user-dirs"
+PAM_PROFILE = f"/usr/share/pam-configs/{PAM_PROFILE_NAME}"
 STORAGE_CONF = "/etc/containers/storage.conf"
 REGISTRIES_CONF = "/etc/containers/registries.conf.d/50-corral-registry.conf"
 HEAD = "# Managed by corral (images in cluster.yaml) - do not edit\n"
@@ -38,7 +48,32 @@ def storage_conf(cluster: Cluster) -> str:
     driver = "vfs" if cluster.spec.virtual is not None else ""
     return (f"{HEAD}[storage]\ndriver = \"{driver}\"\nrunroot = \"/run/containers/storage\"\n"
             "graphroot = \"/var/lib/containers/storage\"\n"
-            "rootless_storage_path = \"/var/tmp/containers-$UID/storage\"\n")
+            f"rootless_storage_path = \"{USER_STORE}/$UID/storage\"\n")
+
+
+def user_dirs(cluster: Cluster) -> list[dict]:
+    """The per-user directories podman needs (the prolog's and the login hook's template, jobdirs.py)."""
+    return [{"path": USER_STORE + "/{uid}", "clean": False, "shared": False}] if cluster.spec.images.podman else []
+
+
+def user_dirs_config(cluster: Cluster) -> str:
+    return json.dumps({"user_dirs": user_dirs(cluster)}, indent=1, sort_keys=True) + "\n"
+
+
+HOOK_TEXT = (f"#!/bin/sh\n# Managed by corral: a user's node-local directories, made at login (pam_exec)\n"
+             f"exec /usr/bin/python3 -I {USER_DIRS_PROGRAM}\n")
+# pam-auth-update's profile: common-session runs the hook, as root, for every login (a failure never blocks one)
+PAM_PROFILE_TEXT = ("Name: corral: each user's node-local directories (podman's storage), made at login\n"
+                    "Default: yes\nPriority: 0\nSession-Type: Additional\nSession:\n"
+                    f"\toptional\tpam_exec.so quiet {USER_DIRS_HOOK}\n")
+
+
+def login_hook_files(cluster: Cluster) -> dict[str, tuple[str, str]]:
+    """The login hook's files: path -> (text, mode); deploy/podman.py installs them, `corral render` writes them."""
+    from corral.render.node_programs import node_program
+    return {paths.JOBDIRS: (node_program("jobdirs.py"), "644"), USER_DIRS_PROGRAM: (node_program("userdirs.py"), "644"),
+            USER_DIRS_CONFIG: (user_dirs_config(cluster), "644"), USER_DIRS_HOOK: (HOOK_TEXT, "755"),
+            PAM_PROFILE: (PAM_PROFILE_TEXT, "644")}
 
 
 def registries_conf(cluster: Cluster) -> str:

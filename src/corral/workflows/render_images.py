@@ -59,9 +59,10 @@ def _upstream_probe(c: Ctx) -> Files:
 
 def _podman(c: Ctx, node: Node) -> Files:
     from corral.render.podman import (CONTAINERS_CONF, REGISTRIES_CONF, STORAGE_CONF, containers_conf,
-                                      registries_conf, storage_conf)
+                                      login_hook_files, registries_conf, storage_conf)
     return {CONTAINERS_CONF: containers_conf(c.cluster), STORAGE_CONF: storage_conf(c.cluster),
-            REGISTRIES_CONF: registries_conf(c.cluster)}
+            REGISTRIES_CONF: registries_conf(c.cluster),
+            **{path: text for path, (text, _) in login_hook_files(c.cluster).items()}}
 
 
 RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"ca trust": _trust, "images registry": _registry,
