@@ -106,6 +106,7 @@ def gpu_node(monkeypatch):
     real = jobclean.os.path.exists
     monkeypatch.setattr(jobclean.os.path, "exists", lambda p: True if p == "/dev/nvidiactl" else real(p))
     monkeypatch.setattr(jobclean, "leftovers", lambda uid, job: [])
+    monkeypatch.setattr(jobclean, "off_job", lambda pid: None)  # /proc shows none of the fixture's pids
 
 
 def test_a_stuck_gpu_process_drains_the_node(gpu_node):
@@ -116,6 +117,36 @@ def test_a_stuck_gpu_process_drains_the_node(gpu_node):
                       "Reason=corral: GPU processes left after job 77: GPU 1 pid 4242; an admin checks the node, "
                       "then resumes it"]]
     assert said[-1].startswith("drained gpu01")
+
+
+def test_a_users_gpu_process_outside_any_job_is_ended_not_drained_for(gpu_node, monkeypatch):
+    """Security review 3, N7: a cron entry of a user's holding the job's GPU after the job: ended (pid and uid
+    said), and the node stays up; what is left after that still drains."""
+    ended = []
+    monkeypatch.setattr(jobclean, "off_job", lambda pid: 3001 if pid == 4242 else None)
+
+    def end(pids, **kw):
+        ended.append((pids, kw.get("uid")))
+        run.apps = ""  # gone: nvidia-smi lists nothing now
+        return []
+    monkeypatch.setattr(jobclean, "end_processes", end)
+    run = Run("4242, GPU-bbb\n")
+    said = jobclean.epilog({"end_leftovers": True, "gpu_settle_s": 0}, ENV, [1], lambda *a: [], run)
+    assert ended == [([4242], 3001)] and said == ["ended GPU process(es) outside any job: pid 4242 uid 3001"]
+    assert not [c for c in run.calls if c[0] == "scontrol"]
+    run = Run("4242, GPU-bbb\n4343, GPU-bbb\n")  # 4343: root's, or another job's: still drains
+    monkeypatch.setattr(jobclean, "end_processes", lambda pids, **kw: ended.append((pids, kw.get("uid"))) or [])
+    said = jobclean.epilog({"gpu_settle_s": 0}, ENV, [1], lambda *a: [], run)
+    assert said[-1].startswith("drained gpu01") and [c for c in run.calls if c[0] == "scontrol"]
+
+
+def test_off_job_names_only_a_users_process_in_no_job(tmp_path):
+    for pid, uid, cgroup in ((10, 2001, "0::/system.slice/cron.service\n"), (11, 2001, "4:freezer:/slurm/uid_2001/job_7/step_0\n"),
+                             (12, 0, "0::/system.slice/cron.service\n"), (13, 64030, "0::/system.slice/x\n")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "status").write_text(f"Name:\tx\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
+        (tmp_path / str(pid) / "cgroup").write_text(cgroup)
+    assert [jobclean.off_job(p, proc=str(tmp_path)) for p in (10, 11, 12, 13, 14)] == [2001, None, None, None, None]
 
 
 def test_clean_gpus_and_other_gpus_processes_do_not_drain(gpu_node):

@@ -7,8 +7,12 @@ after a grace period. Never uid 0 or a system account (uid < 1000), and never on
 login node (`end_leftovers` false: users work there without a job).
 
 GPUs: after the job (and its user's leftovers) are gone, the job's GPUs (SLURM_JOB_GPUS, bounded by the
-caller) must hold no compute process (`nvidia-smi --query-compute-apps`). Processes still there after a
-short wait drain the node with a reason anyone reads in `scontrol show node` / `sinfo -R`:
+caller) must hold no compute process (`nvidia-smi --query-compute-apps`). Each one still there is attributed
+to its uid and cgroup first: a user's process in no Slurm job (one cron or at started, or one that left its
+job) is ended, and said with its pid and uid; it never drains the node, so a user cannot keep nodes drained
+after others' jobs (security review 3, N7). What is still there after that (root's, a system account's,
+another job's, one /proc does not show) drains the node with a reason anyone reads in `scontrol show node` /
+`sinfo -R`:
 `corral: GPU processes left after job N: GPU i pid p, ...` (ids only, never a process name, which a user
 chooses). corral-health leaves this drain to an admin (node/health_slurm.py ROLLOUT_PREFIX).
 
@@ -25,6 +29,7 @@ import subprocess
 import time
 
 UID_MIN = 1000                      # below: root and system accounts, never signalled
+SYSTEM_IDS = range(60000, 65536)    # Debian's ids for packages and systemd's dynamic users, nobody: never signalled
 GRACE_S = 5                         # SIGTERM -> SIGKILL
 SMI = "nvidia-smi"
 REASON_PREFIX = "corral: GPU processes left after job"
@@ -117,6 +122,21 @@ def _exited(fd: int) -> bool:
     return bool(select.select([fd], [], [], 0)[0])
 
 
+def off_job(pid: int, proc: str = "/proc") -> int | None:
+    """The uid of `pid` when it is a user's process in no Slurm job's cgroup (an entry of cron's or at's, or one
+    that left its job); None for root, a system account, a job's process, or a pid /proc does not show."""
+    try:
+        with open(f"{proc}/{pid}/status") as f:
+            uid = _status_uid(f.read())
+        with open(f"{proc}/{pid}/cgroup") as f:
+            jobs = _JOB_CGROUP.findall(f.read())
+    except OSError:
+        return None
+    if uid is None or uid < UID_MIN or uid in SYSTEM_IDS or jobs:
+        return None
+    return uid
+
+
 def end_processes(pids: list[int], grace_s: float = GRACE_S, sleep=time.sleep, clock=time.monotonic,
                   uid: int | None = None) -> list[int]:
     """SIGTERM each, SIGKILL those still there after `grace_s`; the pids that had to be killed. Signals go through
@@ -186,7 +206,15 @@ def epilog(config: dict, env: dict[str, str], gpus: list[int], other_jobs, run=s
                 killed = end_processes(pids, uid=uid)
                 said.append(f"ended {len(pids)} leftover process(es) of uid {uid} (SIGKILL: {len(killed)})")
     if gpus and os.path.exists("/dev/nvidiactl"):
-        stuck = gpu_processes(gpus, run, float(config.get("gpu_settle_s", 10)))
+        settle = float(config.get("gpu_settle_s", 10))
+        stuck = gpu_processes(gpus, run, settle)
+        strays = {pid: u for pids in (stuck or {}).values() for pid in pids if (u := off_job(pid)) is not None}
+        if strays:  # ended, not drained for: a user outside every job would keep the node drained
+            for owner in sorted(set(strays.values())):
+                end_processes(sorted(p for p, u in strays.items() if u == owner), uid=owner)
+            said.append("ended GPU process(es) outside any job: " + ", ".join(
+                f"pid {p} uid {u}" for p, u in sorted(strays.items())))
+            stuck = gpu_processes(gpus, run, settle)
         if stuck is None:
             said.append("nvidia-smi failed: the GPUs' processes were not checked")
         elif stuck and _NODE.fullmatch(node):
