@@ -143,6 +143,34 @@ def test_the_cache_serves_its_images_with_the_upstream_stopped(reg):
     assert upstream_probe(reg) == "1"
 
 
+DELETE = r"""
+import json, sys, urllib.error, urllib.request
+base, name = sys.argv[1], sys.argv[2]
+accept = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+head = urllib.request.Request(f"{base}/v2/{name}/manifests/1", method="HEAD", headers={"Accept": accept})
+digest = urllib.request.urlopen(head, timeout=30).headers["Docker-Content-Digest"]
+try:
+    code = urllib.request.urlopen(urllib.request.Request(f"{base}/v2/{name}/manifests/{digest}", method="DELETE"),
+                                  timeout=30).status
+except urllib.error.HTTPError as exc:
+    code = exc.code
+print(json.dumps({"digest": digest, "delete": code}))
+"""
+
+
+def test_she_cannot_delete_an_image_from_the_site_registry(reg):
+    """Security review 3, N5 (deletes): from login1, alice asks the site registry to delete the image others run;
+    it refuses (405, deletes off) and the image still pulls."""
+    as_alice(reg, "login1", f"printf '%s' {shlex.quote(DELETE)} > ~/.delete.py")
+    try:
+        got = json.loads(as_alice(reg, "login1", f"python3 ~/.delete.py https://ctl:5000 {IMAGE}").stdout)
+    finally:
+        as_alice(reg, "login1", "rm -f ~/.delete.py", check=False)
+    assert got["digest"].startswith("sha256:") and got["delete"] == 405, got
+    out = as_alice(reg, "login1", f"podman run --rm --network=none ctl:5000/{IMAGE}:1 cat /etc/message", timeout=120)
+    assert out.stdout == "hello from the site registry\n"
+
+
 def test_her_podman_storage_is_hers_and_nobody_can_make_another_users_first(reg):
     """Security review 3, N6: her image store on login1 is in the directory the login hook made for her (root's
     parent, 0711), not in /var/tmp where another user could have made it first; she cannot make anyone else's."""
