@@ -57,6 +57,22 @@ def test_a_wheel_member_outside_its_directory_is_refused(tmp_path, bad):
         wheels.members(w)
 
 
+def test_a_wheel_member_under_a_name_the_installed_distribution_lacks_is_refused(tmp_path):
+    """Security review 3, N4: a wheel for another Python carrying `sitecustomize.py` (run at every interpreter start,
+    as root on the nodes) or another package is refused; its own packages, modules and .dist-info are taken."""
+    installed = fake_dist("cffi", ["cffi/__init__.py", "_cffi_backend.cpython-311-x86_64-linux-gnu.so",
+                                   "cffi-1.0.dist-info/RECORD", "../../bin/cffi-tool", "__pycache__/x.pyc"])
+    assert wheels.import_names(installed) == {"cffi", "_cffi_backend"}
+    good = make_wheel(tmp_path, "cffi", "1.0", {"cffi/__init__.py": b"", "_cffi_backend" + SO: b"",
+                                                "cffi-1.0.dist-info/RECORD": b""})
+    assert sorted(wheels.members(good, wheels.import_names(installed))) == [
+        "_cffi_backend" + SO, "cffi-1.0.dist-info/RECORD", "cffi/__init__.py"]
+    for extra in ("sitecustomize.py", "corral/__init__.py", "cffi-1.0.data/purelib/usercustomize.py"):
+        evil = make_wheel(tmp_path / extra.replace("/", "_"), "cffi", "1.0", {"cffi/__init__.py": b"", extra: b"x"})
+        with pytest.raises(CorralError, match="a name the distribution installed here does not have"):
+            wheels.members(evil, wheels.import_names(installed))
+
+
 def test_wheel_members_are_placed_as_pip_installs_them(tmp_path):
     w = make_wheel(tmp_path, "pkg", "1.0", {"pkg/__init__.py": b"", "pkg-1.0.data/platlib/pkg_ext.py": b"",
                                             "pkg-1.0.data/scripts/pkg-run": b"", "pkg-1.0.data/headers/pkg.h": b"",
@@ -114,7 +130,7 @@ def prefill(state: Path) -> list[str]:
     cache = wheels.cache_dir(state / runtime.DIR, TARGET)
     sos = []
     for dist in wheels.compiled(runtime.closure()):
-        name, top = dist.metadata["Name"], f"fake_{dist.metadata['Name'].lower().replace('.', '_').replace('-', '_')}"
+        name, top = dist.metadata["Name"], sorted(wheels.import_names(dist))[0]  # a name the installed one has
         so = f"{top}/_ext{SO}"
         norm = name.replace("-", "_").replace(".", "_").lower()
         make_wheel(cache, name, dist.version, {f"{top}/__init__.py": b"", so: b"\x7fELF " + TAG.encode(),

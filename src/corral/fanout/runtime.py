@@ -106,7 +106,8 @@ def files(python: str | None = None, state_dir: Path | None = None) -> dict[str,
         for dist in wheels.compiled(dists):
             name = dist.metadata["Name"]
             replaced.add(name)
-            for rel, member in wheels.members(wheels.fetch(cache, name, dist.version, python)).items():
+            wheel = wheels.fetch(cache, name, dist.version, python)
+            for rel, member in wheels.members(wheel, wheels.import_names(dist)).items():
                 if _keep(rel) and not rel.startswith("corral/"):
                     out[rel] = member
     for dist in dists:

@@ -134,9 +134,23 @@ def safe_name(wheel: Path, name: str) -> str:
     return name
 
 
-def members(wheel: Path) -> dict[str, Member]:
+def import_names(dist: md.Distribution) -> set[str]:
+    """The top-level names the distribution installed here puts in site-packages (its packages and modules, each by
+    its name before the first dot: `_cffi_backend` for `_cffi_backend.cpython-311-...so`)."""
+    out = set()
+    for f in dist.files or []:
+        first = f.parts[0] if f.parts else ""
+        if first and first not in ("..", "__pycache__") and not first.endswith((".dist-info", ".data")):
+            out.add(first.split(".")[0])
+    return out
+
+
+def members(wheel: Path, allowed: set[str] | None = None) -> dict[str, Member]:
     """{name in the runtime: member}: the wheel's files as pip would install them in site-packages
-    (NAME.data/purelib|platlib/ at the root, the other .data/ directories, scripts and headers, left out)."""
+    (NAME.data/purelib|platlib/ at the root, the other .data/ directories, scripts and headers, left out).
+    `allowed`: the top-level names the same distribution installed here has (import_names): a member under any
+    other name (a `sitecustomize.py`, a package of another's) is refused, beside the wheel's own .dist-info
+    (security review 3, N4: what the runtime carries runs as root on every node)."""
     out: dict[str, Member] = {}
     try:
         with zipfile.ZipFile(wheel) as z:
@@ -153,6 +167,11 @@ def members(wheel: Path) -> dict[str, Member]:
             if len(parts) < 3 or parts[1] not in DATA_LIBS:
                 continue
             name = "/".join(parts[2:])
+        top = name.split("/")[0]
+        if allowed is not None and not top.endswith(".dist-info") and top.split(".")[0] not in allowed:
+            raise CorralError(f"the wheel {wheel.name} holds {name}, a name the distribution installed here does "
+                              f"not have (it has: {', '.join(sorted(allowed))}): refused", where=str(wheel),
+                              fix="remove that wheel from the cache directory; fetch it again from the package registry")
         out[name] = Member(wheel, info.filename, 0o755 if (info.external_attr >> 16) & 0o111 else 0o644)
     return out
 
