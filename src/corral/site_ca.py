@@ -6,6 +6,11 @@ certificate is handed out (to nodes, and to users' browsers: docs/components/not
 trust it; the nodes' trust stores hold it: deploy/registry.py `trust`). A server certificate is signed for exactly the names and addresses it is reached by and kept
 with its key beside the CA, so a re-run pushes the same bytes (no change) until the names change or it
 nears its end. Uses the `cryptography` library (paramiko's own dependency).
+
+Every node trusts the CA system-wide (apt, pip, curl, podman), so a CA made now carries name constraints: it can
+only vouch for the cluster's own names and addresses (`scope`: every node's name and address, and the names the
+spec gives the hub), never for pypi.org or a mirror (security review 3, N16). A name outside them is refused
+before anything is signed, with the way to make a CA that covers it. A CA made before this has none; it is kept.
 """
 
 from __future__ import annotations
@@ -60,8 +65,35 @@ def _key_pem(key) -> bytes:
                              serialization.NoEncryption())
 
 
-def authority(state_dir: Path, cluster_name: str):
-    """(certificate, key) of the cluster's CA, made the first time it is asked for."""
+def _subtrees(scope: list[str]) -> list[x509.GeneralName]:
+    """The CA's permitted names: each host name (and the names under it), each address alone."""
+    out: list[x509.GeneralName] = []
+    for n in dict.fromkeys(scope):
+        try:
+            ip = ipaddress.ip_address(n)
+            out.append(x509.IPAddress(ipaddress.ip_network(f"{ip}/{ip.max_prefixlen}")))
+        except ValueError:
+            out.append(x509.DNSName(n))
+    return out
+
+
+def permits(ca, name: str) -> bool:
+    """Whether the CA's name constraints (none: everything) let it vouch for `name`."""
+    try:
+        nc = ca.extensions.get_extension_for_class(x509.NameConstraints).value
+    except x509.ExtensionNotFound:
+        return True
+    permitted = nc.permitted_subtrees or []
+    try:
+        ip = ipaddress.ip_address(name)
+        return any(isinstance(g, x509.IPAddress) and ip in g.value for g in permitted)
+    except ValueError:
+        return any(isinstance(g, x509.DNSName) and (name == g.value or name.endswith("." + g.value))
+                   for g in permitted)
+
+
+def authority(state_dir: Path, cluster_name: str, scope: list[str] | None = None):
+    """(certificate, key) of the cluster's CA, made the first time it is asked for (constrained to `scope`)."""
     d = _dir(state_dir)
     crt, key = d / "ca.pem", d / "ca.key"
     if crt.exists() != key.exists():
@@ -76,8 +108,11 @@ def authority(state_dir: Path, cluster_name: str):
                 .not_valid_after(_now() + datetime.timedelta(days=CA_DAYS))
                 .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
                 .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-                .add_extension(x509.SubjectKeyIdentifier.from_public_key(k.public_key()), critical=False)
-                .sign(k, hashes.SHA256()))
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(k.public_key()), critical=False))
+        if scope:
+            cert = cert.add_extension(x509.NameConstraints(permitted_subtrees=_subtrees(scope), excluded_subtrees=None),
+                                      critical=True)
+        cert = cert.sign(k, hashes.SHA256())
         _write_private(key, _key_pem(k))
         crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     cert = x509.load_pem_x509_certificate(crt.read_bytes())
@@ -85,8 +120,8 @@ def authority(state_dir: Path, cluster_name: str):
     return cert, k
 
 
-def ca_pem(state_dir: Path, cluster_name: str) -> str:
-    cert, _ = authority(state_dir, cluster_name)
+def ca_pem(state_dir: Path, cluster_name: str, scope: list[str] | None = None) -> str:
+    cert, _ = authority(state_dir, cluster_name, scope)
     return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
@@ -109,11 +144,17 @@ def _sans(names: list[str]) -> list[x509.GeneralName]:
     return out
 
 
-def server_cert(state_dir: Path, cluster_name: str, service: str, names: list[str]) -> ServerCert:
+def server_cert(state_dir: Path, cluster_name: str, service: str, names: list[str],
+                scope: list[str] | None = None) -> ServerCert:
     """A certificate for `service` valid for `names` (host names and addresses), signed by the cluster CA;
     the one kept from before while its names are the same and it is not near its end."""
-    ca, ca_key = authority(state_dir, cluster_name)
+    ca, ca_key = authority(state_dir, cluster_name, scope)
     d = _dir(state_dir)
+    outside = [n for n in names if not permits(ca, n)]
+    if outside:
+        raise CorralError(f"the cluster CA may vouch only for the names it was made for, not {', '.join(outside)}",
+                          where=str(d), fix=f"move {d} away and apply again: a new CA covers the cluster's names "
+                                            "now, and every node is given it (browsers must import it again)")
     crt, key, meta = d / f"{service}.pem", d / f"{service}.key", d / f"{service}.json"
     ca_text = ca.public_bytes(serialization.Encoding.PEM).decode()
     if crt.exists() and key.exists() and meta.exists():

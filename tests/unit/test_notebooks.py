@@ -279,6 +279,40 @@ def test_the_ca_signs_a_certificate_a_client_verifies_and_keeps_it(tmp_path):
     assert renamed.cert != made.cert and renamed.ca == made.ca
 
 
+def test_a_new_ca_vouches_only_for_the_clusters_names(tmp_path):
+    """Security review 3, N16: every node trusts the CA system-wide, so a CA made now carries name constraints: a
+    certificate it signs for the cluster's names verifies (OpenSSL's own check), one for pypi.org does not, and
+    corral refuses to sign a name outside them, saying how to get a CA that covers it."""
+    import subprocess
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from corral.errors import CorralError
+    from corral.render.ca_scope import ca_scope
+    cluster = loads(HUB + "    names: [hub.example.com]\n")
+    scope = ca_scope(cluster)
+    assert {"login1", "10.0.0.13", "ctl", "hub.example.com"} <= set(scope)
+    made = site_ca.server_cert(tmp_path, "lab", "jupyterhub", jupyterhub.cert_names(cluster), scope)
+    (tmp_path / "ca.pem").write_text(made.ca)
+    (tmp_path / "hub.pem").write_text(made.cert.split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n")
+
+    def verify(leaf: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["openssl", "verify", "-CAfile", str(tmp_path / "ca.pem"), leaf], capture_output=True,
+                              text=True)
+    assert verify(str(tmp_path / "hub.pem")).returncode == 0
+    ca, ca_key = site_ca.authority(tmp_path, "lab", scope)
+    k = ec.generate_private_key(ec.SECP256R1())
+    forged = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(ca.subject).public_key(k.public_key())
+              .serial_number(1).not_valid_before(datetime.datetime(2026, 1, 1))
+              .not_valid_after(datetime.datetime(2030, 1, 1))
+              .add_extension(x509.SubjectAlternativeName([x509.DNSName("pypi.org")]), critical=False)
+              .sign(ca_key, hashes.SHA256()))  # what a leaked CA key could sign
+    (tmp_path / "pypi.pem").write_bytes(forged.public_bytes(serialization.Encoding.PEM))
+    refused = verify(str(tmp_path / "pypi.pem"))
+    assert refused.returncode != 0 and "subtree violation" in refused.stdout + refused.stderr
+    with pytest.raises(CorralError, match="may vouch only for the names it was made for, not pypi.org"):
+        site_ca.server_cert(tmp_path, "lab", "registry", ["pypi.org"], scope)
+
+
 def test_a_half_there_ca_is_refused(tmp_path):
     site_ca.ca_pem(tmp_path, "lab")
     (tmp_path / "secrets" / "ca" / "ca.key").unlink()

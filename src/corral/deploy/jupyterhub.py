@@ -16,6 +16,7 @@ from pathlib import Path
 from pyinfra import host
 from pyinfra.api import deploy, operation
 
+from corral.render.ca_scope import ca_scope
 from corral import secrets, site_ca, workbench_wheels
 from corral.deploy import operations
 from corral.deploy.monitoring import http_ready
@@ -56,7 +57,8 @@ def _tls(cluster) -> tuple[str, str]:
     """(certificate chain, key) the hub serves: the site's files, or the cluster CA's certificate."""
     tls = cluster.spec.workbench.jupyterhub.tls
     if tls is None:
-        made = site_ca.server_cert(cluster.state_dir, cluster.name, "jupyterhub", r.cert_names(cluster))
+        made = site_ca.server_cert(cluster.state_dir, cluster.name, "jupyterhub", r.cert_names(cluster),
+                                   ca_scope(cluster))
         return made.cert, made.key
     try:
         return Path(tls.cert).read_text(), Path(tls.key).read_text()

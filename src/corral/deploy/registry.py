@@ -24,6 +24,7 @@ from corral.render.registry import (CA_PATH, CERT, KEY, PACKAGE, SITE_UNIT, TLS_
                                     config, instances, registry_node, site_hardening)
 from corral.render import registry_probe as probe
 from corral.render.restart import dropin_path
+from corral.render.ca_scope import ca_scope
 from corral import site_ca
 from corral.secrets import admin_secret_text
 from corral.spec.rules_images import local_file
@@ -39,7 +40,8 @@ def tls_pair(cluster) -> tuple[bytes, bytes]:
     if tls.cert_file is not None:
         return local_file(cluster, tls.cert_file).read_bytes(), local_file(cluster, tls.key_file).read_bytes()
     node = registry_node(cluster)
-    made = site_ca.server_cert(cluster.state_dir, cluster.name, "registry", [node.name, node.address])
+    made = site_ca.server_cert(cluster.state_dir, cluster.name, "registry", [node.name, node.address],
+                               ca_scope(cluster))
     return made.cert.encode(), made.key.encode()
 
 
@@ -59,7 +61,7 @@ def trust() -> None:
     node, cluster = host.data.corral_node, host.data.corral_cluster
     if not gates.cluster_ca(cluster, node):
         return
-    ca = site_ca.ca_pem(cluster.state_dir, cluster.name)
+    ca = site_ca.ca_pem(cluster.state_dir, cluster.name, ca_scope(cluster))
     changed = operations.managed_file(name="the cluster's CA trusted", path=CA_PATH, content=ca, want=WANT)
     operations.run_when_changed(name="update-ca-certificates", description="the trust store rebuilt",
                                 commands=["update-ca-certificates --fresh >/dev/null"], _if=changed.did_change)

@@ -19,6 +19,7 @@ from corral.bundle.images import need_site_registry
 from corral.engine.results import NodeResult, OpResult, RunResult
 from corral.errors import CorralError
 from corral.render.registry import registry_node
+from corral.render.ca_scope import ca_scope
 from corral.site_ca import ca_pem
 
 
@@ -42,7 +43,7 @@ def site_registry(cluster) -> tuple[Registry, str]:
     """The site registry as the control host reaches it, and its name as the nodes pull from it."""
     r, node = cluster.spec.images.registry, registry_node(cluster)
     if r.tls.cert_file is None:  # corral's CA signed it, for the node's name and address
-        context, host = ssl.create_default_context(cadata=ca_pem(cluster.state_dir, cluster.name)), node.address
+        context, host = ssl.create_default_context(cadata=ca_pem(cluster.state_dir, cluster.name, ca_scope(cluster))), node.address
     else:
         context, host = ssl.create_default_context(), node.name
     host = f"[{host}]" if ":" in host else host
