@@ -44,7 +44,8 @@ class Listener:
 @dataclass(frozen=True)
 class Daemon:
     """A daemon a component runs on a node: the systemd unit its processes live in, the user its main process
-    runs as and why (always said for root), `root`: the process names (comm) that run as root in the unit (none
+    runs as and why (always said for root), `root`: the process names (comm, at most 15 characters as the kernel
+    keeps them) that run as root in the unit (none
     unless `user` is root, or a setuid helper such as sudo), and the sockets it listens on."""
 
     unit: str

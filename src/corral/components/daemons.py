@@ -148,6 +148,16 @@ def dcgm_exporter(cluster, node) -> tuple[Daemon, ...]:
                                                                "Prometheus", on=_on(cluster)),)),)
 
 
+def nvidia_driver(cluster, node) -> tuple[Daemon, ...]:
+    """Fabric Manager on an NVSwitch node (the driver deploy installs it where the node has NVSwitches; declared on
+    every GPU node a managed driver runs on: declaring what does not run allows nothing else). nvidia-persistenced
+    drops to its own user and listens on no port: nothing to declare."""
+    if cluster.spec.virtual is not None or not node.gpu_count or "compute" not in node.roles:
+        return ()
+    return (Daemon("nvidia-fabricmanager.service", "root", "Fabric Manager sets up NVSwitch routing (the driver's)",
+                   root=("nv-fabricmanage",), listens=(Listener(6666, "its own command interface", on="local"),)),)
+
+
 def dcgm(cluster, node) -> tuple[Daemon, ...]:
     return (Daemon("nvidia-dcgm.service", "root", "DCGM's host engine (GPU health and diagnostics)",
                    root=("nv-hostengine",), listens=(Listener(5555, "dcgmi and dcgm-exporter on this node",

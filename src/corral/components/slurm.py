@@ -192,7 +192,7 @@ COMPONENTS = (
     Component("podman", D + "podman:podman", packages=_podman, applies=gates.podman),
     Component("health", D + "health:health", applies=gates.health),
     Component("jobhooks", D + "jobhooks:jobhooks", applies=gates.compute),
-    Component("nvidia driver", D + "nvidia_driver:nvidia_driver"),
+    Component("nvidia driver", D + "nvidia_driver:nvidia_driver", daemons=d.nvidia_driver),
     Component("mig", D + "mig:mig", packages=_mig, applies=gates.mig, stops={"compute": ("corral-mig",)}),
     Component("containers", D + "containers:containers", packages=_containers),
     Component("accounting", D + "accounting:accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
