@@ -127,3 +127,12 @@ def test_every_daemon_a_removed_node_stops_is_declared_where_it_runs():
     stops = {f"{u}.service" for comp in declared(c) for units_ in comp.stops.values() for u in units_}
     real_only = {"nvidia-dcgm.service", "corral-dcgm-exporter.service", "grafana-server.service", "corral-mig.service"}
     assert stops - real_only <= units, stops - real_only - units
+
+
+def test_every_declared_root_process_name_is_one_ps_can_show():
+    """ps shows a process's comm, at most 15 characters: a longer declared name would never match its process."""
+    from dataclasses import replace
+    c = cluster("images:\n  podman: true\n  registry: {node: ctl}\n")
+    real = replace(c, spec=c.spec.model_copy(update={"virtual": None}))  # the daemons of real servers too
+    names = {r for n in real.nodes for d in declared_daemons(real, n) for r in d.root if r != "*"}
+    assert names and all(len(r) <= 15 for r in names), sorted(r for r in names if len(r) > 15)
