@@ -9,6 +9,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.unit.test_remote_python import _strings  # every string literal, docstrings aside
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "corral"
 FIXED = re.compile(r"(?<![\w.])(/var/tmp|/tmp|/dev/shm)/[\w{$.-]")
 # module -> why its fixed scratch path is safe
@@ -16,17 +18,6 @@ SAFE = {
     "workflows/images_pull.py": "the job's store: a random name (secrets.token_hex) made with `mkdir -m 0700` (no -p: "
                                 "it fails if someone made it first), as the job runs",
 }
-
-
-def _strings(tree: ast.AST):
-    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
-                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
-                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-            yield node.lineno, node.value
-        elif isinstance(node, ast.JoinedStr):
-            yield node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
 
 
 def fixed_paths(src: Path = SRC) -> list[str]:
