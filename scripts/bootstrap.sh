@@ -20,10 +20,11 @@ if [ -n "$missing" ]; then
   apt-get update -q >/dev/null
   apt-get install -y -q --no-install-recommends $missing >/dev/null
 fi
-if [ ! -x .venv/bin/corral ] || [ pyproject.toml -nt .venv/.installed ]; then
+if [ ! -x .venv/bin/corral ] || [ pyproject.toml -nt .venv/.installed ] || [ scripts/constraints.txt -nt .venv/.installed ]; then
   echo "bootstrap: creating .venv and installing corral" >&2
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  # the compiled dependencies at the versions corral pins wheels of for nodes of another Python (fanout)
+  .venv/bin/pip install -q --disable-pip-version-check -c scripts/constraints.txt -e '.[test]'
   touch .venv/.installed
 fi
 if [ ! -x .venv/bin/promtool ] || [ ! -x .venv/bin/amtool ]; then

@@ -4,6 +4,7 @@ build from wheels in the cache (no network), and the driver's refusal of nodes o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import tarfile
@@ -22,6 +23,18 @@ TARGET = "3.13" if runtime.python_tag() != "3.13" else "3.12"
 TAG = "cp" + TARGET.replace(".", "")
 SO = f".cpython-{TAG[2:]}-x86_64-linux-gnu.so"
 HOST_SO = f".cpython-{runtime.python_tag().replace('.', '')}-"
+
+
+@pytest.fixture()
+def pins(monkeypatch) -> set[str]:
+    """The sha256s corral's list accepts, for these tests' own wheels (the real list: test_the_lock_*)."""
+    accepted: set[str] = set()
+    monkeypatch.setattr(wheels, "pinned", lambda name, version, python, machine=None: set(accepted))
+    return accepted
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def fake_dist(name: str, files: list[str]) -> types.SimpleNamespace:
@@ -80,12 +93,42 @@ def test_wheel_members_are_placed_as_pip_installs_them(tmp_path):
     assert sorted(wheels.members(w)) == ["pkg-1.0.dist-info/METADATA", "pkg/__init__.py", "pkg_ext.py"]
 
 
-def test_a_cached_wheel_is_used_only_when_it_fits(tmp_path):
-    make_wheel(tmp_path, "pkg", "1.0", {}, tag="cp311")
-    make_wheel(tmp_path, "pkg", "2.0", {})
+def test_a_cached_wheel_is_used_only_when_it_fits_and_corral_pins_it(tmp_path, pins):
+    pins.update(sha(w) for w in (make_wheel(tmp_path, "pkg", "1.0", {}, tag="cp311"),
+                                 make_wheel(tmp_path, "pkg", "2.0", {})))
     assert wheels.cached(tmp_path, "pkg", "1.0", TARGET) is None  # another Python, another version
-    make_wheel(tmp_path, "pkg", "1.0", {})
+    fits = make_wheel(tmp_path, "pkg", "1.0", {"pkg/__init__.py": b"its own"})
+    assert wheels.cached(tmp_path, "pkg", "1.0", TARGET) is None  # fits, but no pinned sha256 (review 3, N4)
+    pins.add(sha(fits))
     assert wheels.cached(tmp_path, "pkg", "1.0", TARGET).name.startswith("pkg-1.0-" + TAG)
+
+
+def test_nothing_unpinned_is_fetched_and_pip_checks_the_pinned_hashes(tmp_path, monkeypatch):
+    download = wheels._pip_download
+    monkeypatch.setattr(wheels, "_pip_download", lambda *a: pytest.fail("fetched"))
+    with pytest.raises(CorralError, match="corral pins no wheel of pkg==1.0 for Python"):
+        wheels.fetch(tmp_path / "cache", "pkg", "1.0", TARGET)
+    monkeypatch.setattr(wheels, "_pip_download", download)
+    monkeypatch.setattr(wheels, "pinned", lambda *a, **k: {"a" * 64, "b" * 64})
+    record = (f'echo "$@" > {tmp_path}/argv; while [ $# -gt 0 ]; do [ "$1" = -r ] && cp "$2" {tmp_path}/req; '
+              'shift; done; exit 1')
+    monkeypatch.setattr(wheels, "sys", fake_python(tmp_path, record))
+    with pytest.raises(CorralError):
+        wheels.fetch(tmp_path / "cache", "pkg", "1.0", TARGET)
+    argv = (tmp_path / "argv").read_text().split()
+    assert "--require-hashes" in argv and not any("sha256" in a for a in argv)  # the hashes: in the file pip reads
+    assert (tmp_path / "req").read_text() == f"pkg==1.0 --hash=sha256:{'a' * 64} --hash=sha256:{'b' * 64}\n"
+
+
+def test_the_lock_pins_every_compiled_dependency_at_the_constrained_version_for_each_node_python():
+    """scripts/constraints.txt (what bootstrap installs) and the lock agree: a wheel for every node Python."""
+    constraints = dict(line.split("==") for line in (Path(__file__).resolve().parents[2] / "scripts" /
+                       "constraints.txt").read_text().splitlines() if line.strip() and not line.startswith("#"))
+    for name, version in constraints.items():
+        for python in ("3.11", "3.12", "3.13"):
+            for machine in ("x86_64", "aarch64"):
+                got = wheels.pinned(name, version, python, machine)
+                assert len(got) == 1 and all(len(h) == 64 for h in got), (name, python, machine)
 
 
 def fake_python(tmp_path: Path, body: str) -> types.SimpleNamespace:
@@ -95,7 +138,8 @@ def fake_python(tmp_path: Path, body: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(executable=str(exe))
 
 
-def test_a_failed_fetch_names_the_distribution_and_what_pip_said_and_leaves_nothing(tmp_path, monkeypatch):
+def test_a_failed_fetch_names_the_distribution_and_what_pip_said_and_leaves_nothing(tmp_path, monkeypatch, pins):
+    pins.add("0" * 64)
     said = 'echo "ERROR: No matching distribution found for pkg==1.0"; exit 1'
     monkeypatch.setattr(wheels, "sys", fake_python(tmp_path, said))
     cache = tmp_path / "cache"
@@ -107,7 +151,8 @@ def test_a_failed_fetch_names_the_distribution_and_what_pip_said_and_leaves_noth
     assert list(cache.iterdir()) == []
 
 
-def test_a_fetch_past_its_bound_is_killed(tmp_path, monkeypatch):
+def test_a_fetch_past_its_bound_is_killed(tmp_path, monkeypatch, pins):
+    pins.add("0" * 64)
     monkeypatch.setattr(wheels, "sys", fake_python(tmp_path, "sleep 30 & sleep 30"))
     t0 = time.monotonic()
     with pytest.raises(CorralError, match="did not finish within 1 s"):
@@ -115,9 +160,12 @@ def test_a_fetch_past_its_bound_is_killed(tmp_path, monkeypatch):
     assert time.monotonic() - t0 < 10 and list((tmp_path / "cache").iterdir()) == []
 
 
-def test_a_fetched_wheel_lands_in_the_cache_under_its_own_name(tmp_path, monkeypatch):
+def test_a_fetched_wheel_lands_in_the_cache_under_its_own_name(tmp_path, monkeypatch, pins):
+    made = make_wheel(tmp_path / "index", "pkg", "1.0", {"pkg/__init__.py": b""})
+    pins.add(sha(made))
+
     def download(dest, name, version, python, timeout):
-        make_wheel(dest, name, version, {"pkg/__init__.py": b""})
+        (dest / made.name).write_bytes(made.read_bytes())
     monkeypatch.setattr(wheels, "_pip_download", download)
     got = wheels.fetch(tmp_path / "cache", "pkg", "1.0", TARGET)
     assert got.parent == tmp_path / "cache" and [p.name for p in got.parent.iterdir()] == [got.name]
@@ -139,10 +187,12 @@ def prefill(state: Path) -> list[str]:
     return sos
 
 
-def test_a_runtime_for_another_python_takes_the_wheels_and_is_deterministic(tmp_path, monkeypatch):
+def test_a_runtime_for_another_python_takes_the_wheels_and_is_deterministic(tmp_path, monkeypatch, pins):
     monkeypatch.setattr(wheels, "_pip_download", lambda *a: pytest.fail("no network in unit tests"))
     sos = prefill(tmp_path / "a")
     prefill(tmp_path / "b")
+    pins.update(sha(w) for w in (tmp_path / "a").rglob("*.whl"))
+    pins.update(sha(w) for w in (tmp_path / "b").rglob("*.whl"))
     other, again = runtime.build(tmp_path / "a", python=TARGET), runtime.build(tmp_path / "b", python=TARGET)
     host = runtime.build(tmp_path / "a")
     assert other.python == TARGET and other.id == again.id and other.id != host.id
@@ -163,7 +213,8 @@ def test_a_runtime_for_another_python_takes_the_wheels_and_is_deterministic(tmp_
     assert other.path.is_file() and host.path.is_file()
 
 
-def test_a_wheel_missing_from_an_offline_cache_names_the_distribution(tmp_path, monkeypatch):
+def test_a_wheel_missing_from_an_offline_cache_names_the_distribution(tmp_path, monkeypatch, pins):
+    pins.add("0" * 64)
     monkeypatch.setattr(wheels, "sys", fake_python(tmp_path, "echo 'ERROR: Could not find a version'; exit 1"))
     with pytest.raises(CorralError) as e:
         runtime.build(tmp_path / "s", python=TARGET)

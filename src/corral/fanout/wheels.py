@@ -9,10 +9,15 @@ dependencies, manylinux for this machine's architecture) into <state dir>/runtim
 read from there after. abi3 extensions (`*.abi3.so`) load in any later Python and are kept as installed.
 An offline control host needs the wheels placed in that directory beforehand.
 
-A wheel is input from outside: a member whose name is absolute or climbs (`..`) is refused."""
+A wheel is input from outside, and what it holds runs as root on every node: only a file whose sha256 corral's
+own list names (wheels-lock.txt: name, version, Python, machine) is fetched (pip `--require-hashes`) or taken
+from the cache (security review 3, N4). The control host's compiled distributions are installed at those versions
+(scripts/constraints.txt, which bootstrap.sh installs with); another version is refused with what to do. A member
+whose name is absolute or climbs (`..`), or lies outside the distribution's own top-level names, is refused."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import os
 import platform
@@ -74,16 +79,43 @@ def _fits(path: Path, name: str, version: str, python: str, machine: str | None 
     return wname == canonicalize_name(name) and wver == Version(version) and bool(tags & ok)
 
 
+LOCK = Path(__file__).with_name("wheels-lock.txt")
+
+
+def pinned(name: str, version: str, python: str, machine: str | None = None) -> set[str]:
+    """The sha256 of each wheel file of name==version for `python` on `machine` that corral accepts."""
+    arch, want = machine or platform.machine(), canonicalize_name(name)
+    out = set()
+    for line in LOCK.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 5 and not line.startswith("#") and canonicalize_name(f[0]) == want and f[1:4] == [
+                version, python, arch]:
+            out.add(f[4])
+    return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def cached(cache: Path, name: str, version: str, python: str) -> Path | None:
+    """A wheel in `cache` that fits and whose sha256 corral's list names (any other file there is not taken)."""
     if not cache.is_dir():
         return None
-    found = sorted(p for p in cache.glob("*.whl") if _fits(p, name, version, python))
+    pins = pinned(name, version, python)
+    found = sorted(p for p in cache.glob("*.whl") if _fits(p, name, version, python) and _sha256(p) in pins)
     return found[0] if found else None
 
 
 def fetch(cache: Path, name: str, version: str, python: str, timeout: int = FETCH_TIMEOUT_S) -> Path:
     """The wheel of name==version for `python`: from the cache, else downloaded into it by pip (into a
     temporary directory first, so that an interrupted download never leaves a wheel's name behind)."""
+    pins = pinned(name, version, python)
+    if not pins:
+        raise CorralError(f"corral pins no wheel of {name}=={version} for Python {python} on {platform.machine()} "
+                          f"({LOCK.name}): it runs as root on the nodes, so nothing unpinned is fetched",
+                          where=str(LOCK), fix="install corral as scripts/bootstrap.sh does (its compiled dependencies "
+                          "at the versions of scripts/constraints.txt), or run the nodes on the control host's release")
     have = cached(cache, name, version, python)
     if have is not None:
         return have
@@ -93,8 +125,8 @@ def fetch(cache: Path, name: str, version: str, python: str, timeout: int = FETC
         _pip_download(tmp, name, version, python, timeout)
         got = cached(tmp, name, version, python)
         if got is None:
-            raise CorralError(f"pip download of {name}=={version} for Python {python} gave no wheel that fits",
-                              where=str(cache), fix=_FIX)
+            raise CorralError(f"pip download of {name}=={version} for Python {python} gave no wheel that fits and "
+                              f"matches corral's pinned sha256", where=str(cache), fix=_FIX)
         os.replace(got, cache / got.name)
         return cache / got.name
     finally:
@@ -106,10 +138,14 @@ _FIX = ("the control host needs the package registry (PyPI) to fetch it, or the 
 
 
 def _pip_download(dest: Path, name: str, version: str, python: str, timeout: int) -> None:
+    wanted = dest / "requirements.txt"  # pip checks the file it downloads against corral's own hashes
+    wanted.write_text(f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in sorted(
+        pinned(name, version, python))) + "\n")
     argv = [sys.executable, "-I", "-m", "pip", "download", "--disable-pip-version-check", "--no-input",
             "--progress-bar", "off", "--no-deps", "--only-binary=:all:", "--python-version", python,
             "--implementation", "cp", "--abi", "cp" + python.replace(".", ""),
-            *[a for p in platforms() for a in ("--platform", p)], "-d", str(dest), f"{name}=={version}"]
+            *[a for p in platforms() for a in ("--platform", p)], "-d", str(dest), "--require-hashes",
+            "-r", str(wanted)]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     try:
