@@ -177,3 +177,29 @@ def server_cert(state_dir: Path, cluster_name: str, service: str, names: list[st
     crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     meta.write_text(json.dumps(sorted(names)))
     return ServerCert(crt.read_text() + ca_text, key.read_text(), ca_text)
+
+
+def token_signer(state_dir: Path, cluster_name: str) -> tuple[str, str]:
+    """(certificate, key) PEM of the key that signs the site registry's tokens (render/registry_auth.py): its own,
+    self-signed, never the CA's, so no server key the CA signed (the hub's, the registry's) can mint a token.
+    Made once, kept beside the CA."""
+    d = _dir(state_dir)
+    crt, key = d / "registry-token-signer.pem", d / "registry-token-signer.key"
+    if crt.exists() and key.exists():
+        cert = x509.load_pem_x509_certificate(crt.read_bytes())
+        if cert.not_valid_after_utc - _now() > datetime.timedelta(days=RENEW_DAYS):
+            return crt.read_text(), key.read_text()
+    k = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{cluster_name} registry token signer (corral)")])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(k.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(_now() - datetime.timedelta(minutes=5))
+            .not_valid_after(_now() + datetime.timedelta(days=CA_DAYS))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+            .sign(k, hashes.SHA256()))
+    _write_private(key, _key_pem(k))
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return crt.read_text(), key.read_text()

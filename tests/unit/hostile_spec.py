@@ -153,6 +153,7 @@ BASE: dict[str, Any] = {
     "images": {"podman": True,
                "registry": {"node": "ctl1", "port": 5000, "storage": "/srv/registry", "site": True,
                             "tls": {"cert_file": LDAP_CA, "key_file": REGISTRY_KEY}, "metrics_port": 5051,
+                            "push_group": "ml",
                             "cache": [{"upstream": "nvcr.io", "port": 5001, "credentials_file": UPSTREAM_CREDENTIALS}]}},
     "rollout": {"canary": 1, "batch": "50%", "max_failed": 1, "drain_timeout": "1h"},
     "proxy": {"http": "http://proxy.example.com:3128", "https": "http://proxy.example.com:3128",
@@ -210,7 +211,8 @@ NEEDS = {("slurm", "partitions"): ("qos",), ("slurm", "accounts"): ("qos",), ("n
 # what a section refers to; storage is in every doc (the nfs role); software.easybuild.user is one of users:
 TOP_NEEDS = {"users": ("groups", "slurm"), "workbench": ("software", "slurm", "users", "groups"),
              "software": ("users", "groups", "slurm"),
-             "acceptance": ("nvidia",)}      # the burn and nccl-tests are built with nvidia.cuda_toolkit's nvcc
+             "acceptance": ("nvidia",),   # the burn and nccl-tests are built with nvidia.cuda_toolkit's nvcc
+             "images": ("groups",)}  # images.registry.push_group is one of groups:
 
 
 @lru_cache(maxsize=None)

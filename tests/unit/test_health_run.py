@@ -245,7 +245,8 @@ def test_hanging_scontrol_is_bounded_too(node, capsys, monkeypatch):
 
 # node programs that need a distribution package, installed by their deploy
 NODE_PACKAGES = {"slurm_exporter.py": {"prometheus_client"},  # python3-prometheus-client
-                 "notebook_check.py": {"tornado"}}  # run by the notebook hub's venv python (JupyterHub's tornado)
+                 "notebook_check.py": {"tornado"},  # run by the notebook hub's venv python (JupyterHub's tornado)
+                 "registry_auth.py": {"cryptography"}}  # python3-cryptography (deploy/registry_auth.py)  # run by the notebook hub's venv python (JupyterHub's tornado)
 
 
 def test_node_code_is_stdlib_only():

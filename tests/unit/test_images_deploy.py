@@ -36,7 +36,8 @@ def test_the_components_apply_where_declared(tmp_path):
     assert where["ca trust"] == ["ctl", "gpu01", "gpu02", "login1"]
     assert where["podman"] == ["gpu01", "gpu02", "login1"]
     pkgs = {c.name: c.packages(cluster, cluster.node("ctl")) for c in declared(cluster)}
-    assert set(pkgs["images registry"]) == {"docker-registry", "curl"} and not pkgs["podman"]
+    assert set(pkgs["images registry"]) == {"docker-registry", "curl", "python3", "python3-cryptography", "munge"}
+    assert not pkgs["podman"]
     assert set(next(c for c in declared(cluster) if c.name == "podman").packages(cluster, cluster.node("gpu01"))) == {
         "podman", "uidmap", "squashfs-tools"}
 
@@ -131,7 +132,9 @@ def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkey
     for node, files in out.items():
         for path, data in files.items():
             assert PASSWORD.encode() not in data and b"PRIVATE KEY" not in data, (node, path)
-    hidden = {k for k in secret if k[0] == "ctl" and k[1].startswith("/etc/docker")}
+    hidden = {k for k in secret if k[0] == "ctl" and k[1].startswith(("/etc/docker", "/etc/corral/registry-auth/"))}
+    assert {("ctl", "/etc/corral/registry-auth/signer.key"), ("ctl", "/etc/corral/registry-auth/tls.key")} <= hidden
+    assert b"<secret:not-rendered:" in ctl["/etc/corral/registry-auth/config.json"]
     for node, path in hidden:  # secret files: compared less their secrets
         want[node].pop(path), out[node].pop(path)
     assert_same(out, want, secret - hidden)
@@ -166,7 +169,8 @@ def test_the_password_is_never_a_command_word_nor_in_a_diff(tmp_path, monkeypatc
     cluster = _cluster(tmp_path, images_spec(tmp_path))
     node = cluster.node("ctl")
     calls = []
-    for name in ("packages", "directory", "managed_file", "unit_dropin", "restart_policy", "service", "restart"):
+    for name in ("packages", "directory", "managed_file", "unit_dropin", "restart_policy", "service", "restart",
+                 "run_when_changed"):
         # packages: names from the declaration alone (it calls an operation, run here only as pyinfra runs it)
         def record(*, _op=getattr(operations, name), **kwargs):
             calls.append((kwargs.pop("name"), _op, kwargs))
@@ -177,8 +181,9 @@ def test_the_password_is_never_a_command_word_nor_in_a_diff(tmp_path, monkeypatc
         registry.registry._inner()
     monkeypatch.undo()
     uploads, words, said = [], [], []
-    assert [n for n, op, _ in calls if op is operations.packages] == ["docker-registry (distribution), curl"]
-    for name, op, kwargs in [c for c in calls if c[1] is not operations.packages]:
+    assert [n for n, op, _ in calls if op is operations.packages] == [
+        "docker-registry (distribution), curl", "python3-cryptography, munge (the token server's)"]
+    for name, op, kwargs in [c for c in calls if c[1] not in (operations.packages, operations.run_when_changed)]:
         kwargs.pop("_if", None)
         fake = FakeHost({"facts": {}})
         fake.snapshot, fake.name = Snapshot(apt_lists_age_s=60, container="none"), "ctl"

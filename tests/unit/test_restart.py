@@ -20,7 +20,7 @@ from pyinfra.api.deploy import add_deploy
 import corral.deploy
 from corral.engine import run_context
 from corral.deploy import dcgm_exporter, nodestate, operations, slurm_exporter
-from corral.render import jupyterhub
+from corral.render import jupyterhub, registry_auth
 from corral.render.restart import (DROPIN_NAME, EXEMPT, IN_UNIT, POLICIES, UNIT_DIR, dropin_path, render_restart_dropin,
                                    service_lines, unit_lines)
 
@@ -59,7 +59,8 @@ def test_every_daemon_bound_to_the_cluster_address_starts_after_the_network():
     """A daemon listening on the node's address that starts before it is configured fails at boot
     ("cannot assign requested address"): each one corral binds so is ordered after network-online.target."""
     bound = {"prometheus", "prometheus-alertmanager", "prometheus-node-exporter", "grafana-server",
-             "corral-slurm-exporter", "corral-dcgm-exporter", "corral-jupyterhub", "docker-registry"}
+             "corral-slurm-exporter", "corral-dcgm-exporter", "corral-jupyterhub", "docker-registry",
+             "corral-registry-auth"}
     assert {u for u, p in POLICIES.items() if p.binds} == bound
     for unit in ("corral-slurm-exporter", "corral-dcgm-exporter"):  # corral's own units: in the unit text
         assert {"Wants=network-online.target", "After=network-online.target"} <= set(unit_lines(unit))
@@ -96,7 +97,8 @@ def test_corral_units_carry_the_policy_in_their_own_text():
     assert all(line in cache.splitlines() for line in unit_lines(CACHE_POLICY) + service_lines(CACHE_POLICY))
     texts = {"corral-slurm-exporter": slurm_exporter.unit("10.0.0.10:9341"),
              "corral-dcgm-exporter": dcgm_exporter.unit("/usr/bin/dcgm-exporter", "10.0.0.11:9400", "/run/gpu-jobs"),
-             "corral-jupyterhub": jupyterhub.unit("/sw/.corral/jupyterhub/0123456789abcdef", 8443)}
+             "corral-jupyterhub": jupyterhub.unit("/sw/.corral/jupyterhub/0123456789abcdef", 8443),
+             "corral-registry-auth": registry_auth.unit()}
     assert set(texts) == IN_UNIT
     for unit, text in texts.items():
         ini = parse(text, strict=False)  # After= twice: the unit's own order, and the network's (unit_lines)

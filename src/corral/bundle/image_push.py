@@ -9,12 +9,15 @@ one. Every request has a socket timeout and the whole image a deadline."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
+import re
 import ssl
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -27,26 +30,67 @@ IMAGE_TIMEOUT_S = 3600    # one image, all its blobs
 
 
 class Registry:
-    def __init__(self, base_url: str, context: ssl.SSLContext, timeout: float = REQUEST_TIMEOUT_S) -> None:
-        self.base, self.context, self.timeout = base_url.rstrip("/"), context, timeout
+    """`credentials` (user, secret): shown to the registry's token server (distribution's `auth: token`, the site
+    registry's: render/registry_auth.py) when the registry asks for a token; `hosts` maps a host name in its
+    realm to the address this host reaches it by."""
 
-    def _open(self, method: str, url: str, *, data=None, headers: dict | None = None, ok=(200, 201, 202)):
-        url = url if url.startswith("http") else self.base + url
-        req = urllib.request.Request(url, method=method, data=data, headers=headers or {})
+    def __init__(self, base_url: str, context: ssl.SSLContext, timeout: float = REQUEST_TIMEOUT_S,
+                 credentials: tuple[str, str] | None = None, hosts: dict[str, str] | None = None) -> None:
+        self.base, self.context, self.timeout = base_url.rstrip("/"), context, timeout
+        self.credentials, self.hosts, self.token = credentials, hosts or {}, None
+
+    def _token(self, challenge: str, method: str) -> str:
+        """A token for what the 401 asked (push too, for a write), from the realm it names."""
+        params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+        realm = urllib.parse.urlsplit(params.get("realm", ""))
+        if realm.scheme != "https" or not realm.hostname:
+            raise CorralError(f"the registry names no https token server ({challenge[:200]!r})")
+        host = self.hosts.get(realm.hostname, realm.hostname)
+        scope = params.get("scope", "")
+        if method in ("POST", "PUT", "PATCH") and scope.endswith(":pull"):
+            scope += ",push"
+        query = urllib.parse.urlencode({"service": params.get("service", ""), "scope": scope})
+        netloc = (f"[{host}]" if ":" in host else host) + (f":{realm.port}" if realm.port else "")
+        headers = {}
+        if self.credentials:
+            raw = f"{self.credentials[0]}:{self.credentials[1]}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
+        req = urllib.request.Request(f"https://{netloc}{realm.path}?{query}", headers=headers)
+        try:
+            with urllib.request.urlopen(req, context=self.context, timeout=self.timeout) as resp:  # noqa: S310
+                body = json.loads(resp.read(65536))
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
+            raise CorralError(f"the registry's token server at {host}: {getattr(e, 'reason', e)}") from None
+        token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(token, str):
+            raise CorralError(f"the registry's token server at {host} gave no token")
+        return token
+
+    def _open(self, method: str, url: str, *, data=None, headers: dict | None = None, ok=(200, 201, 202),
+              again: bool = True):
+        full = url if url.startswith("http") else self.base + url
+        sent = dict(headers or {}, **({"Authorization": f"Bearer {self.token}"} if self.token else {}))
+        req = urllib.request.Request(full, method=method, data=data, headers=sent)
         try:
             resp = urllib.request.urlopen(req, context=self.context, timeout=self.timeout)  # noqa: S310 - https
         except urllib.error.HTTPError as e:
+            challenge = e.headers.get("WWW-Authenticate", "") if e.headers else ""
+            if e.code == 401 and again and challenge.startswith("Bearer "):
+                self.token = self._token(challenge, method)
+                if hasattr(data, "seek"):
+                    data.seek(0)
+                return self._open(method, url, data=data, headers=headers, ok=ok, again=False)
             if e.code in ok:  # 404: a HEAD asking whether it is there
                 return e
-            raise CorralError(f"{method} {url}: HTTP {e.code} {e.read(300).decode(errors='replace').strip()}") \
+            raise CorralError(f"{method} {full}: HTTP {e.code} {e.read(300).decode(errors='replace').strip()}") \
                 from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:  # HTTPException: a broken answer
-            raise CorralError(f"{method} {url}: {getattr(e, 'reason', e)}") from None
+            raise CorralError(f"{method} {full}: {getattr(e, 'reason', e)}") from None
         try:
             with resp:
                 resp.read()
         except (OSError, http.client.HTTPException) as e:  # cut off mid-answer
-            raise CorralError(f"{method} {url}: {e}") from None
+            raise CorralError(f"{method} {full}: {e}") from None
         return resp
 
     def digest(self, repository: str, tag: str, media_type: str) -> str | None:

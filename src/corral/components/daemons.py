@@ -103,11 +103,18 @@ def accounting(cluster, node) -> tuple[Daemon, ...]:
 
 
 def registry(cluster, node) -> tuple[Daemon, ...]:
+    from corral.render import registry_auth as ra
     from corral.render.registry import instances
-    return tuple(Daemon(f"{i.unit}.service", "docker-registry", f"distribution ({'cache of ' + i.upstream if i.upstream else 'the site registry'})",
-                        listens=(Listener(i.port, "every node's podman, enroot and `corral images`", on="cluster"),
-                                 Listener(i.metrics_port, "Prometheus (its metrics)", on="cluster")))
-                 for i in instances(cluster))
+    out = [Daemon(f"{i.unit}.service", "docker-registry",
+                  f"distribution ({'cache of ' + i.upstream if i.upstream else 'the site registry'})",
+                  listens=(Listener(i.port, "every node's podman, enroot and `corral images`", on="cluster"),
+                           Listener(i.metrics_port, "Prometheus (its metrics)", on="cluster")))
+           for i in instances(cluster)]
+    if ra.enabled(cluster):
+        out.append(Daemon(f"{ra.UNIT}.service", ra.USER, "the site registry's token server: who may pull and push",
+                          listens=(Listener(cluster.spec.images.registry.auth_port, "every node's podman and enroot, "
+                                            "the control host's image loads (tokens)", on="cluster"),)))
+    return tuple(out)
 
 
 def jupyterhub(cluster, node) -> tuple[Daemon, ...]:

@@ -159,7 +159,11 @@ def _grafana(cluster, node):
 
 
 def _registry(cluster, node):
-    return gives([REGISTRY, "curl"], "images.registry (curl: its readiness)") if gates.registry(cluster, node) else {}
+    if not gates.registry(cluster, node):
+        return {}
+    from corral.render import registry_auth as ra
+    auth = gives(ra.PACKAGES, "images.registry: the site registry's token server") if ra.enabled(cluster) else {}
+    return {**gives([REGISTRY, "curl"], "images.registry (curl: its readiness)"), **auth}
 
 
 def _podman(cluster, node):

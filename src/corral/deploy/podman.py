@@ -14,12 +14,14 @@ from corral.deploy import operations
 from corral.deploy.nodestate import Want, register
 from corral.engine.conditions import AnyChanged
 from corral.engine.shell import cmd
+from corral.render.registry_auth import HELPER
 from corral.render.podman import (CONTAINERS_CONF, PACKAGES, PAM_PROFILE, REGISTRIES_CONF, STORAGE_CONF, USER_DIRS_CONFIG,
                                   USER_DIRS_HOOK, USER_DIRS_PROGRAM, USER_STORE, containers_conf, login_hook_files,
                                   registries_conf, storage_conf)
 
 HOOK_FILES = (paths.JOBDIRS, USER_DIRS_PROGRAM, USER_DIRS_CONFIG, USER_DIRS_HOOK, PAM_PROFILE)
-WANT = register(Want(paths=(CONTAINERS_CONF, STORAGE_CONF, REGISTRIES_CONF, USER_STORE, paths.LIB, *HOOK_FILES),
+WANT = register(Want(paths=(CONTAINERS_CONF, STORAGE_CONF, REGISTRIES_CONF, USER_STORE, paths.LIB, *HOOK_FILES,
+                            HELPER),
                      packages=PACKAGES))
 
 
@@ -35,6 +37,13 @@ def podman() -> None:
                             want=WANT)
     operations.managed_file(name="podman: upstreams through the registry's caches", path=REGISTRIES_CONF,
                             content=registries_conf(cluster), want=WANT)
+    from corral.render import registry_auth as ra
+    if ra.registries_conf_lines(cluster):  # members of push_group push as themselves
+        operations.managed_file(name="podman: corral's credential helper (the site registry)", path=ra.HELPER,
+                                content=ra.helper(cluster), mode="755", want=WANT)
+    else:
+        from corral.deploy.adopt import absent
+        absent(name=f"{ra.HELPER} (nobody pushes to the site registry)", path=ra.HELPER, want=WANT)
     # each user's storage: a directory root makes (the prolog, the login hook), never one a user could make first
     operations.directory(name=f"{USER_STORE} (users' podman storage)", path=USER_STORE, mode="711", want=WANT)
     operations.directory(name=paths.LIB, path=paths.LIB, want=WANT)

@@ -84,13 +84,16 @@ def registry() -> None:
         operations.directory(name=f"{i.unit} storage", path=i.storage, want=want, mode="750", user=USER, group=USER)
     operations.directory(name=TLS_DIR, path=TLS_DIR, want=WANT, mode="750", user="root", group=USER)
     cert, key = tls_pair(cluster)
+    # the site registry's token server first: the registry's configuration points at it
+    from corral.deploy.registry_auth import token_server
+    auth = token_server(cluster, node, (cert, key)) if any(not i.upstream for i in insts) else []
     tls = [operations.managed_file(name="registry certificate", path=CERT, content=cert, want=WANT,
                                    disruption="restart the registry"),
            operations.managed_file(name="registry key", path=KEY, content=key, want=WANT, mode="440", group=USER,
                                    secret=True, disruption="restart the registry")]
     for i in insts:
         creds = upstream_credentials(cluster, i.credentials_file) if i.secret else None
-        changed = [*tls, operations.managed_file(
+        changed = [*tls, *(auth if not i.upstream else []), operations.managed_file(
             name=f"{i.unit} configuration", path=i.config, content=config(cluster, i, creds), want=want,
             mode="440", group=USER, secret=i.secret, disruption=f"restart {i.unit}")]
         unit = (cache_unit(i) if i.upstream else site_hardening(i))
@@ -100,7 +103,9 @@ def registry() -> None:
         if not i.upstream:  # a cache's unit has its policy in its text
             operations.restart_policy(name=f"{i.unit} restarted by systemd when it dies", unit=i.unit, want=want,
                                       started_next=True)
-        wait = f"curl -fsS -o /dev/null https://{registry_node(cluster).name}:{i.port}/v2/"
+        # the site registry answers 401 without a token (render/registry_auth.py), a cache 200
+        wait = (f"test \"$(curl -sS -o /dev/null -w '%{{http_code}}' https://{registry_node(cluster).name}:{i.port}/v2/)\""
+                f" = {401 if not i.upstream else 200}")
         operations.service(name=f"{i.unit} running", unit=i.unit, want=want, wait=wait)
         operations.restart(name=f"{i.unit} restarted (configuration changed)", unit=i.unit, want=want, wait=wait,
                            _if=AnyChanged(*changed))

@@ -11,8 +11,9 @@ cluster's registry (docs/components/images.md). Used by deploy/podman.py.
   `vfs`: a node's root is an overlayfs, and podman 5 (Debian 13) refuses overlay over overlayfs without a
   FUSE mount program (`'overlay' is not supported over overlayfs`) where podman 4 fell back to vfs.
 - registries.conf.d: each cached upstream (nvcr.io, docker.io, ...) pulled through its cache first,
-  from the upstream itself when the cache does not answer. The site registry needs nothing: corral's CA is
-  in the trust store.
+  from the upstream itself when the cache does not answer. The site registry's TLS needs nothing (corral's CA is
+  in the trust store); where `push_group` is set, corral's credential helper gives its members' podman a MUNGE
+  credential for it (render/registry_auth.py).
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ def login_hook_files(cluster: Cluster) -> dict[str, tuple[str, str]]:
 
 
 def registries_conf(cluster: Cluster) -> str:
-    """The mirror of every cached upstream: its cache on the registry node (TOML strings as JSON's)."""
-    r, out = cluster.spec.images.registry, [HEAD.rstrip()]
+    """The mirror of every cached upstream: its cache on the registry node (TOML strings as JSON's); where users
+    may push, corral's credential helper after the users' own logins (render/registry_auth.py)."""
+    from corral.render.registry_auth import registries_conf_lines
+    r, out = cluster.spec.images.registry, [HEAD.rstrip(), *registries_conf_lines(cluster)]
     for c in (r.cache if r is not None else []):
         out += ["", "[[registry]]", f"prefix = {json.dumps(c.upstream)}", f"location = {json.dumps(c.upstream)}",
                 "[[registry.mirror]]", f"location = {json.dumps(endpoint(cluster, c.port))}"]

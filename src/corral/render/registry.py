@@ -87,6 +87,9 @@ def config(cluster: Cluster, inst: Instance, credentials: tuple[str, str] | None
              "  debug:", f"    addr: {j(_hostport(node.address, inst.metrics_port))}",
              "    prometheus:", "      enabled: true", "      path: /metrics",
              "health:", "  storagedriver:", "    enabled: true", "    interval: 10s", "    threshold: 3"]
+    if inst.upstream is None:  # the site registry: tokens from corral's server (render/registry_auth.py)
+        from corral.render.registry_auth import distribution_auth
+        lines += distribution_auth(cluster)
     if inst.upstream is not None:
         host = API_HOST.get(inst.upstream, inst.upstream)
         lines += ["proxy:", f"  remoteurl: {j('https://' + host)}"]

@@ -89,6 +89,8 @@ POLICIES: dict[str, Policy] = {
     "corral-slurm-exporter": Policy(**CALM, binds=True, why="Slurm metrics"),
     "docker-registry": Policy(**CALM, binds=True, why="the site registry (images.registry), and each cache's unit "
                                                      "(render/registry.py) in its text: jobs pull their images"),
+    "corral-registry-auth": Policy(**CALM, binds=True, why="the site registry's token server: pulls and pushes "
+                                                         "need a token from it (render/registry_auth.py)"),
     "corral-jupyterhub": Policy(**CALM, binds=True, why="the notebook hub and its proxy; users' servers are "
                                                       "Slurm jobs and keep running while it is away"),
     "corral-dcgm-exporter": Policy(restart_sec=10, interval_s=300, burst=10, binds=True,
@@ -96,8 +98,8 @@ POLICIES: dict[str, Policy] = {
 }
 
 # units corral writes itself: the policy is part of the unit text (deploy/slurm_exporter.py, dcgm_exporter.py,
-# render/jupyterhub.py)
-IN_UNIT = frozenset({"corral-slurm-exporter", "corral-dcgm-exporter", "corral-jupyterhub"})
+# render/jupyterhub.py, render/registry_auth.py)
+IN_UNIT = frozenset({"corral-slurm-exporter", "corral-dcgm-exporter", "corral-jupyterhub", "corral-registry-auth"})
 
 # services corral manages that get no restart policy from it, and why (a service added without a
 # policy or a reason here fails tests/unit/test_restart.py)

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
 from corral.spec.models_base import LOCAL_PATH, Strict
-from corral.spec.types import AbsPath, Hostname
+from corral.spec.types import AbsPath, Hostname, UnixUser
 
 # host[:port]: a DNS name or IPv4 address, an optional port (what an image reference starts with)
 _REGISTRY_NAME = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*(:[0-9]{1,5})?")
@@ -65,9 +65,19 @@ class RegistrySpec(Strict):
     port: int = Field(default=5000, ge=1024, le=65535, description="the site registry's port")
     storage: AbsPath = Field(default="/var/lib/docker-registry",
                              description="where the images are stored on the registry node")
-    site: bool = Field(default=True, description="a site registry for the site's own images (push and pull)")
+    site: bool = Field(default=True, description="a site registry for the site's own images: every user pulls, "
+                                                 "push_group's members push")
     cache: list[CacheSpec] = Field(default_factory=list, description="pull-through caches, one per upstream")
     tls: RegistryTls = Field(default=RegistryTls(), description="the registry's TLS certificate")
+    auth_port: int = Field(default=5043, ge=1024, le=65535,
+                           description="the site registry's token server (corral's: who may push), on the registry "
+                                       "node; every pull and push asks it first")
+    push_group: UnixUser | None = Field(default=None,
+                                        description="the Unix group (of `groups:` or the directory) whose members "
+                                                    "may push to the site registry, as themselves (a MUNGE "
+                                                    "credential podman asks corral's helper for); never into a "
+                                                    "repository the bundle's images came in. Unset: only corral "
+                                                    "pushes (the bundle's images); every user pulls")
     metrics_port: int = Field(default=5051, ge=1024, le=65535,
                               description="the site registry's debug address with /metrics (Prometheus scrapes "
                                           "it; each cache uses the next port up)")

@@ -46,7 +46,7 @@ def ports(cluster: Cluster) -> dict[str, int]:
     """Every listener of the registry node, what -> port: the site registry, each cache, their metrics
     (the site's `metrics_port`, each cache's the next one up)."""
     r = cluster.spec.images.registry
-    out = {"port": r.port, "metrics_port": r.metrics_port} if r.site else {}
+    out = {"port": r.port, "auth_port": r.auth_port, "metrics_port": r.metrics_port} if r.site else {}
     for i, c in enumerate(r.cache):
         out[f"cache[{i}].port"] = c.port
         out[f"cache[{i}] metrics (metrics_port + {i + 1})"] = r.metrics_port + 1 + i
@@ -82,6 +82,7 @@ def check_images(cluster: Cluster, where: Where) -> list[Problem]:
         if c.credentials_file is not None:
             problems += _secret(cluster, where, AT + ("cache", i, "credentials_file"), c.credentials_file,
                                 f"credentials file of {c.upstream}")
+    problems += _push_group(cluster, where)
     tls = r.tls
     if (tls.cert_file is None) != (tls.key_file is None):
         have = "cert_file" if tls.cert_file is not None else "key_file"
@@ -94,6 +95,26 @@ def check_images(cluster: Cluster, where: Where) -> list[Problem]:
                                     "put the PEM certificate there or correct the path"))
         problems += _secret(cluster, where, AT + ("tls", "key_file"), tls.key_file, "registry key")
     return problems
+
+
+def _push_group(cluster: Cluster, where: Where) -> list[Problem]:
+    """push_group: a group that exists (the spec's, or the directory's where there is one), never a privileged
+    one, and a site registry to push to."""
+    from corral.spec.models_users import PRIVILEGED_GROUPS
+    r, at = cluster.spec.images.registry, AT + ("push_group",)
+    g = r.push_group
+    if g is None:
+        return []
+    if not r.site:
+        return [Problem(where(at), "no site registry to push to (site: false)", g, "set site: true or remove push_group")]
+    if g in PRIVILEGED_GROUPS:
+        return [Problem(where(at), "a group whose members are, or can become, root", g,
+                        "name a group of its own for the image makers")]
+    known = {x.name for x in cluster.spec.groups} | {u.group or u.name for u in cluster.spec.users}
+    if g not in known and cluster.spec.identity.ldap is None:
+        return [Problem(where(at), "not a group of the spec (groups:, or a user's personal group), and there is no "
+                                   "directory to find it in", g, "add it to groups: and to its members' groups")]
+    return []
 
 
 def _secret(cluster: Cluster, where: Where, at: tuple, value: str, what: str) -> list[Problem]:

@@ -46,8 +46,12 @@ def site_registry(cluster) -> tuple[Registry, str]:
         context, host = ssl.create_default_context(cadata=ca_pem(cluster.state_dir, cluster.name, ca_scope(cluster))), node.address
     else:
         context, host = ssl.create_default_context(), node.name
-    host = f"[{host}]" if ":" in host else host
-    return Registry(f"https://{host}:{r.port}", context), f"{node.name}:{r.port}"
+    from corral.deploy.registry_auth import loader_secret
+    from corral.render.registry_auth import LOADER
+    base = f"[{host}]" if ":" in host else host
+    # pushes need corral's own token (the site registry's token server); its realm names the node
+    return (Registry(f"https://{base}:{r.port}", context, credentials=(LOADER, loader_secret(cluster)),
+                     hosts={node.name: host}), f"{node.name}:{r.port}")
 
 
 PLAN_TIMEOUT_S = 10  # plan asks the registry; a node that does not answer must not hold it up

@@ -28,13 +28,9 @@ def _registry(c: Ctx, node: Node) -> Files:
     from corral.render.registry import CERT, KEY, cache_unit, config, instances, site_hardening
     from corral.spec.rules_images import local_file
     tls = c.cluster.spec.images.registry.tls
-    if tls.cert_file is not None:
-        out: Files = {CERT: local_file(c.cluster, tls.cert_file).read_bytes(),
-                      KEY: secret(f"images.registry.tls.key_file={local_file(c.cluster, tls.key_file)}")}
-    else:
-        leaf, ca = _made(c, "ca/registry.pem"), _made(c, "ca/ca.pem")  # the chain deploy sends (site_ca)
-        chain = leaf + ca if isinstance(leaf, bytes) and isinstance(ca, bytes) else leaf
-        out = {CERT: chain, KEY: secret("state-dir/secrets/ca/registry.key")}
+    key = (f"images.registry.tls.key_file={local_file(c.cluster, tls.key_file)}" if tls.cert_file is not None
+           else "state-dir/secrets/ca/registry.key")
+    out: Files = {CERT: _registry_cert(c), KEY: secret(key)}
     for i in instances(c.cluster):
         where = f"images.registry.cache.credentials_file={local_file(c.cluster, i.credentials_file)}" if i.secret else ""
         out[i.config] = config(c.cluster, i, (secret(where), secret(where)) if i.secret else None)
@@ -44,7 +40,32 @@ def _registry(c: Ctx, node: Node) -> Files:
             out[HARDENING] = site_hardening(i)
             out.update(restart_dropins(i.unit))
     out.update(_upstream_probe(c))
+    out.update(_token_server(c))
     return out
+
+
+def _token_server(c: Ctx) -> Files:
+    """What deploy/registry_auth.py installs: the loader's secret and the keys as placeholders."""
+    from corral.render import registry_auth as ra
+    from corral.render.node_programs import node_program
+    if not ra.enabled(c.cluster):
+        return {}
+    signer = _made(c, "ca/registry-token-signer.pem")
+    tls_cert = _registry_cert(c)
+    return {ra.SYSUSERS: ra.SYSUSERS_TEXT, ra.PROGRAM: node_program("registry_auth.py"), ra.UNIT_PATH: ra.unit(),
+            ra.CONFIG: ra.config(c.cluster, secret(f"state-dir/secrets/{ra.LOADER_SECRET}")),
+            ra.CERT: tls_cert, ra.KEY: secret("images.registry.tls.key"), ra.SIGNING_CERT: signer,
+            ra.SIGNING_KEY: secret("state-dir/secrets/ca/registry-token-signer.key"), ra.ROOT_BUNDLE: signer}
+
+
+def _registry_cert(c: Ctx) -> str | bytes:
+    """The registry node's certificate chain as deploy sends it (the site's, or site_ca's leaf then the CA)."""
+    from corral.spec.rules_images import local_file
+    tls = c.cluster.spec.images.registry.tls
+    if tls.cert_file is not None:
+        return local_file(c.cluster, tls.cert_file).read_bytes()
+    leaf, ca = _made(c, "ca/registry.pem"), _made(c, "ca/ca.pem")
+    return leaf + ca if isinstance(leaf, bytes) and isinstance(ca, bytes) else leaf
 
 
 def _upstream_probe(c: Ctx) -> Files:
