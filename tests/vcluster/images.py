@@ -39,6 +39,8 @@ pytestmark = pytest.mark.vcluster
 
 PASSWORD = "nvapi-Upstream-Pw-7Qz81"  # the cache's upstream password: must never leave its file
 IMAGE = "corral/hello"
+MAKERS = "imagemakers"  # images.registry.push_group
+MAKER = "swmanager"  # its member (tests/vcluster/easybuild.py's software manager)
 STANDINS = 18096  # the enroot and pyxis TEST stand-ins (tests/vcluster/standin.py), served on the bridge
 
 
@@ -70,8 +72,15 @@ def with_images(path) -> None:
     creds.chmod(0o600)
     yaml = YAML()
     data = yaml.load(path.read_text())
-    data["images"] = {"podman": True, "registry": {"node": "ctl", "cache": [
+    data["images"] = {"podman": True, "registry": {"node": "ctl", "push_group": MAKERS, "cache": [
         {"upstream": "ctl:5000", "port": 5001, "credentials_file": creds.name}]}}
+    # the image makers: the software manager (test_workbench.py adds it), with a key of its own to log in with
+    from corral.virtual.keys import ensure_key, user_key_file
+    key = ensure_key(user_key_file(path.parent / ".corral", MAKER), f"{MAKER}@test")
+    data["groups"] = [*(data.get("groups") or []), {"name": MAKERS, "gid": 2600}]
+    for user in data["users"]:
+        if user["name"] == MAKER:
+            user.update(groups=[MAKERS], ssh_keys=[key])
     # /sw on shared storage, where `corral images pull` puts squashfs images
     if not any(m["path"] == "/sw" for m in data["storage"]["mounts"]):
         data["storage"]["exports"].append({"path": "/srv/nfs/sw"})
@@ -84,21 +93,43 @@ def ctl_address(vc) -> str:
     return vc.node("ctl").node.address
 
 
+def site_push(reg, tag: str, message: str) -> str:
+    """IMAGE:tag pushed to the site registry from the control host as corral's loader pushes the bundle's images
+    (its secret, a token from the registry's token server); its digest."""
+    from corral.deploy.registry_auth import loader_secret
+    from corral.render.registry_auth import LOADER
+    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
+    return push(f"https://{ctl_address(reg)}:5000", IMAGE, tag, ca, message,
+                credentials=(LOADER, loader_secret(reg.cluster)), hosts={"ctl": ctl_address(reg)})
+
+
+def as_maker(reg, node: str, command: str, check: bool = True, timeout: int = 180) -> subprocess.CompletedProcess:
+    n = reg.node(node).node
+    proc = subprocess.run(reg.ssh_cmd(n.address, command, user=MAKER), capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{MAKER}@{node}: {command!r} rc={proc.returncode}: {proc.stdout} {proc.stderr}")
+    return proc
+
+
 def test_every_node_trusts_the_registry_and_it_runs_unprivileged(reg):
+    """Every node's Python trusts the registry's certificate; the site registry asks for a token from corral's
+    token server (401 naming it), which runs as its own user; the cache answers without one."""
+    probe = ("python3 -c \"import urllib.request as u, urllib.error as e\ntry: u.urlopen('https://ctl:5000/v2/', "
+             "timeout=10)\nexcept e.HTTPError as x: print(x.code, x.headers['WWW-Authenticate'])\"")
     for node in ("gpu01", "login1"):  # Python's ssl reads the trust store update-ca-certificates made
-        out = ssh(reg, node, "python3 -c \"import urllib.request as u; "
-                             "print(u.urlopen('https://ctl:5000/v2/', timeout=10).status)\"").stdout
-        assert out.strip() == "200", out
-    for unit in ("docker-registry", "corral-registry-cache-5001"):
-        user = ssh(reg, "ctl", f"stat -c %U /proc/$(systemctl show -p MainPID --value {unit})").stdout.split()
-        assert user == ["docker-registry"], (unit, user)
+        out = ssh(reg, node, probe).stdout
+        assert out.strip() == ('401 Bearer realm="https://ctl:5043/token",service="corral-registry"'), out
+    for unit, user in (("docker-registry", "docker-registry"), ("corral-registry-cache-5001", "docker-registry"),
+                       ("corral-registry-auth", "corral-registry-auth")):
+        got = ssh(reg, "ctl", f"stat -c %U /proc/$(systemctl show -p MainPID --value {unit})").stdout.split()
+        assert got == [user], (unit, got)
     key = ssh(reg, "ctl", "stat -c '%a %U %G' /etc/docker/registry/tls/registry.key").stdout.split()
     assert key == ["440", "root", "docker-registry"], key
 
 
 def test_alice_runs_the_pushed_image_in_a_batch_job(reg):
-    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
-    push(f"https://{ctl_address(reg)}:5000", IMAGE, "1", ca, "hello from the site registry\n")
+    site_push(reg, "1", "hello from the site registry\n")
     script = ("#!/bin/bash\n#SBATCH -w gpu01 -o /home/alice/podman-%j.log\n"
               f"podman run --rm --network=none ctl:5000/{IMAGE}:1 sh -c 'cat /etc/message; id -u' "
               "> /home/alice/hello.out\n")
@@ -144,31 +175,95 @@ def test_the_cache_serves_its_images_with_the_upstream_stopped(reg):
 
 
 DELETE = r"""
-import json, sys, urllib.error, urllib.request
+import base64, json, re, subprocess, sys, urllib.error, urllib.parse, urllib.request
 base, name = sys.argv[1], sys.argv[2]
 accept = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
-head = urllib.request.Request(f"{base}/v2/{name}/manifests/1", method="HEAD", headers={"Accept": accept})
-digest = urllib.request.urlopen(head, timeout=30).headers["Docker-Content-Digest"]
-try:
-    code = urllib.request.urlopen(urllib.request.Request(f"{base}/v2/{name}/manifests/{digest}", method="DELETE"),
-                                  timeout=30).status
-except urllib.error.HTTPError as exc:
-    code = exc.code
-print(json.dumps({"digest": digest, "delete": code}))
+# her own MUNGE credential for the registry, as podman's helper would give it, shown to the token server
+cred = subprocess.run(["/usr/local/bin/docker-credential-corral", "get"], input="ctl:5000", capture_output=True,
+                      text=True).stdout
+auth = json.loads(cred) if cred.startswith("{") else None
+
+def call(method, url):
+    try:
+        return urllib.request.urlopen(urllib.request.Request(url, method=method, headers={"Accept": accept}),
+                                      timeout=30)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 401:
+            return exc
+        p = dict(re.findall(r'(\w+)="([^"]*)"', exc.headers["WWW-Authenticate"]))
+        q = urllib.parse.urlencode({"service": p["service"], "scope": p.get("scope", "")})
+        h = {"Authorization": "Basic " + base64.b64encode(f"munge:{auth['Secret']}".encode()).decode()} if auth else {}
+        token = json.loads(urllib.request.urlopen(urllib.request.Request(f"{p['realm']}?{q}", headers=h),
+                                                  timeout=30).read())["token"]
+        req = urllib.request.Request(url, method=method, headers={"Accept": accept, "Authorization": f"Bearer {token}"})
+        try:
+            return urllib.request.urlopen(req, timeout=30)
+        except urllib.error.HTTPError as again:
+            return again
+
+digest = call("HEAD", f"{base}/v2/{name}/manifests/1").headers["Docker-Content-Digest"]
+print(json.dumps({"digest": digest, "delete": call("DELETE", f"{base}/v2/{name}/manifests/{digest}").status,
+                  "credential": auth is not None}))
 """
 
 
 def test_she_cannot_delete_an_image_from_the_site_registry(reg):
-    """Security review 3, N5 (deletes): from login1, alice asks the site registry to delete the image others run;
-    it refuses (405, deletes off) and the image still pulls."""
+    """Security review 3, N5 (deletes): from login1, alice asks the site registry to delete the image others run,
+    with a token for her own MUNGE credential; the token allows no delete (401) and the image still pulls."""
     as_alice(reg, "login1", f"printf '%s' {shlex.quote(DELETE)} > ~/.delete.py")
     try:
         got = json.loads(as_alice(reg, "login1", f"python3 ~/.delete.py https://ctl:5000 {IMAGE}").stdout)
     finally:
         as_alice(reg, "login1", "rm -f ~/.delete.py", check=False)
-    assert got["digest"].startswith("sha256:") and got["delete"] == 405, got
+    assert got["digest"].startswith("sha256:") and got["delete"] == 401 and got["credential"], got
     out = as_alice(reg, "login1", f"podman run --rm --network=none ctl:5000/{IMAGE}:1 cat /etc/message", timeout=120)
     assert out.stdout == "hello from the site registry\n"
+
+
+def _token(reg, user: str, secret_cmd: str) -> tuple[str, list | None]:
+    """What corral's token server answers alice on login1 for a push token to team/tool, with the credential
+    `secret_cmd` prints (her shell makes it): the HTTP status and the token's actions."""
+    import base64
+    cmd = (f"curl -sS -w '\\n%{{http_code}}' -u \"{user}:$({secret_cmd})\" "
+           "'https://ctl:5043/token?service=corral-registry&scope=repository:team/tool:pull,push'")
+    body, _, code = as_alice(reg, "login1", cmd).stdout.strip().rpartition("\n")
+    if code != "200":
+        return code, None
+    claims = json.loads(body)["token"].split(".")[1]
+    return code, json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["access"][0]["actions"]
+
+
+def test_only_the_push_group_pushes_and_never_over_the_loaders_images(reg):
+    """Security review 3, N5 (pushes): the image maker (a member of push_group) pushes her own image with podman from
+    login1, as herself (corral's credential helper gives podman her MUNGE credential), and alice runs it. alice, not
+    a member, can push neither a new repository nor over the maker's; the maker cannot push into a repository
+    corral's loader wrote (the bundle's images). Straight at the token server: a wrong loader secret is refused, a
+    MUNGE credential minted for something else gets what anyone gets (pull), hers gives her pull alone."""
+    import ssl
+
+    from corral.bundle.image_push import Registry
+    tag = f"podman tag ctl:5000/{IMAGE}:1"
+    as_maker(reg, "login1", f"podman pull -q ctl:5000/{IMAGE}:1 >/dev/null && {tag} ctl:5000/team/tool:1 && "
+                            "podman push -q ctl:5000/team/tool:1", timeout=240)
+    out = as_alice(reg, "login1", "podman run --rm --network=none ctl:5000/team/tool:1 cat /etc/message", timeout=120)
+    assert out.stdout == "hello from the site registry\n"
+    for target in ("alice/mine:1", "team/tool:1"):
+        got = as_alice(reg, "login1", f"{tag} ctl:5000/{target} && podman push ctl:5000/{target}", check=False,
+                       timeout=120)
+        assert got.returncode != 0 and "denied" in got.stderr, (target, got.stderr[-1000:])
+    got = as_maker(reg, "login1", f"{tag} ctl:5000/{IMAGE}:evil && podman push ctl:5000/{IMAGE}:evil", check=False,
+                   timeout=120)
+    assert got.returncode != 0 and "denied" in got.stderr, got.stderr[-1000:]
+    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
+    anonymous = Registry(f"https://{ctl_address(reg)}:5000", ssl.create_default_context(cafile=str(ca)),
+                         hosts={"ctl": ctl_address(reg)})
+    media = "application/vnd.oci.image.manifest.v1+json"
+    assert anonymous.digest(IMAGE, "evil", media) is None and anonymous.digest("alice/mine", "1", media) is None
+    assert anonymous.digest("team/tool", "1", media) == anonymous.digest(IMAGE, "1", media)  # hers, untouched
+    assert _token(reg, "corral-loader", "echo guess") == ("401", None)
+    assert _token(reg, "munge", "munge -n") == ("200", ["pull"])
+    assert _token(reg, "munge", "echo ctl:5000 | docker-credential-corral get | python3 -c "
+                                "'import json,sys; print(json.load(sys.stdin)[\"Secret\"])'") == ("200", ["pull"])
 
 
 def test_her_podman_storage_is_hers_and_nobody_can_make_another_users_first(reg):
@@ -241,8 +336,7 @@ def corral(reg, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
 
 
 def test_images_pull_list_a_job_reads_it_rm(reg):
-    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
-    digest = push(f"https://{ctl_address(reg)}:5000", IMAGE, "2", ca, "read out of the squashfs\n")
+    digest = site_push(reg, "2", "read out of the squashfs\n")
     pulled = corral(reg, "images", "pull", f"ctl:5000/{IMAGE}:2", "--to", "/sw/images", "--json", timeout=400)
     got = json.loads(pulled.stdout)
     assert pulled.returncode == 0 and got["ok"], (got, pulled.stderr[-2000:])

@@ -12,7 +12,6 @@ import json
 import ssl
 import subprocess
 import tarfile
-import urllib.request
 from pathlib import Path
 
 CACHE = Path("/var/cache/corral/test-images")
@@ -62,29 +61,30 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def push(base_url: str, name: str, tag: str, cafile: Path, message: str) -> str:
-    """Push the image as base_url/name:tag (https, trusting `cafile` alone); its manifest digest."""
-    ctx = ssl.create_default_context(cafile=str(cafile))
+def push(base_url: str, name: str, tag: str, cafile: Path, message: str,
+         credentials: tuple[str, str] | None = None, hosts: dict[str, str] | None = None) -> str:
+    """Push the image as base_url/name:tag (https, trusting `cafile` alone) with corral's own registry client
+    (bundle/image_push.py: a token from the registry's token server, with `credentials`, when it asks for one);
+    its manifest digest."""
+    import tempfile
+
+    from corral.bundle.image_push import Registry
+    registry = Registry(base_url, ssl.create_default_context(cafile=str(cafile)), timeout=60,
+                        credentials=credentials, hosts=hosts)
     raw = layer(message)
     blob = gzip.compress(raw, mtime=0)
     config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": ["/bin/sh"]},
                          "rootfs": {"type": "layers", "diff_ids": [_digest(raw)]}}).encode()
-    for data in (blob, config):
-        req = urllib.request.Request(f"{base_url}/v2/{name}/blobs/uploads/", method="POST", data=b"")
-        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
-            location = resp.headers["Location"]
-        url = location if location.startswith("http") else base_url + location
-        url += ("&" if "?" in url else "?") + "digest=" + _digest(data)
-        req = urllib.request.Request(url, method="PUT", data=data,
-                                     headers={"Content-Type": "application/octet-stream"})
-        urllib.request.urlopen(req, context=ctx, timeout=60).close()
+    with tempfile.TemporaryDirectory() as tmp:
+        for data in (blob, config):
+            path = Path(tmp) / _digest(data).removeprefix("sha256:")
+            path.write_bytes(data)
+            registry.upload(name, _digest(data), path)
     manifest = json.dumps({
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": _digest(config),
                    "size": len(config)},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": _digest(blob),
                     "size": len(blob)}]}).encode()
-    req = urllib.request.Request(f"{base_url}/v2/{name}/manifests/{tag}", method="PUT", data=manifest,
-                                 headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"})
-    urllib.request.urlopen(req, context=ctx, timeout=30).close()
+    registry.put_manifest(name, tag, manifest, "application/vnd.oci.image.manifest.v1+json")
     return _digest(manifest)

@@ -280,6 +280,7 @@ from tests.vcluster.images import (  # noqa: E402,F401 (run here, on this module
     test_registry_metrics_are_scraped, test_the_upstream_password_stays_in_its_file,
     test_her_podman_storage_is_hers_and_nobody_can_make_another_users_first,
     test_she_cannot_delete_an_image_from_the_site_registry,
+    test_only_the_push_group_pushes_and_never_over_the_loaders_images,
     test_images_pull_list_a_job_reads_it_rm)
 from tests.vcluster.images_bundle import (  # noqa: E402,F401
     test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it)

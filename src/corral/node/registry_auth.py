@@ -6,12 +6,12 @@ scopes it needs, with or without a user name and password, and shows the token t
 - anyone, with no credentials or a user name it does not know: pull (every cluster user pulls; a cache's upstream
   credentials, sent to every registry it proxies, are not ours to judge);
 - `munge` with a MUNGE credential as the password (corral's credential helper makes one on the user's node:
-  `munge -s PAYLOAD`): the uid munged vouches for. Its payload must be this registry's (a credential minted for
-  something else is refused). A member of the push group may push, except into a repository corral's loader has
+  `munge -s PAYLOAD`): the uid munged vouches for. Its payload must be this registry's; a credential minted for
+  something else, replayed after its time or forged is no one's (anonymous: pulls never depend on munge). A member of the push group may push, except into a repository corral's loader has
   written: the bundle's images cannot be overwritten by users;
 - `corral-loader` with corral's secret (the control host's, for the bundle's images): push anywhere; every
   repository it is given push for is recorded, on disk, before the token is issued.
-Nobody gets delete, `*`, or any scope but a repository's. A wrong loader secret or a bad credential: 401.
+Nobody gets delete, `*`, or any scope but a repository's. A wrong loader secret: 401.
 
 stdlib, plus Debian's python3-cryptography for the signature (ES256, the signer's certificate in the x5c header:
 distribution checks it against its `rootcertbundle`). Started `python3 -I registry_auth.py CONFIG`.
@@ -161,8 +161,9 @@ class Authority:
             ok = hmac.compare_digest(hashlib.sha256(got[1].encode()).hexdigest(), self.cfg["loader_sha256"])
             return (LOADER, LOADER, False) if ok else None
         uid = self.munge_uid(got[1])
-        if uid is None:
-            return None
+        if uid is None:  # pulls must never depend on munge: a credential that does not decode is no one's
+            print("a MUNGE credential that does not decode: anonymous (pull only)", file=sys.stderr, flush=True)
+            return None, "", False
         name, member = self.member(uid)
         return name, name, member
 
