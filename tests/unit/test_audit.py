@@ -86,6 +86,7 @@ def test_setuid_files_open_directories_and_sudo_rules_beyond_the_declared_are_fi
                    "sudo: /etc/sudoers.d/extra: alice ALL=(ALL) NOPASSWD: ALL", "sudo: group sudo: alice (may become root)"]
 
 
+@pytest.mark.attack
 def test_cron_and_at_on_a_job_confined_compute_node_are_roots_alone():
     c = cluster()
     assert findings(c, "gpu01", "HAS cron", "HAS atd") == ["cron: cron: everyone", "at: at: everyone"]

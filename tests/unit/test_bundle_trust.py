@@ -67,6 +67,7 @@ def test_an_attacker_key_appended_to_the_carried_keyring_is_refused(tmp_path, ke
     assert any(p.startswith("repo/InRelease: its signature does not check") for p in checked.problems)
 
 
+@pytest.mark.attack
 def test_the_forged_bundle_is_refused_by_prepare_and_the_cli(tmp_path, key, attacker):
     from typer.testing import CliRunner
     from corral.bundle.serve import prepare

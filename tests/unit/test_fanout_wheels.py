@@ -70,6 +70,7 @@ def test_a_wheel_member_outside_its_directory_is_refused(tmp_path, bad):
         wheels.members(w)
 
 
+@pytest.mark.attack
 def test_a_wheel_member_under_a_name_the_installed_distribution_lacks_is_refused(tmp_path):
     """Security review 3, N4: a wheel for another Python carrying `sitecustomize.py` (run at every interpreter start,
     as root on the nodes) or another package is refused; its own packages, modules and .dist-info are taken."""
@@ -103,6 +104,7 @@ def test_a_cached_wheel_is_used_only_when_it_fits_and_corral_pins_it(tmp_path, p
     assert wheels.cached(tmp_path, "pkg", "1.0", TARGET).name.startswith("pkg-1.0-" + TAG)
 
 
+@pytest.mark.attack
 def test_nothing_unpinned_is_fetched_and_pip_checks_the_pinned_hashes(tmp_path, monkeypatch):
     download = wheels._pip_download
     monkeypatch.setattr(wheels, "_pip_download", lambda *a: pytest.fail("fetched"))

@@ -5,6 +5,7 @@ file name). The records are real: captured from /dev/kmsg after a non-root user 
 
 from __future__ import annotations
 
+import pytest
 import json
 import shutil
 import sys
@@ -31,6 +32,7 @@ def journal(node, name: str) -> None:
             node["fake"] / f"journal.{ext}").write_text("")
 
 
+@pytest.mark.attack
 def test_a_users_segfault_named_after_an_xid_never_drains(node, capsys):
     """`NVRM: Xid (PCI:0000:3b:00): 79, …` as a crashing binary's file name (and after a newline in it):
     the node is not drained and nothing is kept for later runs."""

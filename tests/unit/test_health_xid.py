@@ -134,6 +134,7 @@ def _kmsg_escape(text: str) -> str:
 
 @settings(max_examples=300, deadline=None)
 @given(fmt=st.sampled_from(USER_FORMATS), name=user_text, comm=user_text, pid=st.integers(0, 1 << 22))
+@pytest.mark.attack
 def test_user_text_in_any_kernel_message_never_makes_an_xid(fmt, name, comm, pid):
     message = fmt.format(name=name, comm=comm[:15], pid=pid)
     journal = {"_TRANSPORT": "kernel", "SYSLOG_FACILITY": "0", "__REALTIME_TIMESTAMP": "1749532840414765",

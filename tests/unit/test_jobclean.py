@@ -119,6 +119,7 @@ def test_a_stuck_gpu_process_drains_the_node(gpu_node):
     assert said[-1].startswith("drained gpu01")
 
 
+@pytest.mark.attack
 def test_a_users_gpu_process_outside_any_job_is_ended_not_drained_for(gpu_node, monkeypatch):
     """Security review 3, N7: a cron entry of a user's holding the job's GPU after the job: ended (pid and uid
     said), and the node stays up; what is left after that still drains."""

@@ -5,6 +5,7 @@ a string corral builds is a `mktemp` template, or named here with why it is safe
 
 from __future__ import annotations
 
+import pytest
 import ast
 import re
 from pathlib import Path
@@ -32,6 +33,7 @@ def fixed_paths(src: Path = SRC) -> list[str]:
     return found
 
 
+@pytest.mark.attack
 def test_no_fixed_scratch_path_in_a_world_writable_directory():
     bad = [f for f in fixed_paths() if f.split(":", 1)[0] not in SAFE]
     assert not bad, "a fixed path under /tmp, /var/tmp or /dev/shm (use mktemp -d, or a root-owned directory):\n" + \

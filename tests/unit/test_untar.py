@@ -86,6 +86,7 @@ def _hostile(rng: random.Random, outside: Path) -> list[tuple]:
 
 
 @pytest.mark.parametrize("seed", range(60))
+@pytest.mark.attack
 def test_hostile_archives_are_refused_with_nothing_written(tmp_path, seed):
     rng = random.Random(seed)
     outside = tmp_path / "outside"

@@ -38,6 +38,7 @@ def test_her_directory_is_made_at_login_and_hers(store):
     assert userdirs.main({"PAM_USER": "alice", "PAM_TYPE": "open_session"}, config) == 0  # the next login: kept
 
 
+@pytest.mark.attack
 def test_a_directory_someone_else_made_first_is_never_handed_over(store, capsys):
     parent, config = store
     os.mkdir(parent / str(UID), 0o777)

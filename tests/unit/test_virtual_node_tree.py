@@ -42,6 +42,7 @@ def test_a_link_inside_the_tree_is_fine_and_one_out_of_it_is_refused(tmp_path):
         inside(m, [m / "etc/hostname"])
 
 
+@pytest.mark.attack
 def test_prepare_refuses_before_it_writes_anything(tmp_path, monkeypatch):
     m = _tree(tmp_path)
     host = tmp_path / "host-root"

@@ -14,6 +14,7 @@ Not collected on its own (no test_ prefix): its tests need test_workbench's clus
 
 from __future__ import annotations
 
+import pytest
 import json
 import re
 import shlex
@@ -76,6 +77,7 @@ def _start(vc, s: requests.Session, options: dict) -> str:
     return jobs[0].split()[0]
 
 
+@pytest.mark.attack
 def test_the_hub_and_its_proxy_do_not_run_as_root(bench):
     ps = ssh(bench, "login1", "ps -eo user:32,args").stdout.splitlines()
     procs = [line for line in ps if "bin/jupyterhub -f" in line or "configurable-http-proxy --" in line]
@@ -89,6 +91,7 @@ def test_the_hub_and_its_proxy_do_not_run_as_root(bench):
                          "/etc/corral/jupyterhub/hub.env 600 root", "/etc/sudoers.d/corral-jupyterhub 440 root"], modes
 
 
+@pytest.mark.attack
 def test_attack_a_servers_token_cannot_change_what_the_hub_runs(bench):
     """N1 (critical): the review's exploit, from inside her notebook's job."""
     stop_server(bench, "alice")
@@ -108,6 +111,7 @@ def test_attack_a_servers_token_cannot_change_what_the_hub_runs(bench):
     assert (answer, planted) == ({"found": True, "hostile": 403, "port": 403}, ""), (answer, planted)
 
 
+@pytest.mark.attack
 def test_attack_a_rest_spawn_sets_nothing_but_the_checked_request(bench):
     """N10: batchspawner's template values in a REST spawn (`runtime`, `options`, `prologue`) reach nothing."""
     stop_server(bench, "alice")
@@ -122,6 +126,7 @@ def test_attack_a_rest_spawn_sets_nothing_but_the_checked_request(bench):
     assert ".planted-prologue" not in as_alice(bench, "login1", "ls -a ~").stdout.split()
 
 
+@pytest.mark.attack
 def test_attack_validates_check_shows_her_server_no_token_beyond_her_own(bench):
     """N2 (high): her server records every token it is shown during validate's notebook check; none reads other
     users, and none works after the check."""

@@ -6,6 +6,7 @@ gpu01, listening on a port, is reported and makes it exit 1. Not collected on it
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import subprocess
@@ -33,6 +34,7 @@ def test_audit_finds_nothing_undeclared_on_the_cluster_with_every_feature(bench)
     assert {i["node"] for i in got["items"]} == {"ctl", "gpu01", "gpu02", "login1"}
 
 
+@pytest.mark.attack
 def test_a_planted_root_listener_is_reported_and_fails_the_audit(bench):
     ssh(bench, "gpu01", "systemd-run --unit=corral-planted python3 -m http.server 9999")
     try:

@@ -207,6 +207,7 @@ print(json.dumps({"digest": digest, "delete": call("DELETE", f"{base}/v2/{name}/
 """
 
 
+@pytest.mark.attack
 def test_she_cannot_delete_an_image_from_the_site_registry(reg):
     """Security review 3, N5 (deletes): from login1, alice asks the site registry to delete the image others run,
     with a token for her own MUNGE credential; the token allows no delete (401) and the image still pulls."""
@@ -233,6 +234,7 @@ def _token(reg, user: str, secret_cmd: str) -> tuple[str, list | None]:
     return code, json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["access"][0]["actions"]
 
 
+@pytest.mark.attack
 def test_only_the_push_group_pushes_and_never_over_the_loaders_images(reg):
     """Security review 3, N5 (pushes): the image maker (a member of push_group) pushes her own image with podman from
     login1, as herself (corral's credential helper gives podman her MUNGE credential), and alice runs it. alice, not
@@ -266,6 +268,7 @@ def test_only_the_push_group_pushes_and_never_over_the_loaders_images(reg):
                                 "'import json,sys; print(json.load(sys.stdin)[\"Secret\"])'") == ("200", ["pull"])
 
 
+@pytest.mark.attack
 def test_her_podman_storage_is_hers_and_nobody_can_make_another_users_first(reg):
     """Security review 3, N6: her image store on login1 is in the directory the login hook made for her (root's
     parent, 0711), not in /var/tmp where another user could have made it first; she cannot make anyone else's."""

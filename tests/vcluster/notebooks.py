@@ -77,6 +77,48 @@ def wait_for(predicate, what: str, timeout: float = 60) -> None:
         time.sleep(1)
 
 
+def notebook(source: str) -> str:
+    """A notebook of one code cell, as JSON."""
+    return json.dumps({**NOTEBOOK, "cells": [{**NOTEBOOK["cells"][0], "source": source}]})
+
+
+def start_lab(page, bench, gpus: int = 1, shot=None) -> None:
+    """alice logs in to the hub in the browser and starts her JupyterLab on the gpu partition with `gpus` GPUs (the
+    spawn form; a screenshot of it at `shot`), until her lab's page loads."""
+    page.goto(hub(bench) + "/hub/login")
+    page.fill("#username_input", "alice")
+    page.fill("#password_input", secret(bench, "password-alice"))
+    page.click("#login_submit")
+    page.wait_for_selector("#gpus", timeout=30000)  # the spawn form, bounded by the spec
+    if shot is not None:
+        page.screenshot(path=str(shot), full_page=True)
+    page.select_option("#partition", "gpu")
+    page.fill("#gpus", str(gpus))
+    page.click("#spawn_form [type=submit]")
+    page.wait_for_url(re.compile(r"/user/alice/lab"), timeout=180000)
+
+
+def run_first_cell(page, base: str, name: str, marker: str, timeout_ms: int = 8000) -> str:
+    """alice's notebook ~/NAME opened in her running JupyterLab, its first cell run in her kernel (in her job) until
+    its output shows `marker`; that output's text."""
+    from playwright.sync_api import expect
+    page.goto(base + f"/user/alice/lab/tree/{name}?reset")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
+    out = page.locator(".jp-NotebookPanel .jp-OutputArea-output").first
+    for _ in range(8):  # a run asked before the kernel's channels are up is dropped: ask again
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():  # JupyterLab may ask something first (e.g. which kernel): take its default
+            dialog.locator(".jp-mod-accept").first.click(timeout=5000)
+        page.locator(".jp-NotebookPanel .jp-Cell .cm-content").first.click(timeout=10000)
+        page.keyboard.press("Control+Enter")
+        try:
+            expect(out).to_contain_text(marker, timeout=timeout_ms)
+            break
+        except AssertionError:
+            continue
+    return out.inner_text()
+
+
 def test_the_hub_serves_https_with_the_cluster_ca(bench):
     r = requests.get(hub(bench) + "/hub/login", verify=ca_file(bench), timeout=30)
     assert r.status_code == 200 and "jupyterhub" in r.text.lower()
@@ -119,40 +161,16 @@ def test_the_form_refuses_what_her_qos_does_not_allow(bench):
 
 def test_alice_gets_a_gpu_notebook_in_a_browser(bench, tmp_path):
     from playwright.sync_api import expect, sync_playwright
-    as_alice(bench, "login1", f"printf '%s' {shlex.quote(json.dumps(NOTEBOOK))} > ~/check.ipynb")
+    as_alice(bench, "login1", f"printf '%s' {shlex.quote(notebook(CELL))} > ~/check.ipynb")
     base = hub(bench)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         try:
             page = browser.new_context(ignore_https_errors=True, viewport={"width": 1100, "height": 800}).new_page()
-            page.goto(base + "/hub/login")
-            page.fill("#username_input", "alice")
-            page.fill("#password_input", secret(bench, "password-alice"))
-            page.click("#login_submit")
-            page.wait_for_selector("#gpus", timeout=30000)  # the spawn form, bounded by the spec
-            page.screenshot(path=str(tmp_path / "spawn-form.png"), full_page=True)
-            page.select_option("#partition", "gpu")
-            page.fill("#gpus", "1")
-            page.click("#spawn_form [type=submit]")
-            page.wait_for_url(re.compile(r"/user/alice/lab"), timeout=180000)
+            start_lab(page, bench, shot=tmp_path / "spawn-form.png")
             jobs = spawner_jobs(bench)
             assert len(jobs) == 1 and jobs[0].split()[1] == "RUNNING" and jobs[0].split()[2] in ("gpu01", "gpu02"), jobs
-            page.goto(base + "/user/alice/lab/tree/check.ipynb?reset")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=60000)
-            out = page.locator(".jp-NotebookPanel .jp-OutputArea-output").first
-            for _ in range(8):  # a run asked before the kernel's channels are up is dropped: ask again
-                dialog = page.locator(".jp-Dialog")
-                if dialog.count():  # JupyterLab may ask something first (e.g. which kernel): take its default
-                    dialog.locator(".jp-mod-accept").first.click(timeout=5000)
-                page.locator(".jp-NotebookPanel .jp-Cell .cm-content").first.click(timeout=10000)
-                page.keyboard.press("Control+Enter")
-                try:
-                    expect(out).to_contain_text("CVD=", timeout=8000)
-                    break
-                except AssertionError:
-                    continue
-            text = out.inner_text()
+            text = run_first_cell(page, base, "check.ipynb", "CVD=")
             job = jobs[0].split()[0]
             assert re.fullmatch(rf"CVD=\d JOB={job} MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi "
                                 r"CUDA_HOME=/usr/local/cuda-12\.4", text.strip()), text

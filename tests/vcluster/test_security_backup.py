@@ -97,6 +97,7 @@ def _with_sql(genuine: Path, dest: Path, sql: bytes, key: bytes | None) -> Path:
     return dest
 
 
+@pytest.mark.attack
 def test_hostile_backups_run_no_shell_and_change_nothing(cluster, tmp_path, capsys):
     spec = str(cluster.cluster.path)
     rc, taken = _corral_json(capsys, "backup", "-f", spec, "--to", str(tmp_path), "--json")

@@ -45,6 +45,7 @@ memberUid: carol
 """
 
 
+@pytest.mark.attack
 def test_keys_only_where_users_log_in_and_alice_cannot_reach_the_controller(usable):
     for node in ("login1", "gpu01", "gpu02"):
         ssh(usable, node, "test -s /etc/ssh/authorized_keys/alice")
@@ -59,6 +60,7 @@ def test_the_adopt_access_file_names_users_only(usable):
     assert rules == ["+:root:ALL", "-:ALL:ALL"], rules
 
 
+@pytest.mark.attack
 def test_her_home_and_its_files_are_hers(usable):
     owners = ssh(usable, "ctl", "find /srv/nfs/home/alice -maxdepth 1 -name '.*' -printf '%u %y %p\\n'").stdout
     lines = [line.split() for line in owners.splitlines()]
@@ -66,6 +68,7 @@ def test_her_home_and_its_files_are_hers(usable):
     assert any(p.endswith("/.bashrc") and t == "f" for _, t, p in lines), owners
 
 
+@pytest.mark.attack
 def test_ldap_ids_access_and_directory_collisions(usable, tmp_path):
     ctl_address = usable.node("ctl").node.address
     tls = _tls_files(tmp_path, ctl_address)

@@ -70,6 +70,7 @@ def as_journal_json(record: str) -> str:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not os.access("/dev/kmsg", os.R_OK), reason="needs the host's /dev/kmsg")
+@pytest.mark.attack
 def test_a_users_crash_named_after_an_xid_leaves_the_node_up(node_cluster, tmp_path):
     vc, token = node_cluster, uuid.uuid4().hex[:8]
     work, fake = f"/var/tmp/hx-{token}", f"/var/tmp/hx-fake-{token}"
@@ -107,6 +108,7 @@ def test_a_users_crash_named_after_an_xid_leaves_the_node_up(node_cluster, tmp_p
         ssh(vc, "gpu01", f"rm -rf {work} {fake}", check=False)
 
 
+@pytest.mark.attack
 def test_a_job_name_naming_gpus_maps_a_cpu_job_to_none(node_cluster):
     vc = node_cluster
     crafted = "x Nodes=gpu01 CPU_IDs=0 Mem=1 GRES=gpu:h100:4(IDX:0-3)"

@@ -34,6 +34,7 @@ def vc(usable_cluster):
     return usable_cluster
 
 
+@pytest.mark.attack
 def test_fanout_never_imports_a_corral_package_a_user_planted_in_tmp(vc, capsys, monkeypatch):
     from corral.fanout import slurm as fanout_slurm
     payload = f"import os\nopen({MARKER!r}, 'w').write(str(os.getuid()))\n"
@@ -64,6 +65,7 @@ def _exporter(vc) -> tuple[str, str]:
     return pid, ssh(vc, "ctl", f"ps -o user= -p {pid}").stdout.strip()
 
 
+@pytest.mark.attack
 def test_the_slurm_exporter_runs_unprivileged_cannot_read_the_bmc_credentials_and_serves(vc):
     pid, user = _exporter(vc)
     assert user not in ("root", "slurm"), user
@@ -94,6 +96,7 @@ def _user_job(vc):
     return user_job(vc.cluster, lambda node, command, **kw: run_on(vc.cluster, node, command, **kw), wait=90)
 
 
+@pytest.mark.attack
 def test_validates_user_job_reads_her_output_as_her(vc):
     check = _user_job(vc)
     assert check.status == "OK", check

@@ -271,6 +271,7 @@ from tests.vcluster.attacks_hub import (  # noqa: E402,F401 (the attacker's case
     test_the_hub_and_its_proxy_do_not_run_as_root, test_attack_a_servers_token_cannot_change_what_the_hub_runs,
     test_attack_a_rest_spawn_sets_nothing_but_the_checked_request,
     test_attack_validates_check_shows_her_server_no_token_beyond_her_own)
+from tests.vcluster.attacks_notebook import test_attack_from_her_notebook  # noqa: E402,F401 (in her kernel)
 from tests.vcluster.audit import (  # noqa: E402,F401 (every feature on: nothing undeclared; a planted listener)
     test_audit_finds_nothing_undeclared_on_the_cluster_with_every_feature,
     test_a_planted_root_listener_is_reported_and_fails_the_audit)

@@ -80,7 +80,8 @@ def parse_unmunge(out: str, payload: str) -> int | None:
     """The uid of unmunge --numeric's answer when it succeeded and carries `payload`; None otherwise."""
     meta, _, body = out.partition("\n\n")
     fields = {k.strip(): v.strip() for k, sep, v in (line.partition(":") for line in meta.splitlines()) if sep}
-    if not fields.get("STATUS", "").startswith("Success") or body.rstrip("\n") != payload:
+    status = fields.get("STATUS", "")  # --numeric: "0"; otherwise "Success (0)"
+    if status not in ("0", "Success (0)") or body.rstrip("\n") != payload:
         return None
     m = re.fullmatch(r"(?:\S+ \()?(\d+)\)?", fields.get("UID", ""))
     return int(m[1]) if m else None
