@@ -76,6 +76,6 @@ def test_attack_from_her_notebook(bench, tmp_path):
     got = json.loads(text.strip().split("ATTACK=", 1)[1])
     planted = ssh(bench, "login1", f"ls -l {PLANTED}-* 2>/dev/null", check=False).stdout
     assert got["uid"] == 2001 and got["job"], got  # her kernel, in her job
-    assert (got["batchspawner"], got["bob"], got["registry"], got["squat"], planted) == (
-        403, 403, ["pull"], "PermissionError", ""), got
+    assert (got["batchspawner"], got["registry"], got["squat"], planted) == (403, ["pull"], "PermissionError", ""), got
+    assert got["bob"] in (403, 404), got  # JupyterHub answers 404 for a user the token may not see
     assert got["users"][0] == 403 or "bob" not in got["users"][1], got

@@ -247,6 +247,12 @@ def test_only_the_push_group_pushes_and_never_over_the_loaders_images(reg):
     tag = f"podman tag ctl:5000/{IMAGE}:1"
     as_maker(reg, "login1", f"podman pull -q ctl:5000/{IMAGE}:1 >/dev/null && {tag} ctl:5000/team/tool:1 && "
                             "podman push -q ctl:5000/team/tool:1", timeout=240)
+    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
+    anonymous = Registry(f"https://{ctl_address(reg)}:5000", ssl.create_default_context(cafile=str(ca)),
+                         hosts={"ctl": ctl_address(reg)})
+    media = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+    hers = anonymous.digest("team/tool", "1", media)
+    assert hers and hers.startswith("sha256:")
     out = as_alice(reg, "login1", "podman run --rm --network=none ctl:5000/team/tool:1 cat /etc/message", timeout=120)
     assert out.stdout == "hello from the site registry\n"
     for target in ("alice/mine:1", "team/tool:1"):
@@ -256,12 +262,8 @@ def test_only_the_push_group_pushes_and_never_over_the_loaders_images(reg):
     got = as_maker(reg, "login1", f"{tag} ctl:5000/{IMAGE}:evil && podman push ctl:5000/{IMAGE}:evil", check=False,
                    timeout=120)
     assert got.returncode != 0 and "denied" in got.stderr, got.stderr[-1000:]
-    ca = reg.cluster.state_dir / "secrets" / "ca" / "ca.pem"
-    anonymous = Registry(f"https://{ctl_address(reg)}:5000", ssl.create_default_context(cafile=str(ca)),
-                         hosts={"ctl": ctl_address(reg)})
-    media = "application/vnd.oci.image.manifest.v1+json"
     assert anonymous.digest(IMAGE, "evil", media) is None and anonymous.digest("alice/mine", "1", media) is None
-    assert anonymous.digest("team/tool", "1", media) == anonymous.digest(IMAGE, "1", media)  # hers, untouched
+    assert anonymous.digest("team/tool", "1", media) == hers  # the maker's, untouched by alice
     assert _token(reg, "corral-loader", "echo guess") == ("401", None)
     assert _token(reg, "munge", "munge -n") == ("200", ["pull"])
     assert _token(reg, "munge", "echo ctl:5000 | docker-credential-corral get | python3 -c "

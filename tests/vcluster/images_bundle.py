@@ -17,7 +17,7 @@ import shlex
 import time
 
 from tests.vcluster.conftest import ssh
-from tests.vcluster.oci_image import push
+from tests.vcluster.oci_image import ANONYMOUS_GET, push
 from tests.vcluster.test_users import as_alice
 
 UPSTREAM_PORT = 5009
@@ -87,5 +87,6 @@ def test_a_bundled_image_is_loaded_into_the_site_registry_and_alice_runs_it(reg,
     job = as_alice(reg, "login1", "srun -w gpu01 podman run --rm --network=none ctl:5000/upstream/hello:7 "
                                   "cat /etc/message", check=False, timeout=180)
     assert job.returncode == 0 and job.stdout == "carried in the bundle\n", (job.stdout, job.stderr[-2000:])
-    tags = ssh(reg, "ctl", "curl -fsS https://ctl:5000/v2/upstream/hello/tags/list").stdout
+    read = ANONYMOUS_GET + "print(get('https://ctl:5000/v2/upstream/hello/tags/list').decode())"
+    tags = ssh(reg, "ctl", f"python3 -c {shlex.quote(read)}").stdout
     assert '"7"' in tags, tags

@@ -82,12 +82,12 @@ def notebook(source: str) -> str:
     return json.dumps({**NOTEBOOK, "cells": [{**NOTEBOOK["cells"][0], "source": source}]})
 
 
-def start_lab(page, bench, gpus: int = 1, shot=None) -> None:
-    """alice logs in to the hub in the browser and starts her JupyterLab on the gpu partition with `gpus` GPUs (the
-    spawn form; a screenshot of it at `shot`), until her lab's page loads."""
+def start_lab(page, bench, gpus: int = 1, shot=None, user: str = "alice", password: str | None = None) -> None:
+    """`user` (alice: with corral's password for her) logs in to the hub in the browser and starts her JupyterLab on
+    the gpu partition with `gpus` GPUs (the spawn form; a screenshot of it at `shot`), until her lab's page loads."""
     page.goto(hub(bench) + "/hub/login")
-    page.fill("#username_input", "alice")
-    page.fill("#password_input", secret(bench, "password-alice"))
+    page.fill("#username_input", user)
+    page.fill("#password_input", password or secret(bench, "password-alice"))
     page.click("#login_submit")
     page.wait_for_selector("#gpus", timeout=30000)  # the spawn form, bounded by the spec
     if shot is not None:
@@ -95,7 +95,7 @@ def start_lab(page, bench, gpus: int = 1, shot=None) -> None:
     page.select_option("#partition", "gpu")
     page.fill("#gpus", str(gpus))
     page.click("#spawn_form [type=submit]")
-    page.wait_for_url(re.compile(r"/user/alice/lab"), timeout=180000)
+    page.wait_for_url(re.compile(rf"/user/{user}/lab"), timeout=180000)
 
 
 def run_first_cell(page, base: str, name: str, marker: str, timeout_ms: int = 8000) -> str:
@@ -188,7 +188,8 @@ def test_alice_gets_a_gpu_notebook_in_a_browser(bench, tmp_path):
 
 
 def test_a_directory_user_logs_in_to_the_hub_and_gets_a_server(bench):
-    """bob is only in the directory: PAM (pam_sss) checks his directory password; his server is his job.
+    """bob is only in the directory: PAM (pam_sss) checks his directory password; in the browser his 1-GPU server is
+    his job.
     A directory user's Slurm association and home are the site's to make (sacctmgr, the home server): the
     test makes them as a site would."""
     from tests.vcluster.test_workbench import BOB_PASSWORD
@@ -201,18 +202,20 @@ def test_a_directory_user_logs_in_to_the_hub_and_gets_a_server(bench):
     r = bad.post(hub(bench) + "/hub/login", timeout=30, data={
         "username": "bob", "password": "not-his", "_xsrf": bad.cookies.get("_xsrf", path="/hub/")})
     assert "/hub/login" in r.url and "Invalid username or password" in r.text  # a wrong password: refused
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:  # in the browser, as alice: his JupyterLab with 1 GPU, as his Slurm job
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        try:
+            page = browser.new_context(ignore_https_errors=True).new_page()
+            start_lab(page, bench, gpus=1, user="bob", password=BOB_PASSWORD)
+            jobs = spawner_jobs(bench, "bob")
+            assert len(jobs) == 1 and jobs[0].split()[1] == "RUNNING", jobs
+            got = ssh(bench, "ctl", f"squeue -h -j {jobs[0].split()[0]} -o '%u|%b'").stdout.strip()
+        finally:
+            browser.close()
+    assert re.fullmatch(r"bob\|\S*gpu(:\w+)?:1", got), got
     s = session(bench, "bob", BOB_PASSWORD)
     xsrf = {"X-XSRFToken": s.cookies.get("_xsrf", path="/hub/")}
-    r = s.post(hub(bench) + "/hub/spawn", timeout=60, allow_redirects=False, data={
-        "_xsrf": xsrf["X-XSRFToken"], "partition": "gpu", "gpu_type": "h100", "gpus": "0", "cpus": "1",
-        "memory_gb": "0", "time": "0:20:00"})
-    assert r.status_code == 302, r.text[-1500:]
-    wait_for(lambda: (s.get(hub(bench) + "/hub/api/users/bob", headers=xsrf, timeout=30).json()["servers"]
-                      .get("", {}).get("ready")), "bob's server", timeout=120)
-    jobs = spawner_jobs(bench, "bob")
-    assert len(jobs) == 1 and jobs[0].split()[1] == "RUNNING", jobs
-    owner = ssh(bench, "ctl", f"squeue -h -j {jobs[0].split()[0]} -o %u").stdout.strip()
-    assert owner == "bob"
     assert s.delete(hub(bench) + "/hub/api/users/bob/server", headers=xsrf, timeout=60).status_code in (202, 204)
     wait_for(lambda: spawner_jobs(bench, "bob") == [], "bob's server's job to end", timeout=90)
 

@@ -28,6 +28,7 @@ from corral.workflows.converge import converge
 from corral.workflows.up import bundle_section, up
 from tests.vcluster.standin import (CUDA_TOOLKIT_VERSION, PACKAGE, build_cuda_repo, build_cuda_toolkit_deb, build_deb,
                                     build_enroot_deb, serve_dir)
+from tests.vcluster.oci_image import ANONYMOUS_GET
 from tests.vcluster.test_users import as_alice
 from tests.vcluster.upstream_registry import image as upstream_manifest, upstream_image
 from tests.vcluster.conftest import TEST_PORT, TEST_SUBNET, failures, make_spec, ssh, vcluster_unavailable
@@ -122,9 +123,8 @@ def test_up_loads_the_bundled_image_into_the_site_registry(air):
     assert ops == [("image ctl:5000/upstream/hello:7 from the bundle", "changed")], ops
     from corral.virtual.cluster import VirtualCluster
     served = hashlib.sha256(upstream_manifest(IMAGE_TEXT)[0]).hexdigest()  # what the upstream served
-    fetch = ("import hashlib, urllib.request as u; r = u.Request('https://ctl:5000/v2/upstream/hello/manifests/7', "
-             "headers={'Accept': 'application/vnd.oci.image.manifest.v1+json'}); "
-             "print(hashlib.sha256(u.urlopen(r, timeout=10).read()).hexdigest())")  # trusting the cluster's CA
+    fetch = ANONYMOUS_GET + ("import hashlib; print(hashlib.sha256(get('https://ctl:5000/v2/upstream/hello/manifests/"
+                             "7', 'application/vnd.oci.image.manifest.v1+json')).hexdigest())")  # trusting the CA
     got = ssh(VirtualCluster(load(d / "cluster.yaml")), "gpu01", f"python3 -c {shlex.quote(fetch)}").stdout.strip()
     assert got == served
     plan = converge(load(d / "cluster.yaml"), "plan", command="test-bundle-plan")  # asks the registry, sends nothing
