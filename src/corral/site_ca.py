@@ -120,6 +120,18 @@ def authority(state_dir: Path, cluster_name: str, scope: list[str] | None = None
     return cert, k
 
 
+def constrained(state_dir: Path) -> bool | None:
+    """Whether the cluster's CA carries name constraints; None when there is none yet (nothing is made here)."""
+    crt = Path(state_dir) / "secrets" / "ca" / "ca.pem"
+    if not crt.is_file():
+        return None
+    try:
+        x509.load_pem_x509_certificate(crt.read_bytes()).extensions.get_extension_for_class(x509.NameConstraints)
+    except x509.ExtensionNotFound:
+        return False
+    return True
+
+
 def ca_pem(state_dir: Path, cluster_name: str, scope: list[str] | None = None) -> str:
     cert, _ = authority(state_dir, cluster_name, scope)
     return cert.public_bytes(serialization.Encoding.PEM).decode()

@@ -137,3 +137,19 @@ def test_every_declared_root_process_name_is_one_ps_can_show():
     real = replace(c, spec=c.spec.model_copy(update={"virtual": None}))  # the daemons of real servers too
     names = {r for n in real.nodes for d in declared_daemons(real, n) for r in d.root if r != "*"}
     assert names and all(len(r) <= 15 for r in names), sorted(r for r in names if len(r) > 15)
+
+
+@pytest.mark.attack
+@pytest.mark.parametrize("scope", [None, ["ctl", "10.213.0.10"]])
+def test_a_cluster_ca_without_name_constraints_is_a_finding(tmp_path, scope):
+    """Security review 3, N16, for a CA made before the constraints: every node trusts it for any name."""
+    from corral import site_ca
+    c = cluster(f"state_dir: {tmp_path}\nimages:\n  registry: {{node: ctl}}\n")
+    assert c.state_dir == tmp_path
+    assert evaluate(c, {}, {}).items == []  # no CA made yet: nothing to judge, and nothing made
+    assert not (tmp_path / "secrets").exists()
+    site_ca.authority(tmp_path, c.name, scope)
+    [item] = evaluate(c, {}, {}).items
+    assert (item.node, item.kind) == ("control host", "trust")
+    assert (item.declared is None) == (scope is None), item
+    assert ("move " in item.what) == (scope is None), item.what

@@ -16,6 +16,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gevent
 
@@ -190,11 +191,29 @@ def evaluate_node(cluster: Cluster, node: Node, facts: dict) -> list[Item]:
     return items
 
 
+def trust(cluster: Cluster) -> list[Item]:
+    """The cluster's CA, which every node trusts for every use (security review 3, N16): a finding while it
+    carries no name constraints (made before corral added them), with the way to a constrained one."""
+    from corral import site_ca
+    from corral.components import gates
+    state = site_ca.constrained(cluster.state_dir)
+    if state is None or not any(gates.cluster_ca(cluster, n) for n in cluster.nodes):
+        return []
+    where = Path(cluster.state_dir) / "secrets" / "ca"
+    what = (f"the cluster CA ({where}/ca.pem) in every node's trust store" if state else
+            f"the cluster CA ({where}/ca.pem) in every node's trust store vouches for any name: it has no name "
+            f"constraints (made before corral added them); move {where} away and apply to make a constrained one "
+            "(browsers must import the new CA)")
+    return [Item("control host", "trust", what, "name-constrained to the cluster's names and addresses" if state
+                 else None)]
+
+
 def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -> Audit:
     audit = Audit(errors=dict(errors))
     for node in cluster.nodes:
         if node.name in facts:
             audit.items += evaluate_node(cluster, node, facts[node.name])
+    audit.items += trust(cluster)
     return audit
 
 

@@ -99,7 +99,7 @@ def audit(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(
                           highlight=False)
         for name, error in sorted(result.errors.items()):
             out.print(f"UNAUDITED  {name}: {error}", style="red", markup=False, highlight=False)
-        nodes = len({i.node for i in result.items})
+        nodes = len({i.node for i in result.items if i.node != "control host"})
         out.print(f"{len(result.items)} entries on {nodes} node(s): {len(result.findings)} undeclared"
                   + (f", {len(result.errors)} node(s) not audited" if result.errors else ""), markup=False)
     if not result.ok:
