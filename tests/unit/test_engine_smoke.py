@@ -3,9 +3,9 @@ renders per node. Applying it needs a virtual cluster (vcluster tests), never th
 
 from __future__ import annotations
 
-import jinja2
 from pyinfra.api import Config, State
 from pyinfra.api.deploy import add_deploy
+from pyinfra.api.util import get_template
 
 from tests.smoke import deploy as smoke
 from corral.engine.inventory import build_inventory
@@ -24,7 +24,7 @@ nodes:
 
 
 def test_template_renders_per_node():
-    text = jinja2.Template(smoke.TEMPLATE.read_text()).render(
+    text = get_template(str(smoke.TEMPLATE)).render(  # as files.template renders it
         node_name="gpu02", listen="10.213.0.12", memory_mb=smoke.memory_mb(2))
     assert "node gpu02" in text and "-l 10.213.0.12" in text and "-m 48" in text
 

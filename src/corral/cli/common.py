@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
@@ -70,10 +69,6 @@ def limit_names(cluster: Cluster, limit: Optional[str], option: str = "--limit")
 
 def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=False, default=str))
-
-
-def is_tty() -> bool:
-    return out.is_terminal and os.environ.get("TERM") != "dumb"
 
 
 def _os_choice(value: str | None) -> str | None:

@@ -93,10 +93,6 @@ def maker(cluster: Cluster, path: str) -> tuple[Node, str] | None:
     return (nodes[0], path) if nodes else None
 
 
-def home_of(cluster: Cluster, name: str) -> str:
-    return posixpath.join(cluster.spec.identity.homes, name)
-
-
 def enclosing_mount(cluster: Cluster, path: str) -> Mount | None:
     """The spec mount holding `path` (the deepest enclosing mount point), if any."""
     found = [m for m in cluster.spec.storage.mounts if under(path, m.path)]
