@@ -120,8 +120,13 @@ def test_the_certificate_is_made_once_and_again_when_the_address_changes(tmp_pat
     assert registry_cert("ctl", "10.0.0.11") != second
 
 
-def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkeypatch):
-    cluster = _cluster(tmp_path, images_spec(tmp_path))
+@pytest.mark.parametrize("push_group", [None, "ml"])
+def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkeypatch, push_group):
+    spec = images_spec(tmp_path)
+    if push_group:  # the credential helper on podman's nodes, registries.conf naming it
+        spec = spec.replace("    node: ctl\n", f"    node: ctl\n    push_group: {push_group}\n") + (
+            f"groups: [{{name: {push_group}, gid: 3000}}]\n")
+    cluster = _cluster(tmp_path, spec)
     _state_secrets(cluster)
     want, secret = deploy_files(cluster, monkeypatch)  # apply makes the CA and certificate; render copies them
     out = rendered(tmp_path / "out", cluster)
@@ -140,6 +145,9 @@ def test_render_writes_what_the_deploys_install_and_no_password(tmp_path, monkey
     assert_same(out, want, secret - hidden)
     assert out["gpu01"]["/usr/local/share/ca-certificates/corral-ca.crt"] == site_ca.ca_pem(
         cluster.state_dir, cluster.name).encode()
+    assert ("/usr/local/bin/docker-credential-corral" in out["login1"]) == bool(push_group)
+    assert (b"credential-helpers" in out["login1"]["/etc/containers/registries.conf.d/50-corral-registry.conf"]) == \
+        bool(push_group)
 
 
 @pytest.mark.parametrize("bad_mode", [0o644])

@@ -81,8 +81,10 @@ def _upstream_probe(c: Ctx) -> Files:
 def _podman(c: Ctx, node: Node) -> Files:
     from corral.render.podman import (CONTAINERS_CONF, REGISTRIES_CONF, STORAGE_CONF, containers_conf,
                                       login_hook_files, registries_conf, storage_conf)
+    from corral.render import registry_auth as ra
+    helper = {ra.HELPER: ra.helper(c.cluster)} if ra.registries_conf_lines(c.cluster) else {}
     return {CONTAINERS_CONF: containers_conf(c.cluster), STORAGE_CONF: storage_conf(c.cluster),
-            REGISTRIES_CONF: registries_conf(c.cluster),
+            REGISTRIES_CONF: registries_conf(c.cluster), **helper,
             **{path: text for path, (text, _) in login_hook_files(c.cluster).items()}}
 
 
