@@ -29,7 +29,7 @@ UNIT_PATH = f"/etc/systemd/system/{UNIT}.service"
 SYSUSERS = f"/etc/sysusers.d/{USER}.conf"
 SYSUSERS_TEXT = (f"# Managed by corral: the site registry's token server (no login)\n"
                  f'u {USER} - "corral registry tokens" {STATE} /usr/sbin/nologin\n')
-PACKAGES = ("python3", "python3-cryptography", "munge")
+PACKAGES = ("python3-cryptography", "munge")  # python3 comes with it (a base image has it: a bundle does not carry it)
 ROOT_BUNDLE = "/etc/docker/registry/tls/token-signer.crt"  # distribution trusts tokens this certificate signed
 SERVICE, ISSUER = "corral-registry", "corral-registry-auth"
 TOKEN_TTL_S = 3600
