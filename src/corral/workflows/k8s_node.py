@@ -4,20 +4,26 @@ control-plane node. The NodeControl of workflows/node_control.py for `scheduler:
 
 from __future__ import annotations
 
+import subprocess
+from typing import TYPE_CHECKING
+
 from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.facts.kubernetes import KUBECTL
-from corral.workflows.node_control import Run, StepFailed, why
+from corral.workflows.node_control import Clock, NodeControl, Ok, Run, StepFailed, why
+
+if TYPE_CHECKING:
+    from corral.spec.models_rollout import RolloutPolicy
 
 
-class KubeControl:
-    drain_step, resume_step = "drain", "uncordon"
+class KubeControl(NodeControl):
+    resume_step = "uncordon"
 
-    def __init__(self, cp: str, run: Run, policy) -> None:
+    def __init__(self, cp: str, run: Run, policy: RolloutPolicy) -> None:
         self.cp, self.run, self.policy = cp, run, policy
         self.cordoned: set[str] = set()
 
-    def kubectl(self, step: str, args: str, timeout: float):
+    def kubectl(self, step: str, args: str, timeout: float) -> subprocess.CompletedProcess:
         """kubectl on the first control-plane node; StepFailed when it cannot be run or fails."""
         try:
             p = self.run(self.cp, f"timeout {int(timeout)} {KUBECTL} {args}", timeout + 15)
@@ -30,7 +36,7 @@ class KubeControl:
     def known(self, node: str) -> bool:
         return True  # every node of the cluster runs pods (a join left pending is not upgraded)
 
-    def take_out(self, node: str, reason: str, ok) -> None:
+    def take_out(self, node: str, reason: str, ok: Ok) -> None:
         t = self.policy.drain_timeout
         self.kubectl("drain", f"drain {q(node)} --ignore-daemonsets --delete-emptydir-data --timeout={t}s", t + 30)
         self.cordoned.add(node)
@@ -49,7 +55,7 @@ class KubeControl:
         return "", ("; the node stays cordoned: fix it, then apply again" if node in self.cordoned else "")
 
 
-def control(cluster, run: Run, policy, clock=None) -> KubeControl:
+def control(cluster, run: Run, policy: RolloutPolicy, clock: Clock | None = None) -> KubeControl:
     """The Kubernetes cluster's NodeControl (spec/schedulers.py): kubectl on the first control-plane
     node (the clock is not needed: kubectl drain bounds its own wait)."""
     from corral.render.kubernetes import first_control_plane

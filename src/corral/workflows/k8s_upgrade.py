@@ -14,6 +14,7 @@ rollout.verify_timeout, at least 60 s). A node that fails after its drain stays 
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from corral.deploy.kubernetes import UPGRADE
 from corral.engine.handoff import KUBERNETES as KIND
@@ -24,6 +25,7 @@ from corral.facts.kubernetes import KUBECTL
 from corral.render import apt
 from corral.spec.cluster import Cluster
 from corral.workflows import batches
+from corral.workflows.k8s_node import KubeControl
 from corral.workflows.node_control import why
 from corral.workflows.node_rollout import DRAIN, KEEP_DRAINED, RESUME, NodeRollout, NodeRun, Rollout, Step, StepFailed
 
@@ -56,10 +58,16 @@ def kubeadm(n: NodeRun) -> str:
     return f"kubeadm {_version(n)}"
 
 
+def _cp(n: NodeRun) -> str:
+    """The first control-plane node, where kubectl runs: this rollout runs under Kubernetes, whose
+    NodeControl (spec/schedulers.py) is KubeControl."""
+    return cast(KubeControl, n.control).cp
+
+
 def kubeadm_upgrade(n: NodeRun) -> None:
     """`kubeadm upgrade apply` on the first control-plane node (after `plan` agrees), `node` elsewhere."""
     v = _version(n)
-    if n.name == n.control.cp:
+    if n.name == _cp(n):
         _on(n, "kubeadm upgrade apply", f"timeout 300 kubeadm upgrade plan {q('v' + v)} >/dev/null && "
             f"timeout 900 kubeadm upgrade apply -y {q('v' + v)}", 1230)
         n.ok("kubeadm upgrade apply", f"the control plane is at v{v}")
@@ -80,7 +88,7 @@ def verify(n: NodeRun) -> str:
     deadline, seen = n.clock.monotonic() + limit, "no answer"
     while True:
         try:
-            p = n.on(f"timeout 30 {KUBECTL} get node {q(n.name)} -o json", 45, node=n.control.cp)
+            p = n.on(f"timeout 30 {KUBECTL} get node {q(n.name)} -o json", 45, node=_cp(n))
             item = json.loads(p.stdout) if p.returncode == 0 else {}
         except (CorralError, ValueError):
             item = {}

@@ -12,6 +12,8 @@ Slurm not answering (scontrol, squeue, a refused drain; workflows/slurm_node.py)
 
 from __future__ import annotations
 
+from typing import cast
+
 from corral.deploy.mig import MIG_CHANGE, apply_command
 from corral.engine.handoff import MIG as KIND
 from corral.engine.results import OpResult, RunResult
@@ -59,7 +61,7 @@ def start(r: Rollout, result: RunResult, nodes: list[str]) -> bool:
         for name in ready:
             fine = followed.nodes.get(name) is not None and followed.nodes[name].ok and all(
                 n.ok for n in followed.nodes.values())
-            op, error = _resume(r.control, r.say, name, fine)
+            op, error = _resume(cast(SlurmControl, r.control), r.say, name, fine)  # MIG: Slurm's NodeControl
             if op is not None:
                 result.nodes[name].ops.append(op)
             if error:

@@ -68,23 +68,33 @@ def checked(run: Run, node: str, command: str, timeout: float) -> subprocess.Com
     return p
 
 
+Ok = Callable[[str, str], None]  # ok(step, what happened): a step done, recorded on the node's result
+
+
 class NodeControl(Protocol):
-    """A node out of service and back. Each method raises StepFailed when its scheduler does not do it."""
-    drain_step: str    # the name of the step that takes the node out ("drain")
-    resume_step: str   # and of the one that puts it back ("resume", "uncordon")
+    """A node out of service and back, as the rollouts (workflows/node_rollout.py) call it. Each method
+    raises StepFailed when its scheduler does not do it. Slurm's and Kubernetes' implementations
+    subclass it, so the type checker holds them to these signatures."""
+    resume_step: str   # the name of the step that puts the node back ("resume", "uncordon")
 
     def known(self, node: str) -> bool:
-        """Whether the scheduler runs work on the node (False: nothing to drain or resume)."""
+        """Whether the scheduler runs work on the node (False: nothing to take out or put back)."""
+        ...
 
-    def drain(self, node: str, reason: str) -> list[tuple[str, str]]:
-        """Out of service with `reason`, its work ended or moved: the (step, what happened) done."""
+    def take_out(self, node: str, reason: str, ok: Ok) -> None:
+        """Out of service with `reason`, its work ended or moved; `ok(step, what happened)` for each
+        step done."""
+        ...
 
-    def resume(self, node: str, reason: str) -> str | None:
+    def put_back(self, node: str, reason: str) -> str | None:
         """Back in service if it is out for `reason` (ours): what happened, None when left as it is."""
+        ...
 
     def registered(self, node: str) -> None:
         """Until the scheduler hears from the node again (after a reboot or a restart)."""
+        ...
 
-    def settle(self, node: str, known: bool | None, keep: bool, reason: str, failed: str) -> str:
-        """After a failed step: kept out with `failed` (keep) or back as it was; what the node was
-        left as, to append to the failure."""
+    def settle(self, node: str, known: bool | None, keep: bool, reason: str, failed: str) -> tuple[str, str]:
+        """After a failed step: kept out with `failed` (keep) or back as it was. Returns what the node
+        was left as ("" to say nothing) and a note to append to the failure ("" when none)."""
+        ...

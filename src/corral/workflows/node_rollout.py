@@ -34,7 +34,7 @@ from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 from corral.spec.rules_rollout import policy as rollout_policy
 from corral.workflows import batches
-from corral.workflows.node_control import POLL_S, SYSTEM, Clock, Run, StepFailed, checked, ssh
+from corral.workflows.node_control import POLL_S, SYSTEM, Clock, NodeControl, Run, StepFailed, checked, ssh
 
 KEEP_DRAINED, RESTORE, ROLL_BACK = "keep drained", "restore", "roll back"
 MARKER = paths.REBOOT_MARKER  # in /run (a tmpfs): gone once the node has rebooted
@@ -124,14 +124,15 @@ class NodeRun:
 class Rollout:
     """A declaration carried out on a cluster: `one(name)` for a node, `batches()` for the policy."""
 
-    def __init__(self, decl: NodeRollout, cluster: Cluster, env: Env | None = None, control=None) -> None:
+    def __init__(self, decl: NodeRollout, cluster: Cluster, env: Env | None = None,
+                 control: NodeControl | None = None) -> None:
         env = env or Env()
         self.decl, self.cluster, self.say, self.clock = decl, cluster, env.say, env.clock
         self.run, self.env = env.run or ssh(cluster), env
         self.policy = rollout_policy(cluster.spec)
-        self.control = control or self._control()
+        self.control: NodeControl = control or self._control()
 
-    def _control(self):
+    def _control(self) -> NodeControl:
         """The cluster's scheduler's NodeControl (spec/schedulers.py `control`)."""
         from corral.spec import schedulers
         return schedulers.of(self.cluster).use("control")(self.cluster, self.run, self.policy, self.clock)
@@ -204,7 +205,7 @@ class Rollout:
 
 
 def roll_out(decl: NodeRollout, cluster: Cluster, result: RunResult, nodes: list[str], env: Env | None = None,
-             control=None) -> bool:
+             control: NodeControl | None = None) -> bool:
     """Carry `decl` out on `nodes`; results go into `result`. False when it stopped early."""
     r = Rollout(decl, cluster, env, control)
     return decl.start(r, result, nodes) if decl.start else r.batches(result, nodes)

@@ -16,9 +16,9 @@ the removed node reached at its recorded address with the spec's SSH settings).
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from dataclasses import replace
-from types import SimpleNamespace
 
 from corral.components.slurm import COMPONENTS
 from corral.components.views import stopped_units
@@ -29,14 +29,13 @@ from corral.engine.shell import q
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
 from corral.spec.rules_rollout import policy
+from corral.workflows.node_control import Run
 from corral.workflows.slurm_node import SlurmNode, StepFailed, _why
 
 REASON = "corral: removing"
 DISRUPTION = "drain + remove from Slurm"
 STOP_ONLY = "stop services"
 STOP_TIMEOUT = 120
-
-Run = Callable[[str, str, float], object]  # (node, command, timeout) -> CompletedProcess
 
 
 def drain_timeout_s(cluster: Cluster) -> int:
@@ -84,10 +83,12 @@ class Removal(SlurmNode):
         self.say = say or (lambda line: None)
         ctl = cluster.with_role("controller")
         self.controller = ctl[0].name if ctl else None
-        self.r = SimpleNamespace(drain_timeout=drain_timeout_s(cluster))  # what SlurmNode.wait_for_jobs reads
+        self.r = policy(cluster.spec)  # SlurmNode.wait_for_jobs reads its drain_timeout (drain_timeout_s)
         self.run = run or ssh_run(cluster, gone)
 
-    def sc(self, command: str, timeout: float = 30):
+    def sc(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        if self.controller is None:  # spec/rules.py refuses a Slurm cluster without one
+            raise StepFailed("ask Slurm", "the spec names no Slurm controller to ask")
         return self.run(self.controller, command, timeout)
 
     def known(self, name: str) -> bool:

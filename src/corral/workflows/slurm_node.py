@@ -11,9 +11,14 @@ anything is changed, never "not in Slurm" (a reboot without a drain); a failing 
 from __future__ import annotations
 
 import shlex
+import subprocess
+from typing import TYPE_CHECKING
 
 from corral.errors import CorralError
-from corral.workflows.node_control import POLL_S, SYSTEM, Clock, Run, StepFailed, why as _why
+from corral.workflows.node_control import POLL_S, SYSTEM, Clock, NodeControl, Ok, Run, StepFailed, why as _why
+
+if TYPE_CHECKING:
+    from corral.spec.models_rollout import RolloutPolicy
 
 REGISTER_S = 90  # a restarted slurmd registers at once; slurmctld marks it responding then
 __all__ = ["POLL_S", "REGISTER_S", "SlurmControl", "SlurmNode", "StepFailed", "_why", "control", "settle"]
@@ -23,7 +28,12 @@ class SlurmNode:
     """Mixed into SlurmControl (and workflows/removal.py's Removal), which gives `sc(command)` (run on
     the controller), `controller` and `r` (the rollout policy, spec/rules_rollout.py policy());
     `clock` is where waits are measured (the system's unless one is passed in)."""
+    controller: str | None
+    r: RolloutPolicy
     clock: Clock = SYSTEM
+
+    if TYPE_CHECKING:
+        def sc(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess: ...
 
     def _ask(self, command: str):
         """(the CompletedProcess, None) or (None, why it could not be run)."""
@@ -86,7 +96,7 @@ class SlurmNode:
             raise StepFailed("resume", f"{node} was resumed in Slurm, but {exc}: check slurmd on it",
                              keep_drained=False) from None
 
-    def drain_and_wait(self, node: str, reason: str, ok) -> None:
+    def drain_and_wait(self, node: str, reason: str, ok: Ok) -> None:
         """Drain the node (a Slurm node: the caller asked node_reason first), then wait for its jobs;
         `ok(step, message)` records each step."""
         self.drain(node, reason)
@@ -140,21 +150,23 @@ def settle(r, node: str, known: bool | None, keep: bool, ours: str, failed_reaso
     return "left drained" if keep else "resumed unchanged" if resumed else "Slurm state left as it was", note
 
 
-class SlurmControl(SlurmNode):
+class SlurmControl(SlurmNode, NodeControl):
     """NodeControl for a Slurm cluster: drain and wait for the jobs, resume our own drain, slurmd
     registered again, a failure settled (workflows/node_control.py)."""
-    drain_step, resume_step = "drain", "resume"
+    resume_step = "resume"
 
-    def __init__(self, controller: str | None, run: Run, policy, clock: Clock = SYSTEM) -> None:
+    def __init__(self, controller: str | None, run: Run, policy: RolloutPolicy, clock: Clock = SYSTEM) -> None:
         self.controller, self.run, self.r, self.clock = controller, run, policy, clock
 
-    def sc(self, command: str, timeout: float = 30):
+    def sc(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        if self.controller is None:  # spec/rules.py refuses a Slurm cluster without one
+            raise StepFailed("ask Slurm", "the spec names no Slurm controller to ask")
         return self.run(self.controller, command, timeout)
 
     def known(self, node: str) -> bool:
         return self.controller is not None and self.node_reason(node) is not None
 
-    def take_out(self, node: str, reason: str, ok) -> None:
+    def take_out(self, node: str, reason: str, ok: Ok) -> None:
         self.drain_and_wait(node, reason, ok)
 
     def put_back(self, node: str, reason: str) -> str | None:
@@ -167,7 +179,7 @@ class SlurmControl(SlurmNode):
         return settle(self, node, known, keep, reason, failed)
 
 
-def control(cluster, run: Run, policy, clock: Clock = SYSTEM) -> SlurmControl:
+def control(cluster, run: Run, policy: RolloutPolicy, clock: Clock = SYSTEM) -> SlurmControl:
     """The Slurm cluster's NodeControl (spec/schedulers.py): asked on its first controller (none: no
     node is known to Slurm, nothing is drained)."""
     ctl = cluster.with_role("controller")
