@@ -150,6 +150,8 @@ def mounted(path: str, unit: str, content: str, want: Want):
                             "it over as it is)")
     else:
         annotate(disruption=f"mount {path}")
+    # what is mounted there changes now: later ops of this run read it again (path_state's cache)
+    run_context.current().mount_points.pop((host.name, path), None)
     yield cmd("timeout", str(SCRIPT_TIMEOUT_S), sh(mount_script(path, unit, "restart" if changed else "start", new,
                                                                 state.mounted)))
 
