@@ -121,7 +121,8 @@ def acceptance(cluster, run: Run, ctl: str, skipped: dict[str, str], jobs: bool 
     if not burn.enabled:
         checks.append(Check("gpu burn", "SKIPPED", "acceptance.burn.enabled is false"))
     else:
-        args, burned = ["-stts", "5", "-c", GPU_BURN_COMPARE, str(int(burn.seconds))], {}
+        args = ["-stts", "5", "-c", GPU_BURN_COMPARE, str(int(burn.seconds))]
+        burned: dict[str, dict] = {}
         checks.append(_run_tool("gpu burn", run, ctl, nodes, skipped, lambda n: tool_script(GPU_BURN, args),
                                 burn.seconds + BURN_MARGIN_S,
                                 lambda n, p: burn_verdict(p.stdout, p.stderr, p.returncode, n.gpu_count,

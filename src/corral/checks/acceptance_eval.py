@@ -78,7 +78,7 @@ def nccl_verdict(stdout: str, stderr: str, rc: int, gpus: int, floor: float | No
     problems = [] if run.ngpus in (None, gpus) else [f"ran on {run.ngpus} GPUs, the node has {gpus}"]
     if run.wrong or run.out_of_bounds:
         problems.append(f"{run.wrong} wrong elements (out of bounds values: {run.out_of_bounds})")
-    if floor is not None and run.peak_busbw < floor:
+    if floor is not None and run.peak_busbw is not None and run.peak_busbw < floor:  # a size read: a peak
         problems.append(f"bus bandwidth {run.peak_busbw:.1f} GB/s < floor {floor:g}")
     if problems:
         return "FAIL", "; ".join(problems), figures

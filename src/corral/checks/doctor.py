@@ -109,7 +109,7 @@ def _gpus(node: Node, f: dict) -> tuple[str, str]:
         found, source = len(pci), "PCI (no driver)"
     if found != want:
         return "FAIL", f"expected {want} GPUs ({node.gpus.model if node.gpus else 'none'}), found {found} ({source})"
-    if want and smi:
+    if want and smi and node.gpus is not None:  # GPUs wanted: declared
         model = gpu_model(node.gpus.model)
         token = node.gpus.model.upper()
         wrong = [name for name, _ in smi if token not in name.upper().replace(" ", "")]

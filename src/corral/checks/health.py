@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 
 from corral.checks.ctld_restart import restart_check
 from corral.checks.result import Check, Report
@@ -44,7 +46,7 @@ def _controller(cluster: Cluster) -> Check:
 def run_health(cluster: Cluster, names: list[str] | None = None) -> Report:
     """The compute nodes' checks (or those of `names`) and, unless names are given, the controller's."""
     targets = names or [n.name for n in cluster.with_role("compute")]
-    jobs = [lambda n=n: _one(cluster, n) for n in targets]
+    jobs: list[Callable[[], Check]] = [partial(_one, cluster, n) for n in targets]
     if not names and cluster.with_role("controller"):  # Slurm's role (spec rules: the scheduler's roles)
         jobs.append(lambda: _controller(cluster))
     return Report(pmap(lambda job: job(), jobs))

@@ -100,7 +100,7 @@ def validate_kubernetes(cluster: Cluster, *, jobs: bool = True, run=None, timeou
     except CorralError as exc:
         report.checks.append(Check("validate", "FAIL", error_text(exc, command=True)))
     finally:
-        if started:
+        if started and cp is not None:  # started: the API answered on cp
             _delete(run, cp, report)
     return report
 

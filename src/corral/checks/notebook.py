@@ -34,6 +34,7 @@ def options(cluster: Cluster) -> dict:
 
 def command(cluster: Cluster, user: str, wait: int) -> str:
     node = hub_node(cluster)
+    assert node is not None  # notebook_check runs it only where the spec has a hub
     venv = hub.venv(cluster, lock_id(release(node.os).python))
     return (f"set -a; . {q(hub.ENV)}; set +a; CORRAL_NOTEBOOK_OPTIONS={q(json.dumps(options(cluster)))} "
             f"timeout {int(wait) + 30} {q(venv + '/bin/python')} {q(hub.CHECK)} {q(user)} "

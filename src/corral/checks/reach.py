@@ -77,7 +77,7 @@ def reach(run: Run, names: list[str], shown: dict[str, dict[str, str]]) -> Reach
             detail += f"; Slurm: {state}"
         if not why and fields is None:
             why = "not known to Slurm"                   # "nodes available" says so
-        elif not why and not available(fields):
+        elif not why and fields is not None and not available(fields):
             why = f"not available in Slurm: {state}"     # drained, down: "nodes available" says why
         per_node[name] = (status, detail)
         if why:

@@ -27,7 +27,7 @@ class Check:
 def summarize(name: str, per_node: dict[str, tuple[str, str]], ok_message: str) -> Check:
     """One check from per-node (status, detail): the worst status wins; failures are named."""
     order = {s: i for i, s in enumerate(("OK", "SKIPPED", "WARN", "FAIL"))}
-    worst = max((s for s, _ in per_node.values()), key=order.get, default="SKIPPED")
+    worst = max((s for s, _ in per_node.values()), key=order.__getitem__, default="SKIPPED")
     bad = [f"{n}: {d}" for n, (s, d) in sorted(per_node.items()) if s in ("FAIL", "WARN")]
     message = "; ".join(bad) if bad else ok_message
     return Check(name, worst, message, {n: f"{s}: {d}" for n, (s, d) in sorted(per_node.items())})

@@ -23,6 +23,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable
+from typing import Any
 
 from corral.checks.acceptance import acceptance, figures
 from corral.checks.ctld_restart import restart_check
@@ -210,7 +211,7 @@ def _jobs(cluster: Cluster, run: Run, ctl: str, report: Report, skipped: dict[st
     report.checks += [gpu, multi, accounted, user, *([book] if book is not None else [])]
 
 
-def _outcome(step: Callable) -> tuple[bool, object]:
+def _outcome(step: Callable) -> tuple[bool, Any]:
     """A step's result, or what it raised (BaseException too: a greenlet's KeyboardInterrupt would go
     to gevent's hub, not to the caller)."""
     try:

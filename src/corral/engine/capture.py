@@ -46,7 +46,7 @@ class Capture(logging.Handler):
             if name:
                 self.noops[(name, op_hash)].append(text[len("noop: "):].strip())
         elif record.msg == "Command exit status: %i" and name and record.args:
-            self.rc[name] = int(record.args[0])  # type: ignore[index]
+            self.rc[name] = int(record.args[0])  # type: ignore[index,call-overload]  # pyinfra's one %i argument
         elif record.levelno >= logging.WARNING:
             (self.messages[name] if name else self.general).append(text.strip())
 

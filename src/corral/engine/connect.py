@@ -18,7 +18,7 @@ from corral.errors import NodeError
 from corral.spec.cluster import Cluster
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def _chain(exc: BaseException | None) -> list[BaseException]:
     seen: list[BaseException] = []
     while exc is not None and exc not in seen:
         seen.append(exc)

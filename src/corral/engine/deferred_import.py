@@ -20,16 +20,16 @@ def defer(name: str) -> bool:
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         return False
-    module = importlib.util.module_from_spec(spec)
+    module, loader = importlib.util.module_from_spec(spec), spec.loader
 
     def __getattr__(attribute: str):  # PEP 562: only for names the module does not have yet
         del module.__dict__["__getattr__"]
-        spec.loader.exec_module(module)
+        loader.exec_module(module)
         try:
             return module.__dict__[attribute]
         except KeyError:
             raise AttributeError(f"module {name!r} has no attribute {attribute!r}") from None
 
-    module.__getattr__ = __getattr__
+    module.__dict__["__getattr__"] = __getattr__  # what `module.__getattr__ = ...` sets
     sys.modules[name] = module
     return True

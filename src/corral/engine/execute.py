@@ -192,7 +192,8 @@ def apply(run: Run) -> None:
         try:
             while todo:
                 i = todo[0]
-                deps = run.waits[i] if i < len(run.waits) and run.waits[i] is not None else range(i)
+                wait = run.waits[i] if i < len(run.waits) else None
+                deps = wait if wait is not None else range(i)
                 since = time.monotonic()
                 for d in deps:
                     done[d].wait()

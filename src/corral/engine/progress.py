@@ -11,11 +11,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from pyinfra.api import BaseStateCallback
 
 from corral.engine.pyinfra_seam import host_has_op
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 OP_DONE = ("changed", "unchanged", "failed", "skipped")
 
@@ -55,10 +58,11 @@ class PyinfraEvents(BaseStateCallback):
     def __init__(self, sink: EventSink, mode: str, op_name: Callable[[str, str], str]) -> None:
         self.sink, self.mode, self.op_name = sink, mode, op_name
 
-    def host_connect(self, state, host):  # noqa: D102
+    # pyinfra declares its callbacks static and calls them on the handler it is given: an instance here
+    def host_connect(self, state, host):  # type: ignore[override]  # noqa: D102
         self.sink(Event(host.name, None, "connected", mode=self.mode))
 
-    def operation_host_start(self, state, host, op_hash):  # noqa: D102
+    def operation_host_start(self, state, host, op_hash):  # type: ignore[override]  # noqa: D102
         if host_has_op(state, host, op_hash):
             self.sink(Event(host.name, self.op_name(host.name, op_hash), "running", mode=self.mode))
 
@@ -103,8 +107,8 @@ class RichReporter:
         from rich.console import Console
 
         self.console = console or Console(stderr=True)
-        self.progress = None
-        self.task = None
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
 
     def __call__(self, event: Event) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -120,10 +124,10 @@ class RichReporter:
                 self.progress.stop()
                 self.progress = None
             return
-        if self.progress is not None and event.status == "running":
+        if self.progress is not None and self.task is not None and event.status == "running":
             self.progress.update(self.task, description=f"{event.node}: {event.op}")
             return
-        if self.progress is not None and event.op is not None and event.status in OP_DONE:
+        if self.progress is not None and self.task is not None and event.op is not None and event.status in OP_DONE:
             self.progress.advance(self.task)
         style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(event.status)
         line = _line(event)

@@ -19,6 +19,7 @@ Each step is an OpResult on the node's result.
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, has_nvswitch
 from corral.engine.handoff import DRIVER as KIND
@@ -28,6 +29,10 @@ from corral.render.nvidia import PIN, driver_package, fabricmanager_package, pin
 from corral.workflows import driver_rollback
 from corral.workflows.node_control import POLL_S
 from corral.workflows.node_rollout import DRAIN, RESUME, ROLL_BACK, NodeRollout, NodeRun, Step, StepFailed, reboot
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster
+    from corral.spec.models_nvidia import DriverSpec
 
 WHAT = "driver rollout"
 
@@ -55,10 +60,17 @@ case "$cand" in {q(version)}-*) ;; *) restore; echo {q(f"{p} {version} is not av
 """ for p in packages)
 
 
+def _driver(cluster: Cluster) -> DriverSpec:
+    """nvidia.driver: set wherever this rollout runs (only the driver's deploy hands nodes to it)."""
+    driver = cluster.spec.nvidia.driver
+    assert driver is not None
+    return driver
+
+
 def package_names(n: NodeRun) -> list[str]:
     """The driver package (+ Fabric Manager where NVSwitches are), outside a
     pyinfra run (the rollout): the OS from /etc/os-release and the PCI scan over SSH."""
-    driver = n.cluster.spec.nvidia.driver
+    driver = _driver(n.cluster)
     os_id, _, version = n.on(". /etc/os-release; echo \"$ID $VERSION_ID\"", check=True).stdout.strip().partition(" ")
     package = driver.package or driver_package(driver, n.node, os_id, version)
     pci = n.on(PciDevices().command().get_raw_value(), check=True).stdout.splitlines()
@@ -95,7 +107,7 @@ def verify(n: NodeRun, version: str) -> str:
 
 def install(n: NodeRun, version: str) -> str:
     """Pin and install `version` (the old pin comes back when it fails: the node is as before)."""
-    driver, packages = n.cluster.spec.nvidia.driver, n.state.packages
+    driver, packages = _driver(n.cluster), n.state.packages
     script = install_script(packages, version, pin_text(packages[0], version, driver.package is not None))
     p = n.on(script, timeout=900)
     if p.returncode != 0:
@@ -110,7 +122,7 @@ def prepare(n: NodeRun) -> None:
 
 
 def _version(n: NodeRun) -> str:
-    return n.cluster.spec.nvidia.driver.version
+    return _driver(n.cluster).version
 
 
 DRIVER = NodeRollout(
@@ -120,6 +132,6 @@ DRIVER = NodeRollout(
            Step("reboot", reboot),
            Step("verify", lambda n: verify(n, _version(n))),
            RESUME),
-    reason=lambda c: f"corral: driver {c.spec.nvidia.driver.version} rollout",
-    blame=lambda c: f"corral: driver {c.spec.nvidia.driver.version}",
+    reason=lambda c: f"corral: driver {_driver(c).version} rollout",
+    blame=lambda c: f"corral: driver {_driver(c).version}",
     on_failure=ROLL_BACK, roll_back_at=frozenset({"reboot", "verify"}), rollback=driver_rollback.attempt)

@@ -91,7 +91,7 @@ class Pull:
         self.log = f"{directory}/.incoming/{self.job}.log"  # the job's output (batch_job.py quotes it)
 
     def _words(self) -> dict[str, str]:
-        w = {}
+        w: dict[str, str] = {}
         for prefix, d in (("", self.dir), ("m", self.mdir)):
             w |= {prefix + "dir": d, prefix + "incoming": f"{d}/.incoming", prefix + "part": f"{d}/.incoming/{self.job}.sqsh",
                   prefix + "log": f"{d}/.incoming/{self.job}.log", prefix + "tmp_json": f"{d}/.incoming/{self.job}.json",

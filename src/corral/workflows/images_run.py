@@ -5,6 +5,7 @@ prints; `run` is engine/remote.run_on (a test passes its own)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
@@ -30,7 +31,7 @@ def pull(cluster: Cluster, text: str, to: str | None, *, wait: int = PULL_WAIT_S
     node, run = place.login_node(cluster), run or _default_run()
     maker, maker_dir = place.writer(cluster, directory)
     p = Pull(ref, directory, maker_dir, place.squashed_owner(cluster, directory))
-    result = {"ok": False, "error": None, "ref": str(ref), "name": p.name, "path": p.final, "node": node,
+    result: dict[str, Any] = {"ok": False, "error": None, "ref": str(ref), "name": p.name, "path": p.final, "node": node,
               "writer": maker, "job": None, "built_on": None}
     submitted = done = False
     try:
@@ -79,7 +80,7 @@ def _undo(cluster: Cluster, run: Callable, p: Pull, login: str | None, maker: st
 def list_images(cluster: Cluster, to: str | None, *, run: Callable | None = None) -> dict:
     directory = place.image_dir(cluster, to)
     (node, maker_dir), run = place.writer(cluster, directory), run or _default_run()
-    result = {"ok": False, "error": None, "dir": directory, "node": node, "images": []}
+    result: dict[str, Any] = {"ok": False, "error": None, "dir": directory, "node": node, "images": []}
     try:
         proc = run(cluster, node, store.list_script(maker_dir), timeout=LIST_WAIT_S)
     except CorralError as exc:
@@ -100,7 +101,7 @@ def rm(cluster: Cluster, name: str, to: str | None, *, run: Callable | None = No
     directory = place.image_dir(cluster, to)
     node, run = place.login_node(cluster), run or _default_run()
     maker, maker_dir = place.writer(cluster, directory)
-    result = {"ok": False, "error": None, "name": name, "path": f"{directory}/{name}.sqsh", "node": node,
+    result: dict[str, Any] = {"ok": False, "error": None, "name": name, "path": f"{directory}/{name}.sqsh", "node": node,
               "used_by": []}
     try:
         got = store.marks(run(cluster, node, store.rm_check_script(directory, name), timeout=STEP_S).stdout)

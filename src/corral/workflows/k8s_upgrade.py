@@ -14,7 +14,7 @@ rollout.verify_timeout, at least 60 s). A node that fails after its drain stays 
 from __future__ import annotations
 
 import json
-from typing import cast
+from typing import Any, cast
 
 from corral.deploy.kubernetes import UPGRADE
 from corral.engine.handoff import KUBERNETES as KIND
@@ -122,7 +122,7 @@ def planned(cluster: Cluster, result, nodes: list[str], p) -> dict:
     """plan: the control-plane nodes one by one, then the workers' batches."""
     cps = [n.name for n in cluster.with_role("control-plane") if n.name in nodes]
     workers = [n for n in nodes if n not in cps]
-    out = batches.planned(WHAT, workers, p) if workers else {"what": WHAT, "state": "planned", "summary": "",
+    out: dict[str, Any] = batches.planned(WHAT, workers, p) if workers else {"what": WHAT, "state": "planned", "summary": "",
                                                                "batches": []}
     if cps:
         out["summary"] = f"control plane {' -> '.join(cps)}" + (f", then {out['summary']}" if workers else "")

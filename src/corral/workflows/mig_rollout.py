@@ -52,6 +52,7 @@ def start(r: Rollout, result: RunResult, nodes: list[str]) -> bool:
     then resume them."""
     def after(ready: list[str]) -> list[str]:
         failed = []
+        assert r.env.follow is not None  # converge passes its follow-up apply to every rollout
         followed = r.env.follow(ready)
         for node_name, node_result in followed.nodes.items():
             if node_name in result.nodes:

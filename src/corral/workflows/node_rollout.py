@@ -40,12 +40,17 @@ KEEP_DRAINED, RESTORE, ROLL_BACK = "keep drained", "restore", "roll back"
 MARKER = paths.REBOOT_MARKER  # in /run (a tmpfs): gone once the node has rebooted
 
 
+def _through_control(n: "NodeRun") -> str | None:
+    """DRAIN's and RESUME's run: never called, the rollout does those through the node's NodeControl."""
+    raise TypeError("a step other than DRAIN and RESUME needs its run")
+
+
 @dataclass(frozen=True)
 class Step:
     """One step: `run(node)` does it (raising StepFailed) and returns what it did, recorded as the
     step's OpResult (None: nothing recorded). `changes`: from here on the node may differ."""
     name: str
-    run: Callable[["NodeRun"], str | None] | None = None
+    run: Callable[["NodeRun"], str | None] = _through_control
     changes: bool = False
 
 
@@ -171,10 +176,11 @@ class Rollout:
             keep = exc.keep_drained
         message = " ".join(str(exc).split())
         failed = f"{d.blame(self.cluster)} {step} failed: {message}"
-        if d.on_failure == ROLL_BACK and keep and touched and step in d.roll_back_at:
+        rollback = d.rollback if d.on_failure == ROLL_BACK else None
+        if rollback is not None and keep and touched and step in d.roll_back_at:
             n.op(step, "failed", message)
             self.say(f"node {name}: {d.what}: {step} FAILED: {message}")
-            rolled, text = d.rollback(n)
+            rolled, text = rollback(n)
             if not rolled:
                 after, note = self.control.settle(name, n.known, True, ours, failed)
                 text = f"{text}; {after}{note}"

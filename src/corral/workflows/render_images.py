@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from corral.spec.cluster import Node
 from corral.workflows.render_slurm import Ctx, Files, restart_dropins, secret
+
+if TYPE_CHECKING:
+    from corral.spec.models_images import RegistryTls
 
 
 def _made(c: Ctx, name: str) -> str | bytes:
@@ -27,12 +31,15 @@ def _registry(c: Ctx, node: Node) -> Files:
     from corral.deploy.registry import HARDENING
     from corral.render.registry import CERT, KEY, cache_unit, config, instances, site_hardening
     from corral.spec.rules_images import local_file
-    tls = c.cluster.spec.images.registry.tls
-    key = (f"images.registry.tls.key_file={local_file(c.cluster, tls.key_file)}" if tls.cert_file is not None
-           else "state-dir/secrets/ca/registry.key")
+    tls = _tls(c)
+    key = "state-dir/secrets/ca/registry.key"
+    if tls.cert_file is not None:
+        assert tls.key_file is not None  # spec/rules_images.py: both or neither
+        key = f"images.registry.tls.key_file={local_file(c.cluster, tls.key_file)}"
     out: Files = {CERT: _registry_cert(c), KEY: secret(key)}
     for i in instances(c.cluster):
-        where = f"images.registry.cache.credentials_file={local_file(c.cluster, i.credentials_file)}" if i.secret else ""
+        where = (f"images.registry.cache.credentials_file={local_file(c.cluster, i.credentials_file)}"
+                 if i.credentials_file is not None else "")  # i.secret, spelled out for the type checker
         out[i.config] = config(c.cluster, i, (secret(where), secret(where)) if i.secret else None)
         if i.upstream:
             out[f"/etc/systemd/system/{i.unit}.service"] = cache_unit(i)
@@ -58,10 +65,17 @@ def _token_server(c: Ctx) -> Files:
             ra.SIGNING_KEY: secret("state-dir/secrets/ca/registry-token-signer.key"), ra.ROOT_BUNDLE: signer}
 
 
+def _tls(c: Ctx) -> RegistryTls:
+    """images.registry.tls: the registry is set wherever its files are rendered (its component's gate)."""
+    registry = c.cluster.spec.images.registry
+    assert registry is not None
+    return registry.tls
+
+
 def _registry_cert(c: Ctx) -> str | bytes:
     """The registry node's certificate chain as deploy sends it (the site's, or site_ca's leaf then the CA)."""
     from corral.spec.rules_images import local_file
-    tls = c.cluster.spec.images.registry.tls
+    tls = _tls(c)
     if tls.cert_file is not None:
         return local_file(c.cluster, tls.cert_file).read_bytes()
     leaf, ca = _made(c, "ca/registry.pem"), _made(c, "ca/ca.pem")

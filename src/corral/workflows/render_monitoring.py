@@ -71,7 +71,8 @@ def _grafana(c: Ctx, node: Node) -> Files:
         return {}
     if c.gated("Grafana", node, skip_reason(c.cluster), quiet=""):
         return {}
-    g, out = c.cluster.spec.monitoring.grafana, {}
+    g = c.cluster.spec.monitoring.grafana
+    out: Files = {}
     if vendor_source(c, "Grafana", KEY):
         out[SOURCE] = source_text(g.repo_url)
     if g.version:

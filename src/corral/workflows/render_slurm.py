@@ -167,7 +167,8 @@ def _storage_server(c: Ctx, node: Node) -> Files:
 def _storage_mounts(c: Ctx, node: Node) -> Files:
     from corral.render.storage import MOUNTS_DROPIN, UNIT_DIR, render_mount_unit, requires_mounts_dropin, unit_name
     from corral.spec.shared import mounts_of
-    mounts, out = mounts_of(c.cluster, node), {}
+    mounts = mounts_of(c.cluster, node)
+    out: Files = {}
     if c.cluster.spec.virtual is not None:
         if mounts:
             c.skip("mount units", node, "virtual cluster: the mounts are bind mounts of the emulated NAS")
@@ -222,7 +223,8 @@ def _nvidia_driver(c: Ctx, node: Node) -> Files:
     c.note(f"NVIDIA driver: the version pin ({PIN}) names the "
            "package for the node's OS, read from the node: not rendered. On DGX OS corral writes none of the "
            "driver's files.")
-    if c.cluster.spec.nvidia.driver.source == "cuda" and c.cluster.spec.virtual is None:
+    driver = c.cluster.spec.nvidia.driver  # set: gated above
+    if driver is not None and driver.source == "cuda" and c.cluster.spec.virtual is None:
         cuda_repository_note(c)
     return {BLACKLIST: BLACKLIST_TEXT}
 
@@ -236,7 +238,8 @@ def _mig(c: Ctx, node: Node) -> Files:
 def _containers(c: Ctx, node: Node) -> Files:
     from corral.deploy.containers import SLURM_ROLES
     from corral.render.containers import ENROOT_CONF, PYXIS_MARK, PYXIS_SO, enroot_conf
-    nv, out = c.cluster.spec.nvidia, {}
+    nv = c.cluster.spec.nvidia
+    out: Files = {}
     if nv.enroot is not None and "compute" in node.roles:
         out[ENROOT_CONF] = enroot_conf(nv.enroot)
     if nv.pyxis is not None and any(r in node.roles for r in SLURM_ROLES):
@@ -276,10 +279,10 @@ def _power(c: Ctx, node: Node) -> Files:
 
 def _slurm_controller(c: Ctx, node: Node) -> Files:
     from corral.render.storage import STATE_DROPIN, state_dropin
-    from corral.spec.shared import state_mount
     from corral.render import ctld_restart
     from corral.render.node_programs import node_program
-    state = {STATE_DROPIN: state_dropin(c.cluster)} if state_mount(c.cluster) is not None else {}
+    dropin = state_dropin(c.cluster)  # None: the state is not on a spec mount
+    state = {STATE_DROPIN: dropin} if dropin is not None else {}
     judge = {f"{paths.LIB}/{m}": node_program(m) for m in ctld_restart.MODULES}
     return {**state, **c.slurm_configs(), **restart_dropins("slurmctld"), ctld_restart.DROPIN: ctld_restart.dropin_text(),
             **judge}
@@ -331,9 +334,10 @@ def _nvidia_tools(c: Ctx, node: Node) -> Files:
             c.skip(label, node, reason)
     if skip_reason(c.cluster, node, "cuda") is None:
         cuda_repository_note(c)
-    if skip_reason(c.cluster, node, "container") is not None:
+    ctk = c.cluster.spec.nvidia.container_toolkit
+    if skip_reason(c.cluster, node, "container") is not None or ctk is None:  # None: "not wanted here"
         return {}
-    ctk, out = c.cluster.spec.nvidia.container_toolkit, {}
+    out: Files = {}
     if vendor_source(c, "NVIDIA Container Toolkit", CTK_KEY):
         out[CTK_SOURCE] = ctk_source(ctk.repo_url)
     out[CTK_PIN] = ctk_pin(ctk.version)
@@ -359,7 +363,9 @@ def _acceptance(c: Ctx, node: Node) -> Files:
     if not acc.burn.enabled:
         return {}
     # the mark names the version, CUDA and architecture only (deploy: bundled() changes the URL and checksum)
-    return {GPU_BURN_MARK: gpu_burn_mark(acc.burn, c.cluster.spec.nvidia.cuda_toolkit.version, node.gpus.model)}
+    cuda = c.cluster.spec.nvidia.cuda_toolkit
+    assert cuda is not None  # gated: skip_reason needs the toolkit
+    return {GPU_BURN_MARK: gpu_burn_mark(acc.burn, cuda.version, node.gpus.model if node.gpus else None)}
 
 
 def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]]:

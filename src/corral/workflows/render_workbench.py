@@ -23,8 +23,10 @@ def _jupyterhub(c: Ctx, node: Node) -> Files:
     from corral import workbench_wheels
     from corral.render import jupyterhub as hub
     from corral.workflows.render_images import _made
-    if c.cluster.spec.workbench.jupyterhub.tls is not None:
-        cert: str | bytes = secret(f"workbench.jupyterhub.tls.cert={c.cluster.spec.workbench.jupyterhub.tls.cert}")
+    jh = c.cluster.spec.workbench.jupyterhub
+    assert jh is not None  # the hub's component applies where the spec has one
+    if jh.tls is not None:
+        cert: str | bytes = secret(f"workbench.jupyterhub.tls.cert={jh.tls.cert}")
     else:
         leaf, ca = _made(c, "ca/jupyterhub.pem"), _made(c, "ca/ca.pem")  # the chain apply sends (site_ca)
         cert = leaf + ca if isinstance(leaf, bytes) and isinstance(ca, bytes) else leaf

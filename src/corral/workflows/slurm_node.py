@@ -122,7 +122,7 @@ class SlurmNode:
             if jobs == []:
                 return
             if self.clock.monotonic() >= deadline:
-                if failed is not None:
+                if failed is not None or jobs is None:  # (None, why): squeue could not say
                     raise StepFailed("wait for jobs", f"squeue failed until the deadline ({self.r.drain_timeout} s; "
                                      f"{failed}): whether jobs run there is unknown, {unknown}; check "
                                      f"slurmctld on {self.controller}, then apply again", keep_drained=True)

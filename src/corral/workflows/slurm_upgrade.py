@@ -41,6 +41,13 @@ NO_ROLLBACK = ("not rolled back: the new {daemon} has converted its {data}, whic
                "the backup of this run is the way back (old version installed by hand, then corral restore)")
 
 
+def _version(cluster: Cluster) -> str:
+    """slurm.version: set wherever this rollout runs (deploy/slurm_version.py hands nodes to it only then)."""
+    version = cluster.spec.slurm.version
+    assert version is not None
+    return version
+
+
 def _from(result: RunResult, nodes: list[str]) -> str:
     return sorted({h.old for h in handoffs(result, KIND, nodes) if h.old} or {"?"})[0]
 
@@ -93,7 +100,7 @@ def _ok(result: RunResult, node: str, step: str, reason: str, say) -> None:
 def start(ro: Rollout, result: RunResult, nodes: list[str]) -> bool:
     """Backup, slurmdbd, slurmctld, login nodes' tools, then slurmd in the policy's batches."""
     cluster, say, r, backup = ro.cluster, ro.say, ro.control, ro.env.backup
-    version = cluster.spec.slurm.version
+    version = _version(cluster)
     slurm_nodes = [n.name for n in cluster.nodes if set(n.roles) & set(ROLES)]
     if any(n not in result.nodes for n in slurm_nodes):
         result.warnings.append(f"{WHAT} to {version} not started: this run was limited (--limit); an apply "
@@ -146,7 +153,7 @@ def slurmd(n: NodeRun) -> str:
     """slurmd stopped, Slurm installed at the version, slurmd started and responding. An install that
     fails part-way (a broken package) puts the node's Slurm packages and pin back as they were and starts
     its old slurmd: nothing half-upgraded is left, the node stays drained with the failure."""
-    c, name, version = n.control, n.name, n.cluster.spec.slurm.version
+    c, name, version = n.control, n.name, _version(n.cluster)
     pin, before = packages_before(c, name)
     service(c, name, "slurmd", version, "stop")
     try:

@@ -35,7 +35,9 @@ def build(cluster: Cluster, path: str, *, run: Callable | None = None, **names) 
         raise UsageError("the spec has no software.easybuild", fix="add software: {easybuild: {}} and apply")
     node, run = login_node(cluster), run or _default_run()
     lock = ww.lock_id(eb.python_of(cluster), ww.EASYBUILD)
-    b = Build(name, eb.prefix(cluster), eb.venv(cluster, lock), sw.easybuild.user, eb.build_node(cluster).name, **names)
+    builder = eb.build_node(cluster)
+    assert builder is not None  # spec/rules_easybuild.py refuses a spec without one
+    b = Build(name, eb.prefix(cluster), eb.venv(cluster, lock), sw.easybuild.user, builder.name, **names)
     wait = sw.easybuild.time_limit + SLACK_S
     result = {"ok": False, "error": None, "easyconfig": b.ec, "module": None, "node": node, "user": b.user,
               "build_node": b.node, "job": None, "uid": None, "log": None, "eb_log": None}
