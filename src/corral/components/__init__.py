@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from corral.render.resources import Resources
     from corral.spec.cluster import Cluster, Node
 
 Needs = Callable[["Cluster", "Node"], Mapping[str, str]]  # (cluster, node) -> {package: why}
@@ -75,16 +76,27 @@ class Component:
     the bundle carries (render/vendor_repos.py). `stops`: role -> the daemons stopped and disabled on a
     node of that role taken out of the spec ("*": any role). `applies`: the nodes it applies to (its
     deploy does nothing elsewhere, render writes none of its files there; components/gates.py). `daemons`:
-    what it runs on the node (components/daemons.py), which `corral audit` compares the node with."""
+    what it runs on the node (components/daemons.py), which `corral audit` compares the node with. `resources`:
+    what it installs as data, in place of a deploy of its own (render/resources.py)."""
 
     name: str
-    deploy: str  # "module:function" of the pyinfra deploy (imported by deploy/, never here)
+    deploy: str = ""  # "module:function" of the pyinfra deploy (imported by deploy/, never here); "": resources
     waits: tuple[str, ...] = LOCAL
     packages: Needs = nothing
     vendor: Needs = nothing
     stops: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     applies: Gate = everywhere  # components/gates.py names the others
     daemons: Daemons = no_daemons
+    # what it installs, as data (render/resources.py): applied by the one generic deploy (deploy/resources.py);
+    # its packages, render's files and the snapshot's paths derive from it
+    resources: Resources | None = None
+
+    def __post_init__(self) -> None:
+        if (self.resources is None) == (not self.deploy):
+            raise ValueError(f"component {self.name}: a deploy or resources, exactly one")
+        if self.resources is not None and self.packages is nothing:
+            from corral.render.resources import needs
+            object.__setattr__(self, "packages", needs(self.resources, self.applies))
 
 
 def gives(names, why: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAG
 from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, HUB_PACKAGES as NOTEBOOK_HUB
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
-from corral.render.podman import PACKAGES as PODMAN
+from corral.render.podman import resources as podman_resources
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -166,10 +166,6 @@ def _registry(cluster, node):
     return {**gives([REGISTRY, "curl"], "images.registry (curl: its readiness)"), **auth}
 
 
-def _podman(cluster, node):
-    return gives(PODMAN, "images.podman (squashfs-tools: corral images pull)") if gates.podman(cluster, node) else {}
-
-
 def _munge(cluster, node):
     return gives(["munge"], "every node (Slurm's authentication)")
 
@@ -193,7 +189,7 @@ COMPONENTS = (
     Component("ca trust", D + "registry:trust", applies=gates.cluster_ca),
     Component("images registry", D + "registry:registry", packages=_registry, applies=gates.registry,
               daemons=d.registry),
-    Component("podman", D + "podman:podman", packages=_podman, applies=gates.podman),
+    Component("podman", applies=gates.podman, resources=podman_resources),
     Component("health", D + "health:health", applies=gates.health),
     Component("jobhooks", D + "jobhooks:jobhooks", applies=gates.compute),
     Component("nvidia driver", D + "nvidia_driver:nvidia_driver", daemons=d.nvidia_driver),

@@ -11,6 +11,12 @@ from importlib import import_module
 def deploy_of(component) -> object:
     """The pyinfra deploy a declaration names, with its `waits_for` (the engine reads it: the names it
     waits for on other nodes) and its declaration (`component`)."""
+    if component.resources is not None:  # declared as data: the one generic deploy
+        from corral.deploy.resources import deploy_for
+        d = deploy_for(component)
+        d.waits_for = component.waits  # type: ignore[attr-defined]
+        d.component = component  # type: ignore[attr-defined]
+        return d
     module, _, name = component.deploy.partition(":")
     d = getattr(import_module(module), name)
     if getattr(d, "deploy_name", component.name) != component.name:

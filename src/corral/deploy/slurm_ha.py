@@ -107,12 +107,12 @@ def make_state_script(path: str, mount: str) -> str:
 def shared_state_dir(path: str, mount: str):
     """slurmctld's StateSaveLocation on a spec mount: a directory owned by slurm, 0755, made only while
     `mount` is mounted (the MountPoint and OwnedDir facts: bounded, never the node snapshot)."""
-    if not path_state(mount).mounted:  # this run's `storage mounts` op mounts it first (a fresh node): the script
-        # makes the directory only once `mountpoint` says so, and fails naming the mount otherwise
+    state = host.get_fact(OwnedDir, path=path) if path_state(mount).mounted else None
+    if state is None:  # this run's `storage mounts` op mounts it first (a fresh node): the script makes the
+        # directory only once `mountpoint` says so, and fails naming the mount otherwise
         annotate(disruption="none", diff=f"{path}: made once {mount} is mounted (this run's storage mounts)\n")
         yield sh(make_state_script(path, mount))
         return
-    state = host.get_fact(OwnedDir, path=path)
     if state.kind == "hung":
         raise CorralError(f"{path} did not answer on {host.name} within {STAT_TIMEOUT_S} s", value=path,
                           fix=f"check the server of {mount} (`findmnt {mount}` on the node)")

@@ -1,5 +1,6 @@
 """podman on login and compute nodes, rendered (pure): rootless, node-local storage, pulling through the
-cluster's registry (docs/components/images.md). Used by deploy/podman.py.
+cluster's registry (docs/components/images.md). Declared as data (`resources`, render/resources.py): the one
+generic deploy applies it, `corral render` writes its files, its packages go to the bundle, all from that list.
 
 - containers.conf: cgroupfs and a file events log (a job has no systemd user session); on a virtual
   cluster no session keyring (systemd-nspawn's seccomp filter refuses keyctl).
@@ -70,7 +71,7 @@ PAM_PROFILE_TEXT = ("Name: corral: each user's node-local directories (podman's 
 
 
 def login_hook_files(cluster: Cluster) -> dict[str, tuple[str, str]]:
-    """The login hook's files: path -> (text, mode); deploy/podman.py installs them, `corral render` writes them."""
+    """The login hook's files: path -> (text, mode)."""
     from corral.render.node_programs import node_program
     return {paths.JOBDIRS: (node_program("jobdirs.py"), "644"), USER_DIRS_PROGRAM: (node_program("userdirs.py"), "644"),
             USER_DIRS_CONFIG: (user_dirs_config(cluster), "644"), USER_DIRS_HOOK: (HOOK_TEXT, "755"),
@@ -86,3 +87,28 @@ def registries_conf(cluster: Cluster) -> str:
         out += ["", "[[registry]]", f"prefix = {json.dumps(c.upstream)}", f"location = {json.dumps(c.upstream)}",
                 "[[registry.mirror]]", f"location = {json.dumps(endpoint(cluster, c.port))}"]
     return "\n".join(out) + "\n"
+
+
+PAM_UPDATE = ("env", "DEBIAN_FRONTEND=noninteractive", "timeout", "60", "pam-auth-update", "--package")
+
+
+def resources(cluster: Cluster, node) -> list:
+    """What podman's component installs on a node (components/slurm.py gates it: login and compute nodes)."""
+    from corral.render import resources as r
+    from corral.render import registry_auth as ra
+    helper = (r.File(ra.HELPER, ra.helper(cluster), "podman: corral's credential helper (the site registry)",
+                     mode="755") if ra.registries_conf_lines(cluster)  # members of push_group push as themselves
+              else r.Absent(ra.HELPER, f"{ra.HELPER} (nobody pushes to the site registry)"))
+    return [
+        r.Packages(PACKAGES, "podman (rootless)", "images.podman (squashfs-tools: corral images pull)"),
+        r.File(CONTAINERS_CONF, containers_conf(cluster), "podman: cgroupfs, events to a file"),
+        r.File(STORAGE_CONF, storage_conf(cluster), "podman: users' images on the node"),
+        r.File(REGISTRIES_CONF, registries_conf(cluster), "podman: upstreams through the registry's caches"),
+        helper,
+        # each user's storage: a directory root makes (the prolog, the login hook), never one a user could make first
+        r.Directory(USER_STORE, f"{USER_STORE} (users' podman storage)", mode="711"),
+        r.Directory(paths.LIB),
+        *(r.File(path, text, mode=mode) for path, (text, mode) in login_hook_files(cluster).items()),
+        r.OnChange("pam-auth-update (common-session runs the login hook)", "pam-auth-update", (PAM_PROFILE,),
+                   (PAM_UPDATE,)),
+    ]

@@ -7,7 +7,7 @@ get one with a MUNGE credential that `docker-credential-corral` makes as them (r
 containers-auth.json, so a user's own `podman login` elsewhere still works); corral's loader, from the control
 host, with its secret (0600 in the state dir; only its sha256 on the node). The loader's repositories (the
 bundle's images) are the token server's to guard: no user token pushes into them. No token allows a delete.
-Used by deploy/registry.py, deploy/podman.py, render/registry.py and components/daemons.py.
+Used by deploy/registry.py, render/podman.py, render/registry.py and components/daemons.py.
 """
 
 from __future__ import annotations

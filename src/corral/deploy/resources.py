@@ -1,0 +1,54 @@
+"""The one deploy for components declared as data (render/resources.py): gate once, then each resource in its
+order, as the operations of deploy/operations.py under the same op names a hand-written deploy gave them (so
+journals and plans read the same). Built per component by `deploy_for` (deploy/__init.py `deploy_of`)."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import deploy
+
+from corral.render import resources as r
+from corral.deploy import operations
+from corral.deploy.nodestate import Want, register_for_run
+from corral.engine.conditions import AnyChanged
+from corral.engine.shell import cmd
+
+_BUILT: dict[str, object] = {}
+
+
+def apply(items, want: Want) -> None:
+    """Each resource as its operation, in order."""
+    from corral.deploy.adopt import absent
+    written = {}
+    for i in items:
+        if isinstance(i, r.Packages):
+            operations.packages(name=i.name, names=list(i.names), want=want, together=True)
+        elif isinstance(i, r.Directory):
+            operations.directory(name=i.name or i.path, path=i.path, mode=i.mode, user=i.user, group=i.group,
+                                 want=want)
+        elif isinstance(i, r.File):
+            written[i.path] = operations.managed_file(name=i.name or i.path, path=i.path, content=i.content,
+                                                      mode=i.mode, user=i.user, group=i.group, secret=i.secret,
+                                                      disruption=i.disruption, want=want)
+        elif isinstance(i, r.Absent):
+            absent(name=i.name, path=i.path, want=want)
+        elif isinstance(i, r.OnChange):
+            operations.run_when_changed(name=i.name, description=i.description,
+                                        _if=AnyChanged(*(written[p] for p in i.paths)),
+                                        commands=[cmd(*argv) for argv in i.commands])
+        else:
+            raise TypeError(f"not a resource: {i!r}")
+
+
+def deploy_for(component):
+    """The pyinfra deploy of a component declared as data (one per component, built once)."""
+    if component.name not in _BUILT:
+        @deploy(component.name)
+        def apply_resources() -> None:
+            node, cluster = host.data.corral_node, host.data.corral_cluster
+            if not component.applies(cluster, node):
+                return
+            items = component.resources(cluster, node)
+            apply(items, register_for_run(Want(paths=r.paths(items), packages=r.packages(items))))
+        _BUILT[component.name] = apply_resources
+    return _BUILT[component.name]

@@ -1,0 +1,96 @@
+"""What a component installs on a node, as data (pure: no pyinfra): its packages, directories, files, files
+removed, and the commands a changed file triggers, in the order they are applied. A component that gives
+`resources` (components/__init__.py) needs no deploy code of its own: deploy/resources.py applies them (gate once,
+then each in order, as the operations of deploy/operations.py with the same names), and every other view is derived
+from the same list, never retyped:
+- `corral render`: every file, as apply writes it (`files`);
+- the run's snapshot: every path and package (`paths`, `packages`);
+- the declaration's packages for the bundle and the virtual repository (`needs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from corral.spec.cluster import Cluster, Node
+
+
+@dataclass(frozen=True)
+class Packages:
+    """Debian packages, installed together (one apt-get), each there for `why` (the bundle carries them)."""
+
+    names: tuple[str, ...]
+    name: str  # the op's name
+    why: str
+
+
+@dataclass(frozen=True)
+class Directory:
+    path: str
+    name: str = ""  # the op's name; the path when empty
+    mode: str = "755"
+    user: str = "root"
+    group: str = "root"
+
+
+@dataclass(frozen=True)
+class File:
+    """A file installed atomically with this content, mode and owner. `secret`: its content never shown (plan's
+    diff, render's placeholder); `disruption`: what its change does to the node."""
+
+    path: str
+    content: str | bytes
+    name: str = ""  # the op's name; the path when empty
+    mode: str = "644"
+    user: str = "root"
+    group: str = "root"
+    secret: bool = False
+    disruption: str = "none"
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A file corral wrote before and the spec no longer asks for, removed."""
+
+    path: str
+    name: str
+
+
+@dataclass(frozen=True)
+class OnChange:
+    """Commands (argv each) run when any of `paths` (files of the same list) changed in this run."""
+
+    name: str
+    description: str
+    paths: tuple[str, ...]
+    commands: tuple[tuple[str, ...], ...]
+
+
+Resource = Union[Packages, Directory, File, Absent, OnChange]
+Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
+
+
+def files(items: Sequence[Resource]) -> dict[str, str | bytes]:
+    """path -> content of every file (render's view)."""
+    return {i.path: i.content for i in items if isinstance(i, File)}
+
+
+def paths(items: Sequence[Resource]) -> tuple[str, ...]:
+    """Every path the component manages (the snapshot reads their state before the run)."""
+    return tuple(i.path for i in items if isinstance(i, (Directory, File, Absent)))
+
+
+def packages(items: Sequence[Resource]) -> tuple[str, ...]:
+    return tuple(n for i in items if isinstance(i, Packages) for n in i.names)
+
+
+def needs(resources: Resources, applies: Callable[[Cluster, Node], bool]) -> Callable[[Cluster, Node], dict[str, str]]:
+    """The declaration's `packages` (package -> why) from its resources, on the nodes it applies to."""
+    def packages_of(cluster: Cluster, node: Node) -> dict[str, str]:
+        if not applies(cluster, node):
+            return {}
+        return {n: i.why for i in resources(cluster, node) if isinstance(i, Packages) for n in i.names}
+    return packages_of
