@@ -1,6 +1,6 @@
 """`corral render` for the images components (workflows/render_slurm.py merges these): the cluster's CA on every
-node, the registry node's certificate, key (a placeholder), configurations and units, podman's files. Each
-from the function its deploy calls. Certificates are public but made by apply: render copies them from
+node, the registry node's certificate, key (a placeholder), configurations and units (podman's files are its
+resources', rendered by workflows/render_slurm.py). Each from the function its deploy calls. Certificates are public but made by apply: render copies them from
 the state dir when an apply made them and never makes one (a placeholder names where they will be); a
 cache's upstream password is a placeholder."""
 
@@ -92,15 +92,4 @@ def _upstream_probe(c: Ctx) -> Files:
             probe.TIMER: probe.timer_unit()}
 
 
-def _podman(c: Ctx, node: Node) -> Files:
-    from corral.render.podman import (CONTAINERS_CONF, REGISTRIES_CONF, STORAGE_CONF, containers_conf,
-                                      login_hook_files, registries_conf, storage_conf)
-    from corral.render import registry_auth as ra
-    helper = {ra.HELPER: ra.helper(c.cluster)} if ra.registries_conf_lines(c.cluster) else {}
-    return {CONTAINERS_CONF: containers_conf(c.cluster), STORAGE_CONF: storage_conf(c.cluster),
-            REGISTRIES_CONF: registries_conf(c.cluster), **helper,
-            **{path: text for path, (text, _) in login_hook_files(c.cluster).items()}}
-
-
-RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"ca trust": _trust, "images registry": _registry,
-                                                       "podman": _podman}
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"ca trust": _trust, "images registry": _registry}

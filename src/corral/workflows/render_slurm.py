@@ -375,14 +375,19 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
     from corral.workflows.render_images import RENDERERS as IMAGES
     from corral.workflows.render_monitoring import RENDERERS as MONITORING
     from corral.workflows.render_workbench import RENDERERS as WORKBENCH
+    from corral.render.resources import files as resource_files
     version, said = _slurm_version_said(cluster)
     c = Ctx(cluster, hw, version, load_fabric_cache(cluster.state_dir))
     files: dict[str, Files] = {node.name: {} for node in cluster.nodes}
     parts = {**RENDERERS, **IMAGES, **MONITORING, **WORKBENCH}
     for component in declared(cluster):  # component by component, as the deploys run: the notes in that order
-        part = parts.get(component.name)
+        part, rs = parts.get(component.name), component.resources
         for node in cluster.nodes:
-            if part is not None and component.applies(cluster, node):
+            if not component.applies(cluster, node):
+                continue
+            if rs is not None:  # declared as data: its files are its resources' (render/resources.py)
+                files[node.name].update(resource_files(rs(cluster, node)))
+            elif part is not None:
                 files[node.name].update(part(c, node))
     return files, _notes(c, said)
 
