@@ -136,7 +136,9 @@ def _listener(entry: dict, procs: dict, daemons: tuple[Daemon, ...], node: Node)
         ok = entry["port"] >= USERS_LOWEST_PORT
         return what, "a user's own process (unprivileged port)" if ok else None
     d = _daemon(p["unit"] if p else "kernel", daemons)
-    for listener in (d.listens if d else ()):
+    if d is None:
+        return what, None
+    for listener in d.listens:
         if listener.port in (0, entry["port"]) and entry["proto"].startswith(listener.proto) and (
                 listener.on == "any" or listener.on == where):
             return what, f"{d.unit}: {listener.who}"

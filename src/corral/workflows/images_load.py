@@ -42,6 +42,7 @@ def refuse_without_registry(cluster) -> None:
 def site_registry(cluster) -> tuple[Registry, str]:
     """The site registry as the control host reaches it, and its name as the nodes pull from it."""
     r, node = cluster.spec.images.registry, registry_node(cluster)
+    assert r is not None and node is not None  # need_site_registry refused a bundle's images without one
     if r.tls.cert_file is None:  # corral's CA signed it, for the node's name and address
         context, host = ssl.create_default_context(cadata=ca_pem(cluster.state_dir, cluster.name, ca_scope(cluster))), node.address
     else:
@@ -105,6 +106,7 @@ def load(cluster, result: RunResult) -> bool:
         return False
     need_site_registry(cluster, f"packages.bundle carries {len(items)} container image(s)")  # converge refused it
     node = registry_node(cluster)
+    assert node is not None  # need_site_registry: a site registry, on a node of the spec (spec/rules_images.py)
     got: NodeResult | None = result.nodes.get(node.name)
     if got is None or not got.ok:
         verb = "not loaded" if result.mode == "apply" else "not checked"
