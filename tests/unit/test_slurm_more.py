@@ -36,17 +36,17 @@ def test_a_dependency_not_there_is_an_error_not_a_silent_repack():
 
 
 def test_a_real_cluster_asking_for_a_slurm_its_release_lacks_is_warned_where_it_comes_from():
-    from corral.spec import schedulers
     from corral.spec.loader import load_text
+    from corral.spec.rules import scheduler_warnings
     spec = ("name: c\nnodes:\n  - {names: ctl, addresses: [10.0.0.10], roles: [controller, accounting], os: debian-13}\n"
             "  - {names: gpu01, addresses: [10.0.0.11], roles: [compute], os: debian-13}\n")
-    said = schedulers.warnings(load_text(spec + "slurm: {version: '26.05'}\n", "c.yaml"))
+    said = scheduler_warnings(load_text(spec + "slurm: {version: '26.05'}\n", "c.yaml"))
     assert any("trixie ships Slurm 24.11; the virtual cluster serves Debian unstable's 26.05.5-1 packages, so "
                "debian-13 nodes need a repository that has Slurm 26.05" in w for w in said), said
-    assert not [w for w in schedulers.warnings(load_text(spec + "slurm: {version: '24.11'}\n", "c.yaml"))
+    assert not [w for w in scheduler_warnings(load_text(spec + "slurm: {version: '24.11'}\n", "c.yaml"))
                 if "slurm.version" in w]
     virtual = spec + "slurm: {version: '26.05'}\nvirtual: {subnet: 10.0.0.0/24}\n"
-    assert not [w for w in schedulers.warnings(load_text(virtual, "c.yaml")) if "slurm.version" in w]
+    assert not [w for w in scheduler_warnings(load_text(virtual, "c.yaml")) if "slurm.version" in w]
 
 
 def test_the_cached_set_is_known_by_its_files_hashes(tmp_path):

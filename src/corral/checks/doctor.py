@@ -126,10 +126,10 @@ def _gpus(node: Node, f: dict) -> tuple[str, str]:
 def evaluate(cluster: Cluster, facts: dict[str, dict], errors: dict[str, str]) -> Report:
     reach = {n.name: (("FAIL", errors[n.name].removeprefix(f"{n.name}: ")) if n.name in errors else ("OK", "SSH login with the pinned host key"))
              for n in cluster.nodes}
-    from corral.spec import schedulers
+    from corral.spec.rules import scheduler_warnings
     from corral.spec.rules_os import release_warnings
     # the Kubernetes path and the releases not run live: said on every doctor, until they have run live
-    unproven = schedulers.warnings(cluster)[:1] + release_warnings(cluster)
+    unproven = scheduler_warnings(cluster)[:1] + release_warnings(cluster)
     checks = [Check("spec", "WARN" if unproven else "OK", "; ".join([f"{cluster.path}: valid, {len(cluster.nodes)} "
                                                                      "nodes", *unproven])),
               summarize("reachable", reach, f"all {len(cluster.nodes)} nodes reachable")]

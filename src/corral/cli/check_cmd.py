@@ -54,9 +54,9 @@ def validate(spec: Optional[Path] = SpecOpt, as_json: bool = JsonOpt,
             print_json(failed(error_text(exc)).to_json())
         raise
     try:
-        from corral.spec import schedulers
+        from corral.workflows import flows
         bound = {"timeout_s": timeout} if timeout else {}  # else the scheduler's own default
-        report = schedulers.of(cluster).use("validate")(cluster, jobs=not skip_jobs, fabric=fabric, **bound)
+        report = flows.of(cluster).validate(cluster, jobs=not skip_jobs, fabric=fabric, **bound)
     except CorralError as exc:  # validate() turns these into checks itself; this is the last net
         report = failed(error_text(exc, command=True), len(cluster.with_role("compute")))
     except Exception as exc:  # a bug: the JSON object still, then main() logs the traceback (exit 1)

@@ -1,5 +1,6 @@
 """What a component *is*, declared once (pure: no pyinfra): its name (the deploy's, the prefix of its op
-names in the journal), the pyinfra deploy that applies it, what it waits for on other nodes, the
+names in the journal; deploy/by_component.py names its deploy, or it gives its `resources` as data), what it
+waits for on other nodes, the
 Debian packages it may install on a node (and why), the vendor packages it may install, the daemons a
 removed node of a role has stopped, and the daemons it runs on a node: their unit, user (and why), the
 processes that run as root there and the sockets they listen on. Every other view is derived from these declarations
@@ -79,8 +80,7 @@ class Component:
     what it runs on the node (components/daemons.py), which `corral audit` compares the node with. `resources`:
     what it installs as data, in place of a deploy of its own (render/resources.py)."""
 
-    name: str
-    deploy: str = ""  # "module:function" of the pyinfra deploy (imported by deploy/, never here); "": resources
+    name: str  # the deploy's too: deploy/by_component.py names each one's, unless it gives `resources`
     waits: tuple[str, ...] = LOCAL
     packages: Needs = nothing
     vendor: Needs = nothing
@@ -92,8 +92,6 @@ class Component:
     resources: Resources | None = None
 
     def __post_init__(self) -> None:
-        if (self.resources is None) == (not self.deploy):
-            raise ValueError(f"component {self.name}: a deploy or resources, exactly one")
         if self.resources is not None and self.packages is nothing:
             from corral.render.resources import needs
             object.__setattr__(self, "packages", needs(self.resources, self.applies))

@@ -12,7 +12,7 @@ def time_sync(cluster, node) -> dict[str, str]:
 
 
 HEAD = (
-    Component("base", "corral.deploy.base:base", packages=time_sync, daemons=daemons.base),
-    Component("proxy", "corral.deploy.proxy:proxy"),
-    Component("package source", "corral.deploy.package_source:package_source"),
+    Component("base", packages=time_sync, daemons=daemons.base),
+    Component("proxy"),
+    Component("package source"),
 )

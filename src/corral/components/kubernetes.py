@@ -23,8 +23,8 @@ def _helm(cluster, node) -> dict[str, str]:
 
 
 COMPONENTS = (*HEAD,
-              Component("kubernetes node", "corral.deploy.kubernetes:kubernetes_node", packages=_runtime,
+              Component("kubernetes node", packages=_runtime,
                         vendor=_tools),
               # kubeadm init on the first control-plane node; what it applies needs the API server up
-              Component("kubernetes cluster", "corral.deploy.kubernetes_cluster:kubernetes_cluster",
+              Component("kubernetes cluster",
                         waits=("kubernetes node",), vendor=_helm))

@@ -170,73 +170,72 @@ def _munge(cluster, node):
     return gives(["munge"], "every node (Slurm's authentication)")
 
 
-D = "corral.deploy."
 COMPONENTS = (
     *HEAD,
-    Component("package upgrades", D + "upgrades:package_upgrades"),
-    Component("slurm version", D + "slurm_version:slurm_version"),
-    Component("sssd", D + "sssd:sssd", packages=_sssd, applies=gates.ldap, daemons=d.sssd),  # the directory is outside the cluster
-    Component("storage server", D + "storage:storage_server", packages=_nfs_server, applies=gates.nfs_server,
+    Component("package upgrades"),
+    Component("slurm version"),
+    Component("sssd", packages=_sssd, applies=gates.ldap, daemons=d.sssd),  # the directory is outside the cluster
+    Component("storage server", packages=_nfs_server, applies=gates.nfs_server,
               daemons=d.nfs_server),
-    Component("storage mounts", D + "storage:storage_mounts", waits=("storage server",), packages=_mount_clients,
+    Component("storage mounts", waits=("storage server",), packages=_mount_clients,
               daemons=d.nfs_client),
-    Component("users", D + "users:users"),  # homes are made on the node that holds them (spec/shared.home_maker)
-    Component("passwords", D + "passwords:passwords", applies=gates.passwords),  # users[].password, login nodes
-    Component("slurm user", D + "slurm_ha:slurm_user"),
-    Component("packages", D + "package_batch:package_batch"),
-    Component("munge", D + "munge:munge", packages=_munge, stops={"*": ("munge",)}, daemons=d.munge),  # the key: from the control host
+    Component("users"),  # homes are made on the node that holds them (spec/shared.home_maker)
+    Component("passwords", applies=gates.passwords),  # users[].password, login nodes
+    Component("slurm user"),
+    Component("packages"),
+    Component("munge", packages=_munge, stops={"*": ("munge",)}, daemons=d.munge),  # the key: from the control host
     # the CA before the registry: its readiness check trusts it
-    Component("ca trust", D + "registry:trust", applies=gates.cluster_ca),
-    Component("images registry", D + "registry:registry", packages=_registry, applies=gates.registry,
+    Component("ca trust", applies=gates.cluster_ca),
+    Component("images registry", packages=_registry, applies=gates.registry,
               daemons=d.registry),
     Component("podman", applies=gates.podman, resources=podman_resources),
-    Component("health", D + "health:health", applies=gates.health),
-    Component("jobhooks", D + "jobhooks:jobhooks", applies=gates.compute),
-    Component("nvidia driver", D + "nvidia_driver:nvidia_driver", daemons=d.nvidia_driver),
-    Component("mig", D + "mig:mig", packages=_mig, applies=gates.mig, stops={"compute": ("corral-mig",)}),
-    Component("containers", D + "containers:containers", packages=_containers),
-    Component("accounting", D + "accounting:accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
+    Component("health", applies=gates.health),
+    Component("jobhooks", applies=gates.compute),
+    Component("nvidia driver", daemons=d.nvidia_driver),
+    Component("mig", packages=_mig, applies=gates.mig, stops={"compute": ("corral-mig",)}),
+    Component("containers", packages=_containers),
+    Component("accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
               stops={"accounting": ("slurmdbd",)}, daemons=d.accounting),  # MariaDB and slurmdbd on the same node
-    Component("power", D + "power:power", packages=_power, applies=gates.power),
-    Component("slurm controller", D + "slurm:slurm_controller", applies=gates.controller, waits=("accounting",),  # registers with slurmdbd
+    Component("power", packages=_power, applies=gates.power),
+    Component("slurm controller", applies=gates.controller, waits=("accounting",),  # registers with slurmdbd
               packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)},
               daemons=d.slurm_controller),
     # configless slurmd fetches its config from slurmctld
-    Component("slurm compute", D + "slurm:slurm_compute", applies=gates.compute, waits=("slurm controller",), packages=_compute,
+    Component("slurm compute", applies=gates.compute, waits=("slurm controller",), packages=_compute,
               stops={"compute": ("slurmd",)}, daemons=d.slurm_compute),
     # PrologFlags=Contain comes with the controller's slurm.conf
-    Component("pam_slurm_adopt", D + "adopt:adopt", applies=gates.compute, waits=("slurm controller",), packages=_adopt),
-    Component("slurm login", D + "slurm:slurm_login", applies=gates.login_only, waits=("slurm controller",), packages=_role("login", LOGIN)),
+    Component("pam_slurm_adopt", applies=gates.compute, waits=("slurm controller",), packages=_adopt),
+    Component("slurm login", applies=gates.login_only, waits=("slurm controller",), packages=_role("login", LOGIN)),
     # sacctmgr through slurmdbd, the cluster registered
-    Component("accounting sync", D + "sacct:accounting_sync", waits=("accounting", "slurm controller")),
-    Component("dcgm", D + "dcgm:dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)},
+    Component("accounting sync", waits=("accounting", "slurm controller")),
+    Component("dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)},
               daemons=lambda c, n: d.dcgm(c, n) if _dcgm(c, n) else ()),
-    Component("nvidia tools", D + "nvidia_tools:nvidia_tools", vendor=_cuda_tools),
-    Component("acceptance tools", D + "acceptance:acceptance", packages=_acceptance, vendor=_nccl),
+    Component("nvidia tools", vendor=_cuda_tools),
+    Component("acceptance tools", packages=_acceptance, vendor=_nccl),
     # modules for what the components before it installed (Open MPI, the CUDA toolkit, the acceptance tools)
-    Component("software", D + "software:software", packages=_software, applies=gates.software),
+    Component("software", packages=_software, applies=gates.software),
     # the venv on the shared software root, then the hub that runs from it (docs/components/notebooks.md)
-    Component("notebook venv", D + "jupyterhub:notebook_venv", applies=gates.notebook_builder,
+    Component("notebook venv", applies=gates.notebook_builder,
               packages=lambda c, n: gives(NOTEBOOK_BUILD, "workbench.jupyterhub (builds the venv)")
               if gates.notebook_builder(c, n) else {}),
-    Component("jupyterhub", D + "jupyterhub:jupyterhub", waits=("notebook venv", "slurm controller"),
+    Component("jupyterhub", waits=("notebook venv", "slurm controller"),
               applies=gates.jupyterhub, stops={"login": ("corral-jupyterhub",)}, daemons=d.jupyterhub,
               packages=lambda c, n: gives(NOTEBOOK_HUB, "workbench.jupyterhub") if gates.jupyterhub(c, n) else {}),
     # EasyBuild's venv and install tree on the software root, its configuration (docs/components/software.md)
-    Component("easybuild", D + "easybuild:easybuild", applies=gates.easybuild,
+    Component("easybuild", applies=gates.easybuild,
               packages=lambda c, n: gives(NOTEBOOK_BUILD, "software.easybuild (builds the venv)")
               if gates.easybuild_builder(c, n) else {}),
     # Prometheus scrapes targets whenever they answer
-    Component("monitoring", D + "monitoring:monitoring", packages=_monitoring,
+    Component("monitoring", packages=_monitoring,
               stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)},
               daemons=lambda c, n: d.monitoring(c, n) if _monitoring(c, n) else ()),
-    Component("slurm exporter", D + "slurm_exporter:slurm_exporter", waits=("slurm controller",),  # sinfo, squeue
+    Component("slurm exporter", waits=("slurm controller",),  # sinfo, squeue
               packages=_slurm_exporter, stops={"controller": ("corral-slurm-exporter",)},
               daemons=lambda c, n: d.slurm_exporter(c, n) if _slurm_exporter(c, n) else ()),
-    Component("dcgm exporter", D + "dcgm_exporter:dcgm_exporter", vendor=_dcgm_exporter,
+    Component("dcgm exporter", vendor=_dcgm_exporter,
               stops={"compute": ("corral-dcgm-exporter",)},
               daemons=lambda c, n: d.dcgm_exporter(c, n) if _dcgm_exporter(c, n) else ()),
     # its data source is read when a dashboard is opened
-    Component("grafana", D + "grafana:grafana", vendor=_grafana, stops={"monitoring": ("grafana-server",)},
+    Component("grafana", vendor=_grafana, stops={"monitoring": ("grafana-server",)},
               daemons=lambda c, n: d.grafana(c, n) if _grafana(c, n) else ()),
 )

@@ -11,8 +11,8 @@ from corral.components import Component
 
 def declared(cluster) -> tuple[Component, ...]:
     """The components of the spec's scheduler, in the order each node runs them."""
-    from corral.spec import schedulers
-    return schedulers.of(cluster).use("components")
+    from corral.components import kubernetes, slurm
+    return {"slurm": slurm.COMPONENTS, "kubernetes": kubernetes.COMPONENTS}[cluster.spec.scheduler]
 
 
 def by_name(cluster, name: str) -> Component | None:

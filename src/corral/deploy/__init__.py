@@ -5,22 +5,16 @@ what each waits for on other nodes are the components' declarations (components/
 
 from __future__ import annotations
 
-from importlib import import_module
-
 
 def deploy_of(component) -> object:
-    """The pyinfra deploy a declaration names, with its `waits_for` (the engine reads it: the names it
-    waits for on other nodes) and its declaration (`component`)."""
-    if component.resources is not None:  # declared as data: the one generic deploy
-        from corral.deploy.resources import deploy_for
-        d = deploy_for(component)
-        d.waits_for = component.waits  # type: ignore[attr-defined]
-        d.component = component  # type: ignore[attr-defined]
-        return d
-    module, _, name = component.deploy.partition(":")
-    d = getattr(import_module(module), name)
+    """The pyinfra deploy of a declaration (deploy/by_component.py, or the one generic deploy of a component declared
+    as data), with its `waits_for` (the engine reads it: the names it waits for on other nodes) and its declaration
+    (`component`)."""
+    from corral.deploy.by_component import DEPLOYS
+    from corral.deploy.resources import deploy_for
+    d = deploy_for(component) if component.resources is not None else DEPLOYS[component.name]
     if getattr(d, "deploy_name", component.name) != component.name:
-        raise ValueError(f"{component.deploy} is deploy {d.deploy_name!r}, declared as {component.name!r}")
+        raise ValueError(f"deploy {d.deploy_name!r} is declared as {component.name!r}")
     d.waits_for = component.waits  # type: ignore[attr-defined]
     d.component = component  # type: ignore[attr-defined]
     return d

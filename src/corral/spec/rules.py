@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 from corral.errors import Problem
 from corral.spec.rules_acceptance import acceptance_warnings, check_acceptance
 from corral.spec.rules_download import check_checksums, check_urls, download_warnings
-from corral.spec.rules_ha import ha_warnings
+from corral.spec.rules_ha import check_ha, ha_warnings
+from corral.spec.rules_kubernetes import check_kubernetes, kubernetes_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
-from corral.spec.rules_os import check_os, release_warnings
+from corral.spec.rules_os import check_os, check_slurm_release, release_warnings, slurm_release_warnings
 from corral.spec.rules_reports import check_reports
 from corral.spec.rules_rollout import check_rollout, rollout_warnings
 from corral.spec.rules_bundle import bundle_warnings, check_bundle
@@ -22,7 +23,7 @@ from corral.spec.rules_topology import check_topology, target_slurm, topology_wa
 from corral.spec.rules_power import check_power, power_warnings
 from corral.spec.rules_images import check_images
 from corral.spec.rules_easybuild import check_easybuild
-from corral.spec.rules_software import check_software
+from corral.spec.rules_software import check_clean_jobs, check_software
 from corral.spec.rules_workbench import check_workbench
 from corral.spec.rules_users import check_users, users_warnings
 from corral.spec.hosts import RangeError, expand_names
@@ -311,9 +312,19 @@ def check_mig(cluster: Cluster, where: Where) -> list[Problem]:
     return out
 
 
+# each scheduler's own rules and warnings, run for the spec's scheduler only
+SCHEDULER_RULES = {"slurm": (check_slurm, check_ha, check_slurm_release, check_clean_jobs),
+                   "kubernetes": (check_kubernetes,)}
+SCHEDULER_WARNINGS = {"slurm": (slurm_release_warnings,), "kubernetes": (kubernetes_warnings,)}
+
+
+def scheduler_warnings(cluster: Cluster) -> list[str]:
+    return [w for rule in SCHEDULER_WARNINGS[cluster.spec.scheduler] for w in rule(cluster)]
+
+
 def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     problems = check_nodes(cluster, where) + check_os(cluster, where) + check_roles(cluster, where)
-    problems += schedulers.problems(cluster, where)
+    problems += [p for rule in SCHEDULER_RULES[cluster.spec.scheduler] for p in rule(cluster, where)]
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
             + check_containers(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
@@ -328,4 +339,4 @@ def spec_warnings(cluster: Cluster) -> list[str]:
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
             + ha_warnings(cluster) + acceptance_warnings(cluster) + rollout_warnings(cluster)
             + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster)
-            + release_warnings(cluster) + schedulers.warnings(cluster))
+            + release_warnings(cluster) + scheduler_warnings(cluster))

@@ -9,7 +9,7 @@ from corral.deploy.context import gather, mark_job_hooks
 from corral.engine import journal, run
 from corral.engine.timing import phase
 from corral.errors import CorralError, UsageError
-from corral.workflows import batches, images_load, node_rollout, removal_phase
+from corral.workflows import batches, flows, images_load, node_rollout, removal_phase
 from corral.engine.handoff import K8S_JOIN
 from corral.workflows.driver_rollout import DRIVER
 from corral.workflows.k8s_upgrade import KUBERNETES
@@ -23,7 +23,7 @@ from corral.spec.rules import spec_warnings
 from corral.spec.cluster import Cluster
 
 # each scheduler's rollouts after the components, in this order (workflows/node_rollout.py: each one
-# declaration), named by its declaration (spec/schedulers.py `rollouts`)
+# declaration), named by its flows (workflows/flows.py `rollouts`)
 SLURM_ROLLOUTS = (DRIVER, MIG, PACKAGES, SLURM)
 KUBERNETES_ROLLOUTS = (KUBERNETES,)
 
@@ -76,7 +76,7 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
         show_rollouts(cluster, result)
         images_load.load(cluster, result)  # what apply would push into the site registry
         return result
-    result = schedulers.of(cluster).use("after_apply")(cluster, result, on_event=on_event, command=command or mode,
+    result = flows.of(cluster).after_apply(cluster, result, on_event=on_event, command=command or mode,
                                                        say=say, backup=backup, rollout_only=rollout_only)
     start = time.monotonic()
     if images_load.load(cluster, result):  # the bundle's images into the site registry
@@ -97,7 +97,7 @@ def slurm_after(cluster: Cluster, result: RunResult, *, on_event, command, say, 
     env = Env(say=say or (lambda line: None), backup=backup, follow=follow)
     chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
     start = time.monotonic()
-    if run_rollouts(cluster, result, schedulers.of(cluster).use("rollouts"), env, chosen):
+    if run_rollouts(cluster, result, flows.of(cluster).rollouts, env, chosen):
         _journal_again(cluster, result, start)
     return result
 
@@ -140,7 +140,7 @@ def kubernetes_after(cluster: Cluster, result: RunResult, *, say, **_) -> RunRes
     start = time.monotonic()
     if joins:
         timed(result, k8s_join.WHAT, lambda: k8s_join.join(cluster, result, say))
-    if run_rollouts(cluster, result, schedulers.of(cluster).use("rollouts"), Env(say=say or (lambda line: None))) \
+    if run_rollouts(cluster, result, flows.of(cluster).rollouts, Env(say=say or (lambda line: None))) \
             or joins:
         _journal_again(cluster, result, start)
     return result
@@ -157,7 +157,7 @@ def timed(result: RunResult, what: str, step) -> None:
 
 def show_rollouts(cluster: Cluster, result: RunResult) -> None:
     """plan: the batches each pending rollout would go through (result.rollouts, state "planned")."""
-    for decl in schedulers.of(cluster).use("rollouts"):
+    for decl in flows.of(cluster).rollouts:
         nodes = node_rollout.pending(result, decl.kind)
         entry = node_rollout.planned(decl, cluster, result, nodes) if nodes else None
         if entry:

@@ -107,7 +107,7 @@ class NodeRun:
         self.control, self.policy, self.clock = rollout.control, rollout.policy, rollout.clock
         self.done: list[OpResult] = TimedSteps()
         self.known: bool | None = None
-        self.state = SimpleNamespace()
+        self.state: SimpleNamespace = SimpleNamespace()
 
     @property
     def node(self):
@@ -138,9 +138,9 @@ class Rollout:
         self.control: NodeControl = control or self._control()
 
     def _control(self) -> NodeControl:
-        """The cluster's scheduler's NodeControl (spec/schedulers.py `control`)."""
-        from corral.spec import schedulers
-        return schedulers.of(self.cluster).use("control")(self.cluster, self.run, self.policy, self.clock)
+        """The cluster's scheduler's NodeControl (workflows/flows.py `control`)."""
+        from corral.workflows import flows
+        return flows.of(self.cluster).control(self.cluster, self.run, self.policy, self.clock)
 
     def one(self, name: str) -> tuple[list[OpResult], str | None]:
         """The node through the declaration's steps: (its step results, its error or None)."""

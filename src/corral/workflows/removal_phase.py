@@ -31,7 +31,8 @@ from corral.workflows.removal import Run
 
 def _removal(cluster: Cluster):
     """The removal's steps for the cluster's scheduler: Slurm's (workflows/removal.py) or Kubernetes'."""
-    return schedulers.of(cluster).use("removal")
+    from corral.workflows import flows
+    return flows.of(cluster).removal
 
 
 def _result(cluster: Cluster, mode: str, command: str) -> RunResult:

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 from corral.errors import CorralError
-from corral.spec import schedulers
 from corral.spec.cluster import Cluster
 
 def kubernetes_files(cluster: Cluster) -> tuple[dict[str, dict[str, str]], dict[str, str], list[str]]:
@@ -57,7 +56,8 @@ def render(cluster: Cluster, out: Path, node: str | None = None) -> dict:
         raise CorralError(f"--node {node}: no such node in the spec", value=node,
                           fix="name a node of the spec (corral spec check lists them)")
     _fresh(out)
-    per_node, whole, notes = schedulers.of(cluster).use("files")(cluster)
+    from corral.workflows import flows
+    per_node, whole, notes = flows.of(cluster).files(cluster)
     written: dict[str, list[str]] = {}
     for name, files in per_node.items():
         if node is not None and name != node:
