@@ -91,7 +91,7 @@ def test_enroot_script_downloads_for_the_node_arch_checks_and_installs(tmp_path)
     log = (tmp_path / "log").read_text()
     assert proc.returncode == 0, proc.stderr
     assert "curl https://github.com/NVIDIA/enroot/releases/download/v3.5.0/enroot+caps_3.5.0-1_arm64.deb" in log
-    assert "apt-get install -y -q --allow-downgrades" in log and "/0.deb" in log and "/1.deb" in log
+    assert "apt-get install -y -q --no-install-recommends --allow-downgrades" in log and "/0.deb" in log and "/1.deb" in log
 
 
 def test_enroot_script_with_a_bad_checksum_installs_nothing(tmp_path):

@@ -102,7 +102,7 @@ def test_install_script_pins_then_installs(tmp_path):
     proc, pin = run_script(tmp_path, fake_apt(tmp_path, "1.1-1"))
     assert proc.returncode == 0, proc.stderr
     assert "Pin: version 1.1-*" in pin.read_text() and not (tmp_path / "pin.corral-old").exists()
-    assert "install -y -q --allow-downgrades" in (tmp_path / "log").read_text()
+    assert "install -y -q --no-install-recommends --allow-downgrades" in (tmp_path / "log").read_text()
 
 
 def test_install_script_refuses_another_candidate_and_restores_the_pin(tmp_path):
@@ -128,6 +128,6 @@ def test_install_script_installs_driver_and_fabric_manager_together(tmp_path):
                             pin_text("nvidia-open-550", "550.127.05", False), pin_path=str(pin))
     proc = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold nvidia-open-550 nvidia-fabricmanager-550" \
+    assert "install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold nvidia-open-550 nvidia-fabricmanager-550" \
         in (tmp_path / "log").read_text()
 

@@ -26,7 +26,7 @@ def pinned_key_script(url: str, dest: str, fingerprint: str, what: str, dearmor:
            else f"install -m 644 \"$tmp/key\" {q(dest + '.corral-new')}")
     return "\n".join([
         "set -eu", "tmp=$(mktemp -d /var/tmp/corral-key.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT",
-        f"command -v gpg >/dev/null || {apt.install_script(['gpg'], recommends=False)}",
+        f"command -v gpg >/dev/null || {apt.install_script(['gpg'])}",
         f"curl -fsSL --proto '=https,http' --retry 3 --max-time 120 -o \"$tmp/key\" {q(url)}",
         "mkdir -m 700 \"$tmp/g\"",
         "fprs=$(GNUPGHOME=\"$tmp/g\" gpg --batch --show-keys --with-colons \"$tmp/key\" 2>/dev/null "

@@ -27,7 +27,7 @@ def time_sync(want: Want):
                   "(chrony needs CAP_SYS_TIME); nothing to do")
         return
     if "chrony" not in snap.packages:
-        yield apt.install_script(["chrony"], recommends=False)
+        yield apt.install_script(["chrony"])
     if snap.services.get("chrony") != ("active", "enabled"):
         yield "systemctl enable --now chrony"
     else:

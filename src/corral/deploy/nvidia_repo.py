@@ -77,7 +77,7 @@ def keyring_script(url: str, fingerprint: str = CUDA_KEY_FINGERPRINT) -> str:
     mirror's), remove the download."""
     return "\n".join([
         "set -eu", "tmp=$(mktemp -d /var/tmp/corral-cuda-keyring.XXXXXX); trap 'rm -rf \"$tmp\"' EXIT",
-        f"command -v gpg >/dev/null || {apt.install_script(['gpg'], recommends=False)}",
+        f"command -v gpg >/dev/null || {apt.install_script(['gpg'])}",
         f"curl -fsSL --proto '=https,http' --retry 3 --max-time 120 -o \"$tmp/k.deb\" {q(url)}",
         "dpkg-deb -x \"$tmp/k.deb\" \"$tmp/x\"",
         "fprs=$(for f in \"$tmp\"/x/usr/share/keyrings/*.gpg; do gpg --show-keys --with-colons \"$f\"; done "

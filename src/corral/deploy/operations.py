@@ -92,7 +92,7 @@ def apt_install(missing: list[str], lists_age_s: int | None, guard: list | tuple
     if lists_age_s is None or lists_age_s > APT_MAX_AGE_S:
         commands += [cmd(APT_ENV, "apt-get", "update", "-q"),
                      cmd("touch", "/var/lib/apt/periodic/update-success-stamp", Raw("2>/dev/null"), OR, "true")]
-    install = Raw(apt.install_script(missing, recommends=False, downgrade=any("=" in n for n in missing), confold=True))  # the one apt-get install
+    install = Raw(apt.install_script(missing, downgrade=any("=" in n for n in missing), confold=True))  # the one apt-get install
     # lists younger than an hour can still miss a package the repository gained since: refresh, retry
     return commands + [cmd(*guard, install, OR, Raw("{"), APT_ENV, "apt-get", "update", "-q", AND, install,
                            Raw(";"), Raw("}"))]

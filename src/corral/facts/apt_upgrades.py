@@ -2,7 +2,9 @@
 
 The package lists are refreshed into corral's own lists directory (LISTS), never the system's: a plan
 sees the repositories' newest versions and changes nothing apt itself uses. The simulation
-(`apt-get -s upgrade --with-new-pkgs`) honours apt holds and corral's pins (the NVIDIA driver, Slurm).
+(`apt-get -s upgrade --with-new-pkgs --no-install-recommends`) honours apt holds and corral's pins (the
+NVIDIA driver, Slurm), and plans without what apt merely recommends, as every corral install runs
+(render/apt.py): the rollout installs exactly the versions planned here.
 Its `Inst` lines, e.g.
   Inst libssl3 [3.0.11-1~deb12u1] (3.0.13-1~deb12u2 Debian-Security:12/stable-security [amd64])
   Inst linux-image-6.1.0-28-amd64 (6.1.119-1 Debian:12.8/stable [amd64])      (a new package)
@@ -70,7 +72,7 @@ def command() -> str:
     return (f"mkdir -p {LISTS}/partial && "
             f"{{ out=$(timeout -k 5 {UPDATE_TIMEOUT_S} apt-get update -q -o Dir::State::Lists={LISTS} 2>&1) || "
             f"echo \"corral-update-failed $(echo \"$out\" | tail -n 1)\"; }}; "
-            f"apt-get -s -q -o Dir::State::Lists={LISTS} -o Debug::NoLocking=1 upgrade --with-new-pkgs 2>/dev/null "
+            f"apt-get -s -q -o Dir::State::Lists={LISTS} -o Debug::NoLocking=1 upgrade --with-new-pkgs --no-install-recommends 2>/dev/null "
             f"| grep '^Inst ' || true; test -e {REBOOT_REQUIRED} && echo corral-reboot-required || true")
 
 

@@ -34,10 +34,9 @@ REBOOT_DUE = (f"test -e {REBOOT_REQUIRED} || {{ new=$(ls /boot/vmlinuz-* 2>/dev/
 
 def install_script(versions: list[tuple[str, str]], downgrade: bool = False) -> str:
     """apt-get update, then exactly these name=version (the old ones back with `downgrade`)."""
-    flag = " --allow-downgrades" if downgrade else ""  # apt's options before `install`, as this rollout always ran it
     return (f"set -u; apt-get update -q >/dev/null 2>&1 || {{ echo 'apt-get update failed' >&2; exit 1; }}; "
-            f"dpkg --configure -a >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get -y -q {apt.CONFOLD}{flag} "
-            f"install {' '.join(shlex.quote(f'{n}={v}') for n, v in versions)}")  # shell-ok: constant flags, each version quoted
+            f"dpkg --configure -a >/dev/null 2>&1; "
+            f"{apt.install_script([f'{n}={v}' for n, v in versions], downgrade=downgrade, confold=True)}")
 
 
 def installed_check(versions: list[tuple[str, str]]) -> str:
