@@ -72,7 +72,7 @@ def test_the_scan_sees_the_known_invocations():
     where = {(rel, rest) for rel, _l, _t, _f, rest in invocations()}
     assert ("fanout/slurm.py", "-m") in where and ("fanout/slurm.py", "-c") in where
     assert ("reports/prom_query.py", "-c") in where  # cmd("timeout", N, "python3", "-I", "-c", ...)
-    assert ("deploy/monitoring.py", "-c") in where
+    assert ("render/ready.py", "-c") in where
     # a venv's interpreter, and the files installed as they are (the hub's configuration runs its culler)
     assert ("deploy/venvs.py", "-m") in where and ("render/files/jupyterhub_config.py", "-m") in where
 

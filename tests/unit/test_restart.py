@@ -19,7 +19,8 @@ from pyinfra.api.deploy import add_deploy
 
 import corral.deploy
 from corral.engine import run_context
-from corral.deploy import dcgm_exporter, nodestate, operations, slurm_exporter
+from corral.deploy import dcgm_exporter, nodestate, operations
+from corral.render import slurm_exporter
 from corral.render import jupyterhub, registry_auth
 from corral.render.restart import (DROPIN_NAME, EXEMPT, IN_UNIT, POLICIES, UNIT_DIR, dropin_path, render_restart_dropin,
                                    service_lines, unit_lines)
@@ -170,9 +171,22 @@ def _import_deploys() -> None:
         importlib.import_module(f"corral.deploy.{mod.name}")
 
 
-def test_every_managed_service_has_a_restart_policy_or_a_reason():
+def _resource_wants(directory: Path) -> list:
+    """The Wants of the components declared as data (render/resources.py), on the golden many-features cluster
+    (tests/golden/ops/features: every role, monitoring, the registry, podman)."""
+    from corral.components.views import declared
+    from corral.render import resources as r
+    from corral.spec.loader import load
+    from tests.unit.golden_ops import write_spec
+    cluster = load(write_spec("features", directory))
+    return [nodestate.Want(paths=r.paths(items), services=r.services(items))
+            for c in declared(cluster) if c.resources is not None
+            for n in cluster.nodes if c.applies(cluster, n) for items in [c.resources(cluster, n)]]
+
+
+def test_every_managed_service_has_a_restart_policy_or_a_reason(tmp_path):
     _import_deploys()
-    wants = [w for w in nodestate._DECLARED if w.services]
+    wants = [w for w in (*nodestate._DECLARED, *_resource_wants(tmp_path)) if w.services]
     managed = {s for w in wants for s in w.services}
     assert {"slurmctld", "slurmd", "slurmdbd", "munge", "mariadb"} <= managed
     missing = sorted(managed - set(POLICIES) - set(EXEMPT))

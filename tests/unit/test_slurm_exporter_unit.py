@@ -6,7 +6,8 @@ from __future__ import annotations
 import configparser
 
 from corral import paths
-from corral.deploy import power, slurm_exporter as X
+from corral.deploy import power
+from corral.render import slurm_exporter as X
 
 
 def _service() -> dict[str, str]:

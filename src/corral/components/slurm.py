@@ -14,6 +14,7 @@ from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, HUB_PACKA
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
 from corral.render.podman import resources as podman_resources
+from corral.render.slurm_exporter import resources as slurm_exporter_resources
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -142,10 +143,10 @@ def _monitoring(cluster, node):
     return out
 
 
-def _slurm_exporter(cluster, node):
+def _slurm_exporter(cluster, node) -> bool:
+    """The first controller, with monitoring."""
     controllers = cluster.with_role("controller")
-    first = bool(controllers) and node.name == controllers[0].name
-    return gives(["python3-prometheus-client"], "monitoring (Slurm exporter)") if _monitored(cluster) and first else {}
+    return _monitored(cluster) and bool(controllers) and node.name == controllers[0].name
 
 
 def _dcgm_exporter(cluster, node):
@@ -230,8 +231,8 @@ COMPONENTS = (
               stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)},
               daemons=lambda c, n: d.monitoring(c, n) if _monitoring(c, n) else ()),
     Component("slurm exporter", waits=("slurm controller",),  # sinfo, squeue
-              packages=_slurm_exporter, stops={"controller": ("corral-slurm-exporter",)},
-              daemons=lambda c, n: d.slurm_exporter(c, n) if _slurm_exporter(c, n) else ()),
+              applies=_slurm_exporter, resources=slurm_exporter_resources,
+              stops={"controller": ("corral-slurm-exporter",)}, daemons=d.slurm_exporter),
     Component("dcgm exporter", vendor=_dcgm_exporter,
               stops={"compute": ("corral-dcgm-exporter",)},
               daemons=lambda c, n: d.dcgm_exporter(c, n) if _dcgm_exporter(c, n) else ()),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from corral.deploy import (acceptance, accounting, adopt, base, containers, dcgm, dcgm_exporter, easybuild, grafana,
                            health, jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring, munge,
                            nvidia_driver, nvidia_tools, package_batch, package_source, passwords, power, proxy,
-                           registry, sacct, slurm, slurm_exporter, slurm_ha, slurm_version, software, sssd, storage,
+                           registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
                            upgrades, users)
 
 DEPLOYS = {
@@ -49,7 +49,6 @@ DEPLOYS = {
     "jupyterhub": jupyterhub.jupyterhub,
     "easybuild": easybuild.easybuild,
     "monitoring": monitoring.monitoring,
-    "slurm exporter": slurm_exporter.slurm_exporter,
     "dcgm exporter": dcgm_exporter.dcgm_exporter,
     "grafana": grafana.grafana,
 }

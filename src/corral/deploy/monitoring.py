@@ -14,6 +14,7 @@ from corral.engine.conditions import AnyChanged
 from corral.render.alertmanager import render_alertmanager_yml
 from corral.render.alerts import render_rules
 from corral.render.prometheus import RULES_DIR, listen_address, render_prometheus_yml
+from corral.render.ready import http_ready  # noqa: F401 (the deploys' readiness tests import it from here too)
 from corral.render.restart import dropin_path
 
 NE_DEFAULT, TEXTFILE_DIR = "/etc/default/prometheus-node-exporter", "/var/lib/prometheus/node-exporter"
@@ -32,12 +33,6 @@ PROM_WANT = register(Want(paths=(PROM_DEFAULT, PROM_YML, RULES_DIR, RULES, dropi
 AM_WANT = register(Want(paths=(AM_DEFAULT, AM_YML, dropin_path("prometheus-alertmanager")),
                         services=("prometheus-alertmanager",),
                         packages=("prometheus-alertmanager",)))
-
-
-def http_ready(address: str, port: int, path: str) -> str:
-    target = f"[{address}]" if ":" in address else address
-    return (f"python3 -I -c \"import urllib.request,sys; urllib.request.urlopen('http://{target}:{port}{path}', "
-            "timeout=2)\"")
 
 
 def spec_metrics(node) -> str:

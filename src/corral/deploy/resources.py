@@ -35,7 +35,12 @@ def apply(items, want: Want) -> None:
         elif isinstance(i, r.OnChange):
             operations.run_when_changed(name=i.name, description=i.description,
                                         _if=AnyChanged(*(written[p] for p in i.paths)),
-                                        commands=[cmd(*argv) for argv in i.commands])
+                                        commands=[c if isinstance(c, str) else cmd(*c) for c in i.commands])
+        elif isinstance(i, r.Service):
+            operations.service(name=i.name, unit=i.unit, want=want, wait=i.wait)
+            if i.restart_on:
+                operations.restart(name=i.restart, unit=i.unit, want=want, wait=i.wait,
+                                   _if=AnyChanged(*(written[p] for p in i.restart_on)))
         else:
             raise TypeError(f"not a resource: {i!r}")
 
@@ -49,6 +54,7 @@ def deploy_for(component):
             if not component.applies(cluster, node):
                 return
             items = component.resources(cluster, node)
-            apply(items, register_for_run(Want(paths=r.paths(items), packages=r.packages(items))))
+            apply(items, register_for_run(Want(paths=r.paths(items), packages=r.packages(items),
+                                               services=r.services(items))))
         _BUILT[component.name] = apply_resources
     return _BUILT[component.name]

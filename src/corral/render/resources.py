@@ -1,10 +1,10 @@
 """What a component installs on a node, as data (pure: no pyinfra): its packages, directories, files, files
-removed, and the commands a changed file triggers, in the order they are applied. A component that gives
+removed, the commands a changed file triggers, and the daemons it runs, in the order they are applied. A component that gives
 `resources` (components/__init__.py) needs no deploy code of its own: deploy/resources.py applies them (gate once,
 then each in order, as the operations of deploy/operations.py with the same names), and every other view is derived
 from the same list, never retyped:
 - `corral render`: every file, as apply writes it (`files`);
-- the run's snapshot: every path and package (`paths`, `packages`);
+- the run's snapshot: every path, package and service (`paths`, `packages`, `services`);
 - the declaration's packages for the bundle and the virtual repository (`needs`).
 """
 
@@ -61,15 +61,28 @@ class Absent:
 
 @dataclass(frozen=True)
 class OnChange:
-    """Commands (argv each) run when any of `paths` (files of the same list) changed in this run."""
+    """Commands run when any of `paths` (files of the same list) changed in this run: each an argv, or a shell line
+    of corral's own (no spec value in it)."""
 
     name: str
     description: str
     paths: tuple[str, ...]
-    commands: tuple[tuple[str, ...], ...]
+    commands: tuple[tuple[str, ...] | str, ...]
 
 
-Resource = Union[Packages, Directory, File, Absent, OnChange]
+@dataclass(frozen=True)
+class Service:
+    """A daemon enabled and running (`wait`: a shell test that proves it serves, after a start), and restarted
+    (`restart`: that op's name) when any of `restart_on` (files of the same list) changed in this run."""
+
+    unit: str
+    name: str
+    wait: str | None = None
+    restart: str = ""
+    restart_on: tuple[str, ...] = ()
+
+
+Resource = Union[Packages, Directory, File, Absent, OnChange, Service]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
 
 
@@ -85,6 +98,10 @@ def paths(items: Sequence[Resource]) -> tuple[str, ...]:
 
 def packages(items: Sequence[Resource]) -> tuple[str, ...]:
     return tuple(n for i in items if isinstance(i, Packages) for n in i.names)
+
+
+def services(items: Sequence[Resource]) -> tuple[str, ...]:
+    return tuple(i.unit for i in items if isinstance(i, Service))
 
 
 def needs(resources: Resources, applies: Callable[[Cluster, Node], bool]) -> Callable[[Cluster, Node], dict[str, str]]:

@@ -1,5 +1,13 @@
-"""corral's Slurm exporter's unit and account, rendered (pure): deploy/slurm_exporter.py installs them, the
-audit's declaration (components/daemons.py) and `corral render` read the same names."""
+"""corral's Slurm exporter (corral/node/slurm_exporter.py, prometheus-client) as a systemd service on the first
+controller, bound to its cluster address; Prometheus scrapes it as job `slurm` (render/prometheus.py). Declared as
+data (`resources`, render/resources.py): the one generic deploy applies it, `corral render` writes its files, the
+audit's declaration (components/daemons.py) reads the same names.
+
+It answers anyone who reaches its port, so it runs as a user of its own (USER, made by systemd-sysusers from
+corral's sysusers.d file), not as SlurmUser: slurm can read the BMC credentials (deploy/power.py, 0600 slurm:slurm)
+and is Slurm's own super-user. sinfo, squeue, sdiag, scontrol ping and sacctmgr show answer an ordinary user (unless
+slurm.conf's PrivateData hides jobs or usage; see docs/components/monitoring.md). The unit confines it further: no
+capabilities, no new privileges, a read-only system, no homes, its own /tmp and /dev."""
 
 from __future__ import annotations
 
@@ -55,3 +63,23 @@ ExecStart=/usr/bin/python3 {LIB}/slurm_exporter.py --listen {listen}
 [Install]
 WantedBy=multi-user.target
 """
+
+
+def resources(cluster, node) -> list:
+    """What the exporter's component installs on the first controller (components/slurm.py gates it)."""
+    from corral.render import resources as r
+    from corral.render.node_programs import node_program
+    from corral.render.prometheus import listen_address
+    from corral.render.ready import http_ready
+    port = cluster.spec.monitoring.slurm_exporter_port
+    ready, restart = http_ready(node.address, port, "/metrics"), f"restart {UNIT}"
+    files = (SYSUSERS, *(f"{LIB}/{m}" for m in MODULES), UNIT_FILE)
+    return [
+        r.Packages(("python3-prometheus-client",), "prometheus-client installed", "monitoring (Slurm exporter)"),
+        r.File(SYSUSERS, SYSUSERS_TEXT, disruption=restart),
+        r.OnChange(f"user {USER} made", "systemd-sysusers", (SYSUSERS,), (("systemd-sysusers", SYSUSERS),)),
+        r.Directory(LIB),
+        *(r.File(f"{LIB}/{m}", node_program(m), disruption=restart) for m in MODULES),
+        r.File(UNIT_FILE, unit(listen_address(cluster, node.address, port)), disruption=restart),
+        r.Service(UNIT, "Slurm exporter running", ready, "Slurm exporter restarted (program or unit changed)", files),
+    ]

@@ -37,18 +37,6 @@ def _monitoring(c: Ctx, node: Node) -> Files:
     return out
 
 
-def _slurm_exporter(c: Ctx, node: Node) -> Files:
-    from corral.deploy.slurm_exporter import LIB, MODULES, SYSUSERS, SYSUSERS_TEXT, UNIT_FILE, unit
-    from corral.render.node_programs import node_program
-    from corral.render.prometheus import listen_address
-    controllers = c.cluster.with_role("controller")
-    if not _wanted(c) or not controllers or node.name != controllers[0].name:
-        return {}
-    port = c.cluster.spec.monitoring.slurm_exporter_port
-    return {**{f"{LIB}/{m}": node_program(m) for m in MODULES},
-            UNIT_FILE: unit(listen_address(c.cluster, node.address, port)), SYSUSERS: SYSUSERS_TEXT}
-
-
 def _dcgm_exporter(c: Ctx, node: Node) -> Files:
     from corral.deploy.dcgm_exporter import FIELDS, PIN, UNIT_FILE, fields_text, pin, unit
     from corral.render.prometheus import dcgm_skip_reason, listen_address
@@ -85,5 +73,5 @@ def _grafana(c: Ctx, node: Node) -> Files:
 
 
 # the deploys' order (deploy/__init__.py components): after render_slurm.py's
-RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"monitoring": _monitoring, "slurm exporter": _slurm_exporter,
-                                                      "dcgm exporter": _dcgm_exporter, "grafana": _grafana}
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"monitoring": _monitoring, "dcgm exporter": _dcgm_exporter,
+                                                      "grafana": _grafana}
