@@ -14,6 +14,7 @@ from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, HUB_PACKA
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
 from corral.render.podman import resources as podman_resources
+from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
@@ -186,7 +187,7 @@ COMPONENTS = (
     Component("packages"),
     Component("munge", packages=_munge, stops={"*": ("munge",)}, daemons=d.munge),  # the key: from the control host
     # the CA before the registry: its readiness check trusts it
-    Component("ca trust", applies=gates.cluster_ca),
+    Component("ca trust", applies=gates.cluster_ca, resources=trust_resources),
     Component("images registry", packages=_registry, applies=gates.registry,
               daemons=d.registry),
     Component("podman", applies=gates.podman, resources=podman_resources),

@@ -27,7 +27,6 @@ DEPLOYS = {
     "slurm user": slurm_ha.slurm_user,
     "packages": package_batch.package_batch,
     "munge": munge.munge,
-    "ca trust": registry.trust,
     "images registry": registry.registry,
     "health": health.health,
     "jobhooks": jobhooks.jobhooks,

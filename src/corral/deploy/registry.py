@@ -1,9 +1,8 @@
-"""images.registry: Debian's docker-registry (distribution) on the registry node, and corral's CA in every
-node's trust store (docs/components/images.md).
+"""images.registry: Debian's docker-registry (distribution) on the registry node (docs/components/images.md); corral's
+CA in every node's trust store is the `ca trust` component, declared as data (render/registry.py trust_resources).
 
-The CA and the node's certificate are made on the control host (site_ca: the cluster's CA, state
-dir 0600) unless the spec gives the site's; the key is installed 0440 root:docker-registry and the CA at
-/usr/local/share/ca-certificates (update-ca-certificates, only when it changed). The site registry runs
+The node's certificate is made on the control host (site_ca: signed by the cluster's CA, state dir 0600) unless the
+spec gives the site's; the key is installed 0440 root:docker-registry. The site registry runs
 under Debian's unit, the caches under corral's (render/registry.py), all as the package's
 docker-registry user; a cache's upstream password lives only in its configuration file (0440
 root:docker-registry, masked in every diff): it is uploaded as file content, never a command's word."""
@@ -53,18 +52,6 @@ def upstream_credentials(cluster, path: str) -> tuple[str, str]:
         raise CorralError("the upstream registry credentials file does not hold user:password on its first line",
                           where=str(local_file(cluster, path)), fix="write user:password (e.g. $oauthtoken:KEY)")
     return user, password
-
-
-@deploy("ca trust")
-def trust() -> None:
-    """The cluster's CA in this node's trust store (every node: podman, curl, enroot and Python trust it)."""
-    node, cluster = host.data.corral_node, host.data.corral_cluster
-    if not gates.cluster_ca(cluster, node):
-        return
-    ca = site_ca.ca_pem(cluster.state_dir, cluster.name, ca_scope(cluster))
-    changed = operations.managed_file(name="the cluster's CA trusted", path=CA_PATH, content=ca, want=WANT)
-    operations.run_when_changed(name="update-ca-certificates", description="the trust store rebuilt",
-                                commands=["update-ca-certificates --fresh >/dev/null"], _if=changed.did_change)
 
 
 @deploy("images registry")

@@ -27,7 +27,8 @@ def apply(items, want: Want) -> None:
             operations.directory(name=i.name or i.path, path=i.path, mode=i.mode, user=i.user, group=i.group,
                                  want=want)
         elif isinstance(i, r.File):
-            written[i.path] = operations.managed_file(name=i.name or i.path, path=i.path, content=i.content,
+            content = i.content.make() if isinstance(i.content, r.Made) else i.content
+            written[i.path] = operations.managed_file(name=i.name or i.path, path=i.path, content=content,
                                                       mode=i.mode, user=i.user, group=i.group, secret=i.secret,
                                                       disruption=i.disruption, want=want)
         elif isinstance(i, r.Absent):

@@ -114,3 +114,16 @@ def site_hardening(inst: Instance) -> str:
     """A drop-in for Debian's docker-registry.service: what the caches' units say, for the site registry."""
     return ("# Managed by corral (images.registry)\n[Service]\nNoNewPrivileges=yes\nProtectSystem=strict\n"
             f"ProtectHome=yes\nPrivateTmp=yes\nReadWritePaths={inst.storage}\n")
+
+
+def trust_resources(cluster: Cluster, node: Node) -> list:
+    """The cluster's CA in this node's trust store (every node where corral's CA signs a service's certificate:
+    podman, curl, enroot and Python trust it), as data; the trust store rebuilt when it changed. The CA is made on
+    the control host when applied (never by `corral render`)."""
+    from corral import site_ca
+    from corral.render import resources as r
+    from corral.render.ca_scope import ca_scope
+    ca = r.Made(lambda: site_ca.ca_pem(cluster.state_dir, cluster.name, ca_scope(cluster)), "ca/ca.pem")
+    return [r.File(CA_PATH, ca, "the cluster's CA trusted"),
+            r.OnChange("update-ca-certificates", "the trust store rebuilt", (CA_PATH,),
+                       ("update-ca-certificates --fresh >/dev/null",))]

@@ -3,7 +3,8 @@ removed, the commands a changed file triggers, and the daemons it runs, in the o
 `resources` (components/__init__.py) needs no deploy code of its own: deploy/resources.py applies them (gate once,
 then each in order, as the operations of deploy/operations.py with the same names), and every other view is derived
 from the same list, never retyped:
-- `corral render`: every file, as apply writes it (`files`);
+- `corral render`: every file, as apply writes it (`files`; what apply makes on the control host, `Made`, only
+  read back, never made);
 - the run's snapshot: every path, package and service (`paths`, `packages`, `services`);
 - the declaration's packages for the bundle and the virtual repository (`needs`).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
@@ -37,12 +39,22 @@ class Directory:
 
 
 @dataclass(frozen=True)
+class Made:
+    """Content made on the control host when applied (a CA, a key, a generated secret), read only then: apply calls
+    `make`; `corral render` never does. It shows the file an apply made, from `state_file` (under the state dir's
+    secrets/), or a placeholder naming it; a secret's content it never shows."""
+
+    make: Callable[[], str | bytes]
+    state_file: str
+
+
+@dataclass(frozen=True)
 class File:
     """A file installed atomically with this content, mode and owner. `secret`: its content never shown (plan's
     diff, render's placeholder); `disruption`: what its change does to the node."""
 
     path: str
-    content: str | bytes
+    content: str | bytes | Made
     name: str = ""  # the op's name; the path when empty
     mode: str = "644"
     user: str = "root"
@@ -86,9 +98,21 @@ Resource = Union[Packages, Directory, File, Absent, OnChange, Service]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
 
 
-def files(items: Sequence[Resource]) -> dict[str, str | bytes]:
-    """path -> content of every file (render's view)."""
-    return {i.path: i.content for i in items if isinstance(i, File)}
+def shown(item: File, state_dir: Path) -> str | bytes:
+    """What `corral render` writes for a file: its content; for one made when applied, the file an apply made (a
+    placeholder when none did yet), a secret's never."""
+    if not isinstance(item.content, Made):
+        return item.content
+    where = f"state-dir/secrets/{item.content.state_file}"
+    if item.secret:
+        return f"<secret:not-rendered:{where}>"
+    made = Path(state_dir) / "secrets" / item.content.state_file
+    return made.read_bytes() if made.is_file() else f"<not-rendered:{where} (made by apply)>\n"
+
+
+def files(items: Sequence[Resource], state_dir: Path) -> dict[str, str | bytes]:
+    """path -> content of every file (render's view: nothing made for it)."""
+    return {i.path: shown(i, state_dir) for i in items if isinstance(i, File)}
 
 
 def paths(items: Sequence[Resource]) -> tuple[str, ...]:

@@ -22,11 +22,6 @@ def _made(c: Ctx, name: str) -> str | bytes:
     return path.read_bytes() if path.is_file() else f"<not-rendered:state-dir/secrets/{name} (made by apply)>\n"
 
 
-def _trust(c: Ctx, node: Node) -> Files:
-    from corral.render.registry import CA_PATH
-    return {CA_PATH: _made(c, "ca/ca.pem")}
-
-
 def _registry(c: Ctx, node: Node) -> Files:
     from corral.deploy.registry import HARDENING
     from corral.render.registry import CERT, KEY, cache_unit, config, instances, site_hardening
@@ -92,4 +87,4 @@ def _upstream_probe(c: Ctx) -> Files:
             probe.TIMER: probe.timer_unit()}
 
 
-RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"ca trust": _trust, "images registry": _registry}
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"images registry": _registry}

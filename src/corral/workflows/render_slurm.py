@@ -386,7 +386,7 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
             if not component.applies(cluster, node):
                 continue
             if rs is not None:  # declared as data: its files are its resources' (render/resources.py)
-                files[node.name].update(resource_files(rs(cluster, node)))
+                files[node.name].update(resource_files(rs(cluster, node), cluster.state_dir))
             elif part is not None:
                 files[node.name].update(part(c, node))
     return files, _notes(c, said)
