@@ -1,4 +1,4 @@
-"""The images components (deploy/registry.py, deploy/podman.py, render/registry.py, render/podman.py,
+"""The images components (deploy/registry.py, render/registry.py, render/podman.py (podman as data),
 workflows/render_images.py): what they install and where, the upstream password only inside the cache's
 configuration file (a secret upload: masked, never a command's word), podman's mirror configuration
 naming the cache, Prometheus's registry job, and `corral render` writing what the deploys install."""

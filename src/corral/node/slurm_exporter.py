@@ -6,7 +6,7 @@
 Every scrape runs the five commands in parallel (each bounded by --timeout); a command that fails
 sets corral_slurm_command_error{command} to 1 and only its metrics are missing.
 Each connection gets its own thread (at most MAX_CONNECTIONS), and one silent for IDLE_TIMEOUT is dropped.
-Runs on the controller as a systemd service (deploy/slurm_exporter.py); needs python3-prometheus-client.
+Runs on the controller as a systemd service (render/slurm_exporter.py); needs python3-prometheus-client.
 """
 
 from __future__ import annotations
