@@ -39,18 +39,23 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     With packages.source: bundle, a package the bundle lacks is refused first (bundle/coverage.py), and so
     are images it carries for a spec without a site registry; after apply they are loaded into the site
     registry (workflows/images_load.py)."""
-    from corral.bundle.coverage import refuse_gaps
     from corral.workflows.bundle_serve import serving
+    preflight(cluster, mode)
+    with serving(cluster):  # packages.serve: the bundle's repository, for this run only
+        return _converge(cluster, mode, limit=limit, on_event=on_event, command=command, say=say, force=force,
+                         backup=backup, rollout_only=rollout_only)
+
+
+def preflight(cluster: Cluster, mode: str) -> None:
+    """What must hold before a run changes anything, in one place; each refusal names what to do."""
+    from corral.bundle.coverage import refuse_gaps
     if mode == "apply" and cluster.spec.virtual is not None and schedulers.of(cluster).not_virtual:
         raise UsageError("the virtual cluster cannot run Kubernetes: no kubelet runs in its containers and its "
                          "nodes reach no repository but corral's (docs/components/kubernetes.md)",
                          value="scheduler: kubernetes", fix="`corral plan` shows what apply would change; apply a "
                                                            "Kubernetes spec to real nodes")
-    images_load.refuse_without_registry(cluster)
-    refuse_gaps(cluster)
-    with serving(cluster):  # packages.serve: the bundle's repository, for this run only
-        return _converge(cluster, mode, limit=limit, on_event=on_event, command=command, say=say, force=force,
-                         backup=backup, rollout_only=rollout_only)
+    images_load.refuse_without_registry(cluster)  # a bundle's images need a site registry
+    refuse_gaps(cluster)  # a package the spec needs and the bundle lacks
 
 
 def _fabric_warnings(cluster: Cluster) -> list[str]:
