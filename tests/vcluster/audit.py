@@ -31,7 +31,10 @@ def test_audit_finds_nothing_undeclared_on_the_cluster_with_every_feature(bench)
     rule = [i for i in got["items"] if i["node"] == "login1" and i["kind"] == "sudo" and "Runas_Alias" in i["what"]]
     assert len(rule) == 1 and rule[0]["what"].endswith(", %bob") and rule[0]["why"].startswith("the notebook hub's")
     assert any(i["node"] == "ctl" and i["why"] == "slapd.service: SSSD on every node" for i in got["items"])
-    assert {i["node"] for i in got["items"]} == {"ctl", "gpu01", "gpu02", "login1"}
+    assert {i["node"] for i in got["items"]} == {"ctl", "gpu01", "gpu02", "login1", "control host"}
+    # the cluster's CA every node trusts: made with name constraints (security review 3, N16)
+    [ca] = [i for i in got["items"] if i["node"] == "control host"]
+    assert ca["kind"] == "trust" and ca["why"] == "name-constrained to the cluster's names and addresses", ca
 
 
 @pytest.mark.attack
