@@ -66,7 +66,9 @@ def policy_guard() -> list:
 @operation()
 def install_together(want: Want, books: Batch):
     from corral.deploy.operations import _missing, apt_install  # operations imports this module
-    snap = snapshot(want)
+    # the snapshot must cover the names themselves: one read before a later deploy registered its packages for
+    # the run (a component declared as data does, render/resources.py) would not know them, and reinstall them
+    snap = snapshot(Want(paths=want.paths, packages=tuple(books.wanted)))
     missing = _missing(books.wanted, snap.packages)
     books.done = set(books.wanted)  # installed now, or before this run
     stale = (snap.files.get(POLICY) or {}).get("sha256") == POLICY_SHA  # left by a transaction killed hard
