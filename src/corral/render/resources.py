@@ -98,16 +98,26 @@ Resource = Union[Packages, Directory, File, Absent, OnChange, Service]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
 
 
+def secret_placeholder(where: str) -> str:
+    """What `corral render` writes in place of a secret, WHERE naming where it lives: one line, no quote."""
+    return f"<secret:not-rendered:{where}>"
+
+
+def made_by_apply(state_dir: Path, state_file: str) -> str | bytes:
+    """A file apply makes on the control host (under the state dir's secrets/), as `corral render` shows it: read
+    back when an apply made it, else a placeholder naming it; never made here."""
+    made = Path(state_dir) / "secrets" / state_file
+    return made.read_bytes() if made.is_file() else f"<not-rendered:state-dir/secrets/{state_file} (made by apply)>\n"
+
+
 def shown(item: File, state_dir: Path) -> str | bytes:
     """What `corral render` writes for a file: its content; for one made when applied, the file an apply made (a
     placeholder when none did yet), a secret's never."""
     if not isinstance(item.content, Made):
         return item.content
-    where = f"state-dir/secrets/{item.content.state_file}"
     if item.secret:
-        return f"<secret:not-rendered:{where}>"
-    made = Path(state_dir) / "secrets" / item.content.state_file
-    return made.read_bytes() if made.is_file() else f"<not-rendered:{where} (made by apply)>\n"
+        return secret_placeholder(f"state-dir/secrets/{item.content.state_file}")
+    return made_by_apply(state_dir, item.content.state_file)
 
 
 def files(items: Sequence[Resource], state_dir: Path) -> dict[str, str | bytes]:

@@ -7,9 +7,9 @@ cache's upstream password is a placeholder."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from corral.render.resources import made_by_apply
 from corral.spec.cluster import Node
 from corral.workflows.render_slurm import Ctx, Files, restart_dropins, secret
 
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 
 def _made(c: Ctx, name: str) -> str | bytes:
-    path = Path(c.cluster.state_dir) / "secrets" / name
-    return path.read_bytes() if path.is_file() else f"<not-rendered:state-dir/secrets/{name} (made by apply)>\n"
+    return made_by_apply(c.cluster.state_dir, name)
 
 
 def _registry(c: Ctx, node: Node) -> Files:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral import paths
+from corral.render.resources import secret_placeholder
 from corral.deploy.installs import BLOCK  # noqa: F401 - PATH + BLOCK: corral's marked block in PATH
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster, Node
@@ -29,10 +30,9 @@ from corral.spec.cluster import Cluster, Node
 Files = dict[str, "str | bytes"]
 
 
-def secret(where: str) -> str:
-    """A secret's placeholder, WHERE naming where it lives: one line, no quote (slurmdbd.conf and sssd.conf
-    take it where the password goes)."""
-    return f"<secret:not-rendered:{where}>"
+# a secret's placeholder, WHERE naming where it lives: one line, no quote (slurmdbd.conf and sssd.conf take it where
+# the password goes)
+secret = secret_placeholder
 
 
 SECRET = secret("state-dir/secrets/slurmdbd-db-password")
