@@ -5,22 +5,38 @@ journals and plans read the same). Built per component by `deploy_for` (deploy/_
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import deploy
+from pyinfra.api import deploy, operation
 
 from corral.render import resources as r
 from corral.deploy import operations
-from corral.deploy.nodestate import Want, register_for_run
+from corral.deploy.nodestate import Want, register_for_run, snapshot
 from corral.engine.conditions import AnyChanged
+from corral.engine.notes import annotate
 from corral.engine.shell import cmd
 
 _BUILT: dict[str, object] = {}
+
+
+@operation()
+def removed(unit: str, paths: tuple[str, ...], want: Want):
+    """A daemon this node no longer runs (render/resources.py Removed): stopped and disabled, its files removed,
+    systemd reloaded; nothing when none of its files is there."""
+    files = snapshot(want).files
+    there = [p for p in paths if files.get(p) is not None]
+    if not there:
+        host.noop(f"no {unit} here")
+        return
+    annotate(disruption=f"stop {unit}", diff=f"- {unit} (stopped, disabled)\n" + "".join(f"- {p}\n" for p in there))
+    yield cmd("timeout", "90", "systemctl", "disable", "--now", "--quiet", unit)
+    yield cmd("rm", "-rf", "--", *there)
+    yield cmd("timeout", "60", "systemctl", "daemon-reload")
 
 
 def apply(items, want: Want) -> None:
     """Each resource as its operation, in order."""
     from corral.deploy.adopt import absent
     written = {}
-    for i in items:
+    for i in r.expanded(items):
         if isinstance(i, r.Packages):
             operations.packages(name=i.name, names=list(i.names), want=want, together=True)
         elif isinstance(i, r.Directory):
@@ -42,6 +58,8 @@ def apply(items, want: Want) -> None:
             if i.restart_on:
                 operations.restart(name=i.restart, unit=i.unit, want=want, wait=i.wait,
                                    _if=AnyChanged(*(written[p] for p in i.restart_on)))
+        elif isinstance(i, r.Removed):
+            removed(name=i.name, unit=i.unit, paths=i.paths, want=want)
         else:
             raise TypeError(f"not a resource: {i!r}")
 

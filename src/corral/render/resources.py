@@ -1,5 +1,6 @@
 """What a component installs on a node, as data (pure: no pyinfra): its packages, directories, files, files
-removed, the commands a changed file triggers, and the daemons it runs, in the order they are applied. A component that gives
+removed, the commands a changed file triggers, the daemons it runs (each with its restart policy) and those it
+no longer runs, in the order they are applied. A component that gives
 `resources` (components/__init__.py) needs no deploy code of its own: deploy/resources.py applies them (gate once,
 then each in order, as the operations of deploy/operations.py with the same names), and every other view is derived
 from the same list, never retyped:
@@ -15,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
+
+from corral.render.restart import Policy
 
 if TYPE_CHECKING:
     from corral.spec.cluster import Cluster, Node
@@ -85,17 +88,47 @@ class OnChange:
 @dataclass(frozen=True)
 class Service:
     """A daemon enabled and running (`wait`: a shell test that proves it serves, after a start), and restarted
-    (`restart`: that op's name) when any of `restart_on` (files of the same list) changed in this run."""
+    (`restart`: that op's name) when any of `restart_on` (files of the same list) changed in this run. `policy`:
+    systemd restarts it when it dies (render/restart.py): its drop-in is installed, and systemd reloaded when it
+    changed, before the daemon starts (`expanded`); none for a unit of corral's own that carries the policy in its
+    text (render/restart.py POLICIES, IN_UNIT)."""
 
     unit: str
     name: str
     wait: str | None = None
     restart: str = ""
     restart_on: tuple[str, ...] = ()
+    policy: Policy | None = None
 
 
-Resource = Union[Packages, Directory, File, Absent, OnChange, Service]
+@dataclass(frozen=True)
+class Removed:
+    """A daemon and its files gone from a node that no longer runs it (its feature left the spec): when any of
+    `paths` is there, `unit` is stopped and disabled, the paths removed and systemd reloaded; nothing otherwise."""
+
+    unit: str
+    name: str
+    paths: tuple[str, ...]
+
+
+Resource = Union[Packages, Directory, File, Absent, OnChange, Service, Removed]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
+
+
+def expanded(items: Sequence[Resource]) -> list[Resource]:
+    """The resources as applied: a Service with a `policy` preceded by its restart drop-in and the daemon-reload
+    its change needs (every view below reads this list, so render, the snapshot and apply agree)."""
+    from corral.render.restart import dropin_path, render_restart_dropin
+    out: list[Resource] = []
+    for i in items:
+        if isinstance(i, Service) and i.policy is not None:
+            dropin = dropin_path(i.unit)
+            out += [File(dropin, render_restart_dropin(i.unit, i.policy), f"{i.unit} restarted when it dies",
+                         disruption="none (systemd reloaded)"),
+                    OnChange(f"{i.unit}: systemd reloaded (restart policy)", "systemctl daemon-reload", (dropin,),
+                             (("systemctl", "daemon-reload"),))]
+        out.append(i)
+    return out
 
 
 def secret_placeholder(where: str) -> str:
@@ -122,12 +155,18 @@ def shown(item: File, state_dir: Path) -> str | bytes:
 
 def files(items: Sequence[Resource], state_dir: Path) -> dict[str, str | bytes]:
     """path -> content of every file (render's view: nothing made for it)."""
-    return {i.path: shown(i, state_dir) for i in items if isinstance(i, File)}
+    return {i.path: shown(i, state_dir) for i in expanded(items) if isinstance(i, File)}
 
 
 def paths(items: Sequence[Resource]) -> tuple[str, ...]:
     """Every path the component manages (the snapshot reads their state before the run)."""
-    return tuple(i.path for i in items if isinstance(i, (Directory, File, Absent)))
+    out: list[str] = []
+    for i in expanded(items):
+        if isinstance(i, (Directory, File, Absent)):
+            out.append(i.path)
+        elif isinstance(i, Removed):
+            out += i.paths
+    return tuple(out)
 
 
 def packages(items: Sequence[Resource]) -> tuple[str, ...]:
@@ -135,7 +174,7 @@ def packages(items: Sequence[Resource]) -> tuple[str, ...]:
 
 
 def services(items: Sequence[Resource]) -> tuple[str, ...]:
-    return tuple(i.unit for i in items if isinstance(i, Service))
+    return tuple(i.unit for i in items if isinstance(i, (Service, Removed)))
 
 
 def needs(resources: Resources, applies: Callable[[Cluster, Node], bool]) -> Callable[[Cluster, Node], dict[str, str]]:

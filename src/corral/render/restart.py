@@ -134,27 +134,28 @@ def _policy(unit: str) -> Policy:
             from None
 
 
-def unit_lines(unit: str) -> list[str]:
+def unit_lines(unit: str, policy: Policy | None = None) -> list[str]:
     """The [Unit] lines: the start limit (they are ignored in [Service], see above), and for a daemon
-    that binds the node's cluster address, its order after network-online.target (see NETWORK)."""
-    p = _policy(unit)
+    that binds the node's cluster address, its order after network-online.target (see NETWORK). `policy`: one a
+    component declares with its service (render/resources.py Service), in place of POLICIES'."""
+    p = policy or _policy(unit)
     network = ["Wants=network-online.target", "After=network-online.target"] if p.binds else []
     return [f"StartLimitIntervalSec={p.interval_s}", f"StartLimitBurst={p.burst}", *network]
 
 
-def service_lines(unit: str) -> list[str]:
+def service_lines(unit: str, policy: Policy | None = None) -> list[str]:
     """The [Service] lines."""
-    return ["Restart=on-failure", f"RestartSec={_policy(unit).restart_sec}"]
+    return ["Restart=on-failure", f"RestartSec={(policy or _policy(unit)).restart_sec}"]
 
 
-def render_restart_dropin(unit: str) -> str:
+def render_restart_dropin(unit: str, policy: Policy | None = None) -> str:
     """`unit`'s drop-in: restarted when it dies (a crash, a kill -9, a failed exit), at most `burst`
     starts in the interval."""
-    p = _policy(unit)
+    p = policy or _policy(unit)
     lines = [f"# Managed by corral (render/restart.py): systemd restarts {unit} when it dies",
              f"# {p.why}.",
              "# Restart=on-failure: after a crash, a kill -9 or a failed exit; never after `systemctl stop`.",
              f"# More than {p.burst} starts in {p.interval_s} s (manual ones too) and it stays failed until",
              f"# started again by hand (`systemctl reset-failed {unit}` clears the count) or by corral apply.",
-             "[Unit]", *unit_lines(unit), "", "[Service]", *service_lines(unit)]
+             "[Unit]", *unit_lines(unit, p), "", "[Service]", *service_lines(unit, p)]
     return "\n".join(lines) + "\n"
