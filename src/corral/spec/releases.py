@@ -72,9 +72,10 @@ RELEASES: Mapping[str, Release] = MappingProxyType({r.name: r for r in (
             # same soname, and unstable's 2.15 pulls a libxml2 transition): slurmd's line is relaxed to 2.12
             slurm_more={"26.05": SlurmFrom(
                 version="26.05.5-1", suite="unstable",
+                # every slurm-wlm binary a component may install (slurm.rest: slurmrestd, the JWT plugin)
                 packages=("slurmctld", "slurmd", "slurmdbd", "slurm-client", "slurm-wlm-basic-plugins",
                           "slurm-wlm-mysql-plugin", "libpam-slurm-adopt", "libslurm45t64", "libpmi0t64",
-                          "libpmi2-0t64"),
+                          "libpmi2-0t64", "slurmrestd", "slurm-wlm-jwt-plugin"),
                 libraries=("libllhttp9.4",),
                 relaxed={"slurmd": ("libhwloc15 (>= 2.15.0)", "libhwloc15 (>= 2.12.0)")})},
             live=True),
