@@ -58,6 +58,7 @@ class Daemon:
 
 
 Daemons = Callable[["Cluster", "Node"], "tuple[Daemon, ...]"]
+SlurmConf = Callable[["Cluster"], Mapping[str, str]]  # cluster -> {slurm.conf key: value}
 
 
 def no_daemons(cluster: Cluster, node: Node) -> tuple[Daemon, ...]:
@@ -78,7 +79,8 @@ class Component:
     node of that role taken out of the spec ("*": any role). `applies`: the nodes it applies to (its
     deploy does nothing elsewhere, render writes none of its files there; components/gates.py). `daemons`:
     what it runs on the node (components/daemons.py), which `corral audit` compares the node with. `resources`:
-    what it installs as data, in place of a deploy of its own (render/resources.py)."""
+    what it installs as data, in place of a deploy of its own (render/resources.py). `slurm_conf`: the keys it adds
+    to slurm.conf (render/slurm.py writes them; slurm.extra may not set them: spec/rules.py)."""
 
     name: str  # the deploy's too: deploy/by_component.py names each one's, unless it gives `resources`
     waits: tuple[str, ...] = LOCAL
@@ -90,6 +92,7 @@ class Component:
     # what it installs, as data (render/resources.py): applied by the one generic deploy (deploy/resources.py);
     # its packages, render's files and the snapshot's paths derive from it
     resources: Resources | None = None
+    slurm_conf: SlurmConf | None = None
 
     def __post_init__(self) -> None:
         if self.resources is not None and self.packages is nothing:

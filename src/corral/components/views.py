@@ -19,6 +19,12 @@ def by_name(cluster, name: str) -> Component | None:
     return next((c for c in declared(cluster) if c.name == name), None)
 
 
+def slurm_conf(cluster) -> dict[str, tuple[str, str]]:
+    """The slurm.conf keys components add (their `slurm_conf`): key -> (value, the component's name)."""
+    return {k: (v, c.name) for c in declared(cluster) if c.slurm_conf is not None
+            for k, v in c.slurm_conf(cluster).items()}
+
+
 def declared_daemons(cluster, node) -> tuple:
     """The daemons the components that apply to `node` run there (components/daemons.py)."""
     return tuple(d for c in declared(cluster) if c.applies(cluster, node) for d in c.daemons(cluster, node))

@@ -246,6 +246,10 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
                 "PrologFlags=" + ",".join(flags)]
     out += job_container_lines(cluster, version)  # render/job_container.py: slurm.clean_jobs
     out += topology_lines(cluster, version, fabric)
+    from corral.components.views import slurm_conf
+    added = slurm_conf(cluster)  # the keys components declare (components/slurm.py), e.g. slurm.rest's JWT
+    for name in dict.fromkeys(c for _, c in added.values()):
+        out += ["", f"# {name} (components/slurm.py)", *(f"{k}={v}" for k, (v, c) in added.items() if c == name)]
     out += ["", "# Nodes"]
     unknown = [n.name for n in compute if n.name not in hw]
     if unknown:
@@ -254,5 +258,5 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
     out += ["", "# Partitions", *_partitions(cluster, hw, compute, acct is not None)]
     if slurm.extra:
         out += ["", "# More slurm.conf parameters (slurm.extra)",
-                *extra_words(slurm.extra, RENDERED_KEYS, "slurm.extra")]
+                *extra_words(slurm.extra, {**RENDERED_KEYS, **added}, "slurm.extra")]
     return "\n".join(out) + "\n"
