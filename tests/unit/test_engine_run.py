@@ -277,3 +277,46 @@ def test_timing_journaled_per_op_and_per_deploy(engine_cluster, tmp_path):
     assert time["slowest_ops"][0]["node"] == slowest and time["slowest_ops"][0]["op"] == "slowtest | pause"
     assert abs(sum(time["categories"].values()) - time["total_s"]) < 0.01
     assert one_line(time).startswith(f"time: {result.duration_s:.1f} s (")
+
+
+def test_the_journal_records_each_declared_file_written_or_kept(engine_cluster, tmp_path):
+    """Each op's result carries the files it declares it installs (deploy/installs.py), whether it wrote them or found
+    them as they should be: path, the sha256 of the content, whether secret (then no digest, and the value nowhere)
+    and whether made on the node (then no digest). What `corral render` is checked against on a live cluster."""
+    import hashlib
+
+    from corral.deploy.installs import installs
+
+    @installs(lambda path, content, **_: {path: content})
+    @operation()
+    def declared(path: str, content: str | None, secret: bool = False):
+        if host.get_fact(File, path=path):
+            host.noop(f"{path} there")
+            return
+        text = MaskString(content) if secret else (content or "made here")
+        yield StringCommand("printf", "%s", text, ">", QuoteString(path))
+
+    @deploy("filestest")
+    def write():
+        base = tmp_path / host.data.corral_node.name
+        files.directory(name="dir", path=str(base))
+        declared(name="plain", path=f"{base}/plain.conf", content="a = 1\n")
+        declared(name="secret", path=f"{base}/key", content=SECRET, secret=True)
+        declared(name="edit", path=f"{base}/edited", content=None)
+
+    def recorded(result) -> dict:
+        row = journal.get(engine_cluster.state_dir, result.run_id)
+        return {n: {o["name"]: o["files"] for o in row["nodes"][n]["ops"]} for n in UP}
+
+    runs = [run(engine_cluster, [write], mode=mode, limit=UP) for mode in ("plan", "apply", "apply")]
+    assert [r.ok for r in runs] == [True] * 3 and runs[2].changed == 0
+    base = tmp_path / "cn1"
+    want = {"filestest | dir": [],
+            "filestest | plain": [{"path": f"{base}/plain.conf", "sha256": hashlib.sha256(b"a = 1\n").hexdigest(),
+                                   "secret": False, "from_node": False}],
+            "filestest | secret": [{"path": f"{base}/key", "sha256": None, "secret": True, "from_node": False}],
+            "filestest | edit": [{"path": f"{base}/edited", "sha256": None, "secret": False, "from_node": True}]}
+    for result in runs:  # planned, written, kept: the same record
+        assert recorded(result)["cn1"] == want
+    dump = "\n".join(sqlite3.connect(journal.journal_path(engine_cluster.state_dir)).iterdump())
+    assert SECRET not in dump and hashlib.sha256(SECRET.encode()).hexdigest() not in dump

@@ -36,8 +36,10 @@ def test_without_a_node_nothing_is_recorded_and_the_operation_still_runs():
 
 def test_every_file_writing_operation_declares_what_it_installs():
     """The operations whose files `corral render` must match: each carries its declaration."""
-    from corral.deploy import acceptance, nvidia_driver, nvidia_tools, operations, slurm, slurm_version, sssd, users
+    from corral.deploy import (acceptance, adopt, nvidia_driver, nvidia_tools, operations, slurm, slurm_version, sssd,
+                               users)
     ops = [operations.managed_file, operations.managed_block, operations.restart_policy, operations.unit_dropin,
            slurm.controller_config, sssd.sssd_config, users.sshd_dropin, slurm_version.slurm_pin,
-           nvidia_tools.ctk_runtime, acceptance.gpu_burn_build, nvidia_driver.driver_version]
+           nvidia_tools.ctk_runtime, acceptance.gpu_burn_build, nvidia_driver.driver_version,
+           adopt.sshd_pam, sssd.nsswitch, users.accounts]  # the last three: made on the node (content None)
     assert all(getattr(op, "__wrapped__", None) is not None for op in ops)

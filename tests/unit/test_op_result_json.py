@@ -13,7 +13,8 @@ from corral.engine.results import NodeResult, OpResult
 def _full() -> OpResult:
     return OpResult(name="nvidia | driver 550", status="changed", reason="why", commands=["apt-get install x", "y"],
                     rc=3, stderr_tail="tail", ignored=True, disruption="drain needed", diff="--- a\n+++ b\n",
-                    duration_s=1.25, rollout=Handoff("driver", "535", "550"))
+                    duration_s=1.25, rollout=Handoff("driver", "535", "550"),
+                    files=[{"path": "/etc/a", "sha256": "0" * 64, "secret": False, "from_node": False}])
 
 
 def test_to_json_is_what_asdict_gave_in_the_same_order():

@@ -146,8 +146,8 @@ NOT_RENDERED = {DRIVER_PIN}
 
 def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=None) -> tuple[dict, set]:
     """{node: {path: content}} every declared component would install, prepared without SSH (what each
-    file-writing operation declares it installs, deploy/installs.py); and the (node, path) of the files
-    whose content is secret."""
+    file-writing operation declares it installs, deploy/installs.py; not those made on the node from what is
+    there); and the (node, path) of the files whose content is secret."""
     monkeypatch.setattr(deploy_users, "host", _Host())
     monkeypatch.setattr(deploy_driver, "host", _Host())
     inventory = build_inventory(cluster)
@@ -160,7 +160,8 @@ def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=None) -> tu
         for deploy in components(cluster):
             add_deploy(state, deploy, host=host)
     files = {host.name: {path: content for path, (content, _) in ctx.installs.get(host.name, {}).items()
-                         if path not in NOT_RENDERED} for host in inventory}
+                         if path not in NOT_RENDERED and content is not None} for host in inventory}  # None: made
+    # on the node, named in NOTES.txt (tests/unit/test_render_every_file.py)
     secret = {(node, path) for node, got in ctx.installs.items() for path, (_, hidden) in got.items() if hidden}
     return files, secret
 

@@ -22,6 +22,7 @@ from pyinfra.facts.files import FileContents
 from corral.components.slurm import ADOPT
 from corral.components import gates
 from corral.deploy import operations
+from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, snapshot
 from corral.engine.notes import annotate
 from corral.engine.shell import cmd
@@ -33,6 +34,7 @@ PACKAGE = ADOPT
 WANT = register(Want(paths=(ACCESS_FILE, CRON_ALLOW, AT_ALLOW), packages=(PACKAGE,), blocks=(PAM_SSHD,)))
 
 
+@installs(lambda on, **_: {PAM_SSHD: None} if on else {})  # corral's blocks in the node's own file
 @operation()
 def sshd_pam(on: bool, node: str, want: Want, module: str = MODULE):
     """corral's blocks in /etc/pam.d/sshd (on) or none (off); the rest of the file stays the admin's. The

@@ -113,6 +113,7 @@ def sssd_config(conf: str, want: Want, ca: str | bytes | None = None, password: 
         yield operations.readiness("sssd", READY, LOGS)
 
 
+@installs(lambda **_: {NSSWITCH: None})  # the node's own file, `sss` added to three of its lines
 @operation()
 def nsswitch():
     """`sss` in /etc/nsswitch.conf's passwd, group and shadow lines (render/sssd.py); the rest of the file

@@ -47,6 +47,7 @@ def keys_text(user: User) -> str:
     return "".join(f"{k}\n" for k in user.ssh_keys)
 
 
+@installs(lambda **_: {RECORD: None})  # corral's record, made from the node's accounts
 @operation()
 def accounts(users: list[User], groups: list[Group], homes: str, node: str, current: Accounts,
              directory: Accounts | None = None):

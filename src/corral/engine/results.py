@@ -26,6 +26,10 @@ class OpResult:
     diff: str | None = None          # for a file change: unified diff (secrets never shown)
     duration_s: float = 0.0          # time this op took on this node (apply: executing; plan: computing)
     rollout: Handoff | None = None   # a change handed to a rollout after the components (engine/handoff.py)
+    files: list[dict] = field(default_factory=list)  # the files the op installs or keeps, as it declares them
+    # (deploy/installs.py), whatever its status: {"path", "sha256" (of the content; None when secret or made on the
+    # node), "secret", "from_node" (its content is made on the node from what is there: an edit of the node's own file,
+    # a record of its state)}. PATH.corral-block: corral's marked block in PATH. Never a secret's digest.
 
     def to_json(self) -> dict:
         """Every field, in order, as `dataclasses.asdict` gave it (written out: asdict deep-copies field by field,
@@ -33,7 +37,8 @@ class OpResult:
         return {"name": self.name, "status": self.status, "reason": self.reason, "commands": list(self.commands),
                 "rc": self.rc, "stderr_tail": self.stderr_tail, "ignored": self.ignored,
                 "disruption": self.disruption, "diff": self.diff, "duration_s": self.duration_s,
-                "rollout": None if self.rollout is None else asdict(self.rollout)}
+                "rollout": None if self.rollout is None else asdict(self.rollout),
+                "files": [dict(f) for f in self.files]}
 
 
 class TimedSteps(list):

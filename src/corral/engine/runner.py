@@ -99,7 +99,7 @@ class Run:
                       disruption=note.get("disruption") if status == "changed" else None,
                       diff=scrub(note.get("diff")) if status == "changed" else None,
                       rollout=note.get("rollout") if status == "changed" else None,
-                      duration_s=round(duration, 3))
+                      duration_s=round(duration, 3), files=note.get("files", []))
         self.node(host.name).ops.append(op)
         self.sink(Event(host.name, op.name, status, op.reason, mode=self.mode))
         return op
