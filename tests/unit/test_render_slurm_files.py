@@ -27,7 +27,6 @@ from corral.facts.accounts import Accounts
 from corral.facts.ibnetdiscover import save_fabric_cache
 from corral.facts.records import NodeHW
 from corral.facts.slurm import save_hw_cache
-from corral.render.nvidia import PIN as DRIVER_PIN
 from corral.spec.loader import load, load_text
 from corral.virtual.defaults import default_spec
 from corral.workflows.render_files import render
@@ -139,11 +138,6 @@ class _Host:
         return self.FACTS[fact.__name__]
 
 
-# what apply installs and render says it does not write, and why (render's NOTES.txt says it too): the
-# driver's apt pin names the driver package, which depends on the node's OS release, read over SSH
-NOT_RENDERED = {DRIVER_PIN}
-
-
 def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=None) -> tuple[dict, set]:
     """{node: {path: content}} every declared component would install, prepared without SSH (what each
     file-writing operation declares it installs, deploy/installs.py; not those made on the node from what is
@@ -160,7 +154,7 @@ def deploy_files(cluster, monkeypatch, hw=None, fabric=None, version=None) -> tu
         for deploy in components(cluster):
             add_deploy(state, deploy, host=host)
     files = {host.name: {path: content for path, (content, _) in ctx.installs.get(host.name, {}).items()
-                         if path not in NOT_RENDERED and content is not None} for host in inventory}  # None: made
+                         if content is not None} for host in inventory}  # None: made
     # on the node, named in NOTES.txt (tests/unit/test_render_every_file.py)
     secret = {(node, path) for node, got in ctx.installs.items() for path, (_, hidden) in got.items() if hidden}
     return files, secret

@@ -5,8 +5,9 @@ their conditions (the node's roles, the spec), each from the same pure function 
 Base (/etc/hosts' block, chrony's restart drop-in), the proxy's files, the bundle's apt source, the Slurm
 pin, SSSD (sssd.conf, the LDAP CA), NFS exports and mount units, the ordering drop-ins of slurmd and
 slurmctld, the users' SSH key files and sshd's drop-in, munge's key, corral's health check, job hooks
-and job environment, the nouveau blacklist, the MIG layout and its unit, enroot.conf, slurmdbd.conf,
-the power programs and power.json, slurm.conf / gres.conf / cgroup.conf / plugstack.conf /
+and job environment, the nouveau blacklist and the driver's pin (for the spec's `os:`), the MIG layout
+and its unit, enroot.conf, slurmdbd.conf, the power programs and power.json, slurm.conf / gres.conf /
+cgroup.conf / plugstack.conf /
 topology.conf, slurmd's drop-in and start state, pam_slurm_adopt's access file, the DCGM and container
 toolkit pins and sources, the gpu-burn build mark, node-exporter's flags and spec metrics, Prometheus'
 and Alertmanager's files, the Slurm exporter and dcgm-exporter (programs, units, field list), Grafana's
@@ -217,16 +218,24 @@ def _jobhooks(c: Ctx, node: Node) -> Files:
 
 def _nvidia_driver(c: Ctx, node: Node) -> Files:
     from corral.deploy.nvidia_driver import skip_reason
-    from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN
+    from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, driver_package, pin_text
+    from corral.spec.releases import release
     if c.gated("NVIDIA driver", node, skip_reason(c.cluster, node), quiet="no GPUs on this node"):
         return {}
-    c.note(f"NVIDIA driver: the version pin ({PIN}) names the "
-           "package for the node's OS, read from the node: not rendered. On DGX OS corral writes none of the "
-           "driver's files.")
-    driver = c.cluster.spec.nvidia.driver  # set: gated above
-    if driver is not None and driver.source == "cuda" and c.cluster.spec.virtual is None:
+    c.note(f"NVIDIA driver: the version pin ({PIN}) names the package for the node's OS as the spec gives it (`os:`); "
+           "apply reads it from the node. On DGX OS corral writes none of the driver's files.")
+    driver = c.cluster.spec.nvidia.driver
+    assert driver is not None  # gated above
+    if driver.source == "cuda" and c.cluster.spec.virtual is None:
         cuda_repository_note(c)
-    return {BLACKLIST: BLACKLIST_TEXT}
+    out: Files = {BLACKLIST: BLACKLIST_TEXT}
+    rel = release(node.os)
+    try:  # deploy/nvidia_driver.py package_for, with the spec's release for the node's /etc/os-release
+        out[PIN] = pin_text(driver_package(driver, node, rel.distro, rel.version), driver.version,
+                            driver.package is not None)
+    except CorralError as exc:  # no driver package corral installs there: apply fails the node, plan says why
+        c.note(f"{PIN} on {node.name}: not rendered ({exc}).")
+    return out
 
 
 def _mig(c: Ctx, node: Node) -> Files:
