@@ -28,7 +28,7 @@ def of(cluster) -> Flows:
     from corral.workflows import converge, k8s_node, slurm_node
     from corral.workflows.k8s_removal import K8sRemoval
     from corral.workflows.removal import Removal
-    from corral.workflows.render_files import kubernetes_files
+    from corral.workflows.render_kubernetes import kubernetes_files
     from corral.workflows.render_slurm import cluster_files
     return {
         "slurm": Flows(files=cluster_files, removal=Removal, validate=validate, rollouts=converge.SLURM_ROLLOUTS,

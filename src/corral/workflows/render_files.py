@@ -3,10 +3,12 @@ any node, so a change can be reviewed as files (diff two renders). Hardware fact
 dir's cache (what the last plan or apply read); what is not known is named in NOTES.txt, never invented.
 Secrets are never written: a file that holds one carries a placeholder naming where the secret lives.
 
-Kubernetes: every node file (render/kubernetes.py) and the cluster-level ones (render/gpu_operator.py).
-Slurm: every file the Slurm deploys install on each node, for its roles (workflows/render_slurm.py and
-render_monitoring.py: configuration, corral's own programs, unit files and drop-ins, pins and apt
-sources, marked blocks as PATH.corral-block); what depends on the live node is named in NOTES.txt."""
+Every file the spec's declared components install on each node, for its roles, as apply installs it (configuration,
+corral's own programs, unit files and drop-ins, pins and apt sources, marked blocks as PATH.corral-block), each from
+the function its deploy calls: Slurm's in workflows/render_slurm.py (and render_monitoring.py, render_images.py,
+render_workbench.py), Kubernetes' in workflows/render_kubernetes.py, with its cluster-level objects under cluster/.
+What depends on the live node (a file corral edits in place, a record of the node's state, what a build makes there)
+is named in NOTES.txt. tests/unit/test_render_every_file.py holds render to what the run's record says apply writes."""
 
 from __future__ import annotations
 
@@ -15,19 +17,6 @@ from pathlib import Path
 
 from corral.errors import CorralError
 from corral.spec.cluster import Cluster
-
-def kubernetes_files(cluster: Cluster) -> tuple[dict[str, dict[str, str]], dict[str, str], list[str]]:
-    from corral.render.gpu_operator import cluster_files
-    from corral.render.k8s_releases import control_plane_files
-    from corral.render.kubernetes import first_control_plane, node_files
-    from corral.spec.rules_kubernetes import NOT_RUN
-    per_node = {n.name: node_files(cluster, n) for n in cluster.nodes}
-    per_node[first_control_plane(cluster).name].update(control_plane_files(cluster))  # the Helm releases' files
-    return (per_node, cluster_files(cluster),
-            [NOT_RUN + ".", "Join tokens and the certificate key are made at join time and never written: a "
-                            "JoinConfiguration holds @JOIN_TOKEN@, @CA_HASH@ and @CERT_KEY@, which "
-                            "corral-kubeadm-join fills in a private temporary copy."])
-
 
 MARK = ".corral-render"
 

@@ -380,15 +380,21 @@ def _acceptance(c: Ctx, node: Node) -> Files:
 def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]]:
     """Every node's files (path -> text, or bytes), and the notes: what is not rendered, and why."""
     from corral.facts.ibnetdiscover import load_fabric_cache
-    from corral.components.views import declared
     from corral.workflows.render_images import RENDERERS as IMAGES
     from corral.workflows.render_monitoring import RENDERERS as MONITORING
     from corral.workflows.render_workbench import RENDERERS as WORKBENCH
-    from corral.render.resources import files as resource_files
     version, said = _slurm_version_said(cluster)
     c = Ctx(cluster, hw, version, load_fabric_cache(cluster.state_dir))
+    return component_files(c, {**RENDERERS, **IMAGES, **MONITORING, **WORKBENCH}), _notes(c, said)
+
+
+def component_files(c: Ctx, parts: dict[str, Callable[[Ctx, Node], Files]]) -> dict[str, Files]:
+    """Every node's files from the spec's declared components (components/views.py), in the deploys' order, each
+    where it applies: a component declared as data from its resources, any other from its renderer in `parts`."""
+    from corral.components.views import declared
+    from corral.render.resources import files as resource_files
+    cluster = c.cluster
     files: dict[str, Files] = {node.name: {} for node in cluster.nodes}
-    parts = {**RENDERERS, **IMAGES, **MONITORING, **WORKBENCH}
     for component in declared(cluster):  # component by component, as the deploys run: the notes in that order
         part, rs = parts.get(component.name), component.resources
         for node in cluster.nodes:
@@ -398,7 +404,7 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
                 files[node.name].update(resource_files(rs(cluster, node), cluster.state_dir))
             elif part is not None:
                 files[node.name].update(part(c, node))
-    return files, _notes(c, said)
+    return files
 
 
 def cluster_files(cluster: Cluster) -> tuple[dict[str, Files], dict[str, str], list[str]]:
