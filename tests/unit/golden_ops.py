@@ -149,10 +149,12 @@ def golden_texts(name: str, directory: Path, monkeypatch) -> dict[str, str]:
     return {node: node_text(name, node, blocks, clean) for node, blocks in ops.items()}
 
 
-def prepared_ops(cluster, hw: dict, monkeypatch) -> dict[str, list[tuple]]:
+def prepared_ops(cluster, hw: dict, monkeypatch, ctx: run_context.RunContext | None = None) -> dict[str, list[tuple]]:
     """{node: [(name, condition, note, commands, no-op reasons)]}: every declared component prepared
     (add_deploy per node, as the runner's _prepare) and each op's commands generated in the node's order,
-    its `_if=` evaluated as plan does (execute._plan_if, on what earlier ops will change)."""
+    its `_if=` evaluated as plan does (execute._plan_if, on what earlier ops will change). The note holds what
+    the run's record keeps of the op (engine/notes.py: its files, ...). `ctx`: the run's context to use (a test
+    reads what it gathered, e.g. `installs`), a fresh one by default."""
     noops: dict[tuple[str, str], list[str]] = {}
     monkeypatch.setattr(Host, "get_fact", lambda self, fact, *args, **kwargs: fresh_fact(self, fact, kwargs))
     monkeypatch.setattr(Host, "noop", lambda self, text: noops.setdefault((self.name, self.current_op_hash), [])
@@ -162,7 +164,7 @@ def prepared_ops(cluster, hw: dict, monkeypatch) -> dict[str, list[tuple]]:
     seam.quick_host_data(inventory)
     state = State(inventory, Config(), check_for_changes=False)
     out: dict[str, list[tuple]] = {}
-    with run_context.active(run_context.RunContext(mode="plan")) as ctx:
+    with run_context.active(ctx or run_context.RunContext(mode="plan")) as ctx:
         controllers = cluster.with_role("controller")  # what deploy/context.gather picks
         pinned = cluster.spec.slurm.version if cluster.spec.slurm else None
         ctx.slurm_version = (slurm_version_tuple(pinned) if pinned else
