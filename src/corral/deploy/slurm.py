@@ -16,6 +16,7 @@ from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
 
 from corral.components import gates
+from corral.components.views import slurm_conf
 from corral.components.slurm import COMPUTE, CONTROLLER, LOGIN
 from corral.deploy import operations
 from corral.deploy.context import slurm_version
@@ -159,7 +160,8 @@ def without_hooks(cluster, hw) -> list[str]:
 def configs(cluster, hw, version, fabric, without_hooks=()) -> dict[str, str]:
     """The controller's files (login nodes take slurm.conf and plugstack.conf), from the nodes' hardware
     facts, the Slurm version, the fabric read (deploy/fabric.py) and the compute nodes without job hooks."""
-    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks, fabric=fabric),
+    return {SLURM_CONF: render_slurm_conf(cluster, hw, version=version, without_hooks=without_hooks, fabric=fabric,
+                                          added=slurm_conf(cluster)),
             GRES_CONF: render_gres_conf(cluster, hw, version=version),
             CGROUP_CONF: render_cgroup_conf(cluster, version=version),
             PLUGSTACK: plugstack_conf(cluster.spec.nvidia.pyxis),

@@ -177,11 +177,14 @@ def prolog_flags(cluster: Cluster) -> list[str]:
 
 def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
                       version: Version = DEFAULT_VERSION, without_hooks: Sequence[str] = (),
-                      fabric: Mapping[str, str] | None = None) -> str:
+                      fabric: Mapping[str, str] | None = None,
+                      added: Mapping[str, tuple[str, str]] | None = None) -> str:
     """slurm.conf for `version` (major, minor); `hw` holds the `slurmd -C` facts of the nodes probed
     so far (a node without facts gets what the spec knows). `without_hooks`: compute nodes without
     corral's Prolog/Epilog yet - then slurm.conf names none (a missing Prolog would drain the node).
-    `fabric`: node -> ibnetdiscover output, for `topology: {discover: infiniband}` (render/topology.py)."""
+    `fabric`: node -> ibnetdiscover output, for `topology: {discover: infiniband}` (render/topology.py).
+    `added`: the keys components declare (Component.slurm_conf, components/views.slurm_conf): key -> (value,
+    the component's name), e.g. slurm.rest's JWT keys; written after corral's own, before the nodes."""
     slurm = cluster.spec.slurm
     controllers = cluster.with_role("controller")
     acct = next(iter(cluster.with_role("accounting")), None)
@@ -246,8 +249,7 @@ def render_slurm_conf(cluster: Cluster, hw: Mapping[str, NodeHW], *,
                 "PrologFlags=" + ",".join(flags)]
     out += job_container_lines(cluster, version)  # render/job_container.py: slurm.clean_jobs
     out += topology_lines(cluster, version, fabric)
-    from corral.components.views import slurm_conf
-    added = slurm_conf(cluster)  # the keys components declare (components/slurm.py), e.g. slurm.rest's JWT
+    added = added or {}
     for name in dict.fromkeys(c for _, c in added.values()):
         out += ["", f"# {name} (components/slurm.py)", *(f"{k}={v}" for k, (v, c) in added.items() if c == name)]
     out += ["", "# Nodes"]

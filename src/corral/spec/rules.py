@@ -188,10 +188,7 @@ def check_slurm_extra(cluster: Cluster, where: Where) -> list[Problem]:
     slurm, problems = cluster.spec.slurm, []
     target = target_slurm(cluster)
     major = f"{target[0]:02d}.{target[1]:02d}" if target else None
-    from corral.components.views import slurm_conf
-    added = {k.lower(): c for k, (_, c) in slurm_conf(cluster).items()}  # keys components add (components/slurm.py)
-    sections = [(("slurm", "extra"), slurm.extra, "global", {**RENDERED_KEYS, **dict.fromkeys(added, "")},
-                 RESERVED_KEYS, "slurm.conf")]
+    sections = [(("slurm", "extra"), slurm.extra, "global", RENDERED_KEYS, RESERVED_KEYS, "slurm.conf")]
     sections += [(("slurm", "partitions", pi, "extra"), p.extra, "partition", RENDERED_PARTITION_KEYS,
                   RESERVED_PARTITION_KEYS, "PartitionName=") for pi, p in enumerate(slurm.partitions)]
     for loc, extra, group, rendered, reserved, kind in sections:
@@ -205,9 +202,7 @@ def check_slurm_extra(cluster: Cluster, where: Where) -> list[Problem]:
             lkey, at = key.lower(), where(loc + (key,), key=True)
             dotted = ".".join(str(p) for p in loc) + "." + (key if key.isalnum() else repr(key))
             if lkey in ours:
-                by = added.get(lkey) if group == "global" else None
-                fix = (f"remove it: the component `{by}` sets it (components/slurm.py)" if by else
-                       f"use the spec key {ours[lkey]}" if ours[lkey] else "remove it: corral sets it itself")
+                fix = f"use the spec key {ours[lkey]}" if ours[lkey] else "remove it: corral sets it itself"
                 problems.append(Problem(at, f"{dotted}: corral renders this key", key, fix))
             elif lkey in relied:
                 problems.append(Problem(at, f"{dotted}: {relied[lkey]}", key, "remove it"))
