@@ -142,6 +142,40 @@ def test_plan_says_why_grafana_and_dcgm_exporter_are_not_installed(mon, capsys):
     assert "change(s)" not in out  # converged: the second apply has nothing to do
 
 
+def test_render_writes_the_files_the_apply_journaled(mon, tmp_path):
+    """corral render (issue 48): per node, the files the run's record says this module's apply wrote or kept (each op's
+    declared files: path, sha256) are what the nodes hold and exactly what `corral render` writes, with the same
+    digests; a secret has no digest and render a placeholder; a file made on the node is named in NOTES.txt."""
+    import hashlib
+    import shlex
+
+    from corral.deploy.installs import BLOCK
+    from corral.engine import journal
+    from corral.workflows.render_files import _safe, render
+    state = mon.cluster.state_dir
+    run = next(r for r in journal.recent(state, 50) if r["command"] == "test-monitoring-apply" and r["mode"] == "apply")
+    row = journal.get(state, run["run_id"])
+    assert row is not None and row["ok"]
+    done = render(mon.cluster, tmp_path / "out")
+    notes = "\n".join(done["notes"])
+    for node, data in row["nodes"].items():
+        recorded = {f["path"]: f for o in data["ops"] if o["status"] in ("changed", "unchanged")
+                    for f in o.get("files", [])}
+        whole = sorted(p for p, f in recorded.items() if f["sha256"] and not p.endswith(BLOCK))
+        out = ssh(mon, node, "sha256sum -z " + " ".join(shlex.quote(p) for p in whole)).stdout  # -z: names as they are
+        on_node = {path: digest for digest, path in (item.split("  ", 1) for item in out.split("\0") if item)}
+        assert {p: recorded[p]["sha256"] for p in whole} == on_node, node
+        written = set(done["files"].get(node, []))
+        assert written == {p for p, f in recorded.items() if not f["from_node"]}, (node, written ^ set(recorded))
+        assert [p for p, f in recorded.items() if f["from_node"] and p not in notes] == [], node
+        for path in written:
+            ours, f = (tmp_path / "out" / node / _safe(path)).read_bytes(), recorded[path]
+            if f["secret"]:
+                assert f["sha256"] is None and b"<secret:not-rendered:" in ours, (node, path)
+            else:
+                assert hashlib.sha256(ours).hexdigest() == f["sha256"], (node, path)
+
+
 def test_stopping_slurmd_raises_an_alert_in_alertmanager(mon):
     def alert():
         alerts = get(mon, 9093, "/api/v2/alerts")
