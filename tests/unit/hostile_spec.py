@@ -91,7 +91,7 @@ BASE: dict[str, Any] = {
                             "why": "the site's directory", "root": ["slapd"],
                             "listens": [{"port": 389, "proto": "tcp", "on": "any", "who": "SSSD on every node"}]}]},
     "slurm": {
-        "version": "22.05", "clean_jobs": True, "job_tmp_path": "/var/lib/slurm/job_tmp",
+        "version": "22.05", "clean_jobs": True, "rest": {"clients": ["login", "10.9.0.0/24"]}, "job_tmp_path": "/var/lib/slurm/job_tmp",
         "partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "default": True, "max_time": "2-00:00:00",
                         "qos": "normal", "extra": {"AllowAccounts": "research"}},
                        {"name": "all"}],

@@ -122,6 +122,7 @@ def test_every_daemon_a_removed_node_stops_is_declared_where_it_runs():
     mounts = SPEC.replace("    - {path: /home, export: /srv/nfs/home, roles: [controller, compute, login]}\n",
                           "    - {path: /home, export: /srv/nfs/home, roles: [controller, compute, login]}\n"
                           "    - {path: /sw, export: /srv/nfs/home}\n")
+    mounts = mounts.replace("slurm:\n", "slurm:\n  rest: {}\n")
     c = load_text(mounts + "images:\n  podman: true\n  registry: {node: ctl}\nsoftware: {}\nworkbench:\n  jupyterhub: {}\n",
                   "cluster.yaml")
     units = {d.unit for n in c.nodes for d in declared_daemons(c, n)}

@@ -174,14 +174,27 @@ def _import_deploys() -> None:
 def _resource_wants(directory: Path) -> list:
     """The Wants of the components declared as data (render/resources.py), on the golden many-features cluster
     (tests/golden/ops/features: every role, monitoring, the registry, podman)."""
-    from corral.components.views import declared
     from corral.render import resources as r
     from corral.spec.loader import load
     from tests.unit.golden_ops import write_spec
     cluster = load(write_spec("features", directory))
     return [nodestate.Want(paths=r.paths(items), services=r.services(items))
-            for c in declared(cluster) if c.resources is not None
-            for n in cluster.nodes if c.applies(cluster, n) for items in [c.resources(cluster, n)]]
+            for items in _resource_items(cluster)]
+
+
+def _resource_items(cluster) -> list:
+    from corral.components.views import declared
+    return [c.resources(cluster, n) for c in declared(cluster) if c.resources is not None
+            for n in cluster.nodes if c.applies(cluster, n)]
+
+
+def _declared_policies(directory) -> set[str]:
+    """The services whose restart policy their component declares with them (render/resources.py Service.policy)."""
+    from corral.render import resources as r
+    from corral.spec.loader import load
+    from tests.unit.golden_ops import write_spec
+    cluster = load(write_spec("features", directory))
+    return {i.unit for items in _resource_items(cluster) for i in items if isinstance(i, r.Service) and i.policy}
 
 
 def test_every_managed_service_has_a_restart_policy_or_a_reason(tmp_path):
@@ -189,6 +202,9 @@ def test_every_managed_service_has_a_restart_policy_or_a_reason(tmp_path):
     wants = [w for w in (*nodestate._DECLARED, *_resource_wants(tmp_path)) if w.services]
     managed = {s for w in wants for s in w.services}
     assert {"slurmctld", "slurmd", "slurmdbd", "munge", "mariadb"} <= managed
+    declared = _declared_policies(tmp_path / "declared")
+    assert "slurmrestd" in declared and not declared & (set(POLICIES) | set(EXEMPT))
+    managed -= declared  # their drop-in: test_resources_model.py
     missing = sorted(managed - set(POLICIES) - set(EXEMPT))
     assert not missing, (f"services corral manages without a restart policy: {missing}; give each one in "
                          "render/restart.py (POLICIES), or its reason in EXEMPT")

@@ -6,7 +6,7 @@ the Debian packages of the components after it in one transaction (deploy/packag
 
 from __future__ import annotations
 
-from corral.components import Component, daemons as d, gates, gives
+from corral.components import Component, Daemon, Listener, daemons as d, gates, gives
 from corral.components.common import HEAD
 from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
 from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
@@ -16,6 +16,7 @@ from corral.render.nvidia import dcgm_skip_reason
 from corral.render.podman import resources as podman_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
+from corral.render import slurm_rest
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -168,6 +169,16 @@ def _registry(cluster, node):
     return {**gives([REGISTRY, "curl"], "images.registry (curl: its readiness)"), **auth}
 
 
+def _rest(cluster, node):
+    """slurmrestd on each controller while slurm.rest is set (render/slurm_rest.py)."""
+    rest = cluster.spec.slurm.rest
+    if rest is None or "controller" not in node.roles:
+        return ()
+    who = "slurm.rest.clients: " + ", ".join(str(c) for c in rest.clients) + " (and this node)"
+    return (Daemon(f"{slurm_rest.UNIT}.service", slurm_rest.USER, "the Slurm REST API: acts as each request's user, "
+                   "by their token", listens=(Listener(rest.port, who, on="cluster"),)),)
+
+
 def _munge(cluster, node):
     return gives(["munge"], "every node (Slurm's authentication)")
 
@@ -199,6 +210,9 @@ COMPONENTS = (
     Component("accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
               stops={"accounting": ("slurmdbd",)}, daemons=d.accounting),  # MariaDB and slurmdbd on the same node
     Component("power", packages=_power, applies=gates.power),
+    # before the controller's: slurmctld reads the JWT key that slurm.conf names
+    Component("slurm rest", applies=slurm_rest.on, resources=slurm_rest.resources, daemons=_rest,
+              slurm_conf=slurm_rest.slurm_conf, stops={"controller": ("slurmrestd",)}),
     Component("slurm controller", applies=gates.controller, waits=("accounting",),  # registers with slurmdbd
               packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)},
               daemons=d.slurm_controller),

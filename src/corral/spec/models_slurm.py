@@ -6,9 +6,10 @@ Each description names the slurm.conf parameter (render/slurm.py) or the sacctmg
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from corral import paths
 from corral.spec.models_base import Strict
@@ -105,6 +106,34 @@ class FairShare(Strict):
 SLURM_VERSION = r"^\d{2}\.\d{2}(\.\d{1,3})?$"  # a major release (22.05) or a maintenance release (22.05.8)
 
 
+class SlurmRest(Strict):
+    """The Slurm REST API: Debian's slurmrestd on every controller, JWT authentication (render/slurm_rest.py)."""
+
+    port: int = Field(default=6820, ge=1024, le=65535,
+                      description="the TCP port slurmrestd listens on, on each controller's cluster address")
+    clients: list[Literal["controller", "compute", "login", "accounting", "monitoring", "nfs"]
+                  | ipaddress.IPv4Network | ipaddress.IPv6Network] = Field(
+        default=["login"], min_length=1,
+        description="who may reach it (the others get a TCP reset): roles (their nodes' cluster addresses) or "
+                    "networks (a portal's, e.g. 10.1.2.0/24); the controllers themselves always may. Users "
+                    "authenticate with a token of their own from `scontrol token`")
+
+    @field_validator("port")
+    @classmethod
+    def _not_slurms(cls, port: int) -> int:
+        if port in (6817, 6818, 6819):
+            raise ValueError(f"{port} is Slurm's own (slurmctld 6817, slurmd 6818, slurmdbd 6819)")
+        return port
+
+    @field_validator("clients")
+    @classmethod
+    def _not_everyone(cls, clients: list) -> list:
+        for c in clients:
+            if not isinstance(c, str) and (c.prefixlen == 0 or not c.is_private):
+                raise ValueError(f"{c} is the whole internet or a public network: name the clients' own network")
+        return clients
+
+
 class SlurmSpec(Strict):
     """slurm.conf, gres.conf and the accounting database (scheduler: slurm)."""
 
@@ -151,9 +180,20 @@ class SlurmSpec(Strict):
         default="/var/lib/slurm/job_tmp",
         description="BasePath in job_container.conf: where each job's private /tmp lives, on the compute "
                     "node's local disk (not on shared storage, not under /tmp or /dev/shm); made by slurmd")
+    rest: SlurmRest | None = Field(
+        default=None, description="the Slurm REST API (slurmrestd, JWT tokens from `scontrol token`) on the "
+                                  "controllers: docs/components/slurm-rest.md; unset: none (removed if it was there)")
     extra: dict[str, SlurmValue] = Field(
         default_factory=dict,
         description="more slurm.conf parameters (slurm.conf(5)) corral does not render, e.g. "
                     "`SchedulerParameters: bf_continue`; one word each (true/false: YES/NO); written last, sorted; "
                     "checked against the target Slurm release's own slurm.conf(5) where corral has read it "
                     "(22.05, 24.11, 26.05)")
+
+    @model_validator(mode="after")
+    def _rest_keys_not_in_extra(self) -> SlurmSpec:
+        """slurm.rest writes slurm.conf's AuthAltTypes and AuthAltParameters (render/slurm_rest.py)."""
+        clash = sorted(k for k in self.extra if k.lower() in ("authalttypes", "authaltparameters"))
+        if self.rest is not None and clash:
+            raise ValueError(f"slurm.extra.{clash[0]}: slurm.rest sets it (the JWT key); remove it from slurm.extra")
+        return self
