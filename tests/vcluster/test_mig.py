@@ -14,6 +14,7 @@ import pytest
 from corral.cli.main import main
 from corral.workflows.converge import converge
 from corral.spec.loader import load
+from corral.workflows.node_rollout import REBOOT_SOON
 from tests.vcluster.conftest import make_spec, ssh, vcluster_unavailable
 
 pytestmark = pytest.mark.vcluster
@@ -99,7 +100,7 @@ def test_second_apply_changes_nothing(mig):
 
 def test_a_reboot_brings_the_layout_back_before_slurmd(mig):
     boot = ssh(mig, "gpu01", "cat /proc/sys/kernel/random/boot_id").stdout
-    ssh(mig, "gpu01", "systemd-run --on-active=1 systemctl reboot >/dev/null")
+    ssh(mig, "gpu01", f"{REBOOT_SOON} >/dev/null")  # as a rollout reboots a node
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(2)
