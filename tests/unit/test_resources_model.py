@@ -37,3 +37,31 @@ def test_the_dropin_is_rendered_seen_by_the_snapshot_and_read_by_systemd_as_decl
 def test_a_service_without_a_policy_gets_no_dropin(tmp_path):
     items = [r.Service("z", "z running")]
     assert r.expanded(items) == items and r.files(items, tmp_path) == {}
+
+
+def test_every_sysusers_file_a_declared_component_writes_is_one_systemd_sysusers_takes(tmp_path):
+    """Each sysusers.d file of the components declared as data, on the golden many-features cluster, read by
+    systemd-sysusers itself (--dry-run into an empty root): a GECOS with ':' once failed only on a live node."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from corral.components.views import declared
+    from corral.spec.loader import load
+    from tests.unit.golden_ops import write_spec
+    if shutil.which("systemd-sysusers") is None:
+        pytest.skip("systemd-sysusers not installed here")
+    cluster = load(write_spec("features", tmp_path / "spec"))
+    texts = {path: text for c in declared(cluster) if c.resources is not None for n in cluster.nodes
+             if c.applies(cluster, n) for path, text in r.files(c.resources(cluster, n), tmp_path).items()
+             if path.startswith("/etc/sysusers.d/")}
+    assert {"/etc/sysusers.d/corral-slurmrestd.conf", "/etc/sysusers.d/corral-exporter.conf"} <= set(texts)
+    for path, text in texts.items():
+        (root := tmp_path / "root" / path.rsplit("/", 1)[1]).mkdir(parents=True)
+        (root / "etc").mkdir()
+        conf = root / "in.conf"
+        conf.write_text(str(text))
+        proc = subprocess.run(["systemd-sysusers", f"--root={root}", "--dry-run", str(conf)], capture_output=True,
+                              text=True, timeout=30)
+        assert proc.returncode == 0 and "not a valid" not in proc.stderr, (path, proc.stderr)

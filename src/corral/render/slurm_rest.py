@@ -14,7 +14,8 @@ reads the declaration's daemon, render/slurm.py writes `slurm_conf`.
   networks): an nftables table of its own (NFT), loaded by the unit before slurmrestd starts (`+`: as root) and
   deleted when it stops; a start fails when the table cannot be loaded, so the port is never open unfiltered.
   Others get a TCP reset. The controller itself (loopback) always reaches it: its readiness check, admins.
-- Every Slurm node loads the JWT plugin (slurm.conf's AuthAltTypes), so each gets slurm-wlm-jwt-plugin.
+- Every Slurm node loads the JWT plugin (slurm.conf's AuthAltTypes), so each gets slurm-wlm-jwt-plugin; the nodes of
+  the client roles get curl.
 - `slurm.rest` unset: slurmrestd stopped and disabled, the key, the unit's drop-ins and the table removed
   (resources.Removed)."""
 
@@ -36,7 +37,7 @@ NFT = "/etc/corral/slurmrestd.nft"
 TABLE = "corral_slurmrestd"
 SYSUSERS = f"/etc/sysusers.d/{USER}.conf"
 SYSUSERS_TEXT = (f"# Managed by corral: slurmrestd's own user (no login, no home, no groups)\n"
-                 f'u {USER} - "corral: Slurm REST API" /nonexistent /usr/sbin/nologin\n')
+                 f'u {USER} - "corral Slurm REST API" /nonexistent /usr/sbin/nologin\n')
 SLURM_ROLES = ("controller", "compute", "login")
 POLICY = Policy(**CALM, binds=True, why="the Slurm REST API (slurm.rest): requests fail while it is away")
 
@@ -110,12 +111,14 @@ def resources(cluster, node) -> list:
         return [r.Removed(UNIT, f"{UNIT} removed (slurm.rest unset)",
                           (DROPIN, dropin_path(UNIT), NFT, KEY, SYSUSERS))]
     plugin = r.Packages(("slurm-wlm-jwt-plugin",), "Slurm's JWT plugin installed", "slurm.rest (AuthAltTypes)")
+    client = [r.Packages(("curl",), "curl installed (the REST API's client)", "slurm.rest.clients (curl)")] \
+        if any(role in cluster.spec.slurm.rest.clients for role in node.roles) else []
     if "controller" not in node.roles:
-        return [plugin]
+        return [plugin, *client]
     key = r.Made(lambda: secrets.secret_bytes(cluster.state_dir, SECRET, 32), SECRET)
     restart, files = f"restart {UNIT}", (SYSUSERS, NFT, DROPIN)
     return [
-        plugin,
+        plugin, *client,
         r.Packages((UNIT, "nftables"), "slurmrestd and nftables installed", "slurm.rest (slurmrestd, its clients)"),
         r.File(SYSUSERS, SYSUSERS_TEXT, disruption=restart),
         r.OnChange(f"user {USER} made", "systemd-sysusers", (SYSUSERS,), (("systemd-sysusers", SYSUSERS),)),
