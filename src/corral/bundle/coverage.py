@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import tarfile
 
+from debian.debian_support import Version
+
 from corral.bundle.build import MANIFEST
 from corral.errors import CorralError
 from corral.spec import schedulers
@@ -65,9 +67,11 @@ def gaps(cluster, manifest: dict) -> dict[str, list[str]]:
 
 
 def _same(deb_version: str, wanted: str) -> bool:
-    """A .deb version is the spec's: exactly, or its upstream part (the driver: 550.127.05 = 550.127.05-1)."""
-    from corral.facts.slurm import upstream_version
-    return deb_version == wanted or deb_version.split(":", 1)[-1] == wanted or upstream_version(deb_version) == wanted
+    """A .deb version is the spec's: exactly, but for its epoch, or its upstream part (the driver:
+    550.127.05 = 550.127.05-1)."""
+    v = Version(deb_version)
+    v.epoch = None
+    return wanted in (deb_version, v.full_version, v.upstream_version)
 
 
 def _vendor_needs(cluster):

@@ -8,6 +8,7 @@ by operation tests (tests/operations/k8s_*), not against a live cluster."""
 
 from __future__ import annotations
 
+from debian.debian_support import Version
 from pyinfra import host
 from pyinfra.api import deploy, operation
 from pyinfra.facts.files import FileContents
@@ -21,6 +22,7 @@ from corral.engine.notes import annotate
 from corral.engine.shell import cmd, q, sh
 from corral.facts.apt_upgrades import AptHolds
 from corral.facts.kubernetes import ADMIN_CONF
+from corral.facts.slurm import upstream_version
 from corral.render import kubernetes as k8s
 
 KEY = "/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
@@ -91,11 +93,6 @@ def tools_held(want: Want):
     yield cmd("apt-mark", "hold", *todo)
 
 
-def upstream(debian_version: str) -> str:
-    """pkgs.k8s.io's Debian version -> Kubernetes': 1.31.4-1.1 -> 1.31.4."""
-    return debian_version.split("-")[0].split(":")[-1]
-
-
 def _minor(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
@@ -108,16 +105,16 @@ def version_pending(version: str, want: Want):
     checks that the repository has the version (apt-cache madison), so nothing is drained for a version
     that cannot be installed. kubeadm's rules are kept: one minor release at a time, never down."""
     packages = snapshot(want).packages
-    have = sorted({upstream(packages[t]) for t in TOOLS if t in packages})
+    have = sorted({upstream_version(packages[t]) for t in TOOLS if t in packages})  # 1.31.4-1.1 -> 1.31.4
     if not have or have == [version]:
         host.noop(f"Kubernetes {version}" if have else "the Kubernetes tools are installed by this run")
         return
-    full = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
-    oldest, newest = min(have, key=full), max(have, key=full)
+    oldest, newest = min(have, key=Version), max(have, key=Version)
     (m0, n0), (m1, n1) = _minor(oldest), _minor(version)
-    if full(version) < full(newest) or (m1 == m0 and n1 - n0 > 1):
+    downgrade = Version(version) < Version(newest)
+    if downgrade or (m1 == m0 and n1 - n0 > 1):
         from corral.errors import CorralError
-        why = "a downgrade" if full(version) < full(newest) else "more than one minor release"
+        why = "a downgrade" if downgrade else "more than one minor release"
         raise CorralError(f"refusing the Kubernetes upgrade {oldest} -> {version}: {why} (kubeadm upgrades one minor "
                           "release at a time, never down)", value=version,
                           fix=f"set kubernetes.version to a {m0}.{n0 + 1} release first (or back to {oldest})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from debian.debian_support import Version
 from pyinfra.api import FactBase, QuoteString, StringCommand
 
 from corral.errors import CorralError
@@ -178,10 +179,6 @@ class NvidiaSmiGpus(FactBase):
 
 # --- kernel module: loaded vs installed ---------------------------------------------------------
 
-def _vtuple(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", version))
-
-
 def parse_kernel_module(lines: list[str]) -> dict:
     """KernelModule output (`loaded <v>`, `modinfo <v>`, `dpkg <status> <package> <version>`) ->
     {loaded, on_disk, packages, installed}. `installed` is the module on disk for the running kernel
@@ -205,7 +202,7 @@ def parse_kernel_module(lines: list[str]) -> dict:
         branch = re.search(r"-(\d+)(?:-server)?$", pkg)
         if not branch or version.split(".")[0] == branch[1]:
             candidates.append(version)
-    facts["installed"] = facts["on_disk"] or max(candidates, key=_vtuple, default=None)
+    facts["installed"] = facts["on_disk"] or max(candidates, key=Version, default=None)
     return facts
 
 
@@ -216,7 +213,7 @@ def reboot_required(loaded: str | None, installed: str | None) -> tuple[bool, st
                        else "no NVIDIA driver installed")
     if loaded is None:
         return True, f"NVIDIA driver {installed} is installed but the nvidia module is not loaded"
-    if _vtuple(loaded) != _vtuple(upstream_version(installed)):
+    if Version(loaded) != Version(upstream_version(installed)):
         return True, f"loaded nvidia module {loaded} differs from installed driver {installed}"
     return False, f"loaded nvidia module {loaded} matches the installed driver"
 

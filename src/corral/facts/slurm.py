@@ -11,6 +11,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from debian.debian_support import Version
+
 from corral.errors import CorralError
 from corral.facts.mig import MigDevice
 from corral.facts.records import NodeHW
@@ -19,24 +21,25 @@ HW_CACHE = "hw-facts.json"
 
 
 def upstream_version(deb_version: str) -> str:
-    """'22.05.8-4+deb12u3' -> '22.05.8'; '1:23.11.4-1.2ubuntu5' -> '23.11.4'."""
-    version = deb_version.split(":", 1)[-1]
-    return version.rsplit("-", 1)[0] if "-" in version else version
+    """'22.05.8-4+deb12u3' -> '22.05.8'; '1:23.11.4-1.2ubuntu5' -> '23.11.4' (python-debian's parse);
+    CorralError for what is not a Debian version."""
+    try:
+        return Version(deb_version).upstream_version or ""  # never None: Version refuses a version without one
+    except ValueError:
+        raise CorralError("not a Debian package version", value=deb_version[:80],
+                          fix="expected dpkg's version of a package, like 1:22.05.8-4+deb12u3") from None
 
 
 _SINFO_VERSION = re.compile(r"^\S*slurm\S*\s+(\d+\.\d+[\w.\-]*)\s*$")
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """'24.11.5' -> (24, 11, 5): Slurm's upstream versions in release order."""
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
-
-
 def oldest(versions) -> str | None:
-    """The oldest of upstream versions (None for none): a node counts at its oldest Slurm package, so one
-    left half-upgraded (a package whose install failed part-way) is still upgraded by the next apply."""
+    """The oldest of upstream versions in dpkg's order (24.05.0~rc1 before 24.05.0; None for none): a node
+    counts at its oldest Slurm package, so one left half-upgraded (a package whose install failed part-way)
+    is still upgraded by the next apply. Upstream, not whole Debian versions: an epoch says nothing of
+    Slurm's release order."""
     found = [v for v in versions if v]
-    return min(found, key=version_key) if found else None
+    return min(found, key=Version) if found else None
 
 
 # dpkg's status letters of a package that is there in some form: installed, unpacked, half-configured,
