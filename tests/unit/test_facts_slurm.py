@@ -37,6 +37,27 @@ def test_a_half_upgraded_node_counts_at_its_oldest_package():
     assert installed_in({}) is None and parse_slurm_version([]) is None
 
 
+@pytest.mark.parametrize("deb,up", [
+    ("26.05.5-1+corral1", "26.05.5"), ("24.05.0~rc1-1", "24.05.0~rc1"), ("2:1.2-3-4", "1.2-3"),
+])
+def test_upstream_version_is_debians_parse(deb, up):
+    assert upstream_version(deb) == up
+
+
+def test_not_a_debian_version_is_a_corral_error():
+    with pytest.raises(CorralError, match="not a Debian package version"):
+        upstream_version("(none)")
+
+
+def test_the_oldest_package_in_dpkgs_order():
+    # a release candidate comes before its release (dpkg's ~), whichever package dpkg lists first;
+    # the hand-written key read both as (24, 5, 0) and took the first listed
+    assert parse_slurm_version(["ii 24.05.0-1", "iU 24.05.0~rc1-1"]) == "24.05.0~rc1"
+    assert parse_slurm_version(["ii 24.05.0~rc1-1", "iU 24.05.0-1"]) == "24.05.0~rc1"
+    # an epoch says nothing of Slurm's release order: 22.05 is older than 23.02 with or without one
+    assert parse_slurm_version(["ii 1:22.05.8-1", "ii 23.02.1-1"]) == "22.05.8"
+
+
 # --- hardware facts cache ------------------------------------------------------------------------
 
 HW = {"gpu02": NodeHW(64, 2, 16, 2, 515000), "gpu01": NodeHW(2, 1, 2, 1, 24000)}
