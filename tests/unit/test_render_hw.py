@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hostlist
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from corral.render.hw import hostlist as compress
 from corral.render.hw import node_runs
@@ -20,6 +22,17 @@ from corral.render.hw import node_runs
 def test_hostlist(names, want):
     assert compress(names) == want
     assert sorted(hostlist.expand_hostlist(want)) == sorted(names)
+
+
+# node names as the spec allows them (spec/hosts.py NAME_RE), numbers inside and at the end, zero-padded or not
+NAMES = st.lists(st.from_regex(r"[a-z]{1,3}(-?[0-9]{1,3}){0,2}(-[a-z]{1,2})?", fullmatch=True), min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAMES)
+def test_hostlist_reads_back_as_the_names(names):
+    # ours, not python-hostlist's writer (render/hw.py says why); its reader reads ours as exactly the names
+    assert sorted(hostlist.expand_hostlist(compress(names))) == sorted(set(names))
 
 
 def test_runs_pair_names_and_addresses_in_step():

@@ -5,7 +5,10 @@ here is pure and shared by the slurm.conf and gres.conf renderers.
 
 Hostlists are written only in the one form Slurm and python-hostlist both read the same way: a name
 prefix followed by a bracketed range of its trailing number (`gpu[01-16]`, `10.0.0.[11-26]`); each
-range's zero padding is the width of its first number, as in Slurm's hostlist.c.
+range's zero padding is the width of its first number, as in Slurm's hostlist.c. python-hostlist's writer
+(collect_hostlist, spec/hosts.py's compress_names) is not used for the files: it also folds numbers inside
+names (su1-rail,su2-rail -> su[1-2]-rail) and orders one number at two widths otherwise (gpu[1,01]), which
+would change every rendered file that has them; and a NodeName/NodeAddr run (node_runs) pairs two lists.
 """
 
 from __future__ import annotations
