@@ -14,13 +14,10 @@ ITEMS = [r.File("/etc/x.conf", "x\n"), r.Service("x", "x running", policy=POLICY
          r.Removed("y", "y removed", ("/etc/y.conf", "/etc/systemd/system/y.service.d/corral.conf"))]
 
 
-def test_a_declared_policy_is_a_dropin_then_a_reload_before_its_service():
+def test_a_declared_policy_is_its_dropin_before_its_service():
     kinds = [(type(i).__name__, getattr(i, "path", getattr(i, "unit", ""))) for i in r.expanded(ITEMS)]
-    assert kinds == [("File", "/etc/x.conf"), ("File", dropin_path("x")), ("OnChange", ""), ("Service", "x"),
-                     ("Removed", "y")]
-    reload = r.expanded(ITEMS)[2]
-    assert isinstance(reload, r.OnChange) and reload.paths == (dropin_path("x"),)
-    assert reload.commands == (("systemctl", "daemon-reload"),)
+    assert kinds == [("File", "/etc/x.conf"), ("File", dropin_path("x")), ("Service", "x"), ("Removed", "y")]
+    assert r.expanded(ITEMS)[1].name == "x restarted by systemd when it dies"  # restart_policy's op name
 
 
 def test_the_dropin_is_rendered_seen_by_the_snapshot_and_read_by_systemd_as_declared(tmp_path):

@@ -20,7 +20,7 @@ from corral.engine.pyinfra_seam import current_deploy_name
 from corral.engine.notes import annotate
 from corral.engine.shell import AND, OR, Raw, cmd, q
 from corral.render import apt
-from corral.render.restart import dropin_path, render_restart_dropin
+from corral.render.restart import Policy, dropin_path, render_restart_dropin
 from corral import paths
 from corral.errors import CorralError
 
@@ -272,15 +272,15 @@ def reload(unit: str, want: Want, wait: str | None = None, logs: str | None = No
 RELOADED = "none (systemd reloaded)"
 
 
-@installs(lambda unit, **_: {dropin_path(unit): render_restart_dropin(unit)})
+@installs(lambda unit, policy=None, **_: {dropin_path(unit): render_restart_dropin(unit, policy)})
 @operation()
-def restart_policy(unit: str, want: Want, started_next: bool = False):
+def restart_policy(unit: str, want: Want, started_next: bool = False, policy: Policy | None = None):
     """systemd restarts `unit` when it dies: corral's drop-in (render/restart.py) installed, then
     `systemctl daemon-reload`, which applies it without restarting the daemon. `want` holds the
     drop-in's path (render.restart.dropin_path), so the one snapshot reads it.
     `started_next`: the deploy's `service` op for this unit comes next; when the daemon is not running
     that op starts it, after its own daemon-reload, so this one is left out (one reload, not two)."""
-    yield from _dropin(unit, dropin_path(unit), render_restart_dropin(unit), want, started_next)
+    yield from _dropin(unit, dropin_path(unit), render_restart_dropin(unit, policy), want, started_next)
 
 
 @installs(lambda path, content, **_: {path: content})

@@ -36,7 +36,7 @@ def apply(items, want: Want) -> None:
     """Each resource as its operation, in order."""
     from corral.deploy.adopt import absent
     written = {}
-    for i in r.expanded(items):
+    for i in items:
         if isinstance(i, r.Packages):
             operations.packages(name=i.name, names=list(i.names), want=want, together=True)
         elif isinstance(i, r.Directory):
@@ -54,6 +54,9 @@ def apply(items, want: Want) -> None:
                                         _if=AnyChanged(*(written[p] for p in i.paths)),
                                         commands=[c if isinstance(c, str) else cmd(*c) for c in i.commands])
         elif isinstance(i, r.Service):
+            if i.policy is not None:  # its drop-in (render/resources.expanded shows the same file)
+                operations.restart_policy(name=r.policy_name(i.unit), unit=i.unit, want=want, started_next=True,
+                                          policy=i.policy)
             operations.service(name=i.name, unit=i.unit, want=want, wait=i.wait)
             if i.restart_on:
                 operations.restart(name=i.restart, unit=i.unit, want=want, wait=i.wait,

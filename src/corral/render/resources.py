@@ -90,7 +90,7 @@ class Service:
     """A daemon enabled and running (`wait`: a shell test that proves it serves, after a start), and restarted
     (`restart`: that op's name) when any of `restart_on` (files of the same list) changed in this run. `policy`:
     systemd restarts it when it dies (render/restart.py): its drop-in is installed, and systemd reloaded when it
-    changed, before the daemon starts (`expanded`); none for a unit of corral's own that carries the policy in its
+    changed, before the daemon starts (`expanded`, deploy/resources.py); none for a unit of corral's own that carries the policy in its
     text (render/restart.py POLICIES, IN_UNIT)."""
 
     unit: str
@@ -115,18 +115,21 @@ Resource = Union[Packages, Directory, File, Absent, OnChange, Service, Removed]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
 
 
+def policy_name(unit: str) -> str:
+    """The op name of a daemon's restart policy (deploy/operations.restart_policy), as hand-written deploys name it."""
+    return f"{unit} restarted by systemd when it dies"
+
+
 def expanded(items: Sequence[Resource]) -> list[Resource]:
-    """The resources as applied: a Service with a `policy` preceded by its restart drop-in and the daemon-reload
-    its change needs (every view below reads this list, so render, the snapshot and apply agree)."""
+    """The resources as render and the snapshot see them: a Service with a `policy` preceded by its restart drop-in
+    (apply installs it with operations.restart_policy, under the same name: a daemon-reload when it changed, left to
+    the service's start when that comes next)."""
     from corral.render.restart import dropin_path, render_restart_dropin
     out: list[Resource] = []
     for i in items:
         if isinstance(i, Service) and i.policy is not None:
-            dropin = dropin_path(i.unit)
-            out += [File(dropin, render_restart_dropin(i.unit, i.policy), f"{i.unit} restarted when it dies",
-                         disruption="none (systemd reloaded)"),
-                    OnChange(f"{i.unit}: systemd reloaded (restart policy)", "systemctl daemon-reload", (dropin,),
-                             (("systemctl", "daemon-reload"),))]
+            out.append(File(dropin_path(i.unit), render_restart_dropin(i.unit, i.policy), policy_name(i.unit),
+                            disruption="none (systemd reloaded)"))
         out.append(i)
     return out
 
