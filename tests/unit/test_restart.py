@@ -194,7 +194,9 @@ def _declared_policies(directory) -> set[str]:
     from corral.spec.loader import load
     from tests.unit.golden_ops import write_spec
     cluster = load(write_spec("features", directory))
-    return {i.unit for items in _resource_items(cluster) for i in items if isinstance(i, r.Service) and i.policy}
+    out = {i.unit: i.policy for items in _resource_items(cluster) for i in items if isinstance(i, r.Service) and i.policy}
+    assert all(p is POLICIES[u] for u, p in out.items() if u in POLICIES), "a declared policy differs from POLICIES'"
+    return set(out)
 
 
 def test_every_managed_service_has_a_restart_policy_or_a_reason(tmp_path):
@@ -203,8 +205,8 @@ def test_every_managed_service_has_a_restart_policy_or_a_reason(tmp_path):
     managed = {s for w in wants for s in w.services}
     assert {"slurmctld", "slurmd", "slurmdbd", "munge", "mariadb"} <= managed
     declared = _declared_policies(tmp_path / "declared")
-    assert "slurmrestd" in declared and not declared & (set(POLICIES) | set(EXEMPT))
-    managed -= declared  # their drop-in: test_resources_model.py
+    assert {"slurmrestd", "munge"} <= declared and not declared & set(EXEMPT)
+    managed -= declared - set(POLICIES)  # a policy of its own (its drop-in: test_resources_model.py)
     missing = sorted(managed - set(POLICIES) - set(EXEMPT))
     assert not missing, (f"services corral manages without a restart policy: {missing}; give each one in "
                          "render/restart.py (POLICIES), or its reason in EXEMPT")

@@ -13,6 +13,7 @@ from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAG
 from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, HUB_PACKAGES as NOTEBOOK_HUB
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
+from corral.render.munge import resources as munge_resources
 from corral.render.podman import resources as podman_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
@@ -179,10 +180,6 @@ def _rest(cluster, node):
                    "by their token", listens=(Listener(rest.port, who, on="cluster"),)),)
 
 
-def _munge(cluster, node):
-    return gives(["munge"], "every node (Slurm's authentication)")
-
-
 COMPONENTS = (
     *HEAD,
     Component("package upgrades"),
@@ -196,7 +193,7 @@ COMPONENTS = (
     Component("passwords", applies=gates.passwords),  # users[].password, login nodes
     Component("slurm user"),
     Component("packages"),
-    Component("munge", packages=_munge, stops={"*": ("munge",)}, daemons=d.munge),  # the key: from the control host
+    Component("munge", resources=munge_resources, stops={"*": ("munge",)}, daemons=d.munge),  # the key: from the control host
     # the CA before the registry: its readiness check trusts it
     Component("ca trust", applies=gates.cluster_ca, resources=trust_resources),
     Component("images registry", packages=_registry, applies=gates.registry,

@@ -6,7 +6,7 @@ way to be applied."""
 from __future__ import annotations
 
 from corral.deploy import (acceptance, accounting, adopt, base, containers, dcgm, dcgm_exporter, easybuild, grafana,
-                           health, jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring, munge,
+                           health, jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
                            nvidia_driver, nvidia_tools, package_batch, package_source, passwords, power, proxy,
                            registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
                            upgrades, users)
@@ -26,7 +26,6 @@ DEPLOYS = {
     "passwords": passwords.passwords,
     "slurm user": slurm_ha.slurm_user,
     "packages": package_batch.package_batch,
-    "munge": munge.munge,
     "images registry": registry.registry,
     "health": health.health,
     "jobhooks": jobhooks.jobhooks,

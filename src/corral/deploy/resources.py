@@ -59,7 +59,7 @@ def apply(items, want: Want) -> None:
                                           policy=i.policy)
             operations.service(name=i.name, unit=i.unit, want=want, wait=i.wait)
             if i.restart_on:
-                operations.restart(name=i.restart, unit=i.unit, want=want, wait=i.wait,
+                operations.restart(name=i.restart, unit=i.unit, want=want, wait=i.restart_wait or i.wait,
                                    _if=AnyChanged(*(written[p] for p in i.restart_on)))
         elif isinstance(i, r.Removed):
             removed(name=i.name, unit=i.unit, paths=i.paths, want=want)

@@ -99,6 +99,7 @@ class Service:
     restart: str = ""
     restart_on: tuple[str, ...] = ()
     policy: Policy | None = None
+    restart_wait: str | None = None  # what proves it serves after a restart, where it differs from `wait`
 
 
 @dataclass(frozen=True)
