@@ -189,7 +189,7 @@ def test_units_by_role_slurmd_before_munge():
     assert units_of(("compute",)) == ["corral-dcgm-exporter", "nvidia-dcgm", "slurmd", "corral-mig",
                                       "prometheus-node-exporter", "munge"]
     assert units_of(("login",)) == ["corral-jupyterhub", "prometheus-node-exporter", "munge"]
-    assert units_of(("controller", "accounting")) == ["corral-slurm-exporter", "slurmctld", "slurmrestd", "slurmdbd",
+    assert units_of(("controller", "accounting")) == ["corral-slurm-exporter", "slurmrestd", "slurmctld", "slurmdbd",
                                                       "prometheus-node-exporter", "munge"]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.components.views import by_name, declared_daemons, slurm_conf
+from corral.components.views import by_name, declared, declared_daemons, slurm_conf
 from corral.deploy.slurm import configs
 from corral.errors import SpecError
 from corral.render import resources as r
@@ -62,8 +62,8 @@ def test_jwt_keys_in_slurm_extra_are_refused_while_rest_sets_them():
 def test_slurm_conf_names_the_jwt_plugin_and_the_key():
     text = configs(cluster(), {}, (24, 11), None)["/etc/slurm/slurm.conf"]
     assert "\nAuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=/etc/slurm/jwt_hs256.key\n" in text
-    assert slurm_conf(cluster()) == {"AuthAltTypes": ("auth/jwt", "slurm rest"),
-                                     "AuthAltParameters": ("jwt_key=/etc/slurm/jwt_hs256.key", "slurm rest")}
+    assert slurm_conf(cluster()) == {"AuthAltTypes": ("auth/jwt", "slurm jwt"),
+                                     "AuthAltParameters": ("jwt_key=/etc/slurm/jwt_hs256.key", "slurm jwt")}
 
 
 def test_the_table_lets_only_the_clients_and_the_node_itself_reach_the_port():
@@ -88,12 +88,14 @@ def test_nft_itself_accepts_the_table(tmp_path):
 
 def test_each_node_gets_what_it_needs(tmp_path):
     c = cluster(tmp_path=tmp_path)
-    comp = by_name(c, "slurm rest")
+    jwt, api = by_name(c, "slurm jwt"), by_name(c, "slurm rest")
+    names = [x.name for x in declared(c)]
+    assert names.index("slurm jwt") < names.index("slurm controller") < names.index("slurm rest")
     nodes = {n.name: n for n in c.nodes}
-    login = comp.resources(c, nodes["login1"])
-    assert [i.names for i in login] == [("slurm-wlm-jwt-plugin",), ("curl",)]  # login: a client role
-    assert comp.packages(c, nodes["gpu01"]) == {"slurm-wlm-jwt-plugin": "slurm.rest (AuthAltTypes)"}
-    ctl = comp.resources(c, nodes["ctl"])
+    assert [i.names for i in jwt.resources(c, nodes["login1"])] == [("slurm-wlm-jwt-plugin",), ("curl",)]
+    assert jwt.packages(c, nodes["gpu01"]) == {"slurm-wlm-jwt-plugin": "slurm.rest (AuthAltTypes)"}
+    assert not api.applies(c, nodes["gpu01"]) and not api.applies(c, nodes["login1"])
+    ctl = [*jwt.resources(c, nodes["ctl"]), *api.resources(c, nodes["ctl"])]
     files = r.files(ctl, tmp_path)
     assert set(files) == {rest.SYSUSERS, rest.KEY, rest.NFT, rest.DROPIN,
                           "/etc/systemd/system/slurmrestd.service.d/corral-restart.conf"}
@@ -112,13 +114,15 @@ def test_each_node_gets_what_it_needs(tmp_path):
 
 def test_unset_on_a_controller_removes_it_and_other_nodes_are_untouched(tmp_path):
     c = cluster(None, tmp_path=tmp_path)
-    comp = by_name(c, "slurm rest")
+    jwt, api = by_name(c, "slurm jwt"), by_name(c, "slurm rest")
     nodes = {n.name: n for n in c.nodes}
-    assert not comp.applies(c, nodes["gpu01"]) and not comp.applies(c, nodes["login1"])
-    (removed,) = comp.resources(c, nodes["ctl"])
+    assert not jwt.applies(c, nodes["gpu01"]) and not jwt.applies(c, nodes["login1"])
+    (absent,) = jwt.resources(c, nodes["ctl"])
+    assert isinstance(absent, r.Absent) and absent.path == rest.KEY
+    (removed,) = api.resources(c, nodes["ctl"])
     assert isinstance(removed, r.Removed) and removed.unit == "slurmrestd"
-    assert set(removed.paths) >= {rest.KEY, rest.DROPIN, rest.NFT}
-    assert comp.packages(c, nodes["ctl"]) == {}
+    assert set(removed.paths) >= {rest.DROPIN, rest.NFT}
+    assert jwt.packages(c, nodes["ctl"]) == {} and api.packages(c, nodes["ctl"]) == {}
 
 
 def test_the_audit_expects_slurmrestd_as_its_own_user_on_the_controllers_only():

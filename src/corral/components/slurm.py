@@ -207,12 +207,15 @@ COMPONENTS = (
     Component("accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
               stops={"accounting": ("slurmdbd",)}, daemons=d.accounting),  # MariaDB and slurmdbd on the same node
     Component("power", packages=_power, applies=gates.power),
-    # before the controller's: slurmctld reads the JWT key that slurm.conf names
-    Component("slurm rest", applies=slurm_rest.on, resources=slurm_rest.resources, daemons=_rest,
-              slurm_conf=slurm_rest.slurm_conf, stops={"controller": ("slurmrestd",)}),
+    # slurm.rest, before the controller's: the JWT key slurmctld reads (slurm.conf names it), the plugin
+    Component("slurm jwt", applies=slurm_rest.jwt_on, resources=slurm_rest.jwt_resources,
+              slurm_conf=slurm_rest.slurm_conf),
     Component("slurm controller", applies=gates.controller, waits=("accounting",),  # registers with slurmdbd
               packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)},
               daemons=d.slurm_controller),
+    # slurmrestd (slurm.rest) once slurm.conf is there
+    Component("slurm rest", applies=slurm_rest.rest_on, resources=slurm_rest.rest_resources, daemons=_rest,
+              stops={"controller": ("slurmrestd",)}),
     # configless slurmd fetches its config from slurmctld
     Component("slurm compute", applies=gates.compute, waits=("slurm controller",), packages=_compute,
               stops={"compute": ("slurmd",)}, daemons=d.slurm_compute),

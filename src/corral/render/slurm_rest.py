@@ -16,8 +16,10 @@ reads the declaration's daemon, render/slurm.py writes `slurm_conf`.
   Others get a TCP reset. The controller itself (loopback) always reaches it: its readiness check, admins.
 - Every Slurm node loads the JWT plugin (slurm.conf's AuthAltTypes), so each gets slurm-wlm-jwt-plugin; the nodes of
   the client roles get curl.
-- `slurm.rest` unset: slurmrestd stopped and disabled, the key, the unit's drop-ins and the table removed
-  (resources.Removed)."""
+- Two declarations (components/slurm.py): "slurm jwt" before the controller's component (the plugin, curl, the key
+  slurmctld reads with slurm.conf) and "slurm rest" after it (Debian's unit starts only once slurm.conf is there).
+- `slurm.rest` unset: slurmrestd stopped and disabled, its drop-ins, its table and the key removed
+  (resources.Removed, Absent)."""
 
 from __future__ import annotations
 
@@ -42,11 +44,16 @@ SLURM_ROLES = ("controller", "compute", "login")
 POLICY = Policy(**CALM, binds=True, why="the Slurm REST API (slurm.rest): requests fail while it is away")
 
 
-def on(cluster, node) -> bool:
-    """The component's gate: every Slurm node while slurm.rest is set (the JWT plugin), and the controllers always
-    (slurmrestd removed when it is not)."""
+def jwt_on(cluster, node) -> bool:
+    """The JWT component's gate: every Slurm node while slurm.rest is set (the plugin), and the controllers always
+    (the key removed when it is not)."""
     roles = SLURM_ROLES if cluster.spec.slurm.rest is not None else ("controller",)
     return any(role in node.roles for role in roles)
+
+
+def rest_on(cluster, node) -> bool:
+    """The REST component's gate: the controllers (slurmrestd there, or removed when slurm.rest is unset)."""
+    return "controller" in node.roles
 
 
 def slurm_conf(cluster) -> dict[str, str]:
@@ -106,29 +113,33 @@ def ready(cluster, node) -> str:
             "c.request('GET', '/openapi/v3'); c.getresponse()\"")
 
 
-def resources(cluster, node) -> list:
-    if cluster.spec.slurm.rest is None:  # a controller only (the gate): what an earlier spec had put there
-        return [r.Removed(UNIT, f"{UNIT} removed (slurm.rest unset)",
-                          (DROPIN, dropin_path(UNIT), NFT, KEY, SYSUSERS))]
-    plugin = r.Packages(("slurm-wlm-jwt-plugin",), "Slurm's JWT plugin installed", "slurm.rest (AuthAltTypes)")
-    client = [r.Packages(("curl",), "curl installed (the REST API's client)", "slurm.rest.clients (curl)")] \
-        if any(role in cluster.spec.slurm.rest.clients for role in node.roles) else []
-    if "controller" not in node.roles:
-        return [plugin, *client]
-    key = r.Made(lambda: secrets.secret_bytes(cluster.state_dir, SECRET, 32), SECRET)
+def jwt_resources(cluster, node) -> list:
+    """Before the controller's component: the JWT plugin every Slurm program loads (slurm.conf's AuthAltTypes), curl
+    where the clients are, and the key on the controllers before slurmctld reads slurm.conf's AuthAltParameters."""
+    if cluster.spec.slurm.rest is None:  # a controller only (the gate)
+        return [r.Absent(KEY, f"{KEY} removed (slurm.rest unset)")]
+    out = [r.Packages(("slurm-wlm-jwt-plugin",), "Slurm's JWT plugin installed", "slurm.rest (AuthAltTypes)")]
+    if any(role in cluster.spec.slurm.rest.clients for role in node.roles):
+        out.append(r.Packages(("curl",), "curl installed (the REST API's client)", "slurm.rest.clients (curl)"))
+    if "controller" in node.roles:
+        key = r.Made(lambda: secrets.secret_bytes(cluster.state_dir, SECRET, 32), SECRET)
+        out.append(r.File(KEY, key, f"{KEY} (the JWT key)", mode="600", user="slurm", group="slurm", secret=True,
+                          disruption="none (slurmctld reads it when it starts or reconfigures)"))
+    return out
+
+
+def rest_resources(cluster, node) -> list:
+    """After the controller's component (the unit needs /etc/slurm/slurm.conf): slurmrestd on each controller."""
+    if cluster.spec.slurm.rest is None:
+        return [r.Removed(UNIT, f"{UNIT} removed (slurm.rest unset)", (DROPIN, dropin_path(UNIT), NFT, SYSUSERS))]
     restart, files = f"restart {UNIT}", (SYSUSERS, NFT, DROPIN)
     return [
-        plugin, *client,
         r.Packages((UNIT, "nftables"), "slurmrestd and nftables installed", "slurm.rest (slurmrestd, its clients)"),
         r.File(SYSUSERS, SYSUSERS_TEXT, disruption=restart),
         r.OnChange(f"user {USER} made", "systemd-sysusers", (SYSUSERS,), (("systemd-sysusers", SYSUSERS),)),
-        # before slurmctld reads slurm.conf's AuthAltParameters (this component comes before the controller's)
-        r.File(KEY, key, f"{KEY} (the JWT key)", mode="600", user="slurm", group="slurm", secret=True,
-               disruption="none (slurmctld reads it when it starts or reconfigures)"),
         r.Directory("/etc/corral"),
         r.File(NFT, nft_rules(cluster), disruption=restart),
         r.File(DROPIN, dropin(cluster, node), disruption=restart),
         r.Service(UNIT, "slurmrestd running", ready(cluster, node), "slurmrestd restarted (user, clients or unit "
                   "changed)", files, policy=POLICY),
     ]
-
