@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 
 from corral.deploy import dcgm as dcgm_deploy
 from corral.deploy import dcgm_exporter as dcgm_exporter_deploy
-from corral.deploy import health as health_deploy
+from corral.render import health as health_deploy
 from corral.deploy import jobhooks as jobhooks_deploy
 from corral.deploy import nvidia_tools
 from corral.deploy.monitoring import node_exporter_args

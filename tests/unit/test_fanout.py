@@ -151,7 +151,8 @@ def test_merge_names_every_node_with_what_happened():
 
 def test_local_run_plans_the_deploys_on_this_machine_as_the_named_node(tmp_path):
     from corral.deploy.context import gather
-    from corral.deploy.health import health
+    from corral.fanout.snapshot import node_local
+    health = node_local()["health"]
     c = cluster(tmp_path, SPEC.replace("/root/.corral-demo", str(tmp_path / "state")))
     result = run(c, [health], mode="plan", limit=["gpu02"], local=True, record=False, prepare=gather(c))
     assert list(result.nodes) == ["gpu02"] and result.nodes["gpu02"].ok, result.nodes["gpu02"].error

@@ -13,6 +13,7 @@ from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAG
 from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, HUB_PACKAGES as NOTEBOOK_HUB
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.nvidia import dcgm_skip_reason
+from corral.render.health import resources as health_resources
 from corral.render.munge import resources as munge_resources
 from corral.render.podman import resources as podman_resources
 from corral.render.registry import trust_resources
@@ -199,7 +200,7 @@ COMPONENTS = (
     Component("images registry", packages=_registry, applies=gates.registry,
               daemons=d.registry),
     Component("podman", applies=gates.podman, resources=podman_resources),
-    Component("health", applies=gates.health),
+    Component("health", applies=gates.health, resources=health_resources),
     Component("jobhooks", applies=gates.compute),
     Component("nvidia driver", daemons=d.nvidia_driver),
     Component("mig", packages=_mig, applies=gates.mig, stops={"compute": ("corral-mig",)}),

@@ -6,7 +6,7 @@ way to be applied."""
 from __future__ import annotations
 
 from corral.deploy import (acceptance, accounting, adopt, base, containers, dcgm, dcgm_exporter, easybuild, grafana,
-                           health, jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
+                           jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
                            nvidia_driver, nvidia_tools, package_batch, package_source, passwords, power, proxy,
                            registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
                            upgrades, users)
@@ -27,7 +27,6 @@ DEPLOYS = {
     "slurm user": slurm_ha.slurm_user,
     "packages": package_batch.package_batch,
     "images registry": registry.registry,
-    "health": health.health,
     "jobhooks": jobhooks.jobhooks,
     "nvidia driver": nvidia_driver.nvidia_driver,
     "mig": mig.mig,

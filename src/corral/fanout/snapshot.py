@@ -22,9 +22,11 @@ NODE_DIR = Path(os.environ.get("CORRAL_NODE_DIR", "/var/lib/corral/node"))
 
 def node_local() -> dict:
     """{name: deploy} of the deploys a node may run on itself."""
-    from corral.deploy.health import health
+    from corral.components.slurm import COMPONENTS
+    from corral.deploy import deploy_of
     from corral.deploy.jobhooks import jobhooks
-    return {"health": health, "jobhooks": jobhooks}
+    health = next(c for c in COMPONENTS if c.name == "health")
+    return {"health": deploy_of(health), "jobhooks": jobhooks}
 
 
 def check_deploys(names: list[str]) -> list[str]:

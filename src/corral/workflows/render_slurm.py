@@ -194,13 +194,6 @@ def _users(c: Ctx, node: Node) -> Files:
     return {**{key_file(u.name): keys_text(u) for u in keyed}, DROPIN: DROPIN_TEXT}
 
 
-def _health(c: Ctx, node: Node) -> Files:
-    from corral.deploy.health import CONFIG, LIB, MODULES, WRAPPER, WRAPPER_TEXT, config
-    from corral.render.node_programs import node_program
-    return {**{f"{LIB}/{m}": node_program(m) for m in MODULES}, WRAPPER: WRAPPER_TEXT,
-            CONFIG: config(c.cluster, node)}
-
-
 def _jobhooks(c: Ctx, node: Node) -> Files:
     from corral.deploy.jobhooks import CLEAN, CONFIG, DIRS, EPILOG, MODULE, PROLOG, TASK_PROLOG, config, wrapper
     from corral.render.job_env import PATH as JOB_ENV, job_env_text, task_prolog
@@ -463,7 +456,7 @@ def _software(c: Ctx, node: Node) -> Files:
 RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {
     "base": _base, "proxy": _proxy, "package source": _package_source, "slurm version": _slurm_version,
     "sssd": _sssd, "storage server": _storage_server, "storage mounts": _storage_mounts, "users": _users,
-    "health": _health, "jobhooks": _jobhooks, "nvidia driver": _nvidia_driver, "mig": _mig,
+    "jobhooks": _jobhooks, "nvidia driver": _nvidia_driver, "mig": _mig,
     "containers": _containers, "accounting": _accounting, "power": _power, "slurm controller": _slurm_controller,
     "slurm compute": _slurm_compute, "pam_slurm_adopt": _adopt, "slurm login": _slurm_login, "dcgm": _dcgm,
     "nvidia tools": _nvidia_tools, "acceptance tools": _acceptance, "software": _software}

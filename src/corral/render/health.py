@@ -1,17 +1,12 @@
-"""health: corral-health on compute nodes (Slurm's HealthCheckProgram, see render/slurm.py):
-the stdlib-only program from corral/node/, a wrapper, and its config rendered from the spec."""
+"""health, declared as data (components/slurm.py): corral-health on compute nodes (Slurm's HealthCheckProgram, see
+render/slurm.py): the stdlib-only program from corral/node/, a wrapper, and its config rendered from the spec."""
 
 from __future__ import annotations
 
 import json
 
-from pyinfra import host
-from pyinfra.api import deploy
-
-from corral.components import gates
-from corral.deploy import operations
-from corral.deploy.nodestate import Want, register
 from corral import paths
+from corral.render import resources as r
 from corral.render.node_programs import node_program
 from corral.spec.shared import mounts_of
 
@@ -20,7 +15,6 @@ MODULES = ("health.py", "health_checks.py", "health_parse.py", "health_xid.py", 
 WRAPPER = paths.HEALTH
 CONFIG = paths.HEALTH_CONFIG
 METRICS_FILE = "/var/lib/prometheus/node-exporter/corral-health.prom"  # node-exporter's textfile directory
-WANT = register(Want(paths=(LIB, *(f"{LIB}/{m}" for m in MODULES), WRAPPER, CONFIG)))
 WRAPPER_TEXT = f"#!/bin/sh\n# Managed by corral: Slurm HealthCheckProgram\nexec /usr/bin/python3 {LIB}/health.py --slurm \"$@\"\n"
 
 
@@ -49,14 +43,10 @@ def config(cluster, node) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
-@deploy("health")
-def health() -> None:
-    node, cluster = host.data.corral_node, host.data.corral_cluster
-    if not gates.health(cluster, node):  # the declaration's gate (components/slurm.py)
-        return
-    operations.directory(name=LIB, path=LIB, want=WANT)
-    for module in MODULES:
-        operations.managed_file(name=f"{LIB}/{module}", path=f"{LIB}/{module}", content=node_program(module),
-                         want=WANT)
-    operations.managed_file(name=WRAPPER, path=WRAPPER, content=WRAPPER_TEXT, mode="755", want=WANT)
-    operations.managed_file(name=CONFIG, path=CONFIG, content=config(cluster, node), want=WANT)
+def resources(cluster, node) -> list:
+    return [
+        r.Directory(LIB),
+        *(r.File(f"{LIB}/{m}", node_program(m)) for m in MODULES),
+        r.File(WRAPPER, WRAPPER_TEXT, mode="755"),
+        r.File(CONFIG, config(cluster, node)),
+    ]
