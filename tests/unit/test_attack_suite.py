@@ -64,6 +64,10 @@ SUITE: dict[str, tuple[str, list[str]]] = {
         f"{VC}/test_security_identity.py::test_ldap_ids_access_and_directory_collisions"]),
     "round two: hostile backups": ("a forged backup file", [
         f"{VC}/test_security_backup.py::test_hostile_backups_run_no_shell_and_change_nothing"]),
+    "the REST API (slurm.rest): no token, an expired or another user's token, a node not a client": (
+        "alice on login1 with curl; root's expired token; a compute node", [
+            f"{VC}/test_users.py::test_alice_submits_and_queries_a_job_through_the_rest_api_with_her_own_token",
+            f"{UNIT}/test_slurm_rest.py::test_the_table_lets_only_the_clients_and_the_node_itself_reach_the_port"]),
     "the class: anything undeclared that listens or runs as root": ("corral audit, as an operator", [
         f"{VC}/audit.py::test_a_planted_root_listener_is_reported_and_fails_the_audit"]),
 }

@@ -66,6 +66,7 @@ def test_slurm_conf_names_the_jwt_plugin_and_the_key():
                                      "AuthAltParameters": ("jwt_key=/etc/slurm/jwt_hs256.key", "slurm jwt")}
 
 
+@pytest.mark.attack
 def test_the_table_lets_only_the_clients_and_the_node_itself_reach_the_port():
     text = rest.nft_rules(cluster("{port: 7000, clients: [login, compute, 10.9.0.0/24, 'fd00::/64']}"))
     assert 'tcp dport 7000 iifname "lo" accept' in text

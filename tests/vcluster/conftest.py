@@ -178,7 +178,7 @@ def shared_cluster(tmp_path_factory):
 @pytest.fixture(scope="session")
 def usable_cluster(tmp_path_factory):
     """The usable cluster (ctl also the NFS node, gpu01-02, login1, alice with her key; power on, never
-    suspending) shared by test_security_identity, test_security_root and test_users, in that order. Each
+    suspending; the Slurm REST API on ctl) shared by test_security_identity, test_security_root and test_users, in that order. Each
     module's fixture applies the spec first (`settled`) and puts its spec file back. What a spec without
     it does not undo stays, as on a real cluster: test_security_identity's SSSD and directory, which the
     later modules then run beside (test_users' SSH test is what found pam_localuser skipping pam_slurm_adopt)."""
@@ -188,5 +188,6 @@ def usable_cluster(tmp_path_factory):
     from corral.virtual.cluster import VirtualCluster
     path = make_spec(tmp_path_factory.mktemp("usable"), name="usable", usable=True, subnet=USABLE_SUBNET,
                      bridge=USABLE_BRIDGE, port=USABLE_PORT)
-    path.write_text(path.read_text() + USABLE_POWER)
+    # the Slurm REST API on ctl (login nodes its clients, the default): test_users' REST test
+    path.write_text(path.read_text().replace("\nslurm:\n", "\nslurm:\n  rest: {}\n") + USABLE_POWER)
     yield from _session_cluster("usable_cluster", VirtualCluster(load(path)))

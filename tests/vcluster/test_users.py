@@ -166,6 +166,74 @@ def test_health_drains_a_node_that_lost_home_and_resumes_it(usable):
     assert state == "idle"
 
 
+REST_PORT = 6820
+
+
+def _rest(vc, node: str, user: str | None, token: str | None, method: str, path: str,
+          body: str | None = None) -> tuple[int, dict]:
+    """curl as alice on `node` to slurmrestd on ctl: (HTTP status, or curl's exit code as -N; the JSON answer)."""
+    ctl = vc.node("ctl").node.address
+    headers = ([f"-H X-SLURM-USER-NAME:{user}"] if user else []) + ([f"-H X-SLURM-USER-TOKEN:{token}"] if token else [])
+    data = ["-H", "Content-Type:application/json", "--data-binary", body] if body is not None else []
+    cmd = ["curl", "-sS", "-m", "10", "-o", "/tmp/rest.out", "-w", "%{http_code}", "-X", method,
+           *[w for h in headers for w in h.split(" ", 1)], *data, f"http://{ctl}:{REST_PORT}{path}"]
+    line = shlex.join(cmd) + "; rc=$?; echo; echo rc=$rc; cat /tmp/rest.out 2>/dev/null; rm -f /tmp/rest.out"
+    out = as_alice(vc, node, line, check=False).stdout
+    code, rc, *rest = out.split("\n", 2) + ["", ""]
+    if rc.strip() != "rc=0":
+        return -int(rc.strip().removeprefix("rc=") or 1), {}
+    try:
+        return int(code), json.loads(rest[0] or "{}")
+    except json.JSONDecodeError:
+        return int(code), {"text": rest[0]}
+
+
+@pytest.mark.attack
+def test_alice_submits_and_queries_a_job_through_the_rest_api_with_her_own_token(usable):
+    """slurm.rest: alice gets a token on login1 (`scontrol token`) and submits and queries a job with curl; no token,
+    an expired token of root's, root's name with her token, and a node that is not a client are all refused."""
+    vc = usable
+    unit = ssh(vc, "ctl", "systemctl show -p ActiveState -p User slurmrestd; stat -c '%a %U %G %s' "
+                          "/etc/slurm/jwt_hs256.key").stdout.split()
+    assert sorted(unit[:2]) == ["ActiveState=active", "User=corral-slurmrestd"], unit
+    assert unit[2:] == ["600", "slurm", "slurm", "32"], unit  # the JWT key: 32 bytes, slurmctld's alone
+    token = as_alice(vc, "login1", "scontrol token").stdout.strip().removeprefix("SLURM_JWT=")
+    assert token.count(".") == 2, token
+    code, spec = _rest(vc, "login1", "alice", token, "GET", "/openapi/v3")
+    assert code == 200, (code, spec)
+    version = max(p.split("/")[2] for p in spec["paths"] if re.fullmatch(r"/slurm/v0\.0\.\d+/job/submit", p))
+    job = {"job": {"script": "#!/bin/bash\nhostname\n", "name": "via-rest", "current_working_directory": "/home/alice",
+                   "environment": ["PATH=/usr/bin:/bin"], "time_limit": {"set": True, "number": 5}}}
+    code, submitted = _rest(vc, "login1", "alice", token, "POST", f"/slurm/{version}/job/submit", json.dumps(job))
+    assert code == 200 and submitted.get("job_id"), (code, submitted)
+    job_id = submitted["job_id"]
+    for _ in range(60):
+        code, got = _rest(vc, "login1", "alice", token, "GET", f"/slurm/{version}/job/{job_id}")
+        assert code == 200, (code, got)
+        (rec,) = got["jobs"]
+        if "COMPLETED" in rec["job_state"]:
+            break
+        time.sleep(0.5)
+    assert rec["user_name"] == "alice" and rec["name"] == "via-rest" and "COMPLETED" in rec["job_state"], rec
+    assert as_alice(vc, "login1", f"squeue -h -j {job_id} -o %u; sacct -n -X -j {job_id} -o user%20").stdout.split()[-1] \
+        == "alice"
+    # refused: no token (401); root's own token once expired, her token under root's name (slurmctld refuses the
+    # credential: slurmrestd answers 511, Network Authentication Required); never a job list
+    assert _rest(vc, "login1", None, None, "GET", f"/slurm/{version}/jobs")[0] == 401
+    expired = ssh(vc, "ctl", "scontrol token username=root lifespan=1").stdout.strip().removeprefix("SLURM_JWT=")
+    time.sleep(2.5)
+    for user, bad in (("root", expired), ("root", token)):
+        code, body = _rest(vc, "login1", user, bad, "GET", f"/slurm/{version}/jobs")
+        assert code in (401, 403, 511) and not body.get("jobs"), (user, code, body)
+    assert _rest(vc, "login1", "alice", token, "GET", f"/slurm/{version}/jobs")[0] == 200  # hers still works
+    ctl = vc.node("ctl").node.address
+    probe = (f"python3 -c \"import socket; s = socket.create_connection(('{ctl}', {REST_PORT}), 5); "
+             "s.sendall(b'GET /openapi/v3 HTTP/1.0\\r\\n\\r\\n'); print(s.recv(64))\"")
+    refused = ssh(vc, "gpu01", probe, check=False)  # a compute node is no client: reset by the table, before HTTP
+    assert refused.returncode != 0 and ("ConnectionRefused" in refused.stderr or "ConnectionReset" in refused.stderr), (
+        refused.stdout, refused.stderr)
+
+
 def test_second_apply_changes_nothing(usable):
     result = converge(usable.cluster, "apply", command="test-users-reapply")
     assert result.ok and result.changed == 0, [
