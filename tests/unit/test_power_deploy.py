@@ -16,14 +16,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_engine import make_cluster, sshd  # noqa: E402,F401
 from deploy_ops import planned_ops  # noqa: E402
 
-from corral.deploy import components  # noqa: E402
-from corral.deploy.power import credentials, power, wrapper  # noqa: E402
+from corral.components.slurm import COMPONENTS  # noqa: E402
+from corral.deploy import components, deploy_of  # noqa: E402
+from corral.render.power import credentials, wrapper  # noqa: E402
 from corral.engine import journal  # noqa: E402
 from corral.engine.runner import run  # noqa: E402
 from corral.errors import CorralError  # noqa: E402
 from corral.spec.loader import load_text  # noqa: E402
 
 PASSWORD = "Bmc-Pw-4kQ9zL"
+power = deploy_of(next(c for c in COMPONENTS if c.name == "power"))  # declared as data: the generic deploy
 POWER = """\
 power:
   enabled: true

@@ -6,7 +6,7 @@ from __future__ import annotations
 import configparser
 
 from corral import paths
-from corral.deploy import power
+from corral.render import power
 from corral.render import slurm_exporter as X
 
 
@@ -25,11 +25,17 @@ def test_the_exporter_runs_as_its_own_user_never_slurm_or_root():
     assert fields[:3] == ["u", X.USER, "-"] and fields[-2:] == ["/nonexistent", "/usr/sbin/nologin"]
 
 
-def test_the_bmc_credentials_belong_to_slurm_alone():
+def test_the_bmc_credentials_belong_to_slurm_alone(tmp_path):
     """What the exporter must not read: power's credential file, 0600 slurm:slurm."""
-    import inspect
-    source = inspect.getsource(power.power)
-    assert 'mode="600", user="slurm", group="slurm", secret=True' in source and "BMC_CREDENTIALS" in source
+    from corral.render import resources as r
+    from corral.spec.loader import load_text
+    spec = ("name: lab\nnodes:\n  - {names: ctl1, addresses: [10.0.0.10], roles: [controller]}\n"
+            "  - {names: cn1, addresses: [10.0.0.11], roles: [compute]}\npower:\n  enabled: true\n  bmc:\n"
+            "    credentials_file: bmc.cred\n    nodes:\n      - {names: cn1, addresses: [10.9.0.11]}\n")
+    (tmp_path / "bmc.cred").write_text("admin:pw\n")
+    c = load_text(spec, str(tmp_path / "cluster.yaml"))
+    (f,) = [i for i in power.resources(c, c.nodes[0]) if isinstance(i, r.File) and i.path == paths.BMC_CREDENTIALS]
+    assert (f.mode, f.user, f.group, f.secret) == ("600", "slurm", "slurm", True)
     assert paths.BMC_CREDENTIALS.startswith("/etc/")
 
 

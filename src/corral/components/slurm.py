@@ -16,6 +16,7 @@ from corral.render.nvidia import dcgm_skip_reason
 from corral.render.health import resources as health_resources
 from corral.render.munge import resources as munge_resources
 from corral.render.podman import resources as podman_resources
+from corral.render.power import resources as power_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
 from corral.render import slurm_rest
@@ -67,11 +68,6 @@ def _containers(cluster, node):
         out.update({**gives(FETCH_PACKAGES, "nvidia.enroot/pyxis downloads"),
                     **gives(PYXIS_BUILD, "nvidia.pyxis (built on the nodes)")})
     return out
-
-
-def _power(cluster, node):
-    on = cluster.spec.power.enabled and "controller" in node.roles
-    return gives(["slurmctld"], "power (the slurm user runs the power programs)") if on else {}
 
 
 def _compute(cluster, node):
@@ -207,7 +203,7 @@ COMPONENTS = (
     Component("containers", packages=_containers),
     Component("accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),
               stops={"accounting": ("slurmdbd",)}, daemons=d.accounting),  # MariaDB and slurmdbd on the same node
-    Component("power", packages=_power, applies=gates.power),
+    Component("power", applies=gates.power, resources=power_resources),
     # slurm.rest, before the controller's: the JWT key slurmctld reads (slurm.conf names it), the plugin
     Component("slurm jwt", applies=slurm_rest.jwt_on, resources=slurm_rest.jwt_resources,
               slurm_conf=slurm_rest.slurm_conf),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from corral.deploy import (acceptance, accounting, adopt, base, containers, dcgm, dcgm_exporter, easybuild, grafana,
                            jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
-                           nvidia_driver, nvidia_tools, package_batch, package_source, passwords, power, proxy,
+                           nvidia_driver, nvidia_tools, package_batch, package_source, passwords, proxy,
                            registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
                            upgrades, users)
 
@@ -32,7 +32,6 @@ DEPLOYS = {
     "mig": mig.mig,
     "containers": containers.containers,
     "accounting": accounting.accounting,
-    "power": power.power,
     "slurm controller": slurm.slurm_controller,
     "slurm compute": slurm.slurm_compute,
     "pam_slurm_adopt": adopt.adopt,

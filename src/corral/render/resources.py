@@ -49,6 +49,7 @@ class Made:
 
     make: Callable[[], str | bytes]
     state_file: str
+    where: str = ""  # where a secret lives when not in the state dir (an admin's file): render's placeholder names it
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def shown(item: File, state_dir: Path) -> str | bytes:
     if not isinstance(item.content, Made):
         return item.content
     if item.secret:
-        return secret_placeholder(f"state-dir/secrets/{item.content.state_file}")
+        return secret_placeholder(item.content.where or f"state-dir/secrets/{item.content.state_file}")
     return made_by_apply(state_dir, item.content.state_file)
 
 

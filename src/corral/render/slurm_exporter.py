@@ -4,7 +4,7 @@ data (`resources`, render/resources.py): the one generic deploy applies it, `cor
 audit's declaration (components/daemons.py) reads the same names.
 
 It answers anyone who reaches its port, so it runs as a user of its own (USER, made by systemd-sysusers from
-corral's sysusers.d file), not as SlurmUser: slurm can read the BMC credentials (deploy/power.py, 0600 slurm:slurm)
+corral's sysusers.d file), not as SlurmUser: slurm can read the BMC credentials (render/power.py, 0600 slurm:slurm)
 and is Slurm's own super-user. sinfo, squeue, sdiag, scontrol ping and sacctmgr show answer an ordinary user (unless
 slurm.conf's PrivateData hides jobs or usage; see docs/components/monitoring.md). The unit confines it further: no
 capabilities, no new privileges, a read-only system, no homes, its own /tmp and /dev."""

@@ -263,17 +263,6 @@ def _accounting(c: Ctx, node: Node) -> Files:
     return files
 
 
-def _power(c: Ctx, node: Node) -> Files:
-    from corral.deploy.power import MODULES, WRAPPERS, wrapper
-    from corral.render.node_programs import node_program
-    from corral.render.power import power_config
-    from corral.spec.rules_power import credentials_path
-    return {**{f"{paths.LIB}/{m}": node_program(m) for m in MODULES},
-            **{path: wrapper(action) for path, action in WRAPPERS.items()},
-            paths.POWER_CONFIG: power_config(c.cluster),
-            paths.BMC_CREDENTIALS: secret(f"power.bmc.credentials_file={credentials_path(c.cluster)}")}
-
-
 def _slurm_controller(c: Ctx, node: Node) -> Files:
     from corral.render.storage import STATE_DROPIN, state_dropin
     from corral.render import ctld_restart
@@ -457,6 +446,6 @@ RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {
     "base": _base, "proxy": _proxy, "package source": _package_source, "slurm version": _slurm_version,
     "sssd": _sssd, "storage server": _storage_server, "storage mounts": _storage_mounts, "users": _users,
     "jobhooks": _jobhooks, "nvidia driver": _nvidia_driver, "mig": _mig,
-    "containers": _containers, "accounting": _accounting, "power": _power, "slurm controller": _slurm_controller,
+    "containers": _containers, "accounting": _accounting, "slurm controller": _slurm_controller,
     "slurm compute": _slurm_compute, "pam_slurm_adopt": _adopt, "slurm login": _slurm_login, "dcgm": _dcgm,
     "nvidia tools": _nvidia_tools, "acceptance tools": _acceptance, "software": _software}
