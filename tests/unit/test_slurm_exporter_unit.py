@@ -31,7 +31,7 @@ def test_the_bmc_credentials_belong_to_slurm_alone(tmp_path):
     from corral.spec.loader import load_text
     spec = ("name: lab\nnodes:\n  - {names: ctl1, addresses: [10.0.0.10], roles: [controller]}\n"
             "  - {names: cn1, addresses: [10.0.0.11], roles: [compute]}\npower:\n  enabled: true\n  bmc:\n"
-            "    credentials_file: bmc.cred\n    nodes:\n      - {names: cn1, addresses: [10.9.0.11]}\n")
+            "    credentials_file: bmc.cred\n    nodes:\n      - {names: cn1, addresses: 10.9.0.11}\n")
     (tmp_path / "bmc.cred").write_text("admin:pw\n")
     c = load_text(spec, str(tmp_path / "cluster.yaml"))
     (f,) = [i for i in power.resources(c, c.nodes[0]) if isinstance(i, r.File) and i.path == paths.BMC_CREDENTIALS]
