@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from corral.errors import NodeError
 
-POLL_S = 2.0
+POLL_S = 2.0        # how often a long wait asks again
+FIRST_POLL_S = 0.25  # a wait's first ask again: most end within a second or two
+
+
+def intervals(most: float = POLL_S, first: float = FIRST_POLL_S) -> Iterator[float]:
+    """The sleeps of a poll: `first`, doubling up to `most`, then `most` on. A wait that ends within a
+    second or two (a node back from its reboot, slurmd registered again, a job just ending) is seen when
+    it ends, not up to POLL_S later; a long one asks hardly more often than every POLL_S (three asks more
+    in all)."""
+    wait = first
+    while True:
+        yield wait
+        wait = min(wait * 2, most)
 
 Run = Callable[[str, str, float], subprocess.CompletedProcess]  # (node, command, timeout)
 

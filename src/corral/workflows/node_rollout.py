@@ -34,7 +34,7 @@ from corral.parallel import pmap
 from corral.spec.cluster import Cluster
 from corral.spec.rules_rollout import policy as rollout_policy
 from corral.workflows import batches
-from corral.workflows.node_control import POLL_S, SYSTEM, Clock, NodeControl, Run, StepFailed, checked, ssh
+from corral.workflows.node_control import SYSTEM, Clock, NodeControl, Run, StepFailed, checked, intervals, ssh
 
 KEEP_DRAINED, RESTORE, ROLL_BACK = "keep drained", "restore", "roll back"
 MARKER = paths.REBOOT_MARKER  # in /run (a tmpfs): gone once the node has rebooted
@@ -42,6 +42,7 @@ MARKER = paths.REBOOT_MARKER  # in /run (a tmpfs): gone once the node has reboot
 # accuracy is set: a transient timer's default AccuracySec (1 min) let systemd fire it anywhere up to a
 # minute late (measured: 1-16 s after the 1 s asked), and every rollout waited that out
 REBOOT_SOON = "systemd-run --on-active=1 --timer-property=AccuracySec=100ms systemctl reboot"
+REBOOT_POLL_S = 1.0
 
 
 def _through_control(n: "NodeRun") -> str | None:
@@ -230,9 +231,11 @@ def planned(decl: NodeRollout, cluster: Cluster, result: RunResult, nodes: list[
 def reboot(n: NodeRun) -> str:
     """Reboot, then until SSH answers with the marker in /run gone and slurmd running."""
     n.on(f"touch {MARKER} && {REBOOT_SOON} >/dev/null", check=True)
-    deadline = n.clock.monotonic() + n.policy.reboot_timeout
+    # asked every second at most (a node that is down makes each ask wait for SSH's connect timeout anyway);
+    # the marker tells an ask before the reboot from one after it
+    deadline, waits = n.clock.monotonic() + n.policy.reboot_timeout, intervals(most=REBOOT_POLL_S)
     while n.clock.monotonic() < deadline:
-        n.clock.sleep(POLL_S)
+        n.clock.sleep(next(waits))
         try:
             if n.on(f"test ! -e {MARKER} && systemctl is-active slurmd", timeout=15).returncode == 0:
                 return "rebooted; SSH and slurmd back"

@@ -11,7 +11,7 @@ from corral.facts.slurm import INSTALLED_VERSION, parse_slurm_version
 from corral.render import apt
 from corral.render.slurm_pin import INSTALLED, PIN, write_script
 from corral.spec.slurm_releases import matches
-from corral.workflows.node_control import POLL_S, StepFailed
+from corral.workflows.node_control import StepFailed, intervals
 
 DBD_TIMEOUT_S = 3600   # slurmdbd converts the accounting database at its first start: long on a big one
 CTL_TIMEOUT_S = 600    # slurmctld reads (and converts) its state save files
@@ -105,13 +105,13 @@ def install(c, node: str, version: str) -> None:
 
 
 def wait_until(c, check, seconds: float, what: str) -> None:
-    deadline = c.clock.monotonic() + seconds
+    deadline, waits = c.clock.monotonic() + seconds, intervals()
     while True:
         if check():
             return
         if c.clock.monotonic() >= deadline:
             raise StepFailed("wait", f"{what} not answering within {int(seconds)} s", keep_drained=True)
-        c.clock.sleep(POLL_S)
+        c.clock.sleep(next(waits))
 
 
 def service(c, node: str, daemon: str, version: str, action: str) -> None:

@@ -15,7 +15,8 @@ import subprocess
 from typing import TYPE_CHECKING
 
 from corral.errors import CorralError
-from corral.workflows.node_control import POLL_S, SYSTEM, Clock, NodeControl, Ok, Run, StepFailed, why as _why
+from corral.workflows.node_control import (POLL_S, SYSTEM, Clock, NodeControl, Ok, Run, StepFailed, intervals,
+                                          why as _why)
 
 if TYPE_CHECKING:
     from corral.spec.models_rollout import RolloutPolicy
@@ -59,7 +60,7 @@ class SlurmNode:
     def registered(self, node: str, timeout: float = REGISTER_S, step: str = "verify") -> None:
         """Until slurmctld hears from the node's slurmd again after a reboot or a restart: not DOWN, not
         `*` or NOT_RESPONDING (a node resumed before that would get jobs it cannot start)."""
-        deadline, state = self.clock.monotonic() + timeout, "?"
+        deadline, state, waits = self.clock.monotonic() + timeout, "?", intervals()
         while True:
             p, failed = self._ask(f"scontrol show node -o {shlex.quote(node)}")
             if p is None or p.returncode != 0:  # Slurm's trouble, not the node's: no rollback for it
@@ -72,7 +73,7 @@ class SlurmNode:
             if self.clock.monotonic() >= deadline:
                 raise StepFailed(step, f"slurmd did not register with slurmctld within {timeout:.0f} s "
                                  f"(State={state})", keep_drained=True)
-            self.clock.sleep(POLL_S)
+            self.clock.sleep(next(waits))
 
     def drain(self, node: str, reason: str) -> None:
         p, failed = self._ask(f"scontrol update nodename={shlex.quote(node)} state=drain reason={shlex.quote(reason)}")
@@ -116,7 +117,7 @@ class SlurmNode:
                       unknown: str = "the node was not changed") -> None:
         """Until squeue answers "no job on the node"; a failing squeue is asked again until the deadline.
         `still` / `unknown`: what the caller leaves the node as when jobs still run / squeue kept failing."""
-        deadline = self.clock.monotonic() + self.r.drain_timeout
+        deadline, waits = self.clock.monotonic() + self.r.drain_timeout, intervals()
         while True:
             jobs, failed = self.running_jobs(node)
             if jobs == []:
@@ -128,7 +129,7 @@ class SlurmNode:
                                      f"slurmctld on {self.controller}, then apply again", keep_drained=True)
                 raise StepFailed("wait for jobs", f"{len(jobs)} job(s) still running after {self.r.drain_timeout} s "
                                  f"({', '.join(jobs[:5])}); {still}", keep_drained=False)
-            self.clock.sleep(POLL_S)
+            self.clock.sleep(next(waits))
 
 
 def settle(r, node: str, known: bool | None, keep: bool, ours: str, failed_reason: str) -> tuple[str, str]:
