@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from corral.deploy.dcgm_exporter import pin, unit
+from corral.render.dcgm_exporter import pin, unit
 from corral.deploy.grafana import skip_reason
 from corral.deploy.monitoring import node_exporter_args, spec_metrics
 from corral.deploy.nvidia_repo import repo_path

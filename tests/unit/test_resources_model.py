@@ -62,3 +62,21 @@ def test_every_sysusers_file_a_declared_component_writes_is_one_systemd_sysusers
         proc = subprocess.run(["systemd-sysusers", f"--root={root}", "--dry-run", str(conf)], capture_output=True,
                               text=True, timeout=30)
         assert proc.returncode == 0 and "not a valid" not in proc.stderr, (path, proc.stderr)
+
+
+def test_vendor_packages_repositories_and_skips_in_every_view(tmp_path):
+    """A vendor's package (pinned `name=version`) is the declaration's `vendor`, never a Debian package; NVIDIA's
+    repository makes the snapshot read cuda-keyring; a skip has no file, package or service."""
+    from corral.components import Component
+    from corral.spec.loader import load
+    from tests.unit.golden_ops import write_spec
+    items = [r.Repository("NVIDIA CUDA repository", "cuda", "https://example/cuda"),
+             r.Packages(("dcgm-exporter=4.1.1-1",), "installed", "monitoring.dcgm_exporter", vendor=True, together=False),
+             r.Packages(("curl",), "curl", "a Debian one")]
+    assert r.packages(items) == ("cuda-keyring", "dcgm-exporter", "curl")
+    c = Component("x", resources=lambda cluster, node: items)
+    cluster = load(write_spec("features", tmp_path))
+    assert c.vendor(cluster, cluster.nodes[0]) == {"dcgm-exporter": "monitoring.dcgm_exporter"}
+    assert c.packages(cluster, cluster.nodes[0]) == {"curl": "a Debian one"}
+    skip = [r.Skip("dcgm-exporter (GPU metrics)", "emulated GPUs")]
+    assert r.files(skip, tmp_path) == {} and r.packages(skip) == () and r.services(skip) == ()

@@ -19,7 +19,8 @@ from pyinfra.api.deploy import add_deploy
 
 import corral.deploy
 from corral.engine import run_context
-from corral.deploy import dcgm_exporter, nodestate, operations
+from corral.deploy import nodestate, operations
+from corral.render import dcgm_exporter
 from corral.render import slurm_exporter
 from corral.render import jupyterhub, registry_auth
 from corral.render.restart import (DROPIN_NAME, EXEMPT, IN_UNIT, POLICIES, UNIT_DIR, dropin_path, render_restart_dropin,

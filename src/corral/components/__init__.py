@@ -95,9 +95,12 @@ class Component:
     slurm_conf: SlurmConf | None = None
 
     def __post_init__(self) -> None:
-        if self.resources is not None and self.packages is nothing:
+        if self.resources is not None:
             from corral.render.resources import needs
-            object.__setattr__(self, "packages", needs(self.resources, self.applies))
+            if self.packages is nothing:
+                object.__setattr__(self, "packages", needs(self.resources, self.applies))
+            if self.vendor is nothing:
+                object.__setattr__(self, "vendor", needs(self.resources, self.applies, vendor=True))
 
 
 def gives(names, why: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ from corral.render.podman import resources as podman_resources
 from corral.render.power import resources as power_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
-from corral.render import slurm_rest
+from corral.render import dcgm_exporter, slurm_rest
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -245,7 +245,7 @@ COMPONENTS = (
     Component("slurm exporter", waits=("slurm controller",),  # sinfo, squeue
               applies=_slurm_exporter, resources=slurm_exporter_resources,
               stops={"controller": ("corral-slurm-exporter",)}, daemons=d.slurm_exporter),
-    Component("dcgm exporter", vendor=_dcgm_exporter,
+    Component("dcgm exporter", applies=dcgm_exporter.applies, resources=dcgm_exporter.resources,
               stops={"compute": ("corral-dcgm-exporter",)},
               daemons=lambda c, n: d.dcgm_exporter(c, n) if _dcgm_exporter(c, n) else ()),
     # its data source is read when a dashboard is opened

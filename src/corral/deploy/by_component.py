@@ -5,7 +5,7 @@ way to be applied."""
 
 from __future__ import annotations
 
-from corral.deploy import (acceptance, accounting, adopt, base, containers, dcgm, dcgm_exporter, easybuild, grafana,
+from corral.deploy import (acceptance, accounting, adopt, base, containers, dcgm, easybuild, grafana,
                            jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
                            nvidia_driver, nvidia_tools, package_batch, package_source, passwords, proxy,
                            registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
@@ -45,6 +45,5 @@ DEPLOYS = {
     "jupyterhub": jupyterhub.jupyterhub,
     "easybuild": easybuild.easybuild,
     "monitoring": monitoring.monitoring,
-    "dcgm exporter": dcgm_exporter.dcgm_exporter,
     "grafana": grafana.grafana,
 }

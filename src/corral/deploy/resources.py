@@ -38,7 +38,14 @@ def apply(items, want: Want) -> None:
     written = {}
     for i in items:
         if isinstance(i, r.Packages):
-            operations.packages(name=i.name, names=list(i.names), want=want, together=True)
+            operations.packages(name=i.name, names=list(i.names), want=want, together=i.together)
+        elif isinstance(i, r.Repository):
+            from corral.deploy.nvidia_repo import cuda_repository
+            if i.kind != "cuda":
+                raise ValueError(f"no repository kind {i.kind!r}")
+            cuda_repository(name=i.name, repo_url=i.url, want=want)
+        elif isinstance(i, r.Skip):
+            operations.skip(name=i.name, reason=i.reason)
         elif isinstance(i, r.Directory):
             operations.directory(name=i.name or i.path, path=i.path, mode=i.mode, user=i.user, group=i.group,
                                  want=want)

@@ -25,11 +25,35 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Packages:
-    """Debian packages, installed together (one apt-get), each there for `why` (the bundle carries them)."""
+    """Debian packages, installed together (one apt-get), each there for `why` (the bundle carries them). `vendor`:
+    from a vendor's repository (the declaration's `vendor`, the bundle's vendor part), each name optionally
+    `name=version`, installed on their own (`together` False: not in the node's one transaction)."""
 
     names: tuple[str, ...]
     name: str  # the op's name
     why: str
+    vendor: bool = False
+    together: bool = True
+
+
+@dataclass(frozen=True)
+class Repository:
+    """A vendor's apt repository set up before its packages (`kind` "cuda": NVIDIA's CUDA repository through
+    cuda-keyring, deploy/nvidia_repo.py; nothing with packages.source bundle)."""
+
+    name: str
+    kind: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    """The component does nothing on this node, and why (plan lists it; `noted`: `corral render`'s NOTES.txt too)."""
+
+    name: str
+    reason: str
+    noted: bool = True
+    what: str = ""  # how NOTES.txt names the component (its name when empty)
 
 
 @dataclass(frozen=True)
@@ -113,7 +137,7 @@ class Removed:
     paths: tuple[str, ...]
 
 
-Resource = Union[Packages, Directory, File, Absent, OnChange, Service, Removed]
+Resource = Union[Packages, Repository, Skip, Directory, File, Absent, OnChange, Service, Removed]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
 
 
@@ -175,17 +199,24 @@ def paths(items: Sequence[Resource]) -> tuple[str, ...]:
 
 
 def packages(items: Sequence[Resource]) -> tuple[str, ...]:
-    return tuple(n for i in items if isinstance(i, Packages) for n in i.names)
+    """The package names the snapshot reads (a vendor's `name=version` by its name; cuda-keyring for NVIDIA's
+    repository)."""
+    out = [n.split("=", 1)[0] for i in items if isinstance(i, Packages) for n in i.names]
+    return tuple(dict.fromkeys([*("cuda-keyring" for i in items if isinstance(i, Repository) and i.kind == "cuda"),
+                                *out]))
 
 
 def services(items: Sequence[Resource]) -> tuple[str, ...]:
     return tuple(i.unit for i in items if isinstance(i, (Service, Removed)))
 
 
-def needs(resources: Resources, applies: Callable[[Cluster, Node], bool]) -> Callable[[Cluster, Node], dict[str, str]]:
-    """The declaration's `packages` (package -> why) from its resources, on the nodes it applies to."""
+def needs(resources: Resources, applies: Callable[[Cluster, Node], bool],
+          vendor: bool = False) -> Callable[[Cluster, Node], dict[str, str]]:
+    """The declaration's `packages` (package -> why) from its resources, on the nodes it applies to; `vendor`: its
+    `vendor` packages instead (by name)."""
     def packages_of(cluster: Cluster, node: Node) -> dict[str, str]:
         if not applies(cluster, node):
             return {}
-        return {n: i.why for i in resources(cluster, node) if isinstance(i, Packages) for n in i.names}
+        return {n.split("=", 1)[0]: i.why for i in resources(cluster, node)
+                if isinstance(i, Packages) and i.vendor == vendor for n in i.names}
     return packages_of

@@ -97,7 +97,7 @@ POLICIES: dict[str, Policy] = {
                                    why="GPU metrics; 10 s: the DCGM host engine may be coming back too"),
 }
 
-# units corral writes itself: the policy is part of the unit text (render/slurm_exporter.py, deploy/dcgm_exporter.py,
+# units corral writes itself: the policy is part of the unit text (render/slurm_exporter.py, render/dcgm_exporter.py,
 # render/jupyterhub.py, render/registry_auth.py)
 IN_UNIT = frozenset({"corral-slurm-exporter", "corral-dcgm-exporter", "corral-jupyterhub", "corral-registry-auth"})
 

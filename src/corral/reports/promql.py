@@ -2,7 +2,7 @@
 
 How a GPU sample names its job: corral's Slurm prolog writes the job id into a file per GPU index in
 `monitoring.gpu_job_map_dir` and the epilog removes it (node/jobhooks.py); dcgm-exporter reads that
-directory at every scrape (`--hpc-job-mapping-dir`, deploy/dcgm_exporter.py) and copies each GPU's
+directory at every scrape (`--hpc-job-mapping-dir`, render/dcgm_exporter.py) and copies each GPU's
 samples once per job using it, with the label `hpc_job="<SLURM_JOB_ID>"` (sacct's JobIDRaw). So a
 series with `hpc_job` exists only while its job holds the GPU, and a range over the whole window sees
 each job's own time only (clipped to the window, as the sacct figures are).

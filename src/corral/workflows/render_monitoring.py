@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.spec.cluster import Node
-from corral.workflows.render_slurm import Ctx, Files, cuda_repository_note, restart_dropins, secret, vendor_source
+from corral.workflows.render_slurm import Ctx, Files, restart_dropins, secret, vendor_source
 
 
 def _wanted(c: Ctx) -> bool:
@@ -37,20 +37,6 @@ def _monitoring(c: Ctx, node: Node) -> Files:
     return out
 
 
-def _dcgm_exporter(c: Ctx, node: Node) -> Files:
-    from corral.deploy.dcgm_exporter import FIELDS, PIN, UNIT_FILE, fields_text, pin, unit
-    from corral.render.prometheus import dcgm_skip_reason, listen_address
-    if not _wanted(c) or "compute" not in node.roles:
-        return {}
-    if c.gated("dcgm-exporter", node, dcgm_skip_reason(c.cluster, node), quiet="no GPUs on this node"):
-        return {}
-    m = c.cluster.spec.monitoring
-    d = m.dcgm_exporter
-    cuda_repository_note(c)
-    return {PIN: pin(d.package, d.version), FIELDS: fields_text(),
-            UNIT_FILE: unit(d.binary, listen_address(c.cluster, node.address, d.port), m.gpu_job_map_dir)}
-
-
 def _grafana(c: Ctx, node: Node) -> Files:
     from corral.deploy.grafana import DATASOURCE, INI, KEY, PIN, PROVIDER, SOURCE, skip_reason, source_text
     from corral.render.grafana import DASHBOARD_DIR, dashboards, render_datasource, render_ini, render_provider
@@ -73,5 +59,4 @@ def _grafana(c: Ctx, node: Node) -> Files:
 
 
 # the deploys' order (deploy/__init__.py components): after render_slurm.py's
-RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"monitoring": _monitoring, "dcgm exporter": _dcgm_exporter,
-                                                      "grafana": _grafana}
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"monitoring": _monitoring, "grafana": _grafana}

@@ -365,6 +365,16 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
     return component_files(c, {**RENDERERS, **IMAGES, **MONITORING, **WORKBENCH}), _notes(c, said)
 
 
+def _resource_notes(c: Ctx, node: Node, items) -> None:
+    """NOTES.txt's lines for a component declared as data: what it skips here, the vendor repositories it sets up."""
+    from corral.render import resources as r
+    for i in items:
+        if isinstance(i, r.Skip) and i.noted:
+            c.skip(i.what or i.name, node, i.reason)
+        elif isinstance(i, r.Repository) and i.kind == "cuda":
+            cuda_repository_note(c)
+
+
 def component_files(c: Ctx, parts: dict[str, Callable[[Ctx, Node], Files]]) -> dict[str, Files]:
     """Every node's files from the spec's declared components (components/views.py), in the deploys' order, each
     where it applies: a component declared as data from its resources, any other from its renderer in `parts`."""
@@ -378,7 +388,9 @@ def component_files(c: Ctx, parts: dict[str, Callable[[Ctx, Node], Files]]) -> d
             if not component.applies(cluster, node):
                 continue
             if rs is not None:  # declared as data: its files are its resources' (render/resources.py)
-                files[node.name].update(resource_files(rs(cluster, node), cluster.state_dir))
+                items = rs(cluster, node)
+                files[node.name].update(resource_files(items, cluster.state_dir))
+                _resource_notes(c, node, items)
             elif part is not None:
                 files[node.name].update(part(c, node))
     return files
