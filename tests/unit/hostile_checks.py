@@ -14,7 +14,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from corral.deploy import dcgm as dcgm_deploy
+from corral.render import dcgm as dcgm_deploy
 from corral.render import dcgm_exporter as dcgm_exporter_deploy
 from corral.render import health as health_deploy
 from corral.deploy import jobhooks as jobhooks_deploy

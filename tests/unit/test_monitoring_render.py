@@ -140,8 +140,8 @@ def test_two_monitoring_services_on_one_port_is_a_located_error():
 
 
 def test_dcgm_on_real_gpu_compute_nodes_only():
-    from corral.deploy.dcgm import pin as dcgm_pin
-    from corral.deploy.dcgm import skip_reason as dcgm_skip
+    from corral.render.dcgm import pin as dcgm_pin
+    from corral.render.dcgm import skip_reason as dcgm_skip
     real, virtual = load_text(SPEC, "cluster.yaml"), load_text(VIRTUAL, "cluster.yaml")
     assert dcgm_skip(real, real.node("gpu01")) is None
     assert dcgm_skip(real, real.node("cpu01")) == "no GPUs on this node"

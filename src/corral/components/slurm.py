@@ -19,7 +19,7 @@ from corral.render.podman import resources as podman_resources
 from corral.render.power import resources as power_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
-from corral.render import dcgm_exporter, slurm_rest
+from corral.render import dcgm, dcgm_exporter, slurm_rest
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -221,7 +221,7 @@ COMPONENTS = (
     Component("slurm login", applies=gates.login_only, waits=("slurm controller",), packages=_role("login", LOGIN)),
     # sacctmgr through slurmdbd, the cluster registered
     Component("accounting sync", waits=("accounting", "slurm controller")),
-    Component("dcgm", vendor=_dcgm, stops={"compute": ("nvidia-dcgm",)},
+    Component("dcgm", resources=dcgm.resources, stops={"compute": ("nvidia-dcgm",)},
               daemons=lambda c, n: d.dcgm(c, n) if _dcgm(c, n) else ()),
     Component("nvidia tools", vendor=_cuda_tools),
     Component("acceptance tools", packages=_acceptance, vendor=_nccl),

@@ -1,4 +1,4 @@
-"""acceptance tools: what `corral validate` runs on real GPUs beyond DCGM (deployed by deploy/dcgm.py):
+"""acceptance tools: what `corral validate` runs on real GPUs beyond DCGM (deployed by render/dcgm.py):
 gpu-burn and nccl-tests' all_reduce_perf, built on each GPU compute node where `acceptance.burn` /
 `acceptance.nccl` are enabled, with the CUDA toolkit's nvcc (nvidia.cuda_toolkit, installed by the
 nvidia tools deploy just before this one) for the node's GPU architecture; nccl-tests against libnccl2

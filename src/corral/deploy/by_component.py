@@ -5,7 +5,7 @@ way to be applied."""
 
 from __future__ import annotations
 
-from corral.deploy import (acceptance, accounting, adopt, base, containers, dcgm, easybuild, grafana,
+from corral.deploy import (acceptance, accounting, adopt, base, containers, easybuild, grafana,
                            jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
                            nvidia_driver, nvidia_tools, package_batch, package_source, passwords, proxy,
                            registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
@@ -37,7 +37,6 @@ DEPLOYS = {
     "pam_slurm_adopt": adopt.adopt,
     "slurm login": slurm.slurm_login,
     "accounting sync": sacct.accounting_sync,
-    "dcgm": dcgm.dcgm,
     "nvidia tools": nvidia_tools.nvidia_tools,
     "acceptance tools": acceptance.acceptance,
     "software": software.software,

@@ -125,6 +125,7 @@ class Service:
     restart_on: tuple[str, ...] = ()
     policy: Policy | None = None
     restart_wait: str | None = None  # what proves it serves after a restart, where it differs from `wait`
+    policy_op: str = ""  # the restart policy's op name, where a hand-written deploy named it otherwise (journals)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def expanded(items: Sequence[Resource]) -> list[Resource]:
     out: list[Resource] = []
     for i in items:
         if isinstance(i, Service) and i.policy is not None:
-            out.append(File(dropin_path(i.unit), render_restart_dropin(i.unit, i.policy), policy_name(i.unit),
+            out.append(File(dropin_path(i.unit), render_restart_dropin(i.unit, i.policy), i.policy_op or policy_name(i.unit),
                             disruption="none (systemd reloaded)"))
         out.append(i)
     return out

@@ -301,15 +301,6 @@ def _slurm_login(c: Ctx, node: Node) -> Files:
     return {SLURM_CONF: configs[SLURM_CONF], PLUGSTACK: configs[PLUGSTACK]}
 
 
-def _dcgm(c: Ctx, node: Node) -> Files:
-    from corral.deploy.dcgm import PIN, SERVICE, pin, skip_reason
-    if c.gated("DCGM", node, skip_reason(c.cluster, node), quiet="no GPUs on this node"):
-        return {}
-    d = c.cluster.spec.nvidia.dcgm
-    cuda_repository_note(c)
-    return {PIN: pin(d.package, d.version), **restart_dropins(SERVICE)}
-
-
 def _nvidia_tools(c: Ctx, node: Node) -> Files:
     from corral.deploy.nvidia_tools import (CTK_KEY, CTK_PIN, CTK_SOURCE, RUNTIME_MARK, ctk_source, runtime_marker,
                                             skip_reason)
@@ -459,5 +450,5 @@ RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {
     "sssd": _sssd, "storage server": _storage_server, "storage mounts": _storage_mounts, "users": _users,
     "jobhooks": _jobhooks, "nvidia driver": _nvidia_driver, "mig": _mig,
     "containers": _containers, "accounting": _accounting, "slurm controller": _slurm_controller,
-    "slurm compute": _slurm_compute, "pam_slurm_adopt": _adopt, "slurm login": _slurm_login, "dcgm": _dcgm,
+    "slurm compute": _slurm_compute, "pam_slurm_adopt": _adopt, "slurm login": _slurm_login,
     "nvidia tools": _nvidia_tools, "acceptance tools": _acceptance, "software": _software}
