@@ -8,7 +8,7 @@ import json
 import pytest
 
 from corral.render.dcgm_exporter import pin, unit
-from corral.deploy.grafana import skip_reason
+from corral.render.grafana import skip_reason
 from corral.deploy.monitoring import node_exporter_args, spec_metrics
 from corral.deploy.nvidia_repo import repo_path
 from corral.errors import SpecError

@@ -19,7 +19,7 @@ from corral.render.podman import resources as podman_resources
 from corral.render.power import resources as power_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
-from corral.render import dcgm, dcgm_exporter, slurm_rest
+from corral.render import dcgm, dcgm_exporter, grafana, slurm_rest
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -249,6 +249,7 @@ COMPONENTS = (
               stops={"compute": ("corral-dcgm-exporter",)},
               daemons=lambda c, n: d.dcgm_exporter(c, n) if _dcgm_exporter(c, n) else ()),
     # its data source is read when a dashboard is opened
-    Component("grafana", vendor=_grafana, stops={"monitoring": ("grafana-server",)},
+    Component("grafana", vendor=_grafana, applies=grafana.applies, resources=grafana.resources,
+              stops={"monitoring": ("grafana-server",)},
               daemons=lambda c, n: d.grafana(c, n) if _grafana(c, n) else ()),
 )

@@ -5,7 +5,7 @@ way to be applied."""
 
 from __future__ import annotations
 
-from corral.deploy import (acceptance, accounting, adopt, base, containers, easybuild, grafana,
+from corral.deploy import (acceptance, accounting, adopt, base, containers, easybuild,
                            jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
                            nvidia_driver, nvidia_tools, package_batch, package_source, passwords, proxy,
                            registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
@@ -44,5 +44,4 @@ DEPLOYS = {
     "jupyterhub": jupyterhub.jupyterhub,
     "easybuild": easybuild.easybuild,
     "monitoring": monitoring.monitoring,
-    "grafana": grafana.grafana,
 }

@@ -44,6 +44,10 @@ def apply(items, want: Want) -> None:
             if i.kind != "cuda":
                 raise ValueError(f"no repository kind {i.kind!r}")
             cuda_repository(name=i.name, repo_url=i.url, want=want)
+        elif isinstance(i, r.Key):
+            from corral.deploy.apt_keys import pinned_key
+            pinned_key(name=i.name, path=i.path, url=i.url, fingerprint=i.fingerprint, what=f"{i.vendor}'s apt key",
+                       dearmor=i.dearmor, want=want)
         elif isinstance(i, r.Skip):
             operations.skip(name=i.name, reason=i.reason)
         elif isinstance(i, r.Directory):

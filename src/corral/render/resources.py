@@ -47,6 +47,20 @@ class Repository:
 
 
 @dataclass(frozen=True)
+class Key:
+    """A vendor's apt signing key at `path`, fetched on the node from `url` and kept only when its fingerprint is
+    exactly `fingerprint` (deploy/apt_keys.pinned_key; `dearmor`: as a binary keyring). `corral render` names it in
+    NOTES.txt (`vendor`), never writes it."""
+
+    name: str
+    path: str
+    url: str
+    fingerprint: str
+    vendor: str
+    dearmor: bool = False
+
+
+@dataclass(frozen=True)
 class Skip:
     """The component does nothing on this node, and why (plan lists it; `noted`: `corral render`'s NOTES.txt too)."""
 
@@ -74,6 +88,7 @@ class Made:
     make: Callable[[], str | bytes]
     state_file: str
     where: str = ""  # where a secret lives when not in the state dir (an admin's file): render's placeholder names it
+    shown: Callable[[], str] | None = None  # what render shows of a secret file instead (its secret as a placeholder)
 
 
 @dataclass(frozen=True)
@@ -138,7 +153,7 @@ class Removed:
     paths: tuple[str, ...]
 
 
-Resource = Union[Packages, Repository, Skip, Directory, File, Absent, OnChange, Service, Removed]
+Resource = Union[Packages, Repository, Key, Skip, Directory, File, Absent, OnChange, Service, Removed]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
 
 
@@ -179,6 +194,8 @@ def shown(item: File, state_dir: Path) -> str | bytes:
     if not isinstance(item.content, Made):
         return item.content
     if item.secret:
+        if item.content.shown is not None:
+            return item.content.shown()
         return secret_placeholder(item.content.where or f"state-dir/secrets/{item.content.state_file}")
     return made_by_apply(state_dir, item.content.state_file)
 
@@ -192,7 +209,7 @@ def paths(items: Sequence[Resource]) -> tuple[str, ...]:
     """Every path the component manages (the snapshot reads their state before the run)."""
     out: list[str] = []
     for i in expanded(items):
-        if isinstance(i, (Directory, File, Absent)):
+        if isinstance(i, (Directory, File, Absent, Key)):
             out.append(i.path)
         elif isinstance(i, Removed):
             out += i.paths

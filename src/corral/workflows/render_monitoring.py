@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.spec.cluster import Node
-from corral.workflows.render_slurm import Ctx, Files, restart_dropins, secret, vendor_source
+from corral.workflows.render_slurm import Ctx, Files, restart_dropins
 
 
 def _wanted(c: Ctx) -> bool:
@@ -37,26 +37,5 @@ def _monitoring(c: Ctx, node: Node) -> Files:
     return out
 
 
-def _grafana(c: Ctx, node: Node) -> Files:
-    from corral.deploy.grafana import DATASOURCE, INI, KEY, PIN, PROVIDER, SOURCE, skip_reason, source_text
-    from corral.render.grafana import DASHBOARD_DIR, dashboards, render_datasource, render_ini, render_provider
-    from corral.render.vendor_repos import grafana_pin
-    if not _wanted(c) or "monitoring" not in node.roles:
-        return {}
-    if c.gated("Grafana", node, skip_reason(c.cluster), quiet=""):
-        return {}
-    g = c.cluster.spec.monitoring.grafana
-    out: Files = {}
-    if vendor_source(c, "Grafana", KEY):
-        out[SOURCE] = source_text(g.repo_url)
-    if g.version:
-        out[PIN] = grafana_pin(g.version)
-    out.update({INI: render_ini(c.cluster, node.address, secret("state-dir/secrets/grafana-admin-password")),
-                DATASOURCE: render_datasource(c.cluster), PROVIDER: render_provider(),
-                **{f"{DASHBOARD_DIR}/{name}": text for name, text in dashboards().items()},
-                **restart_dropins("grafana-server")})
-    return out
-
-
 # the deploys' order (deploy/__init__.py components): after render_slurm.py's
-RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"monitoring": _monitoring, "grafana": _grafana}
+RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {"monitoring": _monitoring}

@@ -364,6 +364,8 @@ def _resource_notes(c: Ctx, node: Node, items) -> None:
             c.skip(i.what or i.name, node, i.reason)
         elif isinstance(i, r.Repository) and i.kind == "cuda":
             cuda_repository_note(c)
+        elif isinstance(i, r.Key):
+            vendor_source(c, i.vendor, i.path)
 
 
 def component_files(c: Ctx, parts: dict[str, Callable[[Ctx, Node], Files]]) -> dict[str, Files]:
