@@ -19,10 +19,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from corral.render.resources import Daemon, Listener  # declared with a component's services (render/resources.py)
+
 if TYPE_CHECKING:
     from corral.render.resources import Resources
     from corral.spec.cluster import Cluster, Node
 
+__all__ = ["Component", "Daemon", "Listener", "LOCAL", "everywhere", "gives", "no_daemons", "nothing"]
 Needs = Callable[["Cluster", "Node"], Mapping[str, str]]  # (cluster, node) -> {package: why}
 Gate = Callable[["Cluster", "Node"], bool]  # (cluster, node) -> whether the component applies there
 LOCAL: tuple[str, ...] = ()
@@ -30,31 +33,6 @@ LOCAL: tuple[str, ...] = ()
 
 def nothing(cluster: Cluster, node: Node) -> Mapping[str, str]:
     return {}
-
-
-@dataclass(frozen=True)
-class Listener:
-    """A socket a daemon listens on. `on`: "cluster" (the node's cluster address), "any" (every address),
-    "local" (loopback only). `port` 0: a port the daemon picks at start (RPC services). `who`: who may reach it."""
-
-    port: int
-    who: str
-    proto: str = "tcp"
-    on: str = "any"
-
-
-@dataclass(frozen=True)
-class Daemon:
-    """A daemon a component runs on a node: the systemd unit its processes live in, the user its main process
-    runs as and why (always said for root), `root`: the process names (comm, at most 15 characters as the kernel
-    keeps them) that run as root in the unit (none
-    unless `user` is root, or a setuid helper such as sudo), and the sockets it listens on."""
-
-    unit: str
-    user: str
-    why: str
-    root: tuple[str, ...] = ()
-    listens: tuple[Listener, ...] = ()
 
 
 Daemons = Callable[["Cluster", "Node"], "tuple[Daemon, ...]"]
@@ -101,6 +79,9 @@ class Component:
                 object.__setattr__(self, "packages", needs(self.resources, self.applies))
             if self.vendor is nothing:
                 object.__setattr__(self, "vendor", needs(self.resources, self.applies, vendor=True))
+            if self.daemons is no_daemons:
+                from corral.render.resources import daemons_of
+                object.__setattr__(self, "daemons", daemons_of(self.resources, self.applies))
 
 
 def gives(names, why: str) -> dict[str, str]:

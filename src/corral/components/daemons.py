@@ -41,10 +41,6 @@ def base(cluster, node) -> tuple[Daemon, ...]:
     return tuple(out)
 
 
-def munge(cluster, node) -> tuple[Daemon, ...]:
-    return (Daemon("munge.service", "munge", "Slurm's authentication (a socket on this node only)"),)
-
-
 def sssd(cluster, node) -> tuple[Daemon, ...]:
     return (Daemon("sssd*.service", "root", "SSSD's monitor and responders (Debian runs them as root: they read "
                    "the keytab and sssd.conf's bind password)",
@@ -128,7 +124,8 @@ def jupyterhub(cluster, node) -> tuple[Daemon, ...]:
 
 
 def _on(cluster) -> str:
-    return "any" if cluster.spec.monitoring.listen == "all" else "cluster"
+    from corral.render.prometheus import listens_on
+    return listens_on(cluster)
 
 
 def monitoring(cluster, node) -> tuple[Daemon, ...]:
@@ -143,18 +140,6 @@ def monitoring(cluster, node) -> tuple[Daemon, ...]:
     return tuple(out)
 
 
-def slurm_exporter(cluster, node) -> tuple[Daemon, ...]:
-    from corral.render.slurm_exporter import UNIT, USER
-    return (Daemon(f"{UNIT}.service", USER, "corral's Slurm exporter, its own user",
-                   listens=(Listener(cluster.spec.monitoring.slurm_exporter_port, "Prometheus", on=_on(cluster)),)),)
-
-
-def dcgm_exporter(cluster, node) -> tuple[Daemon, ...]:
-    return (Daemon("corral-dcgm-exporter.service", "root", "dcgm-exporter reads every GPU through DCGM",
-                   root=("dcgm-exporter",), listens=(Listener(cluster.spec.monitoring.dcgm_exporter.port,
-                                                               "Prometheus", on=_on(cluster)),)),)
-
-
 def nvidia_driver(cluster, node) -> tuple[Daemon, ...]:
     """Fabric Manager on an NVSwitch node (the driver deploy installs it where the node has NVSwitches; declared on
     every GPU node a managed driver runs on: declaring what does not run allows nothing else). nvidia-persistenced
@@ -163,18 +148,6 @@ def nvidia_driver(cluster, node) -> tuple[Daemon, ...]:
         return ()
     return (Daemon("nvidia-fabricmanager.service", "root", "Fabric Manager sets up NVSwitch routing (the driver's)",
                    root=("nv-fabricmanage",), listens=(Listener(6666, "its own command interface", on="local"),)),)
-
-
-def dcgm(cluster, node) -> tuple[Daemon, ...]:
-    return (Daemon("nvidia-dcgm.service", "root", "DCGM's host engine (GPU health and diagnostics)",
-                   root=("nv-hostengine",), listens=(Listener(5555, "dcgmi and dcgm-exporter on this node",
-                                                              on="local"),)),)
-
-
-def grafana(cluster, node) -> tuple[Daemon, ...]:
-    g = cluster.spec.monitoring.grafana
-    return (Daemon("grafana-server.service", "grafana", "Grafana",
-                   listens=(Listener(g.port, "admins' browsers", on=_on(cluster)),)),)
 
 
 def site_daemons(cluster, node) -> tuple[Daemon, ...]:

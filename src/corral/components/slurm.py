@@ -6,13 +6,12 @@ the Debian packages of the components after it in one transaction (deploy/packag
 
 from __future__ import annotations
 
-from corral.components import Component, Daemon, Listener, daemons as d, gates, gives
+from corral.components import Component, daemons as d, gates, gives
 from corral.components.common import HEAD
 from corral.render.acceptance import BUILD_PACKAGES as ACCEPTANCE_BUILD, NCCL_PACKAGES, OPENMPI_PACKAGES
 from corral.render.containers import BUILD_PACKAGES as PYXIS_BUILD, FETCH_PACKAGES
 from corral.render.jupyterhub import BUILD_PACKAGES as NOTEBOOK_BUILD, HUB_PACKAGES as NOTEBOOK_HUB
 from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
-from corral.render.nvidia import dcgm_skip_reason
 from corral.render.health import resources as health_resources
 from corral.render.munge import resources as munge_resources
 from corral.render.podman import resources as podman_resources
@@ -91,11 +90,6 @@ def _gpu_compute(node) -> bool:
     return bool(node.gpu_count) and "compute" in node.roles
 
 
-def _dcgm(cluster, node):
-    d = cluster.spec.nvidia.dcgm
-    return gives([d.package], "nvidia.dcgm") if dcgm_skip_reason(cluster, node, d.enabled, "") is None else {}
-
-
 def _cuda_tools(cluster, node):
     nv, out = cluster.spec.nvidia, {}
     if nv.cuda_toolkit is not None:
@@ -149,12 +143,6 @@ def _slurm_exporter(cluster, node) -> bool:
     return _monitored(cluster) and bool(controllers) and node.name == controllers[0].name
 
 
-def _dcgm_exporter(cluster, node):
-    d = cluster.spec.monitoring.dcgm_exporter
-    on = _monitored(cluster) and dcgm_skip_reason(cluster, node, d.enabled, "") is None
-    return gives([d.package], "monitoring.dcgm_exporter") if on else {}
-
-
 def _grafana(cluster, node):
     return gives(["grafana"], "monitoring.grafana") if _monitored(cluster) and "monitoring" in node.roles else {}
 
@@ -165,16 +153,6 @@ def _registry(cluster, node):
     from corral.render import registry_auth as ra
     auth = gives(ra.PACKAGES, "images.registry: the site registry's token server") if ra.enabled(cluster) else {}
     return {**gives([REGISTRY, "curl"], "images.registry (curl: its readiness)"), **auth}
-
-
-def _rest(cluster, node):
-    """slurmrestd on each controller while slurm.rest is set (render/slurm_rest.py)."""
-    rest = cluster.spec.slurm.rest
-    if rest is None or "controller" not in node.roles:
-        return ()
-    who = "slurm.rest.clients: " + ", ".join(str(c) for c in rest.clients) + " (and this node)"
-    return (Daemon(f"{slurm_rest.UNIT}.service", slurm_rest.USER, "the Slurm REST API: acts as each request's user, "
-                   "by their token", listens=(Listener(rest.port, who, on="cluster"),)),)
 
 
 COMPONENTS = (
@@ -190,7 +168,7 @@ COMPONENTS = (
     Component("passwords", applies=gates.passwords),  # users[].password, login nodes
     Component("slurm user"),
     Component("packages"),
-    Component("munge", resources=munge_resources, stops={"*": ("munge",)}, daemons=d.munge),  # the key: from the control host
+    Component("munge", resources=munge_resources, stops={"*": ("munge",)}),  # the key: from the control host
     # the CA before the registry: its readiness check trusts it
     Component("ca trust", applies=gates.cluster_ca, resources=trust_resources),
     Component("images registry", packages=_registry, applies=gates.registry,
@@ -211,7 +189,7 @@ COMPONENTS = (
               packages=_role("controller", CONTROLLER), stops={"controller": ("slurmctld",)},
               daemons=d.slurm_controller),
     # slurmrestd (slurm.rest) once slurm.conf is there
-    Component("slurm rest", applies=slurm_rest.rest_on, resources=slurm_rest.rest_resources, daemons=_rest,
+    Component("slurm rest", applies=slurm_rest.rest_on, resources=slurm_rest.rest_resources,
               stops={"controller": ("slurmrestd",)}),
     # configless slurmd fetches its config from slurmctld
     Component("slurm compute", applies=gates.compute, waits=("slurm controller",), packages=_compute,
@@ -221,8 +199,7 @@ COMPONENTS = (
     Component("slurm login", applies=gates.login_only, waits=("slurm controller",), packages=_role("login", LOGIN)),
     # sacctmgr through slurmdbd, the cluster registered
     Component("accounting sync", waits=("accounting", "slurm controller")),
-    Component("dcgm", resources=dcgm.resources, stops={"compute": ("nvidia-dcgm",)},
-              daemons=lambda c, n: d.dcgm(c, n) if _dcgm(c, n) else ()),
+    Component("dcgm", resources=dcgm.resources, stops={"compute": ("nvidia-dcgm",)}),
     Component("nvidia tools", vendor=_cuda_tools),
     Component("acceptance tools", packages=_acceptance, vendor=_nccl),
     # modules for what the components before it installed (Open MPI, the CUDA toolkit, the acceptance tools)
@@ -244,12 +221,10 @@ COMPONENTS = (
               daemons=lambda c, n: d.monitoring(c, n) if _monitoring(c, n) else ()),
     Component("slurm exporter", waits=("slurm controller",),  # sinfo, squeue
               applies=_slurm_exporter, resources=slurm_exporter_resources,
-              stops={"controller": ("corral-slurm-exporter",)}, daemons=d.slurm_exporter),
+              stops={"controller": ("corral-slurm-exporter",)}),
     Component("dcgm exporter", applies=dcgm_exporter.applies, resources=dcgm_exporter.resources,
-              stops={"compute": ("corral-dcgm-exporter",)},
-              daemons=lambda c, n: d.dcgm_exporter(c, n) if _dcgm_exporter(c, n) else ()),
+              stops={"compute": ("corral-dcgm-exporter",)}),
     # its data source is read when a dashboard is opened
     Component("grafana", vendor=_grafana, applies=grafana.applies, resources=grafana.resources,
-              stops={"monitoring": ("grafana-server",)},
-              daemons=lambda c, n: d.grafana(c, n) if _grafana(c, n) else ()),
+              stops={"monitoring": ("grafana-server",)}),
 )

@@ -37,5 +37,8 @@ def resources(cluster, node) -> list:
         r.Packages((f"{d.package}={d.version}" if d.version else d.package,), "DCGM installed", "nvidia.dcgm",
                    vendor=True, together=False),
         r.Service(SERVICE, "DCGM host engine running", f"systemctl is-active {SERVICE}", policy=POLICIES[SERVICE],
-                  policy_op="DCGM host engine restarted by systemd when it dies"),
+                  policy_op="DCGM host engine restarted by systemd when it dies",
+                  runs=r.Daemon(f"{SERVICE}.service", "root", "DCGM's host engine (GPU health and diagnostics)",
+                                root=("nv-hostengine",), listens=(r.Listener(5555, "dcgmi and dcgm-exporter on this node",
+                                                                             on="local"),))),
     ]

@@ -10,7 +10,7 @@ from importlib import resources as package_files
 
 from corral import paths
 from corral.render import resources as r
-from corral.render.prometheus import dcgm_skip_reason, listen_address
+from corral.render.prometheus import dcgm_skip_reason, listen_address, listens_on
 from corral.render.ready import http_ready
 from corral.render.restart import service_lines, unit_lines
 
@@ -74,5 +74,7 @@ def resources(cluster, node) -> list:
         r.File(UNIT_FILE, unit(d.binary, listen_address(cluster, node.address, d.port), m.gpu_job_map_dir),
                disruption=restart),
         r.Service(UNIT, "dcgm-exporter running", ready, "dcgm-exporter restarted (fields or unit changed)",
-                  (FIELDS, UNIT_FILE)),
+                  (FIELDS, UNIT_FILE),
+                  runs=r.Daemon(f"{UNIT}.service", "root", "dcgm-exporter reads every GPU through DCGM",
+                                root=("dcgm-exporter",), listens=(r.Listener(d.port, "Prometheus", on=listens_on(cluster)),))),
     ]

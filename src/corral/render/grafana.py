@@ -13,6 +13,7 @@ from importlib import resources as package_files
 
 from corral import secrets
 from corral.render import resources as r
+from corral.render.prometheus import listens_on
 from corral.render.ready import http_ready
 from corral.render.restart import POLICIES
 from corral.render.vendor_repos import grafana_fingerprint, grafana_pin
@@ -108,5 +109,7 @@ def resources(cluster, node) -> list:
         *(r.File(f"{DASHBOARD_DIR}/{name}", text, f"dashboard {name}") for name, text in dashboards().items()),
         r.Service("grafana-server", "Grafana running", http_ready(node.address, g.port, "/api/health"),
                   "Grafana restarted (configuration changed)", configs, policy=POLICIES["grafana-server"],
-                  policy_op="Grafana restarted by systemd when it dies"),
+                  policy_op="Grafana restarted by systemd when it dies",
+                  runs=r.Daemon("grafana-server.service", "grafana", "Grafana",
+                                listens=(r.Listener(g.port, "admins' browsers", on=listens_on(cluster)),))),
     ]

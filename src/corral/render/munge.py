@@ -20,5 +20,6 @@ def resources(cluster, node) -> list:
         r.File(KEY, key, "munge key", mode="400", user="munge", group="munge", secret=True,
                disruption="restart munge"),
         r.Service("munge", "munge running", restart="munge restarted (key changed)", restart_on=(KEY,),
-                  policy=POLICIES["munge"], restart_wait="munge -n | unmunge"),
+                  policy=POLICIES["munge"], restart_wait="munge -n | unmunge",
+                  runs=r.Daemon("munge.service", "munge", "Slurm's authentication (a socket on this node only)")),
     ]

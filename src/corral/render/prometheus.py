@@ -23,6 +23,11 @@ def _target(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
+def listens_on(cluster: Cluster) -> str:
+    """Where the monitoring daemons listen, as the audit's Listener says it (monitoring.listen)."""
+    return "any" if cluster.spec.monitoring.listen == "all" else "cluster"
+
+
 def dcgm_skip_reason(cluster: Cluster, node: Node) -> str | None:
     """Why dcgm-exporter is not deployed on `node` (None: it is)."""
     return nvidia.dcgm_skip_reason(cluster, node, cluster.spec.monitoring.dcgm_exporter.enabled,

@@ -24,6 +24,31 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Listener:
+    """A socket a daemon listens on. `on`: "cluster" (the node's cluster address), "any" (every address),
+    "local" (loopback only). `port` 0: a port the daemon picks at start (RPC services). `who`: who may reach it."""
+
+    port: int
+    who: str
+    proto: str = "tcp"
+    on: str = "any"
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """A daemon a component runs on a node: the systemd unit its processes live in, the user its main process
+    runs as and why (always said for root), `root`: the process names (comm, at most 15 characters as the kernel
+    keeps them) that run as root in the unit (none
+    unless `user` is root, or a setuid helper such as sudo), and the sockets it listens on."""
+
+    unit: str
+    user: str
+    why: str
+    root: tuple[str, ...] = ()
+    listens: tuple[Listener, ...] = ()
+
+
+@dataclass(frozen=True)
 class Packages:
     """Debian packages, installed together (one apt-get), each there for `why` (the bundle carries them). `vendor`:
     from a vendor's repository (the declaration's `vendor`, the bundle's vendor part), each name optionally
@@ -141,6 +166,7 @@ class Service:
     policy: Policy | None = None
     restart_wait: str | None = None  # what proves it serves after a restart, where it differs from `wait`
     policy_op: str = ""  # the restart policy's op name, where a hand-written deploy named it otherwise (journals)
+    runs: Daemon | None = None  # what `corral audit` expects of it: its user and why, root processes, sockets
 
 
 @dataclass(frozen=True)
@@ -238,3 +264,12 @@ def needs(resources: Resources, applies: Callable[[Cluster, Node], bool],
         return {n.split("=", 1)[0]: i.why for i in resources(cluster, node)
                 if isinstance(i, Packages) and i.vendor == vendor for n in i.names}
     return packages_of
+
+
+def daemons_of(resources: Resources, applies: Callable[[Cluster, Node], bool]) -> Callable[[Cluster, Node], tuple]:
+    """The declaration's `daemons` (what `corral audit` expects) from its services, on the nodes it applies to."""
+    def daemons(cluster: Cluster, node: Node) -> tuple[Daemon, ...]:
+        if not applies(cluster, node):
+            return ()
+        return tuple(i.runs for i in resources(cluster, node) if isinstance(i, Service) and i.runs is not None)
+    return daemons

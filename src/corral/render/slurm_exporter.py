@@ -69,7 +69,7 @@ def resources(cluster, node) -> list:
     """What the exporter's component installs on the first controller (components/slurm.py gates it)."""
     from corral.render import resources as r
     from corral.render.node_programs import node_program
-    from corral.render.prometheus import listen_address
+    from corral.render.prometheus import listen_address, listens_on
     from corral.render.ready import http_ready
     port = cluster.spec.monitoring.slurm_exporter_port
     ready, restart = http_ready(node.address, port, "/metrics"), f"restart {UNIT}"
@@ -81,5 +81,7 @@ def resources(cluster, node) -> list:
         r.Directory(LIB),
         *(r.File(f"{LIB}/{m}", node_program(m), disruption=restart) for m in MODULES),
         r.File(UNIT_FILE, unit(listen_address(cluster, node.address, port)), disruption=restart),
-        r.Service(UNIT, "Slurm exporter running", ready, "Slurm exporter restarted (program or unit changed)", files),
+        r.Service(UNIT, "Slurm exporter running", ready, "Slurm exporter restarted (program or unit changed)", files,
+                  runs=r.Daemon(f"{UNIT}.service", USER, "corral's Slurm exporter, its own user",
+                                listens=(r.Listener(port, "Prometheus", on=listens_on(cluster)),))),
     ]

@@ -106,6 +106,14 @@ ExecStopPost=+-/usr/sbin/nft delete table inet {TABLE}
 """
 
 
+def daemon(cluster) -> r.Daemon:
+    """What `corral audit` expects on a controller: slurmrestd as its own user, on the port, for the clients."""
+    rest = cluster.spec.slurm.rest
+    who = "slurm.rest.clients: " + ", ".join(str(c) for c in rest.clients) + " (and this node)"
+    return r.Daemon(f"{UNIT}.service", USER, "the Slurm REST API: acts as each request's user, by their token",
+                    listens=(r.Listener(rest.port, who, on="cluster"),))
+
+
 def ready(cluster, node) -> str:
     """Succeeds once slurmrestd answers HTTP on its address (any status: a request without a token is refused)."""
     port = cluster.spec.slurm.rest.port
@@ -141,5 +149,5 @@ def rest_resources(cluster, node) -> list:
         r.File(NFT, nft_rules(cluster), disruption=restart),
         r.File(DROPIN, dropin(cluster, node), disruption=restart),
         r.Service(UNIT, "slurmrestd running", ready(cluster, node), "slurmrestd restarted (user, clients or unit "
-                  "changed)", files, policy=POLICY),
+                  "changed)", files, policy=POLICY, runs=daemon(cluster)),
     ]
