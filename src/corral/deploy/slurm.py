@@ -68,8 +68,13 @@ CTL_LOGS = "tail -n 20 /var/log/slurm/slurmctld.log"
 # what slurmctld takes only at a restart: the node set, the controllers, where its state is (a reconfigure
 # would keep the old StateSaveLocation until the next restart, whenever that comes); power saving is
 # switched on or off only by a restart (Slurm's power saving guide)
+AUTH = ("AuthAltTypes=", "AuthAltParameters=")  # slurmctld loads its authentication plugins when it starts (slurm.rest)
 STRUCTURAL = ("NodeName=", "SlurmctldHost=", "StateSaveLocation=", "SuspendProgram=", "TopologyPlugin=",
-              "JobContainerType=", "NamespaceType=")
+              "JobContainerType=", "NamespaceType=", *AUTH)
+
+
+def _auth(text: str) -> list[str]:
+    return sorted(line for line in text.splitlines() if line.startswith(AUTH))
 
 
 def _structural(text: str) -> list[str]:
@@ -129,7 +134,9 @@ def controller_config(files: dict[str, str], want: Want, backup: str | None = No
     moved = SLURM_CONF in changed and _state_line("\n".join(old or [])) not in (None, _state_line(files[SLURM_CONF]))
     why = ("cgroup.conf changed" if CGROUP_CONF in changed else
            "the network topology changed" if TOPOLOGY_CONF in changed else
-           "StateSaveLocation changed: slurmctld starts from what is there" if moved else "node set changed")
+           "StateSaveLocation changed: slurmctld starts from what is there" if moved else
+           "AuthAltTypes changed: slurm.rest's JWTs" if _auth("\n".join(old or [])) != _auth(files.get(SLURM_CONF, ""))
+           else "node set changed")
     label = (f"restart slurmctld, then reconfigure ({why})" if restart
              else "reconfigure" if running else "none (slurmctld not running yet)")
     if running and backup:
