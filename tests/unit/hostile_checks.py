@@ -19,7 +19,7 @@ from corral.render import dcgm_exporter as dcgm_exporter_deploy
 from corral.render import health as health_deploy
 from corral.deploy import jobhooks as jobhooks_deploy
 from corral.deploy import nvidia_tools
-from corral.deploy.monitoring import node_exporter_args
+from corral.render.monitoring import node_exporter_args
 from corral.deploy.nodestate import NodeState
 from corral.deploy.nvidia_repo import KEYRING_DEB, keyring_script
 from corral.deploy.sacct_sync import AcctState, plan_sync

@@ -124,10 +124,9 @@ def test_every_renderer_is_a_declared_component_and_gates_are_the_declarations()
     name no component has would never run."""
     from corral.components import gates
     from corral.components.slurm import COMPONENTS
-    from corral.workflows.render_monitoring import RENDERERS as MONITORING
     from corral.workflows.render_slurm import RENDERERS
     from corral.workflows.render_workbench import RENDERERS as WORKBENCH
     names = {c.name for c in COMPONENTS}
-    assert set(RENDERERS) | set(MONITORING) | set(WORKBENCH) <= names
+    assert set(RENDERERS) | set(WORKBENCH) <= names
     by = {c.name: c for c in COMPONENTS}
     assert by["health"].applies is gates.health and by["slurm login"].applies is gates.login_only

@@ -9,7 +9,7 @@ import pytest
 
 from corral.render.dcgm_exporter import pin, unit
 from corral.render.grafana import skip_reason
-from corral.deploy.monitoring import node_exporter_args, spec_metrics
+from corral.render.monitoring import node_exporter_args, spec_metrics
 from corral.deploy.nvidia_repo import repo_path
 from corral.errors import SpecError
 from corral.render.grafana import dashboards, render_datasource, render_ini

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.deploy.monitoring import http_ready
+from corral.render.ready import http_ready
 from corral.fanout import slurm
 from corral.reports.prom_query import prom_command
 

@@ -1,4 +1,4 @@
-"""`corral render` on Slurm specs (workflows/render_slurm.py, render_monitoring.py): every file the Slurm
+"""`corral render` on Slurm specs (workflows/render_slurm.py; monitoring's files from its resources): every file the Slurm
 deploys install, per node. Checked against the deploys themselves: every declared component is prepared
 without SSH (pyinfra's State over the spec's inventory, as tests/unit/deploy_ops.py does) and each
 file-writing operation records what it installs, as it declares (deploy/installs.py), in the run's

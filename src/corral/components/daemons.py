@@ -128,18 +128,6 @@ def _on(cluster) -> str:
     return listens_on(cluster)
 
 
-def monitoring(cluster, node) -> tuple[Daemon, ...]:
-    m, on = cluster.spec.monitoring, _on(cluster)
-    out = [Daemon("prometheus-node-exporter.service", "prometheus", "node metrics",
-                  listens=(Listener(m.node_exporter_port, "Prometheus", on=on),))]
-    if "monitoring" in node.roles:
-        out += [Daemon("prometheus.service", "prometheus", "Prometheus",
-                       listens=(Listener(m.prometheus_port, "admins, Grafana, `corral report`", on=on),)),
-                Daemon("prometheus-alertmanager.service", "prometheus", "Alertmanager (no gossip port)",
-                       listens=(Listener(m.alertmanager_port, "Prometheus, admins", on=on),))]
-    return tuple(out)
-
-
 def nvidia_driver(cluster, node) -> tuple[Daemon, ...]:
     """Fabric Manager on an NVSwitch node (the driver deploy installs it where the node has NVSwitches; declared on
     every GPU node a managed driver runs on: declaring what does not run allows nothing else). nvidia-persistenced

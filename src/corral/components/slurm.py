@@ -18,7 +18,7 @@ from corral.render.podman import resources as podman_resources
 from corral.render.power import resources as power_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
-from corral.render import dcgm, dcgm_exporter, grafana, slurm_rest
+from corral.render import dcgm, dcgm_exporter, grafana, monitoring, slurm_rest
 from corral.render.registry import PACKAGE as REGISTRY
 from corral.render.sssd import PACKAGES as SSSD_PACKAGES
 from corral.render.vendor_repos import CTK_PACKAGES
@@ -128,15 +128,6 @@ def _monitored(cluster) -> bool:
     return cluster.spec.monitoring.enabled and bool(cluster.with_role("monitoring"))
 
 
-def _monitoring(cluster, node):
-    if not _monitored(cluster):
-        return {}
-    out = gives(["prometheus-node-exporter"], "monitoring (every node)")
-    if "monitoring" in node.roles:
-        out.update(gives(["prometheus", "prometheus-alertmanager"], "role monitoring"))
-    return out
-
-
 def _slurm_exporter(cluster, node) -> bool:
     """The first controller, with monitoring."""
     controllers = cluster.with_role("controller")
@@ -216,9 +207,8 @@ COMPONENTS = (
               packages=lambda c, n: gives(NOTEBOOK_BUILD, "software.easybuild (builds the venv)")
               if gates.easybuild_builder(c, n) else {}),
     # Prometheus scrapes targets whenever they answer
-    Component("monitoring", packages=_monitoring,
-              stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)},
-              daemons=lambda c, n: d.monitoring(c, n) if _monitoring(c, n) else ()),
+    Component("monitoring", applies=monitoring.applies, resources=monitoring.resources,
+              stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)}),
     Component("slurm exporter", waits=("slurm controller",),  # sinfo, squeue
               applies=_slurm_exporter, resources=slurm_exporter_resources,
               stops={"controller": ("corral-slurm-exporter",)}),

@@ -6,7 +6,7 @@ way to be applied."""
 from __future__ import annotations
 
 from corral.deploy import (acceptance, accounting, adopt, base, containers, easybuild,
-                           jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig, monitoring,
+                           jobhooks, jupyterhub, kubernetes, kubernetes_cluster, mig,
                            nvidia_driver, nvidia_tools, package_batch, package_source, passwords, proxy,
                            registry, sacct, slurm, slurm_ha, slurm_version, software, sssd, storage,
                            upgrades, users)
@@ -43,5 +43,4 @@ DEPLOYS = {
     "notebook venv": jupyterhub.notebook_venv,
     "jupyterhub": jupyterhub.jupyterhub,
     "easybuild": easybuild.easybuild,
-    "monitoring": monitoring.monitoring,
 }

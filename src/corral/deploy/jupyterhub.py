@@ -19,7 +19,7 @@ from pyinfra.api import deploy, operation
 from corral.render.ca_scope import ca_scope
 from corral import secrets, site_ca, workbench_wheels
 from corral.deploy import operations
-from corral.deploy.monitoring import http_ready
+from corral.render.ready import http_ready
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
 from corral.deploy.venvs import build_script, venv_built
 from corral.engine.conditions import AnyChanged

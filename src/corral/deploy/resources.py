@@ -57,7 +57,7 @@ def apply(items, want: Want) -> None:
             content = i.content.make() if isinstance(i.content, r.Made) else i.content
             written[i.path] = operations.managed_file(name=i.name or i.path, path=i.path, content=content,
                                                       mode=i.mode, user=i.user, group=i.group, secret=i.secret,
-                                                      disruption=i.disruption, want=want)
+                                                      disruption=i.disruption, want=want, validate=i.validate)
         elif isinstance(i, r.Absent):
             absent(name=i.name, path=i.path, want=want)
         elif isinstance(i, r.OnChange):
@@ -72,6 +72,9 @@ def apply(items, want: Want) -> None:
             if i.restart_on:
                 operations.restart(name=i.restart, unit=i.unit, want=want, wait=i.restart_wait or i.wait,
                                    _if=AnyChanged(*(written[p] for p in i.restart_on)))
+        elif isinstance(i, r.Restart):
+            op = operations.restart if i.verb == "restart" else operations.reload
+            op(name=i.name, unit=i.unit, want=want, wait=i.wait, _if=AnyChanged(*(written[p] for p in i.on)))
         elif isinstance(i, r.Removed):
             removed(name=i.name, unit=i.unit, paths=i.paths, want=want)
         else:

@@ -129,6 +129,7 @@ class File:
     group: str = "root"
     secret: bool = False
     disruption: str = "none"
+    validate: str | None = None  # a check of the new file before it replaces the old one ({} its path: promtool's)
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,19 @@ class Service:
 
 
 @dataclass(frozen=True)
+class Restart:
+    """`unit` restarted (`verb` "restart") or reloaded ("reload") when any of `on` (files of the same list) changed
+    in this run, then proven with `wait`: for a daemon with more than one trigger (a Service's `restart_on` is the
+    common case). Nothing when the daemon was not running before this run (its start picked the change up)."""
+
+    unit: str
+    name: str
+    on: tuple[str, ...]
+    wait: str | None = None
+    verb: str = "restart"
+
+
+@dataclass(frozen=True)
 class Removed:
     """A daemon and its files gone from a node that no longer runs it (its feature left the spec): when any of
     `paths` is there, `unit` is stopped and disabled, the paths removed and systemd reloaded; nothing otherwise."""
@@ -179,7 +193,7 @@ class Removed:
     paths: tuple[str, ...]
 
 
-Resource = Union[Packages, Repository, Key, Skip, Directory, File, Absent, OnChange, Service, Removed]
+Resource = Union[Packages, Repository, Key, Skip, Directory, File, Absent, OnChange, Service, Restart, Removed]
 Resources = Callable[["Cluster", "Node"], Sequence[Resource]]
 
 

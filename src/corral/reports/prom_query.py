@@ -6,7 +6,7 @@ So the query goes where the sacct query goes: over SSH (pinned host keys), throu
 `run(node, command, *, timeout)` seam (tests answer with captured API answers), run on the monitoring
 node against its own Prometheus. The client there is python3's urllib (CLIENT below), not curl: corral
 installs no curl on the monitoring node (nor has the virtual cluster's image one), while python3 is
-already what corral's readiness checks of Prometheus run there (deploy/monitoring.py: http_ready).
+already what corral's readiness checks of Prometheus run there (render/ready.py: http_ready).
 Bounded three times: Prometheus's own `timeout` parameter (60 s), `timeout 75` around the client, the
 SSH command (90 s).
 

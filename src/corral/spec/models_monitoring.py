@@ -1,5 +1,5 @@
 """The `monitoring:` section of the spec: Prometheus, Alertmanager, Grafana, the exporters
-(render/prometheus.py, alerts.py, alertmanager.py, grafana.py; deploy/monitoring.py, render/dcgm_exporter.py)."""
+(render/prometheus.py, alerts.py, alertmanager.py, grafana.py; render/monitoring.py, render/dcgm_exporter.py)."""
 
 from __future__ import annotations
 

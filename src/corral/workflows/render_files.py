@@ -5,7 +5,7 @@ Secrets are never written: a file that holds one carries a placeholder naming wh
 
 Every file the spec's declared components install on each node, for its roles, as apply installs it (configuration,
 corral's own programs, unit files and drop-ins, pins and apt sources, marked blocks as PATH.corral-block), each from
-the function its deploy calls: Slurm's in workflows/render_slurm.py (and render_monitoring.py, render_images.py,
+the function its deploy calls: Slurm's in workflows/render_slurm.py (and render_images.py,
 render_workbench.py), Kubernetes' in workflows/render_kubernetes.py, with its cluster-level objects under cluster/.
 What depends on the live node (a file corral edits in place, a record of the node's state, what a build makes there)
 is named in NOTES.txt. tests/unit/test_render_every_file.py holds render to what the run's record says apply writes."""

@@ -349,11 +349,10 @@ def slurm_files(cluster: Cluster, hw: dict) -> tuple[dict[str, Files], list[str]
     """Every node's files (path -> text, or bytes), and the notes: what is not rendered, and why."""
     from corral.facts.ibnetdiscover import load_fabric_cache
     from corral.workflows.render_images import RENDERERS as IMAGES
-    from corral.workflows.render_monitoring import RENDERERS as MONITORING
     from corral.workflows.render_workbench import RENDERERS as WORKBENCH
     version, said = _slurm_version_said(cluster)
     c = Ctx(cluster, hw, version, load_fabric_cache(cluster.state_dir))
-    return component_files(c, {**RENDERERS, **IMAGES, **MONITORING, **WORKBENCH}), _notes(c, said)
+    return component_files(c, {**RENDERERS, **IMAGES, **WORKBENCH}), _notes(c, said)
 
 
 def _resource_notes(c: Ctx, node: Node, items) -> None:
@@ -445,7 +444,7 @@ def _software(c: Ctx, node: Node) -> Files:
     return {MODULESPATH: modulespath(c.cluster), **modulefiles(c.cluster, node)}
 
 
-# the deploys' order (deploy/__init__.py components), then workflows/render_monitoring.py's
+# the deploys' order (deploy/__init__.py components); the components declared as data have none (their resources)
 # each declared component's files (components/slurm.py, by name), written only where it applies
 RENDERERS: dict[str, Callable[[Ctx, Node], Files]] = {
     "base": _base, "proxy": _proxy, "package source": _package_source, "slurm version": _slurm_version,
