@@ -26,7 +26,12 @@ from tests.vcluster.conftest import TEST_BRIDGE, TEST_PORT, TEST_SUBNET, ssh, vc
 pytestmark = pytest.mark.vcluster
 NET = str(TEST_SUBNET.network_address)[:-2]  # "10.213.77"
 BMC_PORT = 18623
-SUSPEND_S, RESUME_TIMEOUT_S = 12, 30  # the spec's shortest SuspendTime is 10 s
+# the spec's shortest SuspendTime is 10 s. ResumeTimeout: a virtual node boots and its slurmd registers within
+# 3-5 s of the BMC's Reset On (POST_S included); the refused node's wait for it is this test's longest
+SUSPEND_S, RESUME_TIMEOUT_S = 12, 15
+# slurmctld starts a job that waited for its node's power-up at a periodic check: seen up to 23 s after the node
+# registered (Slurm 22.05: at the 30 s ticks from slurmctld's start), whatever ResumeTimeout is
+JOB_CHECK_S = 30
 SPEC = f"""\
 name: powertest
 ssh: {{user: root, key: .corral/ssh/id_ed25519}}
@@ -133,7 +138,7 @@ def test_a_job_powers_its_node_on(powered):
     done = diagnosed(powered, "gpu01", job, lambda: until(f"job {job} ended", lambda: next((w for w in ssh(powered, "ctl", f"scontrol show job -o {job}")
                                                    .stdout.split() if w.startswith("JobState=") and w not in
                                                    ("JobState=PENDING", "JobState=CONFIGURING", "JobState=RUNNING",
-                                                    "JobState=COMPLETING")), None), RESUME_TIMEOUT_S + 30))
+                                                    "JobState=COMPLETING")), None), RESUME_TIMEOUT_S + JOB_CHECK_S + 15))
     assert done == "JobState=COMPLETED", done
     until("gpu01 idle again, powered up", lambda: state(powered, "gpu01")[0] == "idle", 15, 1)
     assert "POWER" not in state(powered, "gpu01")[1] and running(powered, "gpu01")
