@@ -78,6 +78,7 @@ def with_workbench(path) -> None:
     data["software"] = {"easybuild": {}}  # its builds: Slurm jobs of the software manager (easybuild.py)
     data["users"].append(manager_entry())
     data["slurm"]["clean_jobs"] = True
+    data["slurm"]["rest"] = {}  # the Slurm REST API too: `corral audit` finds slurmrestd declared (audit.py)
     data["slurm"]["qos"].append({"name": "notebook", "max_gpus_per_user": 2, "max_wall": "4:00:00"})
     for account in data["slurm"]["accounts"]:
         account["qos"].append("notebook")
