@@ -26,7 +26,8 @@ NET = str(SUBNET.network_address)[:-2]  # "10.213.86"
 DRAIN_TIMEOUT_S = 90  # how long apply waits for gpu03's jobs (workflows/removal.py drain_timeout_s reads it)
 DRAIN = f"rollout: {{drain_timeout: {DRAIN_TIMEOUT_S}}}\n"
 ALL, WITHOUT = ("gpu[01-03]", f"{NET}.11-{NET}.13"), ("gpu[01-02]", f"{NET}.11-{NET}.12")
-RELEASE, HOLD_S = "/var/tmp/corral-test-release", 15  # the job on gpu03 ends when this file is there
+# the job on gpu03 ends when this file is there: made HOLD_S after apply said it waits for the node's jobs
+RELEASE, HOLD_S = "/var/tmp/corral-test-release", 3
 # what a removed node keeps: corral's files, the munge key, Slurm's packages and state directory
 KEPT = ("test -f /etc/systemd/system/slurmd.service.d/corral.conf && test -f /etc/munge/munge.key && "
         "test -d /var/lib/slurm/slurmd && dpkg -s slurmd >/dev/null && echo kept")
@@ -104,17 +105,24 @@ def test_removed_node_is_drained_waited_for_then_out_of_slurm_with_its_daemons_s
     assert [(o["name"], o["status"], o["disruption"]) for o in planned] == [("remove node", "changed", DISRUPTION)]
     assert planned[0]["reason"].startswith("1 running job(s): apply drains it, waits up to 90 s")
     assert "DRAIN" not in ssh(vc, "ctl", "scontrol show node gpu03").stdout
-    # apply waits for the job, which ends HOLD_S after apply began and completes (a slurmctld restart
-    # with gpu03 gone while it ran would have killed it)
-    release = threading.Timer(HOLD_S, lambda: ssh(vc, "gpu03", f"touch {RELEASE}"))
-    start = time.monotonic()
-    release.start()
+    # apply waits for the job, running when the wait began, which ends HOLD_S later and completes (a
+    # slurmctld restart with gpu03 gone while it ran would have killed it)
+    released: list[float] = []
+    release = threading.Timer(HOLD_S, lambda: (released.append(time.monotonic()), ssh(vc, "gpu03", f"touch {RELEASE}")))
+    at_wait: list[str] = []
+
+    def say(line: str) -> None:
+        if line.startswith("node gpu03: remove: waiting for its jobs") and not at_wait:
+            at_wait.append(ssh(vc, "ctl", f"squeue -h -j {job} -o %T").stdout.strip())
+            release.start()
     try:
-        result = converge(without, "apply", command="test-remove-node")
+        result = converge(without, "apply", command="test-remove-node", say=say)
+        ended = time.monotonic()
     finally:
         release.cancel()
     assert result.ok, json.dumps(result.to_json(), indent=1)[:4000]
-    assert time.monotonic() - start >= HOLD_S and _accounted(vc, job) == "COMPLETED"
+    assert at_wait == ["RUNNING"] and released and ended > released[0], (at_wait, released)
+    assert _accounted(vc, job) == "COMPLETED"
     assert [(o.name, o.status) for o in result.nodes["gpu03"].ops] == [
         ("remove node | drain", "changed"), ("remove node | wait for jobs", "changed"),
         ("remove node | out of Slurm", "changed"), ("remove node | stop services", "changed")]
