@@ -181,7 +181,7 @@ COMPONENTS = (
               daemons=d.slurm_controller),
     # slurmrestd (slurm.rest) once slurm.conf is there
     Component("slurm rest", applies=slurm_rest.rest_on, resources=slurm_rest.rest_resources,
-              stops={"controller": ("slurmrestd",)}),
+              stops={"controller": (slurm_rest.UNIT,)}),
     # configless slurmd fetches its config from slurmctld
     Component("slurm compute", applies=gates.compute, waits=("slurm controller",), packages=_compute,
               stops={"compute": ("slurmd",)}, daemons=d.slurm_compute),
@@ -190,7 +190,7 @@ COMPONENTS = (
     Component("slurm login", applies=gates.login_only, waits=("slurm controller",), packages=_role("login", LOGIN)),
     # sacctmgr through slurmdbd, the cluster registered
     Component("accounting sync", waits=("accounting", "slurm controller")),
-    Component("dcgm", resources=dcgm.resources, stops={"compute": ("nvidia-dcgm",)}),
+    Component("dcgm", resources=dcgm.resources, stops={"compute": (dcgm.SERVICE,)}),
     Component("nvidia tools", vendor=_cuda_tools),
     Component("acceptance tools", packages=_acceptance, vendor=_nccl),
     # modules for what the components before it installed (Open MPI, the CUDA toolkit, the acceptance tools)
@@ -208,12 +208,12 @@ COMPONENTS = (
               if gates.easybuild_builder(c, n) else {}),
     # Prometheus scrapes targets whenever they answer
     Component("monitoring", applies=monitoring.applies, resources=monitoring.resources,
-              stops={"monitoring": ("prometheus", "prometheus-alertmanager"), "*": ("prometheus-node-exporter",)}),
+              stops={"monitoring": (monitoring.PROM, monitoring.AM), "*": (monitoring.NE,)}),
     Component("slurm exporter", waits=("slurm controller",),  # sinfo, squeue
               applies=_slurm_exporter, resources=slurm_exporter_resources,
               stops={"controller": ("corral-slurm-exporter",)}),
     Component("dcgm exporter", applies=dcgm_exporter.applies, resources=dcgm_exporter.resources,
-              stops={"compute": ("corral-dcgm-exporter",)}),
+              stops={"compute": (dcgm_exporter.UNIT,)}),
     # its data source is read when a dashboard is opened
     Component("grafana", vendor=_grafana, applies=grafana.applies, resources=grafana.resources,
               stops={"monitoring": ("grafana-server",)}),
