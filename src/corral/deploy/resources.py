@@ -66,8 +66,8 @@ def apply(items, want: Want) -> None:
                                         commands=[c if isinstance(c, str) else cmd(*c) for c in i.commands])
         elif isinstance(i, r.Service):
             if i.policy is not None:  # its drop-in (render/resources.expanded shows the same file)
-                operations.restart_policy(name=i.policy_op or r.policy_name(i.unit), unit=i.unit, want=want, started_next=True,
-                                          policy=i.policy)
+                operations.restart_policy(name=i.policy_op or r.policy_name(i.unit), unit=i.unit, want=want,
+                                          started_next=True, policy=i.policy)
             operations.service(name=i.name, unit=i.unit, want=want, wait=i.wait)
             if i.restart_on:
                 operations.restart(name=i.restart, unit=i.unit, want=want, wait=i.restart_wait or i.wait,

@@ -156,8 +156,8 @@ class Service:
     """A daemon enabled and running (`wait`: a shell test that proves it serves, after a start), and restarted
     (`restart`: that op's name) when any of `restart_on` (files of the same list) changed in this run. `policy`:
     systemd restarts it when it dies (render/restart.py): its drop-in is installed, and systemd reloaded when it
-    changed, before the daemon starts (`expanded`, deploy/resources.py); none for a unit of corral's own that carries the policy in its
-    text (render/restart.py POLICIES, IN_UNIT)."""
+    changed, before the daemon starts (`expanded`, deploy/resources.py); none for a unit of corral's own that carries
+    the policy in its text (render/restart.py POLICIES, IN_UNIT)."""
 
     unit: str
     name: str
@@ -210,8 +210,8 @@ def expanded(items: Sequence[Resource]) -> list[Resource]:
     out: list[Resource] = []
     for i in items:
         if isinstance(i, Service) and i.policy is not None:
-            out.append(File(dropin_path(i.unit), render_restart_dropin(i.unit, i.policy), i.policy_op or policy_name(i.unit),
-                            disruption="none (systemd reloaded)"))
+            out.append(File(dropin_path(i.unit), render_restart_dropin(i.unit, i.policy),
+                            i.policy_op or policy_name(i.unit), disruption="none (systemd reloaded)"))
         out.append(i)
     return out
 
