@@ -27,7 +27,9 @@ pytestmark = pytest.mark.vcluster
 PORT = 18081
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 ALL_AT_ONCE = '{canary: 0, batch: "100%", drain_timeout: 60, reboot_timeout: 180}'
-POLICY = '{canary: 1, batch: "50%", max_failed: 1, drain_timeout: 60, reboot_timeout: 180, verify_timeout: 6}'
+# verify_timeout 3 s: nvidia-smi is asked twice, 2 s apart, before a broken stand-in fails verification (a good one
+# answers at the first ask: the reboot step waits for slurmd, long after the emulated driver loaded)
+POLICY = '{canary: 1, batch: "50%", max_failed: 1, drain_timeout: 60, reboot_timeout: 180, verify_timeout: 3}'
 # the package upgrades: canary, then the rest at once (two batches of reboots, not three: the batching itself
 # is proven by the driver tests above)
 THE_REST = POLICY.replace('batch: "50%"', 'batch: "100%"')
