@@ -311,9 +311,9 @@ def test_registry_metrics_are_scraped(reg):
     assert "RegistryUpstreamUnreachable" in [r["name"] for g in rules["data"]["groups"] for r in g["rules"]], rules
     query = "curl -fsS -G --data-urlencode query=corral_registry_upstream_up http://%s:9090/api/v1/query" % addr
     deadline = time.monotonic() + 60
-    while True:
+    while True:  # until Prometheus has scraped the probe's last value: the module's test before stopped the upstream
         got = json.loads(ssh(reg, "ctl", query).stdout)["data"]["result"]
-        if got or time.monotonic() > deadline:
+        if [r["value"][1] for r in got] == ["1"] or time.monotonic() > deadline:
             break
         time.sleep(2)
     assert [(r["metric"]["registry"], r["metric"]["node"], r["value"][1]) for r in got] == [("ctl:5000", "ctl", "1")], got
