@@ -91,7 +91,7 @@ def running(vc, node: str) -> bool:
     return next(s.running for s in vc.status() if s.name == node)
 
 
-def until(what: str, test, timeout: float, every: float = 2.0):
+def until(what: str, test, timeout: float, every: float = 0.5):
     deadline = time.monotonic() + timeout
     while True:
         got = test()
@@ -134,13 +134,13 @@ def test_idle_nodes_are_powered_down(powered):
 def test_a_job_powers_its_node_on(powered):
     until("gpu01 powered down", lambda: state(powered, "gpu01")[0] == "idle~", SUSPEND_S + 60)
     job = ssh(powered, "ctl", "sbatch --parsable -w gpu01 -t 2 -o /dev/null --wrap 'hostname'").stdout.strip()
-    until("gpu01 on (the BMC booted it)", lambda: running(powered, "gpu01"), 30, 1)
+    until("gpu01 on (the BMC booted it)", lambda: running(powered, "gpu01"), 30)
     done = diagnosed(powered, "gpu01", job, lambda: until(f"job {job} ended", lambda: next((w for w in ssh(powered, "ctl", f"scontrol show job -o {job}")
                                                    .stdout.split() if w.startswith("JobState=") and w not in
                                                    ("JobState=PENDING", "JobState=CONFIGURING", "JobState=RUNNING",
                                                     "JobState=COMPLETING")), None), RESUME_TIMEOUT_S + JOB_CHECK_S + 15))
     assert done == "JobState=COMPLETED", done
-    until("gpu01 idle again, powered up", lambda: state(powered, "gpu01")[0] == "idle", 15, 1)
+    until("gpu01 idle again, powered up", lambda: state(powered, "gpu01")[0] == "idle", 15)
     assert "POWER" not in state(powered, "gpu01")[1] and running(powered, "gpu01")
     assert "power on gpu01: On (was Off)" in ssh(powered, "ctl", "cat /var/log/slurm/corral-power.log").stdout
 
