@@ -17,6 +17,7 @@ from datetime import datetime
 import pytest
 
 from corral.cli.main import main
+from corral.parallel import pmap
 from corral.workflows.converge import converge
 from corral.spec.loader import load
 from corral.virtual.repo import start_server, stop_server
@@ -63,8 +64,7 @@ def drv(tmp_path_factory):
     try:
         vc.up()
         server = start_server(repo, gateway, PORT, work / "test-repo.log")
-        for n in NODES:
-            ssh(vc, n, f"echo 'deb [trusted=yes] http://{gateway}:{PORT} ./' > /etc/apt/sources.list.d/corral-test.list")
+        on_each(vc, f"echo 'deb [trusted=yes] http://{gateway}:{PORT} ./' > /etc/apt/sources.list.d/corral-test.list")
         vc.base_spec = base  # noqa: B010 - the tests rewrite the driver section
         vc.offer = lambda versions: index_repo(repo, drivers_debs + [tools[v] for v in versions])  # noqa: B010
         yield vc
@@ -79,9 +79,14 @@ def set_version(vc, version: str, policy: str = POLICY, packages: str = ""):
     return load(vc.cluster.path)
 
 
+def on_each(vc, command: str, check: bool = True) -> dict[str, str]:
+    """`command` on every GPU node at once: node -> its stdout."""
+    return dict(zip(NODES, pmap(lambda n: ssh(vc, n, command, check=check).stdout, NODES)))
+
+
 def drivers(vc) -> dict[str, str]:
-    return {n: ssh(vc, n, "nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | sort -u",
-                   check=False).stdout.strip() or "failing" for n in NODES}
+    return {n: out.strip() or "failing" for n, out in on_each(
+        vc, "nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | sort -u", check=False).items()}
 
 
 def slurm_states(vc) -> dict[str, str]:
@@ -260,7 +265,7 @@ UPGRADE_ALL = "packages: {upgrade: all}\n"
 
 
 def tool_versions(vc) -> dict[str, str]:
-    return {n: ssh(vc, n, f"dpkg-query -W -f '${{Version}}' {TOOL}", check=False).stdout.strip() for n in NODES}
+    return {n: out.strip() for n, out in on_each(vc, f"dpkg-query -W -f '${{Version}}' {TOOL}", check=False).items()}
 
 
 def upgrade_ops(result, node):
@@ -270,9 +275,8 @@ def upgrade_ops(result, node):
 
 def test_package_upgrades_are_planned_then_rolled_out_with_the_reboot_asked_for(drv, capsys):
     drv.offer(["1.0"])  # corral-test-tool 1.0 installed outside corral, as any OS package
-    for n in NODES:
-        ssh(drv, n, f"apt-get update -q >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
-                    f"{TOOL}=1.0-1 >/dev/null")
+    on_each(drv, f"apt-get update -q >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
+                 f"{TOOL}=1.0-1 >/dev/null")
     drv.offer(["1.0", "1.1"])
     spec = set_version(drv, "1.3", THE_REST, UPGRADE_ALL)
     assert main(["plan", "-f", str(drv.cluster.path)]) == 0
@@ -302,10 +306,10 @@ def test_a_held_package_is_not_upgraded_and_the_hold_is_released_with_the_spec(d
     result = converge(load(drv.cluster.path), "apply", command="test-upgrade-hold")
     assert result.ok, "\n".join(f"{n}: {r.error}" for n, r in result.nodes.items() if r.error)
     assert not any(o.name.startswith("package upgrade |") for r in result.nodes.values() for o in r.ops)
-    assert all(ssh(drv, n, "apt-mark showhold").stdout.split() == [TOOL] for n in NODES)
+    assert all(out.split() == [TOOL] for out in on_each(drv, "apt-mark showhold").values())
     assert set(tool_versions(drv).values()) == {"1.1-1"}
     result = converge(set_version(drv, "1.3", POLICY), "apply", command="test-upgrade-unhold")
-    assert result.ok and all(ssh(drv, n, "apt-mark showhold").stdout.split() == [] for n in NODES)
+    assert result.ok and all(out.split() == [] for out in on_each(drv, "apt-mark showhold").values())
 
 
 def test_a_discovered_fabric_becomes_the_topology(drv):
@@ -336,8 +340,8 @@ def test_a_discovered_fabric_becomes_the_topology(drv):
                     "SwitchName=spine", "Switches=leaf[01-02]"], conf
     assert "# discovered from ibnetdiscover on gpu01" in ssh(drv, "ctl", "cat /etc/slurm/topology.conf").stdout
     assert "SwitchName=leaf01" in ssh(drv, "ctl", "scontrol show topology").stdout
-    assert all(ssh(drv, n, "dpkg-query -W -f '${Status}' infiniband-diags").stdout == "install ok installed"
-               for n in NODES)
+    assert all(out == "install ok installed"
+               for out in on_each(drv, "dpkg-query -W -f '${Status}' infiniband-diags").values())
     again = converge(load(spec), "plan", command="test-fabric-noop")
     assert again.ok and again.changed == 0, [(n, o.name) for n, r in again.nodes.items() for o in r.ops
                                              if o.status != "unchanged"]
