@@ -397,8 +397,9 @@ def test_a_bundle_serves_one_debian_release(tmp_path):
     with pytest.raises(CorralError, match="bundles are resolved for debian-12 and debian-13 nodes only; these nodes "
                                           "run ubuntu-22.04"):
         load(f)
-    f.write_text(trixie + "monitoring: {grafana: {enabled: false}}\n")  # DCGM from NVIDIA's CUDA repository
-    with pytest.raises(CorralError, match=r"nvidia.driver.repo_url: NVIDIA CUDA repository \(datacenter-gpu-manager"
+    # the CUDA toolkit from NVIDIA's CUDA repository (DCGM is not: NVIDIA publishes none for Debian 13)
+    f.write_text(trixie + "monitoring: {grafana: {enabled: false}}\nnvidia: {cuda_toolkit: {version: '12.4'}}\n")
+    with pytest.raises(CorralError, match=r"nvidia.driver.repo_url: NVIDIA CUDA repository \(cuda-toolkit-12-4"
                                           r".*\) is carried for debian-12 bundles only; nothing was built"):
         build(load(f), tmp_path / "out" / "b.tar", tmp_path / "status")
     f.write_text(mixed + tail)

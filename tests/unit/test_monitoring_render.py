@@ -113,10 +113,18 @@ def test_dcgm_exporter_unit_and_pin():
 
 
 @pytest.mark.parametrize("os_id,version,arch,want", [("debian", "12", "x86_64", "debian12/x86_64"),
+                                                    ("debian", "13", "x86_64", "debian13/x86_64"),
                                                     ("ubuntu", "22.04", "x86_64", "ubuntu2204/x86_64"),
                                                     ("ubuntu", "24.04", "aarch64", "ubuntu2404/sbsa")])
 def test_cuda_repository_paths(os_id, version, arch, want):
     assert repo_path(os_id, version, arch) == want
+
+
+def test_debian_13_suite_is_pinned_to_its_own_key():
+    from corral.render.nvidia import CUDA_KEY_FINGERPRINT, fingerprint_of
+    cluster = load_text(SPEC, "cluster.yaml")
+    assert fingerprint_of(cluster, "debian13") == "02182E60104FCDC26EAE1B8597A5D4CB8793F200"  # 8793F200
+    assert fingerprint_of(cluster, "debian12") == fingerprint_of(cluster, "ubuntu2404") == CUDA_KEY_FINGERPRINT
 
 
 def test_cuda_repository_refuses_an_unsupported_os_clearly():

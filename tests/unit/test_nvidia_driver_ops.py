@@ -28,7 +28,7 @@ nvidia: {driver: {version: "550.127.05"}}
 
 
 class FakeHost:
-    """pyinfra's host as package_for() sees it: the LinuxDistribution fact of one OS."""
+    """pyinfra's host as packages_for() sees it: the LinuxDistribution fact of one OS."""
 
     def __init__(self, os_name: str) -> None:
         self.os = OS[os_name]
@@ -45,7 +45,7 @@ def test_the_driver_package_follows_the_node_os(os_name, package):
     cluster = load_text(SPEC, "cluster.yaml")
     driver = cluster.spec.nvidia.driver
     with ctx_host.use(FakeHost(os_name)):
-        assert D.package_for(driver, cluster.node("gpu01")) == package
+        assert D.packages_for(driver, cluster.node("gpu01")) == [package]
     assert fabricmanager_package(driver) == "nvidia-fabricmanager-550"
 
 

@@ -102,9 +102,11 @@ def test_the_private_apt_sources_reach_trixie_only(monkeypatch):
                         lambda: [(["http://m/debian"], ["bookworm"], ["main"]),
                                  (["http://s/debian-security"], ["bookworm-security"], ["main"])])
     text = apt_release.sources(release("debian-13"))
-    assert text.splitlines() == [f"deb [signed-by={apt_release.KEYRING}] http://m/debian trixie main",
-                                 f"deb [signed-by={apt_release.KEYRING}] http://m/debian trixie-updates main",
-                                 f"deb [signed-by={apt_release.KEYRING}] http://s/debian-security trixie-security main"]
+    sections = "main contrib non-free non-free-firmware"  # non-free: Debian's NVIDIA driver (spec/nvidia_archive.py)
+    assert text.splitlines() == [f"deb [signed-by={apt_release.KEYRING}] http://m/debian trixie {sections}",
+                                 f"deb [signed-by={apt_release.KEYRING}] http://m/debian trixie-updates {sections}",
+                                 f"deb [signed-by={apt_release.KEYRING}] http://s/debian-security trixie-security "
+                                 f"{sections}"]
     assert apt_release.options(release("debian-12"), Path("/nonexistent")) == []  # the host's own: no options
 
 

@@ -15,6 +15,7 @@ from corral.render.lmod import LMOD, MPI_BUILD, MPI_RUN
 from corral.render.health import resources as health_resources
 from corral.render.munge import resources as munge_resources
 from corral.render.podman import resources as podman_resources
+from corral.render.apptainer import resources as apptainer_resources
 from corral.render.power import resources as power_resources
 from corral.render.registry import trust_resources
 from corral.render.slurm_exporter import resources as slurm_exporter_resources
@@ -88,6 +89,26 @@ def _adopt(cluster, node):
 
 def _gpu_compute(node) -> bool:
     return bool(node.gpu_count) and "compute" in node.roles
+
+
+def _archive_driver(cluster, node):
+    """Debian's own driver (nvidia.driver.source: distribution): the branch's packages, nvidia-persistenced and, on
+    real servers, the kernel headers DKMS builds against; installed by the driver's rollout (render/nvidia.py)."""
+    from corral.errors import UsageError
+    from corral.render.nvidia import driver_packages, unpinned_packages
+    from corral.spec.nvidia_archive import HEADERS
+    from corral.spec.releases import release
+    driver, rel = cluster.spec.nvidia.driver, release(node.os)
+    if driver is None or driver.source != "distribution" or rel.distro != "debian" or not _gpu_compute(node):
+        return {}
+    try:
+        names = driver_packages(driver, node, rel.distro, rel.version) + unpinned_packages(driver, rel.distro)
+    except UsageError:  # a branch the release's archive lacks: refused by spec check
+        return {}
+    out = gives(names, "nvidia.driver (Debian's non-free archive)")
+    if cluster.spec.virtual is None:
+        out[HEADERS] = "nvidia.driver (DKMS builds the module against the kernel's headers)"
+    return out
 
 
 def _cuda_tools(cluster, node):
@@ -165,9 +186,10 @@ COMPONENTS = (
     Component("images registry", packages=_registry, applies=gates.registry,
               daemons=d.registry),
     Component("podman", applies=gates.podman, resources=podman_resources),
+    Component("apptainer", applies=gates.apptainer, resources=apptainer_resources),  # its module: "software"
     Component("health", applies=gates.health, resources=health_resources),
     Component("jobhooks", applies=gates.compute),
-    Component("nvidia driver", daemons=d.nvidia_driver),
+    Component("nvidia driver", daemons=d.nvidia_driver, packages=_archive_driver),
     Component("mig", packages=_mig, applies=gates.mig, stops={"compute": ("corral-mig",)}),
     Component("containers", packages=_containers),
     Component("accounting", applies=gates.accounting, packages=_role("accounting", ACCOUNTING),

@@ -25,8 +25,8 @@ from corral.engine.handoff import DRIVER, Handoff
 from corral.engine.notes import annotate
 from corral.facts.gpu import PciDevices, classify
 from corral.deploy.nvidia_repo import cuda_repository
-from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, PIN, driver_package, fabricmanager_package,
-                                  installed_matches, pin_text)
+from corral.render.nvidia import (BLACKLIST, BLACKLIST_TEXT, PIN, driver_packages, fabricmanager_package,
+                                  installed_matches, pin_for)
 
 DGX_RELEASE = "/etc/dgx-release"
 REBOOT = "reboot + drain"
@@ -41,10 +41,9 @@ def os_of() -> tuple[str, str]:
     return meta.get("ID", dist.get("name") or "?"), meta.get("VERSION_ID", str(dist.get("major")))
 
 
-def package_for(driver, node) -> str:
-    if driver.package:
-        return driver.package
-    return driver_package(driver, node, *os_of())
+def packages_for(driver, node) -> list[str]:
+    """The packages held at the driver's version on this node, the driver's own first."""
+    return driver_packages(driver, node, *os_of())
 
 
 def has_nvswitch(devices: list[dict]) -> bool:
@@ -52,7 +51,7 @@ def has_nvswitch(devices: list[dict]) -> bool:
 
 
 @installs(lambda packages, version, overridden, **_: {BLACKLIST: BLACKLIST_TEXT,
-                                                     PIN: pin_text(packages[0], version, overridden)})
+                                                     PIN: pin_for(packages, version, overridden)})
 @operation()
 def driver_version(packages: list[str], version: str, overridden: bool, loaded: str = ""):
     """The driver (and Fabric Manager) at `version`: nothing to do, the pin, the nouveau blacklist or
@@ -62,7 +61,7 @@ def driver_version(packages: list[str], version: str, overridden: bool, loaded: 
         host.noop("skipped: DGX OS: the driver is managed by NVIDIA's DGX software stack")
         return
     package, installed = packages[0], snap.packages.get(packages[0])
-    pin = pin_text(package, version, overridden)
+    pin = pin_for(packages, version, overridden)
     files = [(path, text) for path, text in ((BLACKLIST, BLACKLIST_TEXT), (PIN, pin))
              if (snap.files.get(path) or {}).get("sha256") != _sha(text)]
     behind = [p for p in packages if not installed_matches(snap.packages.get(p), version)]
@@ -121,7 +120,7 @@ def nvidia_driver() -> None:
         operations.skip(name="NVIDIA driver", reason=reason)
         return
     driver = cluster.spec.nvidia.driver
-    packages = [package_for(driver, node)]
+    packages = packages_for(driver, node)
     if has_nvswitch(host.get_fact(PciDevices)):  # Fabric Manager, version locked to the driver
         packages.append(fabricmanager_package(driver))
     if driver.source == "cuda" and cluster.spec.virtual is None:  # the rollout installs from it

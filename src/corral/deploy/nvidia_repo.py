@@ -23,7 +23,8 @@ def key_refused(fingerprint: str) -> str:
 
 
 KEY_REFUSED = key_refused(CUDA_KEY_FINGERPRINT)
-SUPPORTED = {("debian", "12"): "debian12", ("ubuntu", "22.04"): "ubuntu2204", ("ubuntu", "24.04"): "ubuntu2404"}
+SUPPORTED = {("debian", "12"): "debian12", ("debian", "13"): "debian13", ("ubuntu", "22.04"): "ubuntu2204",
+             ("ubuntu", "24.04"): "ubuntu2404"}
 ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
 
 
@@ -64,7 +65,7 @@ def cuda_repository(repo_url: str, want: Want):
     path = repo_path(meta.get("ID", dist.get("name") or "?"), meta.get("VERSION_ID", str(dist.get("major"))),
                      host.get_fact(Arch))
     url = f"{repo_url.rstrip('/')}/{path}/{KEYRING_DEB}"
-    fingerprint = fingerprint_of(cluster)
+    fingerprint = fingerprint_of(cluster, path.split("/")[0])
     annotate(disruption="none", diff=f"apt source: {repo_url.rstrip('/')}/{path}/ (signed by cuda-keyring, "
                                      f"key {fingerprint})\n")
     yield sh(keyring_script(url, fingerprint))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.mig import MigPartedSpec
@@ -19,18 +19,32 @@ CUDA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
 class DriverSpec(Strict):
     """The NVIDIA driver corral installs, pins and rolls out (docs/components/nvidia.md)."""
 
-    version: str = Field(pattern=r"^\d+(\.\d+){1,3}$", description="upstream driver version, e.g. 550.127.05")
+    version: str | None = Field(default=None, pattern=r"^\d+(\.\d+){1,3}$",
+                                description="upstream driver version, e.g. 550.127.05; or give `branch`")
+    branch: str | None = Field(default=None, pattern=r"^\d{3,4}$",
+                               description="a driver branch, e.g. 580, instead of `version`: resolved at plan time to "
+                                           "the nodes' installed driver on that branch, else the newest of the branch "
+                                           "in the configured source; the run pins it")
     kernel_modules: Literal["auto", "open", "proprietary"] = Field(
         default="auto", description="which kernel modules; auto: open for Turing and newer GPUs")
     source: Literal["distribution", "cuda"] = Field(
-        default="cuda", description="Ubuntu's server packages (distribution) or NVIDIA's CUDA repository")
+        default="cuda", description="the release's own archive (distribution: Ubuntu's server packages, Debian 13's non-free) or NVIDIA's CUDA repository")
     package: str | None = Field(default=None, pattern=PACKAGE,
                                 description="the driver package's name, instead of the one corral picks")
     repo_url: Url = Field(default=CUDA_REPO, description="NVIDIA's CUDA repository")
     repo_fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
                                          description="the 40-hex-digit fingerprint of the key that signs "
                                                      "repo_url (a site's mirror signed with its own key); unset: "
-                                                     "NVIDIA's CUDA key EB693B3035CD5710E231E123A4B469963BF863CC")
+                                                     "NVIDIA's CUDA key of the node's suite (debian12: "
+                                                     "EB693B3035CD5710E231E123A4B469963BF863CC)")
+
+    @model_validator(mode="after")
+    def _version_or_branch(self) -> DriverSpec:
+        if self.version is None and self.branch is None:
+            raise ValueError("nvidia.driver needs `version` (e.g. 550.163.01) or `branch` (e.g. \"550\")")
+        if self.version is not None and self.branch is not None and self.version.split(".")[0] != self.branch:
+            raise ValueError(f"nvidia.driver.version {self.version} is not on branch {self.branch}")
+        return self
 
 
 class RolloutSpec(Strict):

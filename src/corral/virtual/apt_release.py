@@ -42,11 +42,17 @@ def mirrors(suite: str) -> tuple[str, str]:
     return main, security
 
 
+# main, and where NVIDIA's driver comes from (nvidia.driver.source: distribution, spec/nvidia_archive.py): non-free,
+# contrib for the open kernel modules (their source is free, the firmware they load is not),
+# and non-free-firmware for its GSP firmware
+SECTIONS = "main contrib non-free non-free-firmware"
+
+
 def sources(release: Release) -> str:
     main, security = mirrors(release.suite)
-    return (f"deb [signed-by={KEYRING}] {main} {release.suite} main\n"
-            f"deb [signed-by={KEYRING}] {main} {release.suite}-updates main\n"
-            f"deb [signed-by={KEYRING}] {security} {release.security_suite} main\n")
+    return (f"deb [signed-by={KEYRING}] {main} {release.suite} {SECTIONS}\n"
+            f"deb [signed-by={KEYRING}] {main} {release.suite}-updates {SECTIONS}\n"
+            f"deb [signed-by={KEYRING}] {security} {release.security_suite} {SECTIONS}\n")
 
 
 def options(release: Release, work: Path) -> list[str]:

@@ -5,11 +5,12 @@ every boot by systemd-tmpfiles: open() gives ENXIO (there is no driver), stat() 
 device cgroup can allow or deny it. A stand-in `nvidia-smi` reports the declared model, memory and
 count, honours CUDA_VISIBLE_DEVICES and says "emulated".
 
-Driver emulation for the driver-lifecycle tests: at every boot tmpfiles copies the version of the
-installed stand-in driver package (corral-test-nvidia-driver, built by the tests) to
-/run/corral-emulated/nvidia-module-version, as a real boot loads the installed kernel module; the
-stand-in nvidia-smi reports that version, and fails as with an unloadable driver when it reads
-"broken". Without the stand-in package it reports "emulated".
+Driver emulation: at every boot tmpfiles copies the version of the installed stand-in driver package
+(corral-test-nvidia-driver, built by the driver-lifecycle tests) to /run/corral-emulated/nvidia-module-version,
+as a real boot loads the installed kernel module; without it, the version of a real driver package's module
+source (Debian's nvidia-kernel-dkms: /usr/src/nvidia-*/dkms.conf), which DKMS would have built and the boot
+loaded. The stand-in nvidia-smi reports that version, and fails as with an unloadable driver when it reads
+"broken". With neither it reports "emulated".
 
 MIG emulation: a stand-in `nvidia-mig-parted` records the instances a config asks for in /run (gone
 at reboot, as GPU instances are) and makes their /dev/nvidia-caps access devices; the stand-in
@@ -43,6 +44,11 @@ PROCFS_SCRIPT = f"""#!/bin/sh
 set -e
 rm -rf {RUN_PROC_DRIVER}
 cp -a /{PROC_DRIVER} {RUN_PROC_DRIVER}
+if [ ! -s {EMULATED_RUN}/nvidia-module-version ]; then
+  # no stand-in driver package: a real one's kernel module source (DKMS), the module a real boot would load
+  v=$(sed -n 's/^PACKAGE_VERSION="\\{{0,1\\}}\\([0-9.]*\\).*/\\1/p' /usr/src/nvidia*/dkms.conf 2>/dev/null | sort -V | tail -n 1)
+  [ -z "$v" ] || echo "$v" > {EMULATED_RUN}/nvidia-module-version
+fi
 v=$(cat {EMULATED_RUN}/nvidia-module-version 2>/dev/null || true)
 case "$v" in
   [0-9]*) mkdir -p {RUN_PROC_DRIVER}/nvidia

@@ -40,10 +40,15 @@ def converge(cluster: Cluster, mode: str = "apply", *, limit: list[str] | None =
     are images it carries for a spec without a site registry; after apply they are loaded into the site
     registry (workflows/images_load.py)."""
     from corral.workflows.bundle_serve import serving
+    from corral.workflows.driver_branch import resolve
     preflight(cluster, mode)
+    cluster, resolved = resolve(cluster)  # nvidia.driver.branch -> the exact version this run holds
     with serving(cluster):  # packages.serve: the bundle's repository, for this run only
-        return _converge(cluster, mode, limit=limit, on_event=on_event, command=command, say=say, force=force,
-                         backup=backup, rollout_only=rollout_only)
+        result = _converge(cluster, mode, limit=limit, on_event=on_event, command=command, say=say, force=force,
+                           backup=backup, rollout_only=rollout_only)
+    if resolved:
+        result.warnings.insert(0, resolved)
+    return result
 
 
 def preflight(cluster: Cluster, mode: str) -> None:

@@ -25,7 +25,7 @@ from corral.deploy.nvidia_driver import FABRICMANAGER, PERSISTENCED, REBOOT, has
 from corral.engine.handoff import DRIVER as KIND
 from corral.facts.gpu import PciDevices, parse_pci_sysfs
 from corral.render import apt
-from corral.render.nvidia import PIN, driver_package, fabricmanager_package, pin_text
+from corral.render.nvidia import PIN, driver_packages, fabricmanager_package, pin_for, unpinned_packages
 from corral.workflows import driver_rollback
 from corral.workflows.node_control import POLL_S
 from corral.workflows.node_rollout import DRAIN, RESUME, ROLL_BACK, NodeRollout, NodeRun, Step, StepFailed, reboot
@@ -37,17 +37,23 @@ if TYPE_CHECKING:
 WHAT = "driver rollout"
 
 
-def install_script(packages: list[str], version: str, pin: str, pin_path: str = PIN) -> str:
-    """Pin, refresh, check every package's candidate is `version`, install them together; on
+def install_script(packages: list[str], version: str, pin: str, pin_path: str = PIN, also: tuple[str, ...] = (),
+                   headers: bool = False) -> str:
+    """Pin, refresh, check every package's candidate is `version`, install them together (with `also`, at their
+    candidates; `headers`: the running kernel's headers, for DKMS to build the module against); on
     failure the old pin comes back."""
     q, PIN = shlex.quote, pin_path  # noqa: N806
+    kernel = ('hdr="linux-headers-$(uname -r)"\napt-cache show "$hdr" >/dev/null 2>&1 || { restore; echo "no $hdr in '
+              'this node\'s repositories: DKMS cannot build the NVIDIA module for the running kernel $(uname -r) '
+              '(reboot into the kernel the repositories have headers for)" >&2; exit 3; }\n') if headers else ""
+    names = [*packages, *also] + (["$hdr"] if headers else [])
     return f"""set -u
 old={PIN}.corral-old; rm -f "$old"; [ -e {PIN} ] && cp -p {PIN} "$old"
 restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
 printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
-{candidates_script(packages, version)}{apt.install_script(packages, downgrade=True, confold=True)} || {{ restore; exit 1; }}
+{kernel}{candidates_script(packages, version)}{apt.install_script(names, downgrade=True, confold=True)} || {{ restore; exit 1; }}
 rm -f "$old"
 """
 
@@ -68,14 +74,28 @@ def _driver(cluster: Cluster) -> DriverSpec:
 
 
 def package_names(n: NodeRun) -> list[str]:
-    """The driver package (+ Fabric Manager where NVSwitches are), outside a
+    """The driver's packages (+ Fabric Manager where NVSwitches are), outside a
     pyinfra run (the rollout): the OS from /etc/os-release and the PCI scan over SSH."""
     driver = _driver(n.cluster)
     os_id, _, version = n.on(". /etc/os-release; echo \"$ID $VERSION_ID\"", check=True).stdout.strip().partition(" ")
-    package = driver.package or driver_package(driver, n.node, os_id, version)
+    n.state.os_id = os_id
+    packages = driver_packages(driver, n.node, os_id, version)
     pci = n.on(PciDevices().command().get_raw_value(), check=True).stdout.splitlines()
     fm = [fabricmanager_package(driver)] if has_nvswitch(parse_pci_sysfs(pci)) else []
-    return [package] + fm
+    return packages + fm
+
+
+def dkms_note(n: NodeRun) -> str:
+    """Where the driver's kernel module comes from DKMS and the running kernel has no headers (a virtual node runs
+    the host's kernel): that the module was not built, and why."""
+    if not any(p.endswith("kernel-dkms") for p in n.state.packages):
+        return ""
+    p = n.on("k=$(uname -r); [ -e /lib/modules/$k/build ] && echo built || echo \"$k\"")
+    kernel = p.stdout.strip()
+    if p.returncode != 0 or kernel == "built":
+        return ""
+    return (f"; DKMS: the module was not built, no headers for the running kernel {kernel} on this node (a virtual "
+            "node runs the host's kernel: its device layer is emulated)")
 
 
 def verify(n: NodeRun, version: str) -> str:
@@ -106,13 +126,19 @@ def verify(n: NodeRun, version: str) -> str:
 
 
 def install(n: NodeRun, version: str) -> str:
-    """Pin and install `version` (the old pin comes back when it fails: the node is as before)."""
+    """Pin and install `version` (the old pin comes back when it fails: the node is as before). Debian's archive
+    driver: with nvidia-persistenced, and on real servers the running kernel's headers for DKMS."""
     driver, packages = _driver(n.cluster), n.state.packages
-    script = install_script(packages, version, pin_text(packages[0], version, driver.package is not None))
+    os_id = getattr(n.state, "os_id", "")
+    also = tuple(unpinned_packages(driver, os_id))
+    headers = bool(also) and n.cluster.spec.virtual is None
+    script = install_script(packages, version, pin_for(packages, version, driver.package is not None), also=also,
+                            headers=headers)
     p = n.on(script, timeout=900)
     if p.returncode != 0:
         raise StepFailed("install", f"rc={p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}", keep_drained=False)
-    return f"{', '.join(packages)} {version} installed and pinned"
+    return f"{', '.join(packages)} {version} installed and pinned" + (f" (with {', '.join(also)})" if also else "") \
+        + dkms_note(n)
 
 
 def prepare(n: NodeRun) -> None:

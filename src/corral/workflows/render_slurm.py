@@ -206,7 +206,7 @@ def _jobhooks(c: Ctx, node: Node) -> Files:
 
 def _nvidia_driver(c: Ctx, node: Node) -> Files:
     from corral.deploy.nvidia_driver import skip_reason
-    from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, driver_package, pin_text
+    from corral.render.nvidia import BLACKLIST, BLACKLIST_TEXT, PIN, driver_packages, pin_for
     from corral.spec.releases import release
     if c.gated("NVIDIA driver", node, skip_reason(c.cluster, node), quiet="no GPUs on this node"):
         return {}
@@ -218,9 +218,14 @@ def _nvidia_driver(c: Ctx, node: Node) -> Files:
         cuda_repository_note(c)
     out: Files = {BLACKLIST: BLACKLIST_TEXT}
     rel = release(node.os)
-    try:  # deploy/nvidia_driver.py package_for, with the spec's release for the node's /etc/os-release
-        out[PIN] = pin_text(driver_package(driver, node, rel.distro, rel.version), driver.version,
-                            driver.package is not None)
+    if driver.version is None:  # a branch, resolved from the nodes and their repositories by plan and apply
+        c.note(f"{PIN} on {node.name}: not rendered: nvidia.driver.branch {driver.branch} is resolved to an exact "
+               "version by `corral plan`/`apply` (the nodes' installed driver on the branch, else the newest in "
+               "their repositories)")
+        return out
+    try:  # deploy/nvidia_driver.py packages_for, with the spec's release for the node's /etc/os-release
+        out[PIN] = pin_for(driver_packages(driver, node, rel.distro, rel.version), driver.version,
+                           driver.package is not None)
     except CorralError as exc:  # no driver package corral installs there: apply fails the node, plan says why
         c.note(f"{PIN} on {node.name}: not rendered ({exc}).")
     return out
