@@ -1,5 +1,6 @@
 """A Slurm major newer than a release ships (virtual/slurm_more.py, spec/releases.py `slurm_more`): asked
-for only by slurm.version, kept in a repository of its own, a relaxed dependency said in the version."""
+for only by slurm.version, kept in a repository of its own, a relaxed dependency said in the version
+(virtual/suite_packages.py, which makes every such set)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 
 from corral.errors import HostToolError
 from corral.spec.releases import release
-from corral.virtual.slurm_more import SUFFIX, relax, subdir, wanted
+from corral.virtual.slurm_more import subdir, wanted
+from corral.virtual.suite_packages import SUFFIX, relax
 
 CONTROL = ("Package: slurmd\nSource: slurm-wlm\nVersion: 26.05.5-1\nArchitecture: amd64\n"
            "Depends: libc6 (>= 2.38), libhwloc15 (>= 2.15.0), libnuma1 (>= 2.0.11), ucf\nDescription: x\n")
@@ -50,7 +52,7 @@ def test_a_real_cluster_asking_for_a_slurm_its_release_lacks_is_warned_where_it_
 
 
 def test_the_cached_set_is_known_by_its_files_hashes(tmp_path):
-    from corral.virtual.slurm_more import _files
+    from corral.virtual.suite_packages import files as _files
     pool = tmp_path / "pool"
     assert _files(pool) == {}
     pool.mkdir()

@@ -104,6 +104,11 @@ def podman(cluster, node) -> bool:
     return cluster.spec.images.podman and ("login" in node.roles or "compute" in node.roles)
 
 
+def apptainer(cluster, node) -> bool:
+    """Login and compute nodes with images.apptainer."""
+    return cluster.spec.images.apptainer is not None and ("login" in node.roles or "compute" in node.roles)
+
+
 def notebook_builder(cluster, node) -> bool:
     """The node that builds the notebook hub's venv on the shared software root (render/jupyterhub.py)."""
     from corral.spec.releases import release

@@ -2,8 +2,9 @@
 (/etc/lmod/modulespath, render/lmod.py), the software root's module tree on shared storage (made once,
 on the node spec/shared.maker names: the NFS server's exported directory, where root is not squashed),
 and modulefiles for what corral installed on the node: Open MPI with Slurm's PMIx (software.openmpi),
-the CUDA toolkit (nvidia.cuda_toolkit, deploy/nvidia_tools.py) and the acceptance tools
-(deploy/acceptance.py) where those were installed. A module corral no longer installs is removed.
+the CUDA toolkit (nvidia.cuda_toolkit, deploy/nvidia_tools.py), apptainer (images.apptainer,
+render/apptainer.py) and the acceptance tools (deploy/acceptance.py) where those were installed. A module
+corral no longer installs is removed.
 Runs after those components (components/slurm.py)."""
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from corral.components import gates
 from corral.deploy import acceptance, nvidia_tools, operations
 from corral.deploy.nodestate import Want, register, register_for_run
 from corral.deploy.users import absent
-from corral.render.lmod import (LMOD, MODULESPATH, MPI_BUILD, MPI_RUN, TREE, acceptance_module, cuda_module,
-                                modulespath, openmpi_module, root_tree)
+from corral.render.apptainer import TREE_NAME as APPTAINER_MODULE, module_version, module_versions
+from corral.render.lmod import (LMOD, MODULESPATH, MPI_BUILD, MPI_RUN, TREE, acceptance_module, apptainer_module,
+                                cuda_module, modulespath, openmpi_module, root_tree)
 from corral.spec.releases import RELEASES, release
 from corral.spec.shared import maker
 
@@ -34,6 +36,9 @@ def modulefiles(cluster, node) -> dict[str, str]:
     cuda = cluster.spec.nvidia.cuda_toolkit
     if cuda is not None and nvidia_tools.skip_reason(cluster, node, "cuda") is None:
         out[f"{TREE}/cuda/{cuda.version}.lua"] = cuda_module(cuda.version)
+    if gates.apptainer(cluster, node):
+        version = module_version(cluster, node.os)
+        out[apptainer_path(version)] = apptainer_module(version)
     acc = cluster.spec.acceptance
     if acceptance.skip_reason(cluster, node) is None:
         dirs = [d for d, on in ((paths.GPU_BURN_DIR, acc.burn.enabled), (paths.NCCL_TESTS_DIR, acc.nccl.enabled)) if on]
@@ -45,7 +50,12 @@ def possible(cluster) -> list[str]:
     """Every modulefile corral may have written on a node (removed where it is no longer wanted)."""
     out = list(dict.fromkeys(f"{TREE}/openmpi/{r.openmpi}.lua" for r in RELEASES.values())) + [ACCEPTANCE]
     cuda = cluster.spec.nvidia.cuda_toolkit
+    out += list(dict.fromkeys(apptainer_path(v) for v in module_versions()))
     return out + ([f"{TREE}/cuda/{cuda.version}.lua"] if cuda is not None else [])
+
+
+def apptainer_path(version: str) -> str:
+    return f"{TREE}/{APPTAINER_MODULE}/{version}.lua"
 
 
 def packages(cluster, node) -> list[str]:

@@ -85,6 +85,14 @@ def cuda_module(version: str) -> str:
     return "\n".join(lines)
 
 
+def apptainer_module(version: str) -> str:
+    """Debian's apptainer (images.apptainer, render/apptainer.py), already on PATH: the module is what job scripts
+    written for other sites load, and says what runs here."""
+    lines = _head(f"Apptainer {version} (Debian's apptainer), unprivileged: apptainer run --nv gives a job its GPUs")
+    lines += ['help([[apptainer pull/run docker://REGISTRY/IMAGE; in a GPU job add --nv]])', ""]
+    return "\n".join(lines)
+
+
 def acceptance_module(dirs: list[str]) -> str:
     """corral's acceptance tools (gpu-burn, nccl-tests' all_reduce_perf) built on this node."""
     lines = _head("corral's GPU acceptance tools (gpu_burn, all_reduce_perf)")

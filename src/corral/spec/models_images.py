@@ -4,14 +4,15 @@
 over TLS with a CA corral generates (installed into every node's trust store) or the site's own
 certificate: a site registry for the site's images (`site: true`) and one pull-through cache per
 upstream registry (`cache:`; distribution proxies one upstream per instance, each on its own port).
-`images.podman` puts Debian's podman on login and compute nodes, rootless, pulling through them.
+`images.podman` puts Debian's podman on login and compute nodes, rootless, pulling through them;
+`images.apptainer` Debian's apptainer there, unprivileged (spec/apptainer_source.py: where it comes from).
 spec/rules_images.py checks what crosses fields and files.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
@@ -83,6 +84,19 @@ class RegistrySpec(Strict):
                                           "it; each cache uses the next port up)")
 
 
+class ApptainerSpec(Strict):
+    """Debian's apptainer on login and compute nodes: unprivileged (user namespaces; the setuid helper, Debian's
+    apptainer-suid, is never installed), pulling `docker://` images from the site registry (docs/components/apptainer.md)."""
+
+    source: Literal["corral", "mirror"] = Field(
+        default="corral", description="corral: Debian unstable's apptainer (neither Debian 13 nor its backports "
+                                      "carry one), downloaded by exact version, checked against the suite's signed "
+                                      "index and served from corral's repository: the virtual cluster's, and a "
+                                      "bundle's (packages.source: bundle on real nodes); Debian 13 nodes only. "
+                                      "mirror: the nodes' own apt sources (a site mirror) carry an `apptainer` "
+                                      "package, installed as they give it")
+
+
 class ImagesSpec(Strict):
     """Container images: the cluster's registry and the runtime that pulls through it."""
 
@@ -90,3 +104,6 @@ class ImagesSpec(Strict):
                                                                     "unset: none")
     podman: bool = Field(default=False, description="Debian's podman on login and compute nodes (rootless), "
                                                     "pulling through the registry")
+    apptainer: ApptainerSpec | None = Field(default=None, description="Debian's apptainer on login and compute "
+                                                                      "nodes (unprivileged), with an Lmod module "
+                                                                      "`apptainer` where software: is set; unset: none")

@@ -2,7 +2,8 @@
 files' metadata): the registry node is a node of the spec, no two of its listeners share a port, the
 site's certificate and key come together, and every secret file (the key, the upstreams' credentials)
 is a regular file only its owner, the user running corral, can read (0600 or 0400): a credentials
-file others can read is refused before anything is changed. spec/rules.py calls check_images."""
+file others can read is refused before anything is changed; apptainer where it has a source
+(spec/rules_apptainer.py). spec/rules.py calls check_images."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from corral.errors import Problem
 from corral.spec import schedulers
+from corral.spec.rules_apptainer import check_apptainer
 from corral.spec.rules_ldap import _file_problem as file_problem
 
 if TYPE_CHECKING:
@@ -55,13 +57,14 @@ def ports(cluster: Cluster) -> dict[str, int]:
 
 def check_images(cluster: Cluster, where: Where) -> list[Problem]:
     images = cluster.spec.images
-    if (images.registry is not None or images.podman) and "images" not in schedulers.of(cluster).carries:
+    runtimes = images.podman or images.apptainer is not None
+    if (images.registry is not None or runtimes) and "images" not in schedulers.of(cluster).carries:
         return [Problem(where(("images",)), "images: is deployed with Slurm's components only",
                         cluster.spec.scheduler, "remove images: or use scheduler: slurm")]
+    problems: list[Problem] = check_apptainer(cluster, where)
     r = images.registry
-    if r is None:  # podman alone pulls from wherever users say
-        return []
-    problems: list[Problem] = []
+    if r is None:  # podman and apptainer alone pull from wherever users say
+        return problems
     if r.node not in {n.name for n in cluster.nodes}:
         problems.append(Problem(where(AT + ("node",)), "not a node of the spec", r.node,
                                 "name one of the nodes in nodes[].names"))

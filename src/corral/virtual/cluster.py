@@ -121,7 +121,7 @@ class VirtualCluster:
         base = self._base_image()
         pubkey = self.ensure_key()
         repo_dir, repo_key = self._repository(base)
-        more = self._slurm_more(repo_dir, base) if repo_key is None else ()
+        more = self._more_repos(repo_dir, base) if repo_key is None else ()
         network.bridge_up(self.v.bridge, self.v.subnet, state)
         if len(self.nodes) > 16:  # ~6 inotify instances per node; 128 caps the cluster near 20
             network.raise_sysctl("fs.inotify.max_user_instances", 16 * len(self.nodes), state)
@@ -155,7 +155,10 @@ class VirtualCluster:
             from corral.bundle.serve import prepare
             return prepare(self.cluster)
         from corral.components.views import packages_for
-        made = repo.ensure_repo(base, packages_for(self.cluster), repo.repo_dir(self.os), os_name=self.os)
+        from corral.virtual.more_repos import wanted
+        elsewhere = {p for s in wanted(self.cluster, self.os) for p in s.src.packages}  # not in the release's archive
+        made = repo.ensure_repo(base, [p for p in packages_for(self.cluster) if p not in elsewhere],
+                                repo.repo_dir(self.os), os_name=self.os)
         if self.cluster.spec.nvidia.cuda_toolkit is not None:  # EMULATED: NVIDIA's toolkit, a stand-in
             from corral.virtual import cuda_standin
             cuda_standin.ensure(made, self.cluster.spec.nvidia.cuda_toolkit.version)
@@ -170,18 +173,15 @@ class VirtualCluster:
         """Python wheels served at <repository>/wheels/ of this cluster's release (virtual/repo.py)."""
         return repo.ensure_wheels(requirements, repo.repo_dir(self.os))
 
-    def _slurm_more(self, repo_dir: Path, base: Path) -> tuple[str, ...]:
-        """The sub-repository of a newer Slurm than the release ships, when slurm.version asks for one."""
+    def _more_repos(self, repo_dir: Path, base: Path) -> tuple[str, ...]:
+        """The sub-repositories beside the release's the spec asks for (virtual/more_repos.py: a newer Slurm than
+        the release ships, apptainer), made or checked."""
         from corral.spec.releases import release
-        from corral.virtual import slurm_more
-        found = slurm_more.wanted(release(self.os), self.cluster.spec.slurm.version)
-        if found is None:
-            return ()
-        major, src = found
-        rel = release(self.os)
-        slurm_more.ensure(repo_dir, major, src, image.CACHE / "apt" / src.suite, base / "var/lib/dpkg/status",
-                          image.apt_options(rel))
-        return (slurm_more.subdir(major),)
+        from corral.virtual import more_repos
+        sets = more_repos.wanted(self.cluster, self.os)
+        more_repos.ensure(repo_dir, sets, image.CACHE / "apt", base / "var/lib/dpkg/status",
+                          image.apt_options(release(self.os)))
+        return tuple(s.subdir for s in sets)
 
     def _bmc_up(self, state: dict) -> None:
         """With power enabled, the emulated BMC (virtual/bmc.py) on the bridge's host address."""
