@@ -69,3 +69,29 @@ def test_an_unresolvable_branch_names_each_nodes_answer(monkeypatch):
     assert ("nvidia.driver.branch 580: not resolved to a version: no version of branch 580 in the nodes' repositories "
             "and none installed (gpu01: installed none; gpu02: installed none)") in str(e.value)
     assert "set nvidia.driver.version, or make nvidia-open-580 of branch 580 available" in str(e.value)
+
+
+@pytest.mark.parametrize("driver,said,fix", [
+    ('{branch: "580", source: distribution}', "Debian 13's archive carries no NVIDIA driver of branch 580 (gpu01 runs "
+     "debian-13)", "use a branch it carries: 550 (550.163.01), 535 (Tesla, 535.274.02)"),
+    ('{version: "550.127.05", source: distribution}', "carries the 550 driver at 550.163.01, not 550.127.05",
+     'set version: 550.163.01, or branch: "550" alone'),
+    ('{branch: "535", source: distribution, kernel_modules: open}', "Debian builds no open kernel modules for the 535 "
+     "branch", "kernel_modules: auto or proprietary"),
+])
+def test_spec_check_refuses_a_driver_the_archive_does_not_carry_where_it_is_written(driver, said, fix):
+    from corral.errors import CorralError
+    text = SPEC.replace('{branch: "BRANCH", source: distribution}', driver)
+    with pytest.raises(CorralError) as e:
+        load_text(text, "cluster.yaml")
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith("nvidia:"))
+    assert f"cluster.yaml:{line}:" in str(e.value) and said in str(e.value) and fix in str(e.value), str(e.value)
+    ok = load_text(SPEC.replace("BRANCH", "535"), "cluster.yaml")  # the Tesla branch, auto: proprietary modules
+    assert ok.spec.nvidia.driver.branch == "535"
+
+
+def test_a_bundle_needs_the_exact_driver():
+    from corral.errors import CorralError
+    text = SPEC.replace("BRANCH", "550") + "packages: {source: bundle, bundle: b.tar}\n"
+    with pytest.raises(CorralError, match="a bundle carries one exact driver"):
+        load_text(text, "cluster.yaml")
