@@ -75,7 +75,8 @@ def test_slurm_fixture_converts_and_loads():
     [part] = cluster.spec.slurm.partitions
     assert (part.name, part.default, part.max_time, part.nodes) == ("batch", True, "7-00:00:00", "ALL")
     nv = cluster.spec.nvidia
-    assert nv.driver is None  # a branch ("580") is not the exact version corral pins: listed instead
+    # DeepOps' branch ("580") is kept: plan resolves it to an exact version and the run pins that
+    assert (nv.driver.branch, nv.driver.version, nv.driver.kernel_modules) == ("580", None, "open")
     assert (nv.enroot.version, nv.enroot.sha256) == ("3.2.0", "skip")  # DeepOps' defaults, unchecked
     assert (nv.pyxis.version, nv.pyxis.sha256) == ("0.11.1", "skip")
     assert nv.dcgm.enabled and cluster.spec.slurm.gres_autodetect == "nvml"
@@ -107,10 +108,9 @@ def test_slurm_fixture_not_carried_lists_specific_vars():
     assert carried_not(result, "slurm_db_password — secrets are not copied")
     assert [line for line in result.mapped if "slurm_default_job_timelimit — carried to "
             "slurm.partitions[batch].extra.DefaultTime" in line]
-    [branch] = carried_not(result, "group_vars/all.yml:32: nvidia_driver_branch — '580' is a driver branch")
-    assert "set nvidia.driver.version to the 580.x.y you run" in branch and "source: distribution" in branch
-    assert carried_not(result, "nvidia_driver_ubuntu_use_open_kernel_modules — carried with the driver once "
-                               "nvidia.driver.version is set: add nvidia.driver.kernel_modules: open")
+    assert not carried_not(result, "nvidia_driver_branch")
+    assert [line for line in result.mapped if "group_vars/all.yml:32: nvidia_driver_branch — carried to "
+            "nvidia.driver.branch" in line], result.mapped
     assert carried_not(result, "group_vars/all.yml:24: users[0].groups — sudo not carried: a privileged group")
     assert carried_not(result, "group_vars/all.yml:24: users[0].password — ops's password hash is not copied")
     assert carried_not(result, "host_vars/gpu01:3: slurm_cluster_install_cuda (gpu01) — a per-host value")

@@ -210,8 +210,7 @@ def test_no_reason_calls_a_supported_setting_unsupported():
     assert not unsupported_wording(words)
 
 
-@pytest.mark.parametrize("value,expected", [
-    ("", "no driver"), ('"550"', "branch"), ('"r550"', "bad version")])
+@pytest.mark.parametrize("value,expected", [("", "no driver"), ('"r550"', "bad version")])
 def test_driver_without_exact_version_is_listed_with_the_fix(tmp_path, value, expected):
     text = f"nvidia_driver_branch: {value}\n" if value else ""
     text += "nvidia_driver_ubuntu_use_open_kernel_modules: true\n"
@@ -221,11 +220,20 @@ def test_driver_without_exact_version_is_listed_with_the_fix(tmp_path, value, ex
     nc = result.not_carried
     assert [line for line in nc if "nvidia_driver_ubuntu_use_open_kernel_modules — carried with the driver once "
             "nvidia.driver.version is set: add nvidia.driver.kernel_modules: open" in line]
-    if expected == "branch":
-        assert [line for line in nc if "nvidia_driver_branch — '550' is a driver branch; corral pins the exact "
-                "version: set nvidia.driver.version to the 550.x.y you run" in line]
     if expected == "bad version":
         assert [line for line in nc if "nvidia_driver_package_version — 'latest' is not an upstream driver" in line]
+
+
+def test_a_branch_alone_imports_as_the_branch(tmp_path):
+    """DeepOps' config.example shape: only nvidia_driver_branch (its default 580). The spec keeps the branch;
+    plan resolves it (workflows/driver_branch.py)."""
+    text = 'nvidia_driver_branch: "580"\nnvidia_driver_ubuntu_use_open_kernel_modules: true\n'
+    result = import_deepops(write(tmp_path, SMALL, text))
+    driver = load_text(result.yaml_text).spec.nvidia.driver
+    assert (driver.branch, driver.version, driver.kernel_modules, driver.source) == ("580", None, "open",
+                                                                                     "distribution")
+    assert '    branch: "580"  # resolved at plan time' in result.yaml_text
+    assert not [line for line in result.not_carried if "nvidia_driver_branch" in line]
 
 
 def test_switched_off_components_stay_unset_and_say_why(tmp_path):

@@ -27,7 +27,13 @@ nvidia: {driver: {version: "550.127.05"}}
 
 
 def cluster(extra: str = ""):
-    return load_text(SPEC.replace('version: "550.127.05"', 'version: "550.127.05"' + extra), "cluster.yaml")
+    """The spec with `extra` driver keys; from a release's own archive, on Debian 13 nodes (spec check refuses
+    Debian 12's: spec/support.py) with the version Debian 13 carries (spec/rules_driver.py)."""
+    text = SPEC.replace('version: "550.127.05"', 'version: "550.127.05"' + extra)
+    if "distribution" in extra:
+        text = text.replace("count: 8}}", "count: 8}, os: debian-13}").replace("count: 2}}", "count: 2}, os: debian-13}")
+        text = text.replace("roles: [controller]}", "roles: [controller], os: debian-13}").replace("550.127.05", "550.163.01")
+    return load_text(text, "cluster.yaml")
 
 
 def test_auto_kernel_modules_follow_the_gpu_generation():
@@ -83,8 +89,8 @@ def test_debian_13_archive_driver_is_the_headless_set_of_its_branch(version, nod
 
 
 def test_branch_alone_names_the_packages_and_needs_no_version():
-    c = load_text(SPEC.replace('version: "550.127.05"', 'branch: "535", source: distribution'), "cluster.yaml")
-    driver = c.spec.nvidia.driver
+    c = cluster(", source: distribution")
+    driver = c.spec.nvidia.driver.model_copy(update={"version": None, "branch": "535"})
     assert driver.version is None and driver_package(driver, c.node("v"), "debian", "13") == \
         "nvidia-tesla-535-kernel-dkms"
     with pytest.raises(Exception, match="not on branch 535"):
@@ -149,6 +155,28 @@ def test_install_script_refuses_another_candidate_and_restores_the_pin(tmp_path)
 def test_install_script_restores_the_pin_when_apt_fails(tmp_path):
     proc, pin = run_script(tmp_path, fake_apt(tmp_path, "1.1-1", install_rc=100))
     assert proc.returncode == 1 and pin.read_text() == "OLD PIN\n"
+
+
+def test_install_script_brings_debians_companions_and_the_running_kernels_headers(tmp_path):
+    """Debian's archive driver: nvidia-persistenced at its own version (not candidate-checked) and, on real servers,
+    the running kernel's headers for DKMS; no headers in the repositories: refused before anything is installed."""
+    packages = ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1"]
+    env = fake_apt(tmp_path, "550.163.01-2")
+    pin = tmp_path / "pin"
+    script = install_script(packages, "550.163.01", pin_for(packages, "550.163.01", False), pin_path=str(pin),
+                            also=("nvidia-persistenced",), headers=True)
+    proc = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    kernel = os.uname().release
+    assert (f"--force-confold nvidia-kernel-dkms nvidia-smi libcuda1 libnvidia-ml1 nvidia-persistenced "
+            f"linux-headers-{kernel}") in (tmp_path / "log").read_text()
+    (tmp_path / "bin" / "apt-cache").write_text("#!/bin/sh\n[ \"$1\" = show ] && exit 100\necho '  Candidate: 550.163.01-2'\n")
+    (tmp_path / "log").unlink()
+    pin.write_text("OLD PIN\n")
+    proc = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
+    assert proc.returncode == 3 and f"no linux-headers-{kernel} in this node's repositories" in proc.stderr
+    assert "install" not in (tmp_path / "log").read_text().replace("apt-get update", "")
+    assert pin.read_text() == "OLD PIN\n"  # the pin it had
 
 
 def test_fabric_manager_follows_the_driver_branch():

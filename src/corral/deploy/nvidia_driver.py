@@ -73,7 +73,7 @@ def driver_version(packages: list[str], version: str, overridden: bool, loaded: 
                           "the rollout after the other components")
         return
     if not behind:
-        daemons = [PERSISTENCED] + ([FABRICMANAGER] if len(packages) > 1 else [])
+        daemons = [PERSISTENCED] + ([FABRICMANAGER] if any(p.startswith(FABRICMANAGER) for p in packages) else [])
         stopped = [d for d in daemons if snap.services.get(d, ("", "not-found"))[1] != "not-found"
                    and snap.services[d] != ("active", "enabled")]
         if not files and not stopped:

@@ -21,7 +21,7 @@ CHANGES = {
              "identity.homes/NAME",
     "slurm_enable_ha": "only with the state on an imported mount; the primary mounts that export too",
     "slurm_restrict_node_access": "false: pam_slurm_adopt off (DeepOps still adopted sessions)",
-    "nvidia_driver_branch": "a branch alone is not carried: corral pins an exact version",
+    "nvidia_driver_branch": "kept as the branch: plan resolves it to an exact version (the nodes' driver on it, else its newest in their repositories) and the run pins that",
     "ansible_ssh_common_args": "only the jump host",
 }
 

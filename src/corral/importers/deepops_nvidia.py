@@ -112,6 +112,11 @@ class NvidiaImport:
         if pv is not None and not m:
             self.note("nvidia_driver_package_version", found["nvidia_driver_package_version"],
                       f"{pv!r} is not an upstream driver version like 550.127.05: {fix}")
+        if not m and branch and branch.isdigit() and len(branch) in (3, 4):  # the branch, resolved at plan time
+            for n in (n for n in BRANCHES if n in lit and lit[n] != branch):
+                self.note(n, found[n], f"{lit[n]!r} disagrees with the first branch variable: nvidia.driver.branch "
+                          f"{branch} was imported", key="nvidia.driver.branch")
+            return self.driver_lines({"branch": branch, **implied, **dict(fields.values())})
         if not m:
             also = f", with {', '.join(f'{k}: {v}' for k, v in implied.items())} as DeepOps installed it"
             for n in (n for n in BRANCHES if n in lit):
@@ -125,11 +130,15 @@ class NvidiaImport:
         for n in (n for n in BRANCHES if n in lit and lit[n] != version.split(".")[0]):
             self.note(n, found[n], f"{lit[n]!r} disagrees with nvidia_driver_package_version {pv!r}: "
                       f"nvidia.driver.version {version} was imported", key="nvidia.driver.version")
-        values = {"version": version, **implied, **dict(fields.values())}
+        self.driver_lines({"version": version, **implied, **dict(fields.values())})
+
+    def driver_lines(self, values: dict[str, str]) -> None:
         self.lines.append("  driver:")
         for k, v in values.items():
             self.lines.append(f"    {k}: {json.dumps(v)}" + ("  # DeepOps' default: Ubuntu's packages (on RHEL "
-                              "use cuda)" if (k, v) == ("source", "distribution") else ""))
+                              "use cuda)" if (k, v) == ("source", "distribution") else "")
+                              + ("  # resolved at plan time: the nodes' driver on it, else its newest; the run pins "
+                                 "it" if k == "branch" else ""))
 
     def unpinned(self, gate: Var | None) -> None:
         if gate is not None:  # true (false returned earlier)

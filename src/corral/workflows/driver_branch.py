@@ -12,7 +12,7 @@ from corral.engine.remote import as_root, run_on
 from corral.engine.shell import q
 from corral.errors import CorralError, UsageError
 from corral.parallel import pmap
-from corral.render.driver_branch import choose, madison_versions
+from corral.render.driver_branch import choose, index_versions, madison_versions
 from corral.render.nvidia import driver_nodes, driver_packages
 from corral.spec.releases import release
 
@@ -42,7 +42,8 @@ def resolve(cluster):
         return cluster, None
     asked = pmap(lambda n: _ask(cluster, n, _package(driver, n)), nodes)
     answered = [a for a in asked if not a[3]]
-    choice = choose(driver.branch, {n: v for n, v, _, _ in answered}, [v for _, _, vs, _ in answered for v in vs])
+    available = [v for _, _, vs, _ in answered for v in vs] + _served(cluster, nodes, driver)
+    choice = choose(driver.branch, {n: v for n, v, _, _ in answered}, available)
     if choice.version is None or not answered:
         said = "; ".join(f"{n}: {err or 'installed ' + (v or 'none')}" for n, v, _, err in asked)
         raise UsageError(f"nvidia.driver.branch {driver.branch}: not resolved to a version: {choice.why if answered else 'no GPU node answered'} "
@@ -53,6 +54,20 @@ def resolve(cluster):
     nvidia = cluster.spec.nvidia.model_copy(update={"driver": resolved})
     line = f"nvidia.driver.branch {driver.branch}: {choice.version} ({choice.why}); this run pins it"
     return replace(cluster, spec=cluster.spec.model_copy(update={"nvidia": nvidia})), line
+
+
+def _served(cluster, nodes, driver) -> list[str]:
+    """On the virtual cluster, the index of corral's repository (the nodes' one source), read on the control host:
+    the nodes' apt lists are refreshed by apply, after this."""
+    if cluster.spec.virtual is None or cluster.spec.packages.source == "bundle":
+        return []
+    from corral.virtual.repo import repo_dir
+    out = []
+    for os_name in sorted({n.os for n in nodes}):
+        index = repo_dir(os_name) / "Packages"
+        if index.is_file():
+            out += index_versions(index.read_text(), _package(driver, next(n for n in nodes if n.os == os_name)))
+    return out
 
 
 def _package(driver, node) -> str:

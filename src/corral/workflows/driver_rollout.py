@@ -46,14 +46,13 @@ def install_script(packages: list[str], version: str, pin: str, pin_path: str = 
     kernel = ('hdr="linux-headers-$(uname -r)"\napt-cache show "$hdr" >/dev/null 2>&1 || { restore; echo "no $hdr in '
               'this node\'s repositories: DKMS cannot build the NVIDIA module for the running kernel $(uname -r) '
               '(reboot into the kernel the repositories have headers for)" >&2; exit 3; }\n') if headers else ""
-    names = [*packages, *also] + (["$hdr"] if headers else [])
     return f"""set -u
 old={PIN}.corral-old; rm -f "$old"; [ -e {PIN} ] && cp -p {PIN} "$old"
 restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
 printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
-{kernel}{candidates_script(packages, version)}{apt.install_script(names, downgrade=True, confold=True)} || {{ restore; exit 1; }}
+{kernel}{candidates_script(packages, version)}{apt.install_script([*packages, *also], downgrade=True, confold=True, words='"$hdr"' if headers else "")} || {{ restore; exit 1; }}
 rm -f "$old"
 """
 
@@ -101,7 +100,7 @@ def dkms_note(n: NodeRun) -> str:
 def verify(n: NodeRun, version: str) -> str:
     """nvidia-smi: the node's GPUs, all on `version`; Fabric Manager running where it belongs; then
     slurmd registered with slurmctld again (never resumed before that)."""
-    count, fabricmanager = n.node.gpu_count, len(n.state.packages) > 1
+    count, fabricmanager = n.node.gpu_count, any(p.startswith(FABRICMANAGER) for p in n.state.packages)
     n.on(f"systemctl enable --now {PERSISTENCED} >/dev/null 2>&1 || true")  # absent: nothing to start
     if fabricmanager:
         p = n.on(f"systemctl enable --now {FABRICMANAGER} && systemctl is-active {FABRICMANAGER}")
