@@ -14,6 +14,7 @@ from corral.spec.rules_download import check_checksums, check_urls, download_war
 from corral.spec.rules_ha import check_ha, ha_warnings
 from corral.spec.rules_kubernetes import check_kubernetes, kubernetes_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
+from corral.spec.rules_support import check_support, support_warnings
 from corral.spec.rules_ldap import check_ldap, ldap_warnings
 from corral.spec.rules_os import check_os, check_slurm_release, release_warnings, slurm_release_warnings
 from corral.spec.rules_reports import check_reports
@@ -331,7 +332,8 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
             + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
             + check_reports(cluster, where) + check_rollout(cluster, where)
             + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where)
-            + check_software(cluster, where) + check_easybuild(cluster, where) + check_workbench(cluster, where) + check_images(cluster, where))
+            + check_software(cluster, where) + check_easybuild(cluster, where) + check_workbench(cluster, where) + check_images(cluster, where)
+            + check_support(cluster, where))
 
 
 def spec_warnings(cluster: Cluster) -> list[str]:
@@ -339,4 +341,4 @@ def spec_warnings(cluster: Cluster) -> list[str]:
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
             + ha_warnings(cluster) + acceptance_warnings(cluster) + rollout_warnings(cluster)
             + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster)
-            + release_warnings(cluster) + scheduler_warnings(cluster))
+            + release_warnings(cluster) + scheduler_warnings(cluster) + support_warnings(cluster))
