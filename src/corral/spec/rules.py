@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from corral.errors import Problem
 from corral.spec.rules_acceptance import acceptance_warnings, check_acceptance
 from corral.spec.rules_download import check_checksums, check_urls, download_warnings
+from corral.spec.rules_driver import check_driver
 from corral.spec.rules_ha import check_ha, ha_warnings
 from corral.spec.rules_kubernetes import check_kubernetes, kubernetes_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
@@ -332,6 +333,7 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
             + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
             + check_reports(cluster, where) + check_rollout(cluster, where)
             + check_power(cluster, where) + check_bundle(cluster, where) + check_topology(cluster, where)
+            + check_driver(cluster, where)
             + check_software(cluster, where) + check_easybuild(cluster, where) + check_workbench(cluster, where) + check_images(cluster, where)
             + check_support(cluster, where))
 
