@@ -73,23 +73,69 @@ def layer(message: str) -> bytes:
     return out.getvalue()
 
 
+# a Debian 12 userland with python3 (tests/vcluster/apptainer.py): the OS a container shows (the nodes run Debian 13),
+# and what the virtual cluster's stand-in nvidia-smi, a python3 script, needs inside it
+PYTHON_PACKAGES = ("base-files", "libc6", "libgcc-s1", "zlib1g", "libexpat1", "python3.11-minimal",
+                   "libpython3.11-minimal", "libpython3.11-stdlib", "busybox-static")
+PYTHON_LINKS = {"bin/sh": "busybox", "bin/id": "busybox", "usr/bin/python3": "python3.11"}
+# what base-passwd's maintainer script would write: a container's own accounts, to which apptainer adds its user's
+PYTHON_FILES = {"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n"}
+PYTHON_DROP = ("usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/info", "usr/lib/x86_64-linux-gnu/gconv")
+
+
+def python_layer() -> bytes:
+    """An uncompressed layer tar of Debian's own packages (the host's release, downloaded once), unpacked as dpkg
+    would (no maintainer scripts: the links they would make are PYTHON_LINKS), owned by root, dated 0."""
+    import shutil
+    import tempfile
+    work = CACHE / "python-debs"
+    work.mkdir(parents=True, exist_ok=True)
+    missing = [p for p in PYTHON_PACKAGES if not list(work.glob(f"{p}_*.deb"))]
+    if missing:
+        subprocess.run(["apt-get", "download", *missing], cwd=work, check=True, capture_output=True, timeout=300)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in PYTHON_PACKAGES:
+            subprocess.run(["dpkg-deb", "-x", str(next(work.glob(f"{name}_*.deb"))), tmp], check=True, timeout=120)
+        for drop in PYTHON_DROP:
+            shutil.rmtree(root / drop, ignore_errors=True)
+        for link, target in PYTHON_LINKS.items():
+            (root / link).unlink(missing_ok=True)
+            (root / link).symlink_to(target)
+        for name, text in PYTHON_FILES.items():
+            (root / name).write_text(text)
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for path in sorted(root.rglob("*")):
+                info = tar.gettarinfo(str(path), str(path.relative_to(root)))
+                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "root", "root"
+                if info.isreg():
+                    with open(path, "rb") as f:
+                        tar.addfile(info, f)
+                else:
+                    tar.addfile(info)
+    return out.getvalue()
+
+
 def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def push(base_url: str, name: str, tag: str, cafile: Path, message: str,
-         credentials: tuple[str, str] | None = None, hosts: dict[str, str] | None = None) -> str:
+         credentials: tuple[str, str] | None = None, hosts: dict[str, str] | None = None,
+         raw: bytes | None = None, cmd: tuple[str, ...] = ("/bin/sh",)) -> str:
     """Push the image as base_url/name:tag (https, trusting `cafile` alone) with corral's own registry client
     (bundle/image_push.py: a token from the registry's token server, with `credentials`, when it asks for one);
-    its manifest digest."""
+    its manifest digest. `raw`: its one layer (busybox and /etc/message with `message` when None); `cmd`: its
+    command (the config's Cmd)."""
     import tempfile
 
     from corral.bundle.image_push import Registry
     registry = Registry(base_url, ssl.create_default_context(cafile=str(cafile)), timeout=60,
                         credentials=credentials, hosts=hosts)
-    raw = layer(message)
+    raw = layer(message) if raw is None else raw
     blob = gzip.compress(raw, mtime=0)
-    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": ["/bin/sh"]},
+    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": list(cmd)},
                          "rootfs": {"type": "layers", "diff_ids": [_digest(raw)]}}).encode()
     with tempfile.TemporaryDirectory() as tmp:
         for data in (blob, config):

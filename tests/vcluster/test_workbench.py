@@ -18,7 +18,8 @@ slapd on ctl, SSSD on the nodes), logs in to the hub with his directory password
 him. EasyBuild (tests/vcluster/easybuild.py): `corral software build` builds a tiny easyconfig whose source
 the control host serves, as a Slurm job of the software manager (never root), and alice loads its module
 in her login shell and a batch job. The registry and images (images.py) and enroot + pyxis stand-ins
-(containers.py) run here too. The second apply changes nothing."""
+(containers.py) run here too. Apptainer (images.apptainer): alice's GPU job pulls an image from the site registry
+and runs it with --nv, seeing the image's OS and exactly her one GPU. The second apply changes nothing."""
 
 from __future__ import annotations
 
@@ -105,6 +106,15 @@ def with_workbench(path) -> None:
         yaml.dump(data, f)
 
 
+def with_apptainer(path) -> None:
+    """images.apptainer: Debian unstable's apptainer from corral's repository (the nodes run Debian 13)."""
+    yaml = YAML()
+    data = yaml.load(path.read_text())
+    data["images"]["apptainer"] = {}
+    with path.open("w") as f:
+        yaml.dump(data, f)
+
+
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
     reason = vcluster_unavailable()
@@ -116,6 +126,7 @@ def bench(tmp_path_factory):
     with_workbench(path)
     gateway = str(SUBNET.network_address + 1)
     with_images(path)  # the images' tests run here too (tests/vcluster/images.py): one cluster, not two
+    with_apptainer(path)
     with_runtime(path, path.parent / "standins", gateway)
     vc = VirtualCluster(load(path))
     server = None
@@ -294,6 +305,60 @@ from tests.vcluster.containers import (  # noqa: E402,F401 (enroot + pyxis; the 
     test_srun_takes_the_container_options_and_slurmstepd_runs_the_plugin,
     test_enroot_is_installed_and_configured_from_the_spec, test_prolog_makes_the_users_enroot_dirs_and_the_epilog_cleans_them,
     test_a_pyxis_source_that_fails_its_checksum_changes_nothing)
+
+
+# EMULATED: the GPUs' description, the virtual cluster's stand-in for what a driver answers through /dev/nvidia*; bound
+# read-only into the container beside the stand-in nvidia-smi (a python3 script) that --nv binds (docs/components/virtual.md)
+EMULATED_GPUS = "/etc/corral/emulated-gpus.json"
+APPTAINER_JOB = f"""#!/bin/bash -l
+#SBATCH -w gpu01 --gres=gpu:1 -t 5 -o /home/alice/apptainer-%j.out -e /home/alice/apptainer-%j.err
+module load apptainer
+module -t list 2>&1
+echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+apptainer -q pull -F ~/python.sif docker://ctl:5000/corral/python:1
+apptainer -q exec ~/python.sif /bin/sh -c 'command -v nvidia-smi || echo "no nvidia-smi without --nv"'
+apptainer -q run --nv --bind {EMULATED_GPUS}:{EMULATED_GPUS}:ro ~/python.sif
+"""
+# the image's command: its OS, who runs it, the GPUs it sees
+GPU_INFO = ("/bin/sh", "-c", '. /etc/os-release; echo "$PRETTY_NAME"; id -un; nvidia-smi -L')
+
+
+def test_apptainer_runs_a_site_registry_image_with_her_gpu_in_a_job(bench):
+    """alice's batch job on gpu01 with one GPU: `module load apptainer`, `apptainer pull docker://` of an image in the
+    site registry (a Debian 12 userland with python3, tests/vcluster/oci_image.py; the nodes run Debian 13), then
+    `apptainer run --nv` of its command: the container shows the image's OS, runs as her, and lists exactly the GPU
+    Slurm gave the job (its stand-in nvidia-smi, which --nv binds, honours CUDA_VISIBLE_DEVICES); without --nv it has none. No setuid
+    helper is installed: apptainer ran unprivileged, in a user namespace."""
+    from corral.deploy.registry_auth import loader_secret
+    from corral.render.registry_auth import LOADER
+    from tests.vcluster.images import ctl_address
+    from tests.vcluster.oci_image import push, python_layer
+    t0 = time.monotonic()
+    ca = bench.cluster.state_dir / "secrets" / "ca" / "ca.pem"
+    push(f"https://{ctl_address(bench)}:5000", "corral/python", "1", ca, "", raw=python_layer(), cmd=GPU_INFO,
+         credentials=(LOADER, loader_secret(bench.cluster)), hosts={"ctl": ctl_address(bench)})
+    pushed = time.monotonic()
+    as_alice(bench, "login1", f"printf '%s' {shlex.quote(APPTAINER_JOB)} > ~/apptainer.sh")
+    job = as_alice(bench, "login1", "sbatch --parsable --wait ~/apptainer.sh", check=False, timeout=300)
+    ran = time.monotonic()
+    out = as_alice(bench, "login1", f"cat ~/apptainer-{job.stdout.strip()}.out; echo ---; "
+                                    f"cat ~/apptainer-{job.stdout.strip()}.err", check=False).stdout
+    print(f"apptainer: image pushed in {pushed - t0:.1f} s, job {ran - pushed:.1f} s\n{out}")
+    assert job.returncode == 0, (job.stdout, job.stderr, out)
+    lines, _, err = out.partition("---\n")
+    given = lines.splitlines()[1].removeprefix("CUDA_VISIBLE_DEVICES=")
+    gpus = json.loads(ssh(bench, "gpu01", f"cat {EMULATED_GPUS}").stdout)["gpus"]
+    mine = next(g for g in gpus if str(g["index"]) == given)
+    assert lines.splitlines() == [
+        "apptainer/1.4.5", f"CUDA_VISIBLE_DEVICES={given}", "no nvidia-smi without --nv",
+        "Debian GNU/Linux 12 (bookworm)", "alice", f"GPU 0: {mine['name']} (UUID: {mine['uuid']})"], (lines, err)
+    assert len(gpus) == 4 and not err.strip(), (gpus, err)
+    # Debian's package from corral's repository of unstable's apptainer, without the setuid starter (nothing setuid)
+    node = ssh(bench, "gpu01", "dpkg-query -W -f='${Version} ${Status}\\n' apptainer apptainer-suid 2>&1; "
+                               "find /usr/lib/x86_64-linux-gnu/apptainer -perm -4000; apt-cache policy apptainer | "
+                               "grep -o ' [^ ]*/apptainer ./ Packages'", check=False).stdout
+    assert sorted(node.splitlines()) == [f" {bench.repo_url()}apptainer ./ Packages", "1.4.5-2 install ok installed",
+                                         "dpkg-query: no packages found matching apptainer-suid"], node
 
 
 @pytest.fixture(scope="module")

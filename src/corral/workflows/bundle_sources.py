@@ -32,10 +32,11 @@ def sources(cluster, status: Path) -> tuple[Release, list[str], list[Path]]:
     sets = more_repos.wanted(cluster, os_name)
     if not sets:
         return rel, image.apt_options(rel), []
-    if cluster.spec.virtual is None and not all(s.real_nodes for s in sets):  # repacked: proven on virtual nodes only
+    slurm = slurm_more.wanted(rel, cluster.spec.slurm.version)  # the one set with a repacked package
+    if cluster.spec.virtual is None and slurm is not None and not all(s.real_nodes for s in sets):
         from corral.errors import CorralError
         from corral.virtual.suite_packages import SUFFIX
-        major, src = slurm_more.wanted(rel, cluster.spec.slurm.version)
+        major, src = slurm  # repacked: proven on virtual nodes only
         raise CorralError(f"{cluster.path}: slurm.version {cluster.spec.slurm.version}: corral's Slurm {major} for "
                           f"{os_name} is Debian {src.suite}'s binaries with slurmd repacked ({SUFFIX}), "
                           "made for virtual clusters; a bundle for real nodes does not carry it; nothing was built",
