@@ -33,15 +33,15 @@ def _names(cluster: Cluster, group: int) -> str:
 
 
 def check_support(cluster: Cluster, where: Where) -> list[Problem]:
-    problems = []
+    """One problem per refused combination, naming every node group that asks for it."""
+    found: dict[tuple, tuple[list[int], Refused]] = {}
     for ask, cell in _refusals(cluster):
-        if ask.defaulted:
-            continue  # support_warnings says it
-        problems.append(Problem(
-            where(ask.at), f"{COMPONENTS[ask.component]} on {ask.release} (nodes[{ask.group}]: "
-                           f"{_names(cluster, ask.group)}) from {SOURCES[ask.source]}: {cell.why}",
-            f"os: {ask.release}", cell.fix))
-    return problems
+        if not ask.defaulted:  # else support_warnings says it
+            found.setdefault((ask.release, ask.component, ask.source, ask.at), ([], cell))[0].append(ask.group)
+    return [Problem(where(at), f"{COMPONENTS[component]} on {release} ("
+                               + ", ".join(f"nodes[{g}]: {_names(cluster, g)}" for g in groups)
+                               + f") from {SOURCES[source]}: {cell.why}", f"os: {release}", cell.fix)
+            for (release, component, source, at), (groups, cell) in found.items()]
 
 
 def support_warnings(cluster: Cluster) -> list[str]:

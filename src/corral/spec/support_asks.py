@@ -68,7 +68,10 @@ def _per_node(cluster: Cluster, node: Node) -> list[tuple[str, str, tuple, bool]
     out = []
     d = nv.driver
     if d is not None and gpu:
-        src = "distribution" if d.source == "distribution" else _vendor(cluster, d.repo_url, CUDA_REPO)
+        if d.source == "distribution":  # a package the spec names: the nodes' own apt sources carry it
+            src = ("bundle" if spec.packages.source == "bundle" else "mirror") if d.package else "distribution"
+        else:
+            src = _vendor(cluster, d.repo_url, CUDA_REPO)
         out.append(("driver", src, ("nvidia", "driver", "source" if src == "distribution" else "repo_url"), False))
         if d.source == "cuda" and d.package is None:  # with the driver where NVSwitches are (plan time)
             out.append(("fabric-manager", src, ("nvidia", "driver"), False))

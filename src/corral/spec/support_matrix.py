@@ -66,6 +66,7 @@ T = {  # the tests the cells name
     "slurm13": V + "test_debian13.py::test_apply_gives_slurm_24_11",
     "slurm_26": V + "test_debian13.py::test_upgrade_applied_in_order_and_every_daemon_at_26_05",
     "bundle_26": V + "test_debian13.py::test_a_bundle_for_debian_13_carries_slurm_26_05",
+    "bundle_render": U + "test_render_slurm_files.py::test_bundle_source_key_and_sources_from_the_bundle",
     "slurm_upgrade": U + "test_slurm_upgrade.py::test_slurms_order_backup_slurmdbd_slurmctld_then_slurmd_in_batches",
     "slurm_more": U + "test_slurm_more.py::test_a_real_cluster_asking_for_a_slurm_its_release_lacks_is_warned_where_it_comes_from",
     "golden": U + "test_release_golden.py::test_golden",
@@ -166,10 +167,8 @@ def _slurm_and_monitoring(rel: str) -> dict[str, dict[str, State]]:
             else Offline(T["slurm_upgrade"] if deb12 else T["slurm_more"], "a repository with a newer Slurm for "
                          + ("Debian 12 on a live node (the shared cluster's has 22.05 only)" if deb12 else "Ubuntu")),
             "bundle": bundle or (Offline(T["bundle_26"], "26.05 only (virtual/slurm_more.py); nodes installing from it")
-                                 if deb13 else Refused("a Debian 12 bundle resolves Slurm from Debian 12's archive, "
-                                                       "which has 22.05 only", "use packages.source: mirror with a "
-                                                       "repository that has it, or run the nodes on debian-13 (its "
-                                                       "bundle carries 26.05)"))},
+                                 if deb13 else Offline(T["bundle_render"], "a bundle built on a host whose apt sources "
+                                                       "carry a newer Slurm for Debian 12 (its archive has 22.05)"))},
         "prometheus": {"distribution": Live(T["mon12"] if deb12 else T["mon13"]) if not ub else Offline(T["ubuntu_pkgs"], NOT_LIVE),
                        "bundle": bundle or Offline(T["air_up"], "Prometheus from a bundle queried on a live node")},
         "grafana": {"vendor": Offline(T["grafana"], grafana), "mirror": Offline(T["grafana"], grafana),

@@ -74,8 +74,7 @@ def main(argv: list[str]) -> int:
         path.write_text(new)
         return 0
     if new != doc:
-        print(f"{path}: the support matrix differs from spec/support_matrix.py; run "
-              f"python -m corral.spec.support_table --write {path}", file=sys.stderr)
+        print(f"{path}: the support matrix differs from spec/support_matrix.py; rewrite it with --write", file=sys.stderr)
         return 1
     return 0
 
