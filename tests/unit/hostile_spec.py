@@ -119,7 +119,7 @@ BASE: dict[str, Any] = {
                           "repo_url": "https://developer.download.nvidia.com/compute/cuda/repos"},
     },
     "nvidia": {
-        "driver": {"version": "550.127.05", "package": "nvidia-driver-550-server",
+        "driver": {"version": "550.127.05", "branch": "550", "package": "nvidia-driver-550-server",
                    "repo_url": "https://developer.download.nvidia.com/compute/cuda/repos",
                    "repo_fingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC"},
         "dcgm": {"package": "datacenter-gpu-manager-4-cuda12", "version": "1:4.1.1-1"},

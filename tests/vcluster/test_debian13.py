@@ -61,6 +61,8 @@ def with_ha(path, version: str) -> None:
     data["storage"]["mounts"].append({"path": "/srv/slurmctld-state", "server": "nas1",
                                       "export": "/export/slurmstate", "roles": ["controller"]})
     data["rollout"] = {"canary": 1, "batch": 1, "drain_timeout": 600}
+    # the NVIDIA driver from Debian's own archive (non-free, contrib), named by its branch alone
+    data["nvidia"] = {**(data.get("nvidia") or {}), "driver": {"source": "distribution", "branch": "550"}}
     # an NVLink domain per node (topology/block: Slurm 23.11 and later, refused on Debian 12's 22.05)
     data["topology"] = {"blocks": [{"name": "nvl1", "nodes": "gpu01"}, {"name": "nvl2", "nodes": "gpu02"}]}
     with path.open("w") as f:
@@ -90,6 +92,7 @@ def trixie(tmp_path_factory):
 def applied(trixie):
     result = converge(trixie.cluster, "apply", command="test-debian13-apply")
     assert result.ok, failures(result)
+    trixie.first_apply = result
     return trixie
 
 
@@ -128,6 +131,41 @@ def test_alice_job_gets_one_gpu_and_cannot_open_the_others(applied):
     allowed = [d for d, r in devices.items() if r != "EPERM"]
     assert len(allowed) == 1 and devices[allowed[0]] in ("ENXIO", "open"), seen
     assert seen["CUDA_VISIBLE_DEVICES"] == "0", seen
+
+
+DRIVER = ("nvidia-open-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1")  # H100: NVIDIA's open modules
+DEB = "550.163.01-2"
+
+
+def test_distribution_driver_from_non_free(applied):
+    """nvidia.driver {source: distribution, branch: "550"}: Debian's own packages, through corral's repository and
+    the rollout (drain, install, reboot, verify, resume) a real node takes; only the device layer is emulated."""
+    said = applied.first_apply.warnings[0]
+    assert said == "nvidia.driver.branch 550: 550.163.01 (the newest of the branch in the nodes' repositories); " \
+                   "this run pins it", applied.first_apply.warnings
+    steps = [o.reason or "" for r in applied.first_apply.nodes.values() for o in r.ops
+             if o.name.startswith("driver rollout")]
+    for node in ("gpu01", "gpu02"):
+        shown = ssh(applied, node, "dpkg -l " + " ".join(DRIVER + ("nvidia-persistenced",))).stdout
+        print(f"{node}:\n{shown}")
+        rows = {f[1].split(":")[0]: (f[0], f[2]) for f in (line.split() for line in shown.splitlines()) if f and f[0] == "ii"}
+        assert {p: rows.get(p) for p in DRIVER} == {p: ("ii", DEB) for p in DRIVER}, shown
+        assert rows["nvidia-persistenced"] == ("ii", "550.163.01-1"), shown  # its own source package
+        pin = ssh(applied, node, "cat /etc/apt/preferences.d/corral-nvidia-driver").stdout
+        assert pin.splitlines()[1:] == ["Package: nvidia-open-kernel-dkms libcuda1 nvidia-* libnvidia-* cuda-drivers*",
+                                        "Pin: version 550.163.01-*", "Pin-Priority: 1001"], pin
+        policy = ssh(applied, node, "apt-cache policy libcuda1").stdout
+        assert re.search(r"\*\*\* 550\.163\.01-2 1001", policy), policy  # held by the pin
+        assert "blacklist nouveau" in ssh(applied, node, "cat /etc/modprobe.d/corral-blacklist-nouveau.conf").stdout
+        # Debian's unit, enabled and running (its process EMULATED: no kernel driver whose state it could keep)
+        unit = ssh(applied, node, "systemctl is-enabled nvidia-persistenced; systemctl is-active nvidia-persistenced; "
+                                  "systemctl show -p FragmentPath -p User --value nvidia-persistenced").stdout.split()
+        assert unit == ["enabled", "active", "nvpd", "/usr/lib/systemd/system/nvidia-persistenced.service"], unit
+        # the device layer: the stand-in nvidia-smi stays in front of the real one's alternative, and reports the
+        # module a real boot would have loaded (the DKMS source's version)
+        assert ssh(applied, node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader").stdout.split() == \
+            ["550.163.01"] * 4
+    assert any("DKMS: the module was not built, no headers for the running kernel" in m for m in steps), steps
 
 
 def test_validate_ok_and_second_apply_changes_nothing(applied):

@@ -60,7 +60,7 @@ def driver_version(packages: list[str], version: str, overridden: bool, loaded: 
     if (snap.files.get(DGX_RELEASE) or {}).get("kind") == "file":
         host.noop("skipped: DGX OS: the driver is managed by NVIDIA's DGX software stack")
         return
-    package, installed = packages[0], snap.packages.get(packages[0])
+    installed = snap.packages.get(packages[0])
     pin = pin_for(packages, version, overridden)
     files = [(path, text) for path, text in ((BLACKLIST, BLACKLIST_TEXT), (PIN, pin))
              if (snap.files.get(path) or {}).get("sha256") != _sha(text)]

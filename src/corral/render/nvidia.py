@@ -9,14 +9,13 @@ from corral.spec.cluster import Cluster, Node
 from corral.spec.gpus import gpu_model
 from corral.spec.models import DriverSpec
 from corral.spec.nvidia_archive import UNPINNED, branches, describe, package_names
+from corral.spec.support_matrix import dcgm_unavailable
 
 PIN = "/etc/apt/preferences.d/corral-nvidia-driver"
 BLACKLIST = "/etc/modprobe.d/corral-blacklist-nouveau.conf"
 BLACKLIST_TEXT = "# Managed by corral: the NVIDIA driver needs nouveau out of the way\nblacklist nouveau\noptions nouveau modeset=0\n"
 OPEN_FROM_CC = (7, 5)
-# releases NVIDIA publishes no DCGM for (DCGM's "Supported Linux Distributions" lists Debian 12, not 13)
-NO_DCGM = {"debian-13": "NVIDIA publishes no DCGM for Debian 13 (its supported distributions list Debian 12): "
-                        "GPU health comes from nvidia-smi and the node health checks"}  # NVIDIA's open kernel modules support Turing (7.5) and newer
+
 
 
 KEYRING_DEB = "cuda-keyring_1.1-1_all.deb"
@@ -126,6 +125,7 @@ def dcgm_skip_reason(cluster: Cluster, node: Node, enabled: bool, key: str) -> s
         return f"{key} is false"
     if cluster.spec.virtual is not None:
         return "virtual cluster: its GPUs are emulated and DCGM cannot read them"
-    if node.os in NO_DCGM:  # left on by default there; set explicitly, spec check refuses it
-        return NO_DCGM[node.os]
+    missing = dcgm_unavailable(node.os)  # left on by default there; set explicitly, spec check refuses it
+    if missing:
+        return missing
     return None

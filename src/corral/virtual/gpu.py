@@ -38,6 +38,15 @@ PROCFS_UNIT = "etc/systemd/system/corral-emulated-procfs.service"
 PROCFS_WANTS = "etc/systemd/system/sysinit.target.wants/corral-emulated-procfs.service"
 RUN_PROC_DRIVER = f"{EMULATED_RUN}/proc-driver"
 PROCFS_SH = "usr/lib/corral-emulated/procfs.sh"
+# nvidia-persistenced (Debian's package, nvidia.driver.source: distribution) keeps the kernel driver's state: with no
+# driver behind the device files the real daemon exits at once ("failed to initialize"). Its package, unit and
+# enablement stay real; on a virtual node this drop-in runs a process in its place, as its own user
+PERSISTENCED_DROPIN = "etc/systemd/system/nvidia-persistenced.service.d/corral-emulated.conf"
+PERSISTENCED_SH = "usr/lib/corral-emulated/nvidia-persistenced"
+PERSISTENCED_TEXT = ("# corral virtual cluster: EMULATED nvidia-persistenced (no kernel driver to keep persistent)\n"
+                     f"[Service]\nType=simple\nUser=nvpd\nExecStart=\nExecStart=/{PERSISTENCED_SH}\n")
+PERSISTENCED_SCRIPT = ("#!/bin/sh\n# corral virtual cluster: EMULATED nvidia-persistenced: there is no kernel driver "
+                       "whose state it could keep\nexec sleep infinity\n")
 PROCFS_SCRIPT = f"""#!/bin/sh
 # corral virtual cluster: EMULATED /proc/driver, made at boot; nvidia/version names the "loaded"
 # module (the stand-in driver package's version, copied to /run by tmpfiles), as a real driver's does
@@ -79,17 +88,23 @@ def paths(root: Path) -> tuple[Path, ...]:
     """What install() writes (or removes) in a node's tree: tmpfiles.d entries, the GPU description, the stand-in
     tools, the MIG minors table, the procfs unit, its wants link and script."""
     return (root / TMPFILES, root / CONF, root / "usr/bin/nvidia-smi", root / "usr/bin/nvidia-mig-parted",
-            root / PROC_DRIVER / "nvidia-caps/mig-minors", root / PROCFS_UNIT, root / PROCFS_WANTS, root / PROCFS_SH)
+            root / PROC_DRIVER / "nvidia-caps/mig-minors", root / PROCFS_UNIT, root / PROCFS_WANTS, root / PROCFS_SH,
+            root / PERSISTENCED_DROPIN, root / PERSISTENCED_SH)
 
 
 def install(node: Node, root: Path) -> None:
     """Write the tmpfiles.d device entries, the GPU description and the stand-in nvidia-smi."""
     gpus = describe(node)
-    tmpfiles, conf, smi, parted, minors, unit, wants, script = paths(root)
+    tmpfiles, conf, smi, parted, minors, unit, wants, script, dropin, persistenced = paths(root)
     if not gpus:
-        for f in (tmpfiles, conf, smi, parted, minors, unit, wants, script):
+        for f in (tmpfiles, conf, smi, parted, minors, unit, wants, script, dropin, persistenced):
             f.unlink(missing_ok=True)
         return
+    dropin.parent.mkdir(parents=True, exist_ok=True)
+    dropin.write_text(PERSISTENCED_TEXT)
+    persistenced.parent.mkdir(parents=True, exist_ok=True)
+    persistenced.write_text(PERSISTENCED_SCRIPT)
+    persistenced.chmod(0o755)
     tmpfiles.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# corral virtual cluster: EMULATED GPU device files (no driver behind them)"]
     lines += [f"c /dev/nvidia{g['index']} 0666 root root - 195:{g['index']}" for g in gpus]

@@ -37,22 +37,29 @@ if TYPE_CHECKING:
 WHAT = "driver rollout"
 
 
+# the running kernel's headers, for DKMS: refused before anything is installed when the repositories lack them
+HEADERS_CHECK = ('hdr="linux-headers-$(uname -r)"\napt-cache show "$hdr" >/dev/null 2>&1 || { restore; echo "no $hdr in '
+                 'this node\'s repositories: DKMS cannot build the NVIDIA module for the running kernel $(uname -r) '
+                 '(reboot into the kernel the repositories have headers for)" >&2; exit 3; }\n')
+
+
+def headers_script(on: bool) -> str:
+    return HEADERS_CHECK if on else ""
+
+
 def install_script(packages: list[str], version: str, pin: str, pin_path: str = PIN, also: tuple[str, ...] = (),
                    headers: bool = False) -> str:
     """Pin, refresh, check every package's candidate is `version`, install them together (with `also`, at their
     candidates; `headers`: the running kernel's headers, for DKMS to build the module against); on
     failure the old pin comes back."""
     q, PIN = shlex.quote, pin_path  # noqa: N806
-    kernel = ('hdr="linux-headers-$(uname -r)"\napt-cache show "$hdr" >/dev/null 2>&1 || { restore; echo "no $hdr in '
-              'this node\'s repositories: DKMS cannot build the NVIDIA module for the running kernel $(uname -r) '
-              '(reboot into the kernel the repositories have headers for)" >&2; exit 3; }\n') if headers else ""
     return f"""set -u
 old={PIN}.corral-old; rm -f "$old"; [ -e {PIN} ] && cp -p {PIN} "$old"
 restore() {{ if [ -e "$old" ]; then mv -f "$old" {PIN}; else rm -f {PIN}; fi; }}
 printf '%s' {q(pin)} > {PIN}.corral-new && mv -f {PIN}.corral-new {PIN} || {{ restore; exit 1; }}
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null 2>&1 || {{ restore; echo 'apt-get update failed' >&2; exit 1; }}
-{kernel}{candidates_script(packages, version)}{apt.install_script([*packages, *also], downgrade=True, confold=True, words='"$hdr"' if headers else "")} || {{ restore; exit 1; }}
+{headers_script(headers)}{candidates_script(packages, version)}{apt.install_script([*packages, *also], downgrade=True, confold=True, words='"$hdr"' if headers else "")} || {{ restore; exit 1; }}
 rm -f "$old"
 """
 
