@@ -112,3 +112,31 @@ def test_the_running_module_is_read_from_sysfs_or_proc():
     assert parse_hardware(base + [f"{LOADED}560.35.03"]).driver_loaded == "560.35.03"
     assert parse_hardware(base + [LOADED.strip()]).driver_loaded == ""
     assert parse_hardware(base + [f"{LOADED}garbage"]).driver_loaded == ""
+
+
+def test_cuda_toolkit_from_debian_13s_archive_with_its_module():
+    """nvidia.cuda_toolkit.source: distribution: Debian 13's nvidia-cuda-toolkit (12.4) from the release's archive, in
+    the node's package transaction (no NVIDIA repository, no stand-in), its module setting Debian's CUDA_HOME;
+    refused where the archive has none (Debian 12, Ubuntu) or another version."""
+    import corral.deploy.nvidia_tools as T
+    from corral.components import views
+    from corral.errors import CorralError
+    text = (SPEC.replace('nvidia: {driver: {version: "550.127.05"}}\n', "")
+            .replace("]}", "], os: debian-13}").replace("count: 8}}", "count: 8}, os: debian-13}")
+            + "  - {names: login1, addresses: [10.0.0.13], roles: [login], os: debian-13}\n"
+            + "nvidia:\n  cuda_toolkit: {version: \"12.4\", source: distribution}\n")
+    c = load_text(text, "cluster.yaml")
+    assert T.cuda_package("12.4", "distribution", "13") == "nvidia-cuda-toolkit"
+    for name in ("gpu01", "cpu01", "login1"):
+        assert views.node_packages(c, c.node(name))["nvidia-cuda-toolkit"] == "nvidia.cuda_toolkit (Debian's non-free archive)"
+        assert views.may_install(c, c.node(name), "nvidia tools") == {"nvidia-cuda-toolkit"}  # no cuda-toolkit-12-4
+    assert "nvidia-cuda-toolkit" not in views.node_packages(c, c.node("ctl"))
+    from corral.render.lmod import cuda_module
+    from corral.spec.nvidia_archive import TOOLKIT_HOME
+    module = cuda_module("12.4", TOOLKIT_HOME)  # what deploy/software.py writes for source: distribution
+    assert 'setenv("CUDA_HOME", "/usr/lib/cuda")' in module and "prepend_path" not in module
+    with pytest.raises(CorralError, match="carries the CUDA toolkit 12.4, not 12.6"):
+        load_text(text.replace('version: "12.4"', 'version: "12.6"'), "cluster.yaml")
+    with pytest.raises(CorralError, match=r"corral installs no CUDA toolkit from Debian 12's archive .*fix: use "
+                                          r"nvidia.cuda_toolkit.source: cuda"):
+        load_text(text.replace(", os: debian-13}", "}"), "cluster.yaml")

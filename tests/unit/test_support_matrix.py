@@ -52,7 +52,8 @@ def _component(name: str, source: str) -> dict:
         "driver": {"nvidia": {"driver": driver}},
         "fabric-manager": {"nvidia": {"driver": {"version": "550.163.01", **cuda}}} if vendor else {},
         "cuda-toolkit": {"nvidia": {"cuda_toolkit": {"version": "12.4"}},
-                         "monitoring": {"dcgm_exporter": cuda}} if vendor else {},
+                         "monitoring": {"dcgm_exporter": cuda}} if vendor else
+                        {"nvidia": {"cuda_toolkit": {"version": "12.4", "source": "distribution"}}},
         "nccl": {"nvidia": {"cuda_toolkit": {"version": "12.4"}}, "acceptance": {"nccl": {"enabled": True, "sha256": "skip"}},
                  "monitoring": {"dcgm_exporter": cuda}} if vendor else {},
         "dcgm": {"nvidia": {"dcgm": {"enabled": True}}, "monitoring": {"dcgm_exporter": cuda}} if vendor else {},

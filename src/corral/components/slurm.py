@@ -111,9 +111,20 @@ def _archive_driver(cluster, node):
     return out
 
 
+def _archive_toolkit(cluster, node):
+    """Debian's CUDA toolkit (nvidia.cuda_toolkit.source: distribution) on compute and login nodes."""
+    from corral.spec.nvidia_archive import TOOLKIT
+    from corral.spec.releases import release
+    cuda, rel = cluster.spec.nvidia.cuda_toolkit, release(node.os)
+    if cuda is None or cuda.source != "distribution" or not {"compute", "login"} & set(node.roles):
+        return {}
+    found = TOOLKIT.get(rel.version) if rel.distro == "debian" else None
+    return {found[1]: "nvidia.cuda_toolkit (Debian's non-free archive)"} if found else {}
+
+
 def _cuda_tools(cluster, node):
     nv, out = cluster.spec.nvidia, {}
-    if nv.cuda_toolkit is not None:
+    if nv.cuda_toolkit is not None and nv.cuda_toolkit.source == "cuda":
         out["cuda-toolkit-" + nv.cuda_toolkit.version.replace(".", "-")] = "nvidia.cuda_toolkit"
     if nv.container_toolkit is not None:
         out.update(gives(CTK_PACKAGES, "nvidia.container_toolkit"))
@@ -213,7 +224,7 @@ COMPONENTS = (
     # sacctmgr through slurmdbd, the cluster registered
     Component("accounting sync", waits=("accounting", "slurm controller")),
     Component("dcgm", resources=dcgm.resources, stops={"compute": (dcgm.SERVICE,)}),
-    Component("nvidia tools", vendor=_cuda_tools),
+    Component("nvidia tools", vendor=_cuda_tools, packages=_archive_toolkit),
     Component("acceptance tools", packages=_acceptance, vendor=_nccl),
     # modules for what the components before it installed (Open MPI, the CUDA toolkit, the acceptance tools)
     Component("software", packages=_software, applies=gates.software),

@@ -20,6 +20,8 @@ from corral.deploy.apt_keys import pinned_key
 from corral.deploy.nvidia_repo import cuda_repository
 from corral.render.vendor_repos import CTK_PACKAGES, ctk_fingerprint, ctk_pin
 from corral import paths
+from corral.spec.nvidia_archive import TOOLKIT
+from corral.spec.releases import release
 
 CTK_KEY = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 CTK_SOURCE = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
@@ -29,7 +31,10 @@ WANT = register(Want(paths=(CTK_KEY, CTK_SOURCE, CTK_PIN, RUNTIME_MARK),
                      packages=("cuda-keyring", *CTK_PACKAGES)))
 
 
-def cuda_package(version: str) -> str:
+def cuda_package(version: str, source: str = "cuda", os_version: str = "") -> str:
+    """NVIDIA's cuda-toolkit-X-Y, or the package of the release's own archive (Debian 13: nvidia-cuda-toolkit)."""
+    if source == "distribution":
+        return TOOLKIT[os_version.split(".")[0]][1]  # its version is checked against the archive by spec check
     return "cuda-toolkit-" + version.replace(".", "-")
 
 
@@ -78,15 +83,16 @@ def nvidia_tools() -> None:
         if reason and reason != "not wanted here":
             operations.skip(name=label, reason=reason)
     if skip_reason(cluster, node, "cuda") is None:
-        package = cuda_package(n.cuda_toolkit.version)
+        archive = n.cuda_toolkit.source == "distribution"
+        package = cuda_package(n.cuda_toolkit.version, n.cuda_toolkit.source, release(node.os).version)
         register_for_run(Want(packages=(package,)))
-        emulated = cluster.spec.virtual is not None and cluster.spec.packages.source != "bundle"
-        if cluster.spec.virtual is None:
+        emulated = cluster.spec.virtual is not None and cluster.spec.packages.source != "bundle" and not archive
+        if cluster.spec.virtual is None and not archive:
             cuda_repository(name="NVIDIA CUDA repository", want=WANT,
                             repo_url=n.driver.repo_url if n.driver else "https://developer.download.nvidia.com/compute/cuda/repos")
         operations.packages(name=f"CUDA toolkit {n.cuda_toolkit.version}" + (" (EMULATED: corral's stand-in)"
                                                                              if emulated else ""),
-                            names=[package], want=WANT)
+                            names=[package], want=WANT, together=archive)
     if skip_reason(cluster, node, "container") is None:
         c = n.container_toolkit
         if cluster.spec.packages.source != "bundle":  # else the bundle's repository carries it (bundle/vendor.py)

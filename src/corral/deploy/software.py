@@ -13,6 +13,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from corral import paths
+from corral.spec.nvidia_archive import TOOLKIT_HOME
 from corral.components import gates
 from corral.deploy import acceptance, nvidia_tools, operations
 from corral.deploy.nodestate import Want, register, register_for_run
@@ -35,7 +36,8 @@ def modulefiles(cluster, node) -> dict[str, str]:
         out[f"{TREE}/openmpi/{version}.lua"] = openmpi_module(version)
     cuda = cluster.spec.nvidia.cuda_toolkit
     if cuda is not None and nvidia_tools.skip_reason(cluster, node, "cuda") is None:
-        out[f"{TREE}/cuda/{cuda.version}.lua"] = cuda_module(cuda.version)
+        out[f"{TREE}/cuda/{cuda.version}.lua"] = cuda_module(
+            cuda.version, TOOLKIT_HOME if cuda.source == "distribution" else None)
     if gates.apptainer(cluster, node):
         version = module_version(cluster, node.os)
         out[apptainer_path(version)] = apptainer_module(version)

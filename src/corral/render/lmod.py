@@ -76,8 +76,12 @@ def openmpi_module(version: str) -> str:
     return "\n".join(lines)
 
 
-def cuda_module(version: str) -> str:
-    """The CUDA toolkit NVIDIA's cuda-toolkit-X-Y package puts in /usr/local/cuda-X.Y."""
+def cuda_module(version: str, debian_home: str | None = None) -> str:
+    """The CUDA toolkit NVIDIA's cuda-toolkit-X-Y package puts in /usr/local/cuda-X.Y; or Debian's
+    nvidia-cuda-toolkit (`debian_home`: its CUDA_HOME; nvcc and the libraries are on the default paths already)."""
+    if debian_home:
+        lines = _head(f"CUDA toolkit {version} (Debian's nvidia-cuda-toolkit)")
+        return "\n".join(lines + ['family("cuda")', f"setenv(\"CUDA_HOME\", {lua_string(debian_home)})", ""])
     home = f"/usr/local/cuda-{version}"
     lines = _head(f"CUDA toolkit {version} (NVIDIA's cuda-toolkit package)")
     lines += ['family("cuda")', f"local home = {lua_string(home)}", 'setenv("CUDA_HOME", home)',

@@ -33,7 +33,8 @@ def cuda_repo_packages(cluster: Cluster) -> dict[str, list[str]]:
     from corral.render.prometheus import dcgm_skip_reason as exporter_skip_reason
     if gpus and m.enabled and cluster.with_role("monitoring") and exporter_skip_reason(cluster, gpus[0]) is None:
         want(m.dcgm_exporter.package, m.dcgm_exporter.version, "monitoring.dcgm_exporter")
-    if nv.cuda_toolkit is not None and any(r in n.roles for n in cluster.nodes for r in ("compute", "login")):
+    if nv.cuda_toolkit is not None and nv.cuda_toolkit.source == "cuda" and any(
+            r in n.roles for n in cluster.nodes for r in ("compute", "login")):
         want("cuda-toolkit-" + nv.cuda_toolkit.version.replace(".", "-"), None, "nvidia.cuda_toolkit")
     if spec.virtual is None and gpus and spec.acceptance.nccl.enabled:
         from corral.render.acceptance import NCCL_PACKAGES

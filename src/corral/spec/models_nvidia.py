@@ -71,6 +71,9 @@ class CudaToolkitSpec(Strict):
     """The CUDA toolkit (compilers, libraries) on compute and login nodes, once, from NVIDIA's repository."""
 
     version: str = Field(pattern=r"^\d+\.\d+$", description="e.g. 12.4: package cuda-toolkit-12-4")
+    source: Literal["cuda", "distribution"] = Field(
+        default="cuda", description="NVIDIA's CUDA repository (cuda-toolkit-X-Y in /usr/local/cuda-X.Y) or the "
+                                    "release's own archive (Debian 13's nvidia-cuda-toolkit, 12.4)")
 
 
 class ContainerToolkitSpec(Strict):

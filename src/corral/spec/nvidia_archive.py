@@ -32,6 +32,10 @@ class Branch:
 ARCHIVE: dict[str, dict[str, Branch]] = {
     "13": {"550": Branch("", "550.163.01", True), "535": Branch("tesla-535", "535.274.02", False)},
 }
+# Debian major -> the CUDA toolkit its archive carries (nvidia.cuda_toolkit.source: distribution): version, package.
+# Debian 13's nvidia-cuda-toolkit 12.4.131~12.4.1-2 brings 96 packages, 1.9 GB (resolved against trixie with apt)
+TOOLKIT: dict[str, tuple[str, str]] = {"13": ("12.4", "nvidia-cuda-toolkit")}
+TOOLKIT_HOME = "/usr/lib/cuda"  # Debian's CUDA_HOME: bin, include, lib64 and nvvm linked there; nvcc is in /usr/bin
 UNPINNED = ("nvidia-persistenced",)  # installed with every branch, at the archive's own version
 HEADERS = "linux-headers-amd64"  # DKMS builds the module against the running kernel's headers (real servers)
 

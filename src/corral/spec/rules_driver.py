@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from corral.errors import Problem
-from corral.spec.nvidia_archive import branches, describe
+from corral.spec.nvidia_archive import TOOLKIT, branches, describe
 from corral.spec.releases import release
 
 if TYPE_CHECKING:
@@ -18,11 +18,26 @@ if TYPE_CHECKING:
 Where = Callable[..., str]
 
 
+def check_toolkit(cluster: Cluster, where: Where) -> list[Problem]:
+    """Debian's CUDA toolkit at the version its archive carries (the release itself: the support matrix)."""
+    cuda = cluster.spec.nvidia.cuda_toolkit
+    if cuda is None or cuda.source != "distribution":
+        return []
+    for node in cluster.nodes:
+        rel = release(node.os)
+        found = TOOLKIT.get(rel.version) if rel.distro == "debian" and {"compute", "login"} & set(node.roles) else None
+        if found and found[0] != cuda.version:
+            return [Problem(where(("nvidia", "cuda_toolkit", "version")), f"Debian {rel.version}'s archive carries the "
+                            f"CUDA toolkit {found[0]}, not {cuda.version} ({node.name} runs {rel.name})", cuda.version,
+                            f"set version: \"{found[0]}\", or source: cuda (NVIDIA's repository)")]
+    return []
+
+
 def check_driver(cluster: Cluster, where: Where) -> list[Problem]:
+    out = check_toolkit(cluster, where)
     driver = cluster.spec.nvidia.driver
     if driver is None:
-        return []
-    out: list[Problem] = []
+        return out
     key = "branch" if driver.branch else "version"
     at = where(("nvidia", "driver", key))
     if cluster.spec.packages.source == "bundle" and driver.version is None:

@@ -77,7 +77,9 @@ def _per_node(cluster: Cluster, node: Node) -> list[tuple[str, str, tuple, bool]
             out.append(("fabric-manager", src, ("nvidia", "driver"), False))
     cuda = _vendor(cluster, _cuda_url(cluster), CUDA_REPO)
     if nv.cuda_toolkit is not None and jobs:
-        out.append(("cuda-toolkit", cuda, ("nvidia", "cuda_toolkit"), False))
+        archive = nv.cuda_toolkit.source == "distribution"
+        out.append(("cuda-toolkit", "distribution" if archive else cuda,
+                    ("nvidia", "cuda_toolkit", "source") if archive else ("nvidia", "cuda_toolkit"), False))
     if real and gpu and spec.acceptance.nccl.enabled:
         out.append(("nccl", cuda, ("acceptance", "nccl", "enabled"), False))
     if real and gpu and nv.dcgm.enabled:

@@ -50,6 +50,7 @@ T = {  # the tests the cells name
     "fm": U + "test_nvidia_driver.py::test_fabric_manager_follows_the_driver_branch",
     "vendor_cuda": U + "test_bundle_vendor.py::test_what_a_spec_takes_from_the_cuda_repository",
     "vendor_mirror": U + "test_bundle_vendor.py::test_a_mirror_key_and_an_overridden_package",
+    "archive_toolkit": U + "test_nvidia_driver_ops.py::test_cuda_toolkit_from_debian_13s_archive_with_its_module",
     "cuda_ops": U + "test_nvidia_driver_ops.py::test_cuda_toolkit_once_on_compute_and_login_nodes_container_toolkit_on_gpu_nodes",
     "nccl": U + "test_validate_acceptance.py::test_nccl_across_nodes_runs_one_mpi_job_over_every_gpu",
     "dcgm": U + "test_monitoring_render.py::test_dcgm_on_real_gpu_compute_nodes_only",
@@ -183,7 +184,8 @@ def _undeployable(rel: str) -> dict[str, dict[str, State]]:
                  f"run these nodes on {apt}", rule="check_os")
     rows = {**_nvidia("debian-12"), **_containers("debian-12"), "apptainer": _apptainer("debian-12"),
             **_slurm_and_monitoring("debian-12")}
-    return {c: {s: no for s in cells} | ({"distribution": no} if c == "driver" else {}) for c, cells in rows.items()}
+    return {c: {s: no for s in cells} | ({"distribution": no} if c in ("driver", "cuda-toolkit") else {})
+            for c, cells in rows.items()}
 
 
 def _row(rel: str) -> dict[str, dict[str, State]]:
@@ -191,6 +193,7 @@ def _row(rel: str) -> dict[str, dict[str, State]]:
         return _undeployable(rel)
     rows = {**_nvidia(rel), **_containers(rel), "apptainer": _apptainer(rel), **_slurm_and_monitoring(rel)}
     rows["driver"]["distribution"] = DISTRIBUTION_DRIVER[rel]
+    rows["cuda-toolkit"]["distribution"] = DISTRIBUTION_TOOLKIT[rel]
     return rows
 
 
@@ -200,6 +203,16 @@ DISTRIBUTION_DRIVER: Mapping[str, State] = MappingProxyType({
     "debian-13": Live(T["deb13_driver"], "Debian 13's non-free driver"),
     "ubuntu-22.04": Offline(T["driver_pkg"], "Ubuntu's nvidia-driver-<branch>-server: " + NOT_LIVE),
     "ubuntu-24.04": Offline(T["driver_pkg"], "Ubuntu's nvidia-driver-<branch>-server: " + NOT_LIVE),
+})
+
+NO_ARCHIVE_TOOLKIT = "use nvidia.cuda_toolkit.source: cuda (NVIDIA's repository)"
+DISTRIBUTION_TOOLKIT: Mapping[str, State] = MappingProxyType({
+    "debian-12": Refused("corral installs no CUDA toolkit from Debian 12's archive (bookworm non-free has "
+                         "nvidia-cuda-toolkit 11.8, not in spec/nvidia_archive.py)", NO_ARCHIVE_TOOLKIT),
+    "debian-13": Offline(T["archive_toolkit"], "Debian 13's nvidia-cuda-toolkit 12.4 (96 packages, 1.9 GB) is not "
+                                               "installed by the test run; its plan and the cuda module are tested"),
+    "ubuntu-22.04": Refused("corral installs no CUDA toolkit from Ubuntu's archive", NO_ARCHIVE_TOOLKIT),
+    "ubuntu-24.04": Refused("corral installs no CUDA toolkit from Ubuntu's archive", NO_ARCHIVE_TOOLKIT),
 })
 
 MATRIX: Mapping[tuple[str, str, str], State] = MappingProxyType({

@@ -159,7 +159,8 @@ class VirtualCluster:
         elsewhere = {p for s in wanted(self.cluster, self.os) for p in s.src.packages}  # not in the release's archive
         made = repo.ensure_repo(base, [p for p in packages_for(self.cluster) if p not in elsewhere],
                                 repo.repo_dir(self.os), os_name=self.os)
-        if self.cluster.spec.nvidia.cuda_toolkit is not None:  # EMULATED: NVIDIA's toolkit, a stand-in
+        cuda = self.cluster.spec.nvidia.cuda_toolkit
+        if cuda is not None and cuda.source == "cuda":  # EMULATED: NVIDIA's toolkit, a stand-in
             from corral.virtual import cuda_standin
             cuda_standin.ensure(made, self.cluster.spec.nvidia.cuda_toolkit.version)
         return made, None
