@@ -18,6 +18,7 @@ from corral.engine.shell import cmd
 from pyinfra.facts.server import LinuxDistribution
 
 from corral.deploy import operations
+from corral.errors import UsageError
 from corral.engine.run_context import current as run
 from corral.deploy.installs import installs
 from corral.deploy.nodestate import Want, register, register_for_run, snapshot
@@ -122,6 +123,11 @@ def nvidia_driver() -> None:
     driver = cluster.spec.nvidia.driver
     packages = packages_for(driver, node)
     if has_nvswitch(host.get_fact(PciDevices)):  # Fabric Manager, version locked to the driver
+        if driver.source == "distribution" and not driver.package and os_of()[0].lower() == "debian":
+            raise UsageError(f"{node.name} has NVSwitches, which need NVIDIA Fabric Manager at the driver's version; "
+                             "the release's own archive does not package it (Debian: no nvidia-fabricmanager)",
+                             value="nvidia.driver.source: distribution", fix="use nvidia.driver.source: cuda (NVIDIA's "
+                             "repository carries nvidia-fabricmanager-<branch>) for NVSwitch systems")
         packages.append(fabricmanager_package(driver))
     if driver.source == "cuda" and cluster.spec.virtual is None:  # the rollout installs from it
         cuda_repository(name="NVIDIA CUDA repository", repo_url=driver.repo_url, want=WANT)
