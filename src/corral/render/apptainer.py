@@ -13,7 +13,7 @@ spec/apptainer_source.py (Debian unstable's, for Debian 13 nodes) or the site's 
 
 from __future__ import annotations
 
-from corral.spec.apptainer_source import APPTAINER, PACKAGE, upstream_version
+from corral.spec.apptainer_source import APPTAINER, PACKAGE, corral_set, upstream_version
 from corral.spec.cluster import Cluster
 
 TREE_NAME = "apptainer"  # its module: apptainer/<version> in corral's module tree (deploy/software.py)
@@ -22,8 +22,7 @@ TREE_NAME = "apptainer"  # its module: apptainer/<version> in corral's module tr
 def module_version(cluster: Cluster, os_name: str) -> str:
     """The module's version on a node of `os_name`: corral's package's upstream version, or `mirror` for the
     site's package (whose version corral does not know before it is installed)."""
-    a = cluster.spec.images.apptainer
-    src = APPTAINER.get(os_name) if a is not None and a.source == "corral" else None
+    src = corral_set(cluster, os_name)
     return upstream_version(src.version) if src is not None else "mirror"
 
 
