@@ -165,7 +165,9 @@ def test_distribution_driver_from_non_free(applied):
         # module a real boot would have loaded (the DKMS source's version)
         assert ssh(applied, node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader").stdout.split() == \
             ["550.163.01"] * 4
-    assert any("DKMS: the module was not built, no headers for the running kernel" in m for m in steps), steps
+    dkms = [m for m in steps if "DKMS: the module was not built, no headers for the running kernel" in m]
+    assert dkms, steps
+    print(said, *dkms, sep="\n")
 
 
 def test_validate_ok_and_second_apply_changes_nothing(applied):
