@@ -154,7 +154,10 @@ def prepare(n: NodeRun) -> None:
 
 
 def _version(n: NodeRun) -> str:
-    return _driver(n.cluster).version
+    """The exact version: the spec's, or its branch resolved before the run (workflows/driver_branch.py)."""
+    version = _driver(n.cluster).version
+    assert version is not None, "nvidia.driver.branch is resolved before a rollout runs"
+    return version
 
 
 DRIVER = NodeRollout(
