@@ -128,7 +128,8 @@ def test_cuda_toolkit_from_debian_13s_archive_with_its_module():
     c = load_text(text, "cluster.yaml")
     assert T.cuda_package("12.4", "distribution", "13") == "nvidia-cuda-toolkit"
     for name in ("gpu01", "cpu01", "login1"):
-        assert views.node_packages(c, c.node(name))["nvidia-cuda-toolkit"] == "nvidia.cuda_toolkit (Debian's non-free archive)"
+        why = views.node_packages(c, c.node(name))["nvidia-cuda-toolkit"]
+        assert why == "nvidia.cuda_toolkit (Debian's non-free archive)"
         assert views.may_install(c, c.node(name), "nvidia tools") == {"nvidia-cuda-toolkit"}  # no cuda-toolkit-12-4
     assert "nvidia-cuda-toolkit" not in views.node_packages(c, c.node("ctl"))
     from corral.render.lmod import cuda_module

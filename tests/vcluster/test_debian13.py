@@ -148,7 +148,8 @@ def test_distribution_driver_from_non_free(applied):
     for node in ("gpu01", "gpu02"):
         shown = ssh(applied, node, "dpkg -l " + " ".join(DRIVER + ("nvidia-persistenced",))).stdout
         print(f"{node}:\n{shown}")
-        rows = {f[1].split(":")[0]: (f[0], f[2]) for f in (line.split() for line in shown.splitlines()) if f and f[0] == "ii"}
+        rows = {f[1].split(":")[0]: (f[0], f[2])  # libcuda1:amd64 -> libcuda1
+                for f in (line.split() for line in shown.splitlines()) if f and f[0] == "ii"}
         assert {p: rows.get(p) for p in DRIVER} == {p: ("ii", DEB) for p in DRIVER}, shown
         assert rows["nvidia-persistenced"] == ("ii", "550.163.01-1"), shown  # its own source package
         pin = ssh(applied, node, "cat /etc/apt/preferences.d/corral-nvidia-driver").stdout

@@ -39,8 +39,9 @@ def choose(branch: str, installed: dict[str, str | None], available: list[str]) 
     version on the branch, else the newest available one on it."""
     mine = {n: v for n, v in installed.items() if v and on_branch(v, branch)}
     if mine:
-        node, newest = max(mine.items(), key=lambda kv: Version(kv[1]))
-        return Choice(upstream_version(newest), f"installed on {', '.join(sorted(n for n, v in mine.items() if v == newest))}")
+        newest = max(mine.values(), key=Version)
+        on = ", ".join(sorted(n for n, v in mine.items() if v == newest))
+        return Choice(upstream_version(newest), f"installed on {on}")
     found = [v for v in available if on_branch(v, branch)]
     if found:
         return Choice(upstream_version(max(found, key=Version)), "the newest of the branch in the nodes' repositories")

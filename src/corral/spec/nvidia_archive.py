@@ -2,15 +2,15 @@
 which branches, under which package names, for a compute node without a display.
 
 Read from Debian 13's non-free, contrib (the open modules) and non-free-firmware sections with apt in a
-private configuration against the archive's signed index (2026-12-08): the current driver, 550.163.01 (`nvidia-driver`, its kernel modules
-`nvidia-kernel-dkms` and `nvidia-open-kernel-dkms`), and the Tesla 535 branch, 535.274.02
-(`nvidia-tesla-535-*`, proprietary kernel modules only: Debian builds no open ones for it). A compute node
+private configuration against the archive's signed index (2026-12-08): the current driver, 550.163.01
+(`nvidia-driver`, its kernel modules `nvidia-kernel-dkms` and `nvidia-open-kernel-dkms`), and the Tesla 535
+branch, 535.274.02 (`nvidia-tesla-535-*`, proprietary kernel modules only: Debian builds no open ones for it). A compute node
 needs the kernel module (built by DKMS), `nvidia-smi`, the CUDA driver library and NVML; not the `nvidia-driver`
 metapackage, which brings X11, GLX and Vulkan (120 packages against 46). nvidia-persistenced is its own source
 package (550.163.01-1 for both branches) and is installed beside the branch, not held at its version.
 
 Debian 12's non-free section is not here: it is neither carried by corral's virtual repository nor run, so
-spec check refuses it (spec/rules_driver.py) rather than let an apply find out. Pure data: no I/O.
+spec check refuses it (the support matrix, spec/support_matrix.py) rather than let an apply find out. Pure data: no I/O.
 """
 
 from __future__ import annotations

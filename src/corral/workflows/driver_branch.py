@@ -46,8 +46,9 @@ def resolve(cluster):
     choice = choose(driver.branch, {n: v for n, v, _, _ in answered}, available)
     if choice.version is None or not answered:
         said = "; ".join(f"{n}: {err or 'installed ' + (v or 'none')}" for n, v, _, err in asked)
-        raise UsageError(f"nvidia.driver.branch {driver.branch}: not resolved to a version: {choice.why if answered else 'no GPU node answered'} "
-                         f"({said})", value=driver.branch,
+        why = choice.why if answered else "no GPU node answered"
+        raise UsageError(f"nvidia.driver.branch {driver.branch}: not resolved to a version: {why} ({said})",
+                         value=driver.branch,
                          fix=f"set nvidia.driver.version, or make {_package(driver, nodes[0])} of branch "
                              f"{driver.branch} available in the nodes' repositories (source: {driver.source})")
     resolved = driver.model_copy(update={"version": choice.version})
