@@ -60,8 +60,8 @@ def _cuda_url(cluster: Cluster) -> object:
     return nv.driver.repo_url if nv.driver else cluster.spec.monitoring.dcgm_exporter.repo_url
 
 
-def _per_node(cluster: Cluster, node: Node) -> list[tuple[str, str, tuple, bool]]:
-    """(component, source, spec key, defaulted) that `node` asks for."""
+def _per_node(cluster: Cluster, node: Node, monitored: bool) -> list[tuple[str, str, tuple, bool]]:
+    """(component, source, spec key, defaulted) that `node` asks for; `monitored`: a node has the monitoring role."""
     spec, nv, m = cluster.spec, cluster.spec.nvidia, cluster.spec.monitoring
     real, gpu = spec.virtual is None, node.gpu_count > 0 and "compute" in node.roles
     jobs = "compute" in node.roles or "login" in node.roles
@@ -85,7 +85,7 @@ def _per_node(cluster: Cluster, node: Node) -> list[tuple[str, str, tuple, bool]
     if real and gpu and nv.dcgm.enabled:
         out.append(("dcgm", cuda, ("nvidia", "dcgm", "enabled"), "enabled" not in nv.dcgm.model_fields_set))
     x = m.dcgm_exporter
-    if real and gpu and m.enabled and x.enabled and cluster.with_role("monitoring"):
+    if real and gpu and m.enabled and x.enabled and monitored:
         out.append(("dcgm-exporter", cuda, ("monitoring", "dcgm_exporter", "enabled"), "enabled" not in x.model_fields_set))
     c = nv.container_toolkit
     if real and gpu and c is not None:
@@ -101,7 +101,7 @@ def _per_node(cluster: Cluster, node: Node) -> list[tuple[str, str, tuple, bool]
         out.append(("apptainer", "bundle" if spec.packages.source == "bundle" else src, ("images", "apptainer"), False))
     if spec.scheduler == "slurm":
         out.append(_slurm(cluster, node))
-    if m.enabled and cluster.with_role("monitoring"):
+    if m.enabled and monitored:
         out.append(("prometheus", "bundle" if spec.packages.source == "bundle" else "distribution", ("monitoring",), False))
     g = m.grafana
     if real and m.enabled and g.enabled and "monitoring" in node.roles:
@@ -121,8 +121,9 @@ def _slurm(cluster: Cluster, node: Node) -> tuple[str, str, tuple, bool]:
 def asks(cluster: Cluster) -> list[Ask]:
     """Every (group, release, component, source) the spec asks for, once each, in group order."""
     seen: dict[tuple, Ask] = {}
+    monitored = bool(cluster.with_role("monitoring"))  # once: asked per node it made a large import quadratic
     for node in cluster.nodes:
-        for component, source, at, defaulted in _per_node(cluster, node):
+        for component, source, at, defaulted in _per_node(cluster, node, monitored):
             key = (node.group, component, source)
             seen.setdefault(key, Ask(node.group, node.os, component, source, at, defaulted))
     return list(seen.values())
