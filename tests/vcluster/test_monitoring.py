@@ -135,7 +135,7 @@ def test_every_shipped_promql_expression_evaluates(mon):
 
 
 def test_plan_says_why_grafana_and_dcgm_exporter_are_not_installed(mon, capsys):
-    assert main(["plan", "-f", str(mon.cluster.path)]) == 0
+    assert main(["plan", "-v", "-f", str(mon.cluster.path)]) == 0  # -v: the components skipped, with why
     out = capsys.readouterr().out
     assert "grafana | Grafana: skipped: virtual cluster: Grafana comes from Grafana's package repository" in out
     assert "dcgm-exporter (GPU metrics): skipped: virtual cluster: its GPUs are emulated" in out

@@ -8,14 +8,14 @@ from typing import Optional
 
 import typer
 
-from corral.cli.common import JsonOpt, SpecOpt, load_cluster, out, print_json
+from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json
 from corral.errors import UsageError
 
 
 def history(spec: Optional[Path] = SpecOpt, count: int = typer.Option(20, "--count", "-n", min=1),
             run_id: Optional[str] = typer.Option(None, "--run", metavar="ID", help="one run, node by node"),
             timing: bool = typer.Option(False, "--timing", help="where the run's time went: phases, shares, "
-                                        "slowest operations (the latest run without --run)"),
+                                        "slowest operations (without --run: the latest run that changed anything)"),
             as_json: bool = JsonOpt) -> None:
     """Recent runs from the journal (time, command, spec hash, duration, outcome); --run ID, --timing."""
     from corral.engine import journal
@@ -24,19 +24,28 @@ def history(spec: Optional[Path] = SpecOpt, count: int = typer.Option(20, "--cou
     if run_id is None and not timing:
         runs = journal.recent(cluster.state_dir, limit=count)
         return print_json(runs) if as_json else show_runs(runs)
-    run = journal.get(cluster.state_dir, run_id) if run_id else next(
-        iter(journal.recent(cluster.state_dir, limit=1, with_nodes=True)), None)
+    run = journal.get(cluster.state_dir, run_id) if run_id else latest_work(journal.recent(
+        cluster.state_dir, limit=count, with_nodes=True))
     if run is None:
         raise UsageError(f"no run {run_id!r} in the journal" if run_id else "the journal has no run yet",
                          value=run_id or str(journal.journal_path(cluster.state_dir)),
                          fix="`corral history` lists the runs and their IDs")
     if timing:
         run["time"] = breakdown(run)
+        if not run_id and not as_json:
+            err.print(f"run {run['run_id']} ({run['command']}, {run['started']}): the latest that changed anything "
+                      "(--run ID for another)", markup=False, highlight=False)
     if as_json:
         return print_json(run)
     show_run(run)
     if timing:
         show_timing(run["time"])
+
+
+def latest_work(runs: list[dict]) -> dict | None:
+    """The newest run that changed something (a no-op apply after `corral up` is not where the deploy's time
+    went), else the newest run."""
+    return next((r for r in runs if r.get("changed")), runs[0] if runs else None)
 
 
 def show_runs(runs: list[dict]) -> None:

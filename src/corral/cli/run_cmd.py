@@ -40,6 +40,8 @@ def show_warnings(result) -> None:
 
 
 def show_plan(result, verbose: bool = False) -> None:
+    """Per node its changes, one line each with the disruption (and a removal's running jobs); `verbose`: the
+    diffs, the commands and the components skipped there with why. It ends with the total by disruption."""
     show_warnings(result)
     for name, node in result.nodes.items():
         if not node.reachable or node.error:
@@ -51,13 +53,13 @@ def show_plan(result, verbose: bool = False) -> None:
             out.print(f"{name}: no change ({node.count('unchanged')} ops converged)", markup=False)
         else:
             out.print(f"{name}: {len(changes)} change(s)", markup=False)
-        for op in skipped:
+        for op in skipped if verbose else ():
             out.print(f"  - {op.name}: {op.reason}", markup=False, highlight=False)
         for op in changes:
             out.print(f"  ~ {op.name}  [{op.disruption or 'none'}]", markup=False)
             if op.name == "remove node" and op.reason:  # its running jobs (workflows/removal.py)
                 out.print(f"      {op.reason}", markup=False, highlight=False)
-            if op.diff:
+            if verbose and op.diff:
                 for line in op.diff.splitlines()[:40]:
                     style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
                     out.print(f"      {line}", style=style, markup=False, highlight=False)
@@ -66,6 +68,20 @@ def show_plan(result, verbose: bool = False) -> None:
                     out.print(f"      $ {cmd[:200]}", markup=False)
     for r in result.rollouts:
         out.print(f"{r['what']}: {r['summary']}", markup=False, highlight=False)
+    out.print(plan_total(result) + ("" if verbose else "  (diffs, commands, skipped components: -v)"),
+              markup=False, highlight=False)
+
+
+def plan_total(result) -> str:
+    """'plan: 12 change(s) on 2 of 4 nodes (none 9, restart slurmd 2, reboot + drain 1); 1 node failed'."""
+    from collections import Counter
+    by = Counter(o.disruption or "none" for n in result.nodes.values() if n.reachable and not n.error
+                 for o in n.ops if o.status == "changed")
+    changed = sum(1 for n in result.nodes.values() if any(o.status == "changed" for o in n.ops))
+    failed = sum(1 for n in result.nodes.values() if not n.reachable or n.error)
+    text = f"{result.mode}: {sum(by.values())} change(s) on {changed} of {len(result.nodes)} node(s)"
+    text += f" ({', '.join(f'{d} {k}' for d, k in by.most_common())})" if by else ""
+    return text + (f"; {failed} node(s) failed or unreachable" if failed else "")
 
 
 def show_summary(result) -> None:
@@ -101,7 +117,8 @@ def show_up(result) -> None:
 
 
 def plan(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt, as_json: bool = JsonOpt,
-         verbose: bool = typer.Option(False, "--verbose", "-v", help="show the commands too")) -> None:
+         verbose: bool = typer.Option(False, "--verbose", "-v", help="show the diffs, the commands and the "
+                                      "components skipped on each node, with why")) -> None:
     """Show, per node, what apply would change (diffs, disruption). Changes nothing."""
     cluster = load_cluster(spec)
     result = engine_run(cluster, "plan", limit_names(cluster, limit), "plan", quiet=True)
@@ -126,7 +143,7 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
             raise UsageError("apply needs confirmation and there is no terminal to ask on",
                              fix="review `corral plan`, then run `corral apply --yes`")
         planned = engine_run(cluster, "plan", names, "plan", quiet=False, force=force)
-        show_plan(planned)
+        show_plan(planned)  # the changes and their disruption; `corral plan -v` shows the diffs
         if planned.changed == 0 and planned.ok:
             out.print("nothing to change", markup=False)
             return

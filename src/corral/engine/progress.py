@@ -86,7 +86,8 @@ def _line(event: Event) -> str | None:
 
 
 class PlainReporter:
-    """One line per finished op and per unreachable node: `node gpu01: op 'x' changed`."""
+    """One line per finished op and per unreachable node: `node gpu01: op 'x' changed`; not verbose, only the ops
+    that changed or failed (a no-op apply prints its start and end, not each converged op)."""
 
     def __init__(self, stream: IO[str] | None = None, *, verbose: bool = True) -> None:
         self.stream = stream or sys.stdout
@@ -136,11 +137,11 @@ class RichReporter:
             console.print(line, style=style, markup=False, highlight=False)
 
 
-def make_reporter(stream: IO[str] | None = None) -> EventSink:
-    """Rich progress on a terminal, plain lines otherwise."""
+def make_reporter(stream: IO[str] | None = None, verbose: bool = False) -> EventSink:
+    """Rich progress on a terminal, plain lines otherwise (every finished op only when `verbose`)."""
     stream = stream or sys.stderr
     if getattr(stream, "isatty", lambda: False)():
         from rich.console import Console
 
         return RichReporter(Console(file=stream))
-    return PlainReporter(stream)
+    return PlainReporter(stream, verbose=verbose)
