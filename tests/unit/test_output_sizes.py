@@ -15,7 +15,9 @@ from corral.engine.results import NodeResult, OpResult, RunResult
 def _result() -> RunResult:
     r = RunResult(run_id="r1", command="plan", mode="plan", spec_hash="h", started="t")
     r.nodes["ctl"] = NodeResult("ctl", "10.0.0.10", ops=[
-        OpResult("slurm | slurm.conf", "changed", disruption="restart slurmctld", diff="-a\n+b\n"),
+        OpResult("slurm | slurm.conf", "changed", disruption="restart slurmctld",
+                 diff="--- /etc/slurm/slurm.conf (node)\n+++ /etc/slurm/slurm.conf (spec)\n-a\n+b\n"),
+        OpResult("nvidia driver | NVIDIA driver 1.1", "changed", disruption="reboot + drain", diff="drv: 1.0-1 -> 1.1\n"),
         OpResult("base | chrony", "changed", disruption="none", commands=["apt-get install chrony"]),
         OpResult("grafana | Grafana", "unchanged", reason="skipped: virtual cluster: Grafana comes from ..."),
         OpResult("base | hosts", "unchanged")])
@@ -27,18 +29,19 @@ def _result() -> RunResult:
 def test_plan_shows_each_change_and_ends_with_the_total_by_disruption(capsys):
     show_plan(_result())
     assert capsys.readouterr().out.splitlines() == [
-        "ctl: 2 change(s)", "  ~ slurm | slurm.conf  [restart slurmctld]", "  ~ base | chrony  [none]",
+        "ctl: 3 change(s)", "  ~ slurm | slurm.conf  [restart slurmctld]",
+        "  ~ nvidia driver | NVIDIA driver 1.1  [reboot + drain]", "      drv: 1.0-1 -> 1.1", "  ~ base | chrony  [none]",
         "gpu01: no change (1 ops converged)", "gpu02: unreachable: timed out",
-        "plan: 2 change(s) on 1 of 3 node(s) (restart slurmctld 1, none 1); 1 node(s) failed or unreachable  "
-        "(diffs, commands, skipped components: -v)"]
+        "plan: 3 change(s) on 1 of 3 node(s) (restart slurmctld 1, reboot + drain 1, none 1); 1 node(s) failed or "
+        "unreachable  (files' diffs, commands, skipped components: -v)"]
 
 
 def test_plan_verbose_adds_the_diffs_commands_and_skipped_components(capsys):
     show_plan(_result(), verbose=True)
     out = capsys.readouterr().out.splitlines()
     assert "  - grafana | Grafana: skipped: virtual cluster: Grafana comes from ..." in out
-    assert ["      -a", "      +b"] == out[out.index("  ~ slurm | slurm.conf  [restart slurmctld]") + 1:][:2]
-    assert "      $ apt-get install chrony" in out and out[-1].startswith("plan: 2 change(s)")
+    assert ["      -a", "      +b"] == out[out.index("  ~ slurm | slurm.conf  [restart slurmctld]") + 1:][2:4]
+    assert "      $ apt-get install chrony" in out and out[-1].startswith("plan: 3 change(s)")
     assert plan_total(RunResult(run_id="x", command="apply", mode="apply", spec_hash="h", started="t")) == \
         "apply: 0 change(s) on 0 of 0 node(s)"
 

@@ -40,8 +40,9 @@ def show_warnings(result) -> None:
 
 
 def show_plan(result, verbose: bool = False) -> None:
-    """Per node its changes, one line each with the disruption (and a removal's running jobs); `verbose`: the
-    diffs, the commands and the components skipped there with why. It ends with the total by disruption."""
+    """Per node its changes, one line each with the disruption, and what changes where the op says it in a few
+    words (versions, a removal's running jobs); `verbose`: the files' unified diffs, the commands and the
+    components skipped there with why. It ends with the total by disruption."""
     show_warnings(result)
     for name, node in result.nodes.items():
         if not node.reachable or node.error:
@@ -59,7 +60,8 @@ def show_plan(result, verbose: bool = False) -> None:
             out.print(f"  ~ {op.name}  [{op.disruption or 'none'}]", markup=False)
             if op.name == "remove node" and op.reason:  # its running jobs (workflows/removal.py)
                 out.print(f"      {op.reason}", markup=False, highlight=False)
-            if verbose and op.diff:
+            file_diff = bool(op.diff) and op.diff.startswith("--- ")  # a file's unified diff: behind -v
+            if op.diff and (verbose or not file_diff):  # else a summary (1.0-1 -> 1.1-1): always shown
                 for line in op.diff.splitlines()[:40]:
                     style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
                     out.print(f"      {line}", style=style, markup=False, highlight=False)
@@ -68,7 +70,7 @@ def show_plan(result, verbose: bool = False) -> None:
                     out.print(f"      $ {cmd[:200]}", markup=False)
     for r in result.rollouts:
         out.print(f"{r['what']}: {r['summary']}", markup=False, highlight=False)
-    out.print(plan_total(result) + ("" if verbose else "  (diffs, commands, skipped components: -v)"),
+    out.print(plan_total(result) + ("" if verbose else "  (files' diffs, commands, skipped components: -v)"),
               markup=False, highlight=False)
 
 
