@@ -140,18 +140,18 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
     """Converge the nodes to the spec: shows the plan, asks (unless --yes), applies."""
     cluster = load_cluster(spec)
     names = limit_names(cluster, limit)
+    only = limit_names(cluster, rollout_only, "--rollout-only") if rollout_only is not None else None
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("apply needs confirmation and there is no terminal to ask on",
                              fix="review `corral plan`, then run `corral apply --yes`")
-        planned = engine_run(cluster, "plan", names, "plan", quiet=False, force=force)
+        planned = engine_run(cluster, "plan", names, "plan", quiet=False, force=force, rollout_only=only)
         show_plan(planned)  # the changes and their disruption; `corral plan -v` shows the diffs
         if planned.changed == 0 and planned.ok:
             out.print("nothing to change", markup=False)
             return
         if not typer.confirm("apply these changes?", default=False):
             raise typer.Exit(1)
-    only = limit_names(cluster, rollout_only, "--rollout-only") if rollout_only is not None else None
     result = engine_run(cluster, "apply", names, "apply", quiet=as_json, force=force, rollout_only=only)
     print_json(result.to_json()) if as_json else show_summary(result)
     if not result.ok:

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 WANT_FIELDS = ("paths", "services", "packages", "blocks")  # deploy/nodestate.py's Want, field by field
+# the reason (after operations.skip's "skipped: ") of a change left alone on a node `apply --rollout-only`
+# did not choose; workflows/node_rollout.py `held_back` finds them for the run's warning
+NOT_IN_ROLLOUT = "not in this rollout (--rollout-only)"
 
 
 @dataclass(eq=False)  # a run is an identity, not a value
@@ -28,6 +31,7 @@ class RunContext:
     in_run: set[str] | None = None                            # reachable nodes; None: no gather hook ran
     slurm_version: tuple[int, int] | None = None              # the controllers' Slurm (major, minor)
     fabric: dict[str, str] = field(default_factory=dict)      # node -> ibnetdiscover output
+    rollout_only: frozenset[str] | None = None                # apply --rollout-only NODES; None: every node
     # filled while the deploys are prepared, read while their operations generate commands
     wants: dict[str, set[str]] = field(default_factory=lambda: {f: set() for f in WANT_FIELDS})
     snapshots: dict[str, Any] = field(default_factory=dict)   # node -> deploy.nodestate.Snapshot
@@ -42,6 +46,11 @@ class RunContext:
     def executing(self) -> bool:
         """True in an apply: an operation's commands run right after it generates them."""
         return self.mode == "apply"
+
+    def outside_rollout(self, node: str) -> bool:
+        """True for a node `apply --rollout-only` did not choose: a change a rollout carries out (and what
+        prepares it, e.g. MIG's boot-time unit) is left as it is there (deploy/mig.py)."""
+        return self.rollout_only is not None and node not in self.rollout_only
 
 
 _active: list[RunContext] = []  # the current run's context on top; empty between runs

@@ -51,6 +51,18 @@ def differences(gpus, facts) -> list[str]:
     return out
 
 
+def held_back(gpus, facts, outside: bool) -> str | None:
+    """Why the mig component leaves a node as it is: the node is outside `apply --rollout-only`'s nodes
+    (`outside`) and its MIG devices differ from the spec's layout, so its config, its boot-time unit (which
+    would apply the new layout at the next boot) and the layout wait for a rollout there: what differs and
+    that (deploy/mig.py puts "not in this rollout" before it). None: deploy as usual."""
+    diff = differences(gpus, facts) if outside else []
+    if not diff:
+        return None
+    return (f"{'; '.join(diff)}; the MIG config, corral-mig.service and the layout stay as they are until "
+            "an apply rolls the layout out here")
+
+
 def node_gres(model: str, count: int, facts) -> list[tuple[str, int]]:
     """(type, count) of a node's GPU GRES: whole GPUs of `model`, then MIG devices by profile."""
     mig = facts.mig if facts is not None else ()

@@ -6,7 +6,7 @@ import time
 
 from corral.deploy import components
 from corral.deploy.context import gather, mark_job_hooks
-from corral.engine import journal, run
+from corral.engine import journal, run, run_context
 from corral.engine.timing import phase
 from corral.errors import CorralError, UsageError
 from corral.workflows import batches, flows, images_load, node_rollout, removal_phase
@@ -21,6 +21,7 @@ from corral.engine.results import RunResult
 from corral.spec import schedulers
 from corral.spec.rules import spec_warnings
 from corral.spec.cluster import Cluster
+from corral.spec.hosts import compress_names
 
 # each scheduler's rollouts after the components, in this order (workflows/node_rollout.py: each one
 # declaration), named by its flows (workflows/flows.py `rollouts`)
@@ -79,9 +80,11 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
               rollout_only) -> RunResult:
     result = removal_phase.around(cluster, mode, lambda: run(  # nodes taken out of the spec: workflows/removal.py
         cluster, components(cluster), mode=mode, limit=limit, on_event=on_event, command=command or mode,
-        prepare=gather(cluster)), limit=limit, force=force, command=command or mode, say=say)
+        prepare=prepared(cluster, rollout_only)), limit=limit, force=force, command=command or mode, say=say)
     result.warnings[:0] = spec_warnings(cluster)  # sha256: skip, allow_http: said on every run
     result.warnings += _fabric_warnings(cluster)
+    result.warnings += [f"{op}: left as it is on {compress_names(names)} (not in --rollout-only); a later apply "
+                        "changes it" for op, names in node_rollout.held_back(result).items()]
     if mode != "apply":
         show_rollouts(cluster, result)
         images_load.load(cluster, result)  # what apply would push into the site registry
@@ -95,6 +98,20 @@ def _converge(cluster: Cluster, mode: str, *, limit, on_event, command, say, for
     return result
 
 
+def prepared(cluster: Cluster, rollout_only: list[str] | None):
+    """The run's prepare hook: the facts every deploy needs (deploy/context.py `gather`), and `apply
+    --rollout-only`'s nodes in the run's context, so that a deploy whose change a rollout carries out leaves
+    the other nodes as they are (deploy/mig.py) instead of handing the rollout a change it will not make."""
+    gathered = gather(cluster)
+    if rollout_only is None:
+        return gathered
+
+    def prepare(state, hosts) -> None:
+        run_context.current().rollout_only = frozenset(rollout_only)
+        gathered(state, hosts)
+    return prepare
+
+
 def slurm_after(cluster: Cluster, result: RunResult, *, on_event, command, say, backup, rollout_only) -> RunResult:
     """apply on a Slurm cluster: the job hooks marked, then its rollouts in order (driver, MIG, package
     upgrade, Slurm upgrade), journaled with the run."""
@@ -103,7 +120,7 @@ def slurm_after(cluster: Cluster, result: RunResult, *, on_event, command, say, 
 
     def follow(ready: list[str]) -> RunResult:  # the MIG rollout: Slurm follows the new devices
         return run(cluster, components(cluster), mode="apply", limit=sorted(set(controllers + ready)),
-                   on_event=on_event, command=f"{command} (after MIG)", prepare=gather(cluster))
+                   on_event=on_event, command=f"{command} (after MIG)", prepare=prepared(cluster, rollout_only))
     env = Env(say=say or (lambda line: None), backup=backup, follow=follow)
     chosen = set(rollout_only) if rollout_only is not None else None  # apply --rollout-only NODES
     start = time.monotonic()

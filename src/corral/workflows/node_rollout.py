@@ -29,6 +29,7 @@ from types import SimpleNamespace
 
 from corral import paths
 from corral.engine.results import OpResult, RunResult, TimedSteps
+from corral.engine.run_context import NOT_IN_ROLLOUT
 from corral.errors import CorralError, NodeError
 from corral.parallel import pmap
 from corral.spec.cluster import Cluster
@@ -84,6 +85,17 @@ def pending(result: RunResult, kind: str) -> list[str]:
     return [name for name, n in result.nodes.items()
             if n.ok and any(o.status == "changed" and o.rollout is not None and o.rollout.kind == kind
                             for o in n.ops)]
+
+
+def held_back(result: RunResult) -> dict[str, list[str]]:
+    """`apply --rollout-only`: op name -> the nodes (in the result's order) where it left a change for a
+    rollout alone because the node was not chosen (its reason says NOT_IN_ROLLOUT, deploy/mig.py)."""
+    out: dict[str, list[str]] = {}
+    for name, n in result.nodes.items():
+        for o in n.ops:
+            if o.status != "failed" and NOT_IN_ROLLOUT in (o.reason or ""):
+                out.setdefault(o.name, []).append(name)
+    return out
 
 
 def handoffs(result: RunResult, kind: str, nodes: list[str]) -> list:
