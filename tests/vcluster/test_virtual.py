@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,11 @@ def test_virtual_up_ssh_gpus_idempotent_down(tmp_path, capsys):
         assert ssh(vc, "ctl", "nvidia-smi", check=False).returncode != 0  # no GPUs declared there
         # nodes reach the local repository on the bridge, and nothing else: no default route
         assert "default" not in ssh(vc, "gpu01", "ip route").stdout
+        # the CLI as ssh: one string is a shell command line, options after the node are the command's
+        cli = subprocess.run([sys.executable, "-m", "corral", "virtual", "ssh", "--dir", str(tmp_path), "gpu01",
+                              "hostname; ip -o route", "|", "grep", "-c", "-v", "default"],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert (cli.returncode, cli.stdout.splitlines()[0]) == (0, "gpu01"), cli.stderr
         ssh(vc, "gpu01", "apt-get update -q")
         # status via the CLI, as JSON
         assert main(["virtual", "status", "--dir", str(tmp_path), "--json"]) == 0

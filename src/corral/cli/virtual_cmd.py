@@ -77,16 +77,102 @@ def status(directory: Path = DirOpt, as_json: bool = JsonOpt) -> None:
         raise typer.Exit(1)
 
 
-@app.command("ssh", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command("ssh", context_settings={"allow_extra_args": True, "allow_interspersed_args": False})
 def ssh(ctx: typer.Context, node: str = typer.Argument(..., help="node name"),
         user: str = typer.Option("root", "--user", "-u", help="log in as this user of the spec (their key: "
                                  ".corral/ssh/users/USER_ed25519)"),
         directory: Path = DirOpt) -> None:
-    """Open a shell on a virtual node, or run a command there: `corral virtual ssh NODE -- CMD ARGS...`
-    (the arguments reach the node as they are, each one word)."""
-    import shlex
+    """Open a shell on a virtual node, or run a command there, as ssh does: `corral virtual ssh NODE CMD...`
+    (the words joined with spaces, one command line for the remote shell: `NODE "a; b"`, `NODE ls -l /tmp`).
+    After `--` each word reaches the command as one argument, quoted for the remote shell. corral's options
+    (--user, --dir) go before NODE or right after it, as ssh's own do; from the command's first word on,
+    every option is the command's (`NODE scancel -u alice`)."""
+    own, words = split_args(ctx.args)
+    user, directory = own.get("user", user), Path(own["dir"]) if "dir" in own else directory
     vc = _vc(directory)
     n = vc.node(node)
-    remote = [shlex.join(ctx.args)] if ctx.args else []
-    cmd = vc.ssh_cmd(n.node.address, *remote, tty=not ctx.args and os.isatty(0), user=user)
-    os.execvp(cmd[0], cmd)
+    remote = remote_command(words)
+    tty = not remote and os.isatty(0)
+    cmd = vc.ssh_cmd(n.node.address, *remote, tty=tty, user=user, quiet=False)
+    if tty:  # an interactive shell: ssh owns the terminal
+        os.execvp(cmd[0], cmd)
+    rc, said = _run(cmd)
+    if rc == 255 and not said:
+        hint = refused_hint(vc.cluster, n.node, user)
+        if hint:
+            err.print(f"corral: {hint}", markup=False)
+    raise typer.Exit(rc)
+
+
+_OWN = {"--user": "user", "-u": "user", "--dir": "dir"}
+
+
+def split_args(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The words after NODE: corral's options right after it (as `ssh HOST -l USER CMD` takes its own), then
+    the remote command from its first word that is not one (a leading `--` kept: remote_command reads it)."""
+    from corral.errors import UsageError
+    own: dict[str, str] = {}
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        name, eq, value = args[i].partition("=")
+        if name not in _OWN:
+            raise UsageError(f"{args[i]!r} after the node is not an option of corral virtual ssh", value=args[i],
+                             fix="the remote command starts at its first word: NODE CMD ARGS...; or NODE -- CMD")
+        if not eq:
+            if i + 1 >= len(args):
+                raise UsageError(f"{name} needs a value", value=name)
+            i, value = i + 1, args[i + 1]
+        own[_OWN[name]] = value
+        i += 1
+    return own, args[i:]
+
+
+def remote_command(args: list[str]) -> list[str]:
+    """ssh's remote command line from the words after NODE: joined with spaces, the remote shell parses
+    them (as ssh does); after a leading `--`, each word quoted, so it reaches the command as it is."""
+    if args[:1] == ["--"]:
+        import shlex
+        return [shlex.join(args[1:])] if args[1:] else []
+    return [" ".join(args)] if args else []
+
+
+def said_something(stderr: bytes) -> bool:
+    """ssh's stderr held more than its own "Connection closed by ..." (the remote side gave a reason)."""
+    lines = stderr.decode(errors="replace").splitlines()
+    return any(line.strip() and not line.startswith("Connection closed by ") for line in lines)
+
+
+def refused_hint(cluster, node, user: str) -> str | None:
+    """One line on why `user` was let in nowhere near `node`, for ssh's silent exit 255; None for root
+    (never refused: the 255 is the command's own)."""
+    if user == "root":
+        return None
+    from corral.spec.access import users_log_in
+    if "compute" in node.roles and "login" not in node.roles and users_log_in(cluster, node):
+        return (f"login as {user} refused by {node.name} (pam_slurm_adopt lets users in only where they have "
+                f"a job: start one there first, e.g. salloc -w {node.name})")
+    if not users_log_in(cluster, node):
+        return (f"login as {user} refused by {node.name} (an infrastructure node: the spec's users log in on "
+                "login nodes, and on compute nodes with a job there)")
+    return f"login as {user} refused by {node.name} (ssh exited 255 and the node said nothing)"
+
+
+def _run(cmd: list[str]) -> tuple[int, bool]:
+    """Run ssh with our stdin and stdout; its stderr passes through as it comes and is kept to tell
+    whether the remote side said anything. (exit status, said something)"""
+    import subprocess
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    os.set_blocking(fd, True)  # the CLI's gevent makes a Popen's pipes non-blocking; nothing else runs here
+    kept = bytearray()
+    try:
+        while chunk := os.read(fd, 65536):
+            os.write(2, chunk)
+            kept += chunk
+        return proc.wait(), said_something(bytes(kept))
+    except KeyboardInterrupt:
+        proc.wait()
+        return 130, True
+    finally:
+        proc.stderr.close()

@@ -209,9 +209,11 @@ class VirtualCluster:
         for n, key in zip(self.nodes, keys):
             hostkeys.add(self.known_hosts, n.node.address, self.cluster.spec.ssh.port, key, replace=True)
 
-    def ssh_cmd(self, address: str, *args: str, tty: bool = False, user: str = "root") -> list[str]:
+    def ssh_cmd(self, address: str, *args: str, tty: bool = False, user: str = "root",
+                quiet: bool = True) -> list[str]:
         """ssh argv as root (the cluster key) or as a spec user (their key from keys.user_key_file);
-        `args` is one remote shell command line, as ssh sends it."""
+        `args` is one remote shell command line, as ssh sends it. `quiet`: LogLevel=ERROR, which also hides
+        what a refusing node says (PAM's banner, "Connection closed"): False where a person reads it."""
         key = self.key
         if user != "root":
             key = keys.user_key_file(self.state_dir, user)
@@ -221,7 +223,7 @@ class VirtualCluster:
                                      f"private key at {key}")
         return ["ssh", "-i", str(key), "-o", f"UserKnownHostsFile={self.known_hosts}",
                 "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
-                "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", *(["-t"] if tty else []),
+                "-o", "IdentitiesOnly=yes", *(["-o", "LogLevel=ERROR"] if quiet else []), *(["-t"] if tty else []),
                 f"{user}@{address}", *args]
 
     def wait_ssh(self, timeout: float) -> None:
