@@ -90,8 +90,10 @@ def test_snapshot_refused_with_the_reason(tmp_path, change, said):
 
 def test_unknown_deploy_and_no_compute_node_are_usage_errors(tmp_path):
     c = cluster(tmp_path)
-    with pytest.raises(UsageError, match="'slurmd' cannot run node-locally"):
-        snapshot.check_deploys(["health", "slurmd"])
+    with pytest.raises(UsageError, match="'munge' cannot run node-locally"):
+        snapshot.check_deploys(["health", "munge"])
+    with pytest.raises(UsageError, match="no deploy named 'helth'.*did you mean 'health'"):
+        snapshot.check_deploys(["helth"])
     with pytest.raises(UsageError, match="no compute node"):
         targets(c, ["ctl"])
     assert targets(c, None) == ["gpu01", "gpu02"]

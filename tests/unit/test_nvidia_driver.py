@@ -21,7 +21,7 @@ nodes:
   - {names: ctl, addresses: [10.0.0.10], roles: [controller]}
   - {names: h, addresses: [10.0.0.11], roles: [compute], gpus: {model: h100, count: 8}}
   - {names: v, addresses: [10.0.0.12], roles: [compute], gpus: {model: v100, count: 8}}
-  - {names: x, addresses: [10.0.0.13], roles: [compute], gpus: {model: mystery, count: 2}}
+  - {names: x, addresses: [10.0.0.13], roles: [compute], gpus: {model: mystery, model_unknown_ok: true, count: 2}}
 nvidia: {driver: {version: "550.127.05"}}
 """
 

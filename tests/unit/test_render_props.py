@@ -61,6 +61,8 @@ def clusters(draw):
         if draw(st.booleans()):
             g["gpus"] = {"model": draw(st.sampled_from(MODELS)), "count": draw(st.integers(0, 8)),
                          "nvlink": draw(st.booleans())}
+            if g["gpus"]["model"] not in GPU_MODELS:
+                g["gpus"]["model_unknown_ok"] = True  # else refused as a likely typo (spec/rules_gpus.py)
         if draw(st.booleans()):
             g["memory_mb"] = draw(st.integers(64, 2_000_000))
         if draw(st.booleans()):

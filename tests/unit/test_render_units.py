@@ -104,7 +104,7 @@ def test_hw_memory_used_when_spec_has_none_and_def_mem_never_zero():
   - names: big
     addresses: [10.0.0.11]
     roles: [compute]
-    gpus: {model: zz9, count: 64}
+    gpus: {model: zz9, count: 64, model_unknown_ok: true}
     memory_mb: 64""")
     text = render_slurm_conf(c, {"big": NodeHW(256, 2, 64, 2, 999999)})
     assert "RealMemory=64 " in text and "Features=zz9,gpu " in text  # unknown model: no generation

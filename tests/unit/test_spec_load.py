@@ -85,7 +85,8 @@ def test_expanded_is_json_and_lists_every_node():
     data = json.loads(json.dumps(c.expanded()))
     assert data["name"] == "lab" and data["scheduler"] == "slurm"
     assert [n["name"] for n in data["nodes"]] == ["ctl1", "gpu01", "gpu02"]
-    assert data["nodes"][1]["gpus"] == {"model": "h100", "count": 4, "memory_gib": 80, "nvlink": True, "mig": None}
+    assert data["nodes"][1]["gpus"] == {"model": "h100", "count": 4, "memory_gib": 80, "nvlink": True, "mig": None,
+                                       "model_unknown_ok": False}
     assert data["nodes"][0]["gpus"] is None
     assert data["virtual"] is None
     assert data["spec_hash"] == c.spec_hash()

@@ -67,6 +67,13 @@ def restore(file: Path = typer.Argument(..., help="a *.corral-backup.tar written
     (authenticated under the backup key, whole) and the nodes first, keeps what was there aside, puts
     it back if a step fails, then validates."""
     from corral.backup.restore import restore as run_restore
+    if not file.is_file():  # before the spec and the backup key: the file the user typed is the mistake
+        missing = UsageError("no backup file there" if not file.exists() else "not a file", value=str(file),
+                             fix="name a *.corral-backup.tar that `corral backup` wrote (it prints where; default "
+                                 "dir: backup.dir, else <state_dir>/backups)")
+        if as_json:
+            print_json({"ok": False, "error": str(missing)})
+        raise missing
     cluster = _cluster(spec, as_json)
     if not yes:
         if not sys.stdin.isatty():

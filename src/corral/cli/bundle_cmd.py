@@ -11,16 +11,14 @@ from typing import Optional
 import typer
 
 from corral.bundle import VALID_DAYS
-from corral.cli.common import JsonOpt, SpecOpt, err, load_cluster, out, print_json
+from corral.cli.common import JsonOpt, SpecOpt, err, fingerprint_option, load_cluster, out, print_json
 from corral.errors import CorralError
 
 bundle_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
                          help="Offline installs: a signed bundle of every package the spec's nodes install.")
 
-FprOpt = typer.Option(None, "--fingerprint", help="the signing key's fingerprint the bundle must carry (default: "
-                                                 "the spec's packages.fingerprint, else this state dir's key)")
-SpecFileOpt = typer.Option(None, "--file", "-f", help="cluster spec (its packages.fingerprint or state dir key is "
-                                                      "the expected signer)")
+FprOpt = fingerprint_option("the signing key's fingerprint the bundle must carry, as gpg prints it or not "
+                            "(default: the spec's packages.fingerprint, else this state dir's key)")
 
 
 @bundle_app.command("build")
@@ -99,7 +97,7 @@ def _expected(fingerprint: str | None, spec: Path | None) -> tuple[str | None, P
 
 @bundle_app.command("verify")
 def verify(file: Path = typer.Argument(..., help="a bundle written by `corral bundle build`"),
-           spec: Optional[Path] = SpecFileOpt, fingerprint: Optional[str] = FprOpt, as_json: bool = JsonOpt) -> None:
+           spec: Optional[Path] = SpecOpt, fingerprint: Optional[str] = FprOpt, as_json: bool = JsonOpt) -> None:
     """Check the signature (by the pinned key alone) and every file's sha256; name each altered, missing, added
     or truncated file. Exit 1 on any problem, and when there is no key to compare the signer with."""
     from corral.bundle.verify import verify as run_verify
@@ -122,7 +120,7 @@ def verify(file: Path = typer.Argument(..., help="a bundle written by `corral bu
 
 @bundle_app.command("diff")
 def diff(a: Path = typer.Argument(..., help="the older bundle"), b: Path = typer.Argument(..., help="the newer one"),
-         spec: Optional[Path] = SpecFileOpt, fingerprint: Optional[str] = FprOpt, as_json: bool = JsonOpt) -> None:
+         spec: Optional[Path] = SpecOpt, fingerprint: Optional[str] = FprOpt, as_json: bool = JsonOpt) -> None:
     """What changed between two bundles: packages added, removed, or at another version (exit 1 when either
     does not verify against the pinned key)."""
     from corral.bundle.diff import diff as run_diff, lines

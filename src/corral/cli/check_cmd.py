@@ -71,7 +71,7 @@ def health(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(No
     """Run the node health checks now (read-only: drains and resumes are Slurm's periodic runs)."""
     from corral.checks.health import run_health
     cluster = load_cluster(spec)
-    show(run_health(cluster, limit_names(cluster, node)), as_json)
+    show(run_health(cluster, limit_names(cluster, node, "--node")), as_json)
 
 
 def audit(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
@@ -59,12 +60,44 @@ def limit_names(cluster: Cluster, limit: Optional[str], option: str = "--limit")
         names = expand_names(limit)
     except RangeError as exc:
         raise UsageError(f"{option}: {exc}", value=limit, fix="give a hostlist like 'gpu[01-04]'") from None
-    known = {n.name for n in cluster.nodes}
+    known = [n.name for n in cluster.nodes]
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UsageError(f"{option} names nodes that are not in the spec", value=",".join(unknown),
-                         fix="choose from: " + ",".join(sorted(known)))
+                         fix=node_hint(unknown, known))
     return names
+
+
+def node_hint(unknown: list[str], known: list[str]) -> str:
+    """The `fix` of an unknown node name: the spec's close names (did you mean), else every name."""
+    close = {u: did_you_mean(u, known) for u in unknown}
+    said = [f"{u}: did you mean {' or '.join(c)}?" for u, c in close.items() if c]
+    if said:
+        return "; ".join(said) + " (`corral spec show` lists the nodes)"
+    return "choose from: " + ",".join(sorted(known))
+
+
+def did_you_mean(value: str, choices: list[str], n: int = 3) -> list[str]:
+    """The choices close to a mistyped value, closest first (ties: in name order)."""
+    import difflib
+    close = difflib.get_close_matches(value, choices, n=n)
+    return sorted(close, key=lambda c: (-difflib.SequenceMatcher(None, value, c).ratio(), c))
+
+
+def _fingerprint(value: str | None) -> str | None:
+    """--fingerprint as gpg prints it or not (groups of four, spaces, either case): 40 hex digits, upper case."""
+    if value is None:
+        return None
+    from corral.spec.types import fingerprint
+    normal = fingerprint(value)
+    if not re.fullmatch(r"[0-9A-F]{40}", normal):
+        raise typer.BadParameter(f"{value!r} is not a key fingerprint (40 hex digits; spaces are ignored)")
+    return normal
+
+
+def fingerprint_option(help: str) -> Any:
+    """A --fingerprint option: normalised (spaces dropped, upper case) and checked before the command runs."""
+    return typer.Option(None, "--fingerprint", callback=_fingerprint, metavar="FINGERPRINT", help=help)
 
 
 def print_json(data: Any) -> None:

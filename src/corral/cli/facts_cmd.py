@@ -23,7 +23,7 @@ def facts(spec: Optional[Path] = SpecOpt, node: Optional[str] = typer.Option(
     """Read hardware and GPU facts from the nodes (changes nothing)."""
     from corral.workflows.facts_report import gather_facts
     cluster = load_cluster(spec)
-    found, errors = gather_facts(cluster, limit_names(cluster, node))
+    found, errors = gather_facts(cluster, limit_names(cluster, node, "--node"))
     if as_json:
         print_json({"ok": not errors, "nodes": found, "errors": errors})
     else:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from corral.cli.common import JsonOpt, LimitOpt, OsOpt, SpecOpt, err, limit_names, load_cluster, out, print_json
+from corral.cli.common import (JsonOpt, LimitOpt, OsOpt, SpecOpt, err, fingerprint_option, limit_names, load_cluster,
+                               out, print_json)
 from corral.errors import UsageError
 
 if TYPE_CHECKING:
@@ -160,8 +161,8 @@ def apply(spec: Optional[Path] = SpecOpt, limit: Optional[str] = LimitOpt,
 
 def up(bundle: Optional[Path] = typer.Option(None, "--bundle", help="install every package from this bundle "
                                             "(`corral bundle build`) alone; a new spec names it"),
-       fingerprint: Optional[str] = typer.Option(None, "--fingerprint", help="the bundle's signing key (printed by "
-                                                 "`corral bundle build`); needed unless this state dir signed it"),
+       fingerprint: Optional[str] = fingerprint_option("the bundle's signing key (printed by `corral bundle "
+                                                       "build`); needed unless this state dir signed it"),
        os_name: Optional[str] = OsOpt, as_json: bool = JsonOpt) -> None:
     """The main job: virtual cluster up -> apply -> validate (the embedded default)."""
     from corral.cli.virtual_cmd import DEFAULT_DIR
@@ -187,7 +188,7 @@ def trust(node: str = typer.Argument(..., help="node name from the spec (--forge
     if forget:
         return forget_keys(cluster, node, replace)
     known_hosts = hostkeys.known_hosts_path(cluster.state_dir)
-    for name in limit_names(cluster, node) or []:
+    for name in limit_names(cluster, node, "NODE") or []:
         found = pinning.inspect(known_hosts, name, cluster.node(name).address, cluster.spec.ssh.port)
         out.print(found.line, markup=False)
         if not yes and not typer.confirm("does this match the node's fingerprint? pin it", default=False):

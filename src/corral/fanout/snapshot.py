@@ -29,12 +29,30 @@ def node_local() -> dict:
     return {"health": deploy_of(health), "jobhooks": jobhooks}
 
 
+def component_names() -> list[str]:
+    """Every deploy's name (the components of every scheduler), in order."""
+    from corral.components import kubernetes, slurm
+    return list(dict.fromkeys(c.name for c in (*slurm.COMPONENTS, *kubernetes.COMPONENTS)))
+
+
 def check_deploys(names: list[str]) -> list[str]:
+    """The node-local deploys named, in the components' order; a usage error for a name that is no deploy
+    (with the close ones) and for a deploy that cannot run on a node by itself."""
     known = node_local()
+    if not names:
+        raise UsageError("no deploy named", value="", fix=f"choose from: {', '.join(known)}")
+    every = component_names()
+    for name in names:
+        if name not in every:
+            import difflib
+            close = difflib.get_close_matches(name, every, n=3)
+            hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+            raise UsageError(f"no deploy named {name!r}", value=",".join(names),
+                             fix=f"{hint}node-local deploys: {', '.join(known)}")
     unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise UsageError(f"deploy {unknown[0]!r} cannot run node-locally yet" if unknown else "no deploy named",
-                         value=",".join(names), fix=f"choose from: {', '.join(known)}")
+    if unknown:
+        raise UsageError(f"deploy {unknown[0]!r} cannot run node-locally yet", value=",".join(names),
+                         fix=f"choose from: {', '.join(known)} (the others: `corral apply`)")
     return [n for n in known if n in names]  # the components' order
 
 

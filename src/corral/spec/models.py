@@ -65,6 +65,10 @@ class GpuSpec(Strict):
     nvlink: bool = Field(default=False, description="GPUs joined by NVLink: the node Feature nvlink")
     mig: list[MigGroupSpec] | None = Field(default=None, description="MIG layout of these GPUs; unset: corral "
                                                                      "leaves MIG alone")
+    model_unknown_ok: bool = Field(default=False,
+                                   description="allow a `model` corral does not know (spec/gpus.py): without it an "
+                                               "unknown model is refused as a likely typo; with it, a warning "
+                                               "(no generation Feature, no burn floor, no MIG profiles)")
 
 
 class GpuOverride(Strict):
@@ -75,6 +79,8 @@ class GpuOverride(Strict):
     memory_gib: int | None = Field(default=None, ge=1, le=4096, description="memory of one GPU, GiB")
     nvlink: bool | None = Field(default=None, description="GPUs joined by NVLink")
     mig: list[MigGroupSpec] | None = Field(default=None, description="this node's MIG layout")
+    model_unknown_ok: bool | None = Field(default=None, description="allow this node's `model` though corral "
+                                                                    "does not know it (as the group's gpus)")
 
 
 class SSHSpec(Strict):

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from corral.spec.models_base import Strict
 from corral.spec.models_slurm import NAME
-from corral.spec.types import AbsPath, Email, HostPort, Url
+from corral.spec.types import AbsPath, Email, Fingerprint, HostPort, Url
 
 PORT = {"ge": 1, "le": 65535}
 APT_VERSION = r"^[0-9A-Za-z.+~:-]+$"
@@ -69,7 +69,7 @@ class GrafanaSpec(Strict):
     port: int = Field(default=3000, **PORT, description="http_port in grafana.ini")
     repo_url: Url = Field(default="https://apt.grafana.com", description="Grafana's apt repository")
     key_url: Url = Field(default="https://apt.grafana.com/gpg.key", description="the repository's signing key")
-    key_fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+    key_fingerprint: Fingerprint | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
                                         description="the 40-hex-digit fingerprint key_url must hold (a site's "
                                                     "re-signed mirror); unset: Grafana's "
                                                     "B53AE77BADB630A683046005963FA27710458545")

@@ -11,7 +11,7 @@ from corral.spec.containers import EnrootSpec, PyxisSpec
 from corral.spec.mig import MigPartedSpec
 from corral.spec.models_base import Strict
 from corral.spec.models_monitoring import APT_VERSION, PACKAGE
-from corral.spec.types import Url
+from corral.spec.types import Fingerprint, Url
 
 CUDA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
 
@@ -32,7 +32,7 @@ class DriverSpec(Strict):
     package: str | None = Field(default=None, pattern=PACKAGE,
                                 description="the driver package's name, instead of the one corral picks")
     repo_url: Url = Field(default=CUDA_REPO, description="NVIDIA's CUDA repository")
-    repo_fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+    repo_fingerprint: Fingerprint | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
                                          description="the 40-hex-digit fingerprint of the key that signs "
                                                      "repo_url (a site's mirror signed with its own key); unset: "
                                                      "NVIDIA's CUDA key of the node's suite (debian12: "
@@ -86,7 +86,7 @@ class ContainerToolkitSpec(Strict):
                                 description="apt version, pinned; unset: the newest")
     repo_url: Url = Field(default="https://nvidia.github.io/libnvidia-container",
                           description="NVIDIA's libnvidia-container repository")
-    repo_fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+    repo_fingerprint: Fingerprint | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
                                          description="the 40-hex-digit fingerprint of the key at <repo_url>/gpgkey "
                                                      "(a site's re-signed mirror); unset: NVIDIA's "
                                                      "C95B321B61E88C1809C4F759DDCAE044F796ECB0")

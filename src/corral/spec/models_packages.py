@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from corral.spec.models_base import LOCAL_PATH, Strict
-from corral.spec.types import HostPort, NoProxy, PackageName, ProxyUrl
+from corral.spec.types import Fingerprint, HostPort, NoProxy, PackageName, ProxyUrl
 
 
 class PackagesSpec(Strict):
@@ -21,7 +21,7 @@ class PackagesSpec(Strict):
                                       "repository); bundle: only the signed bundle's repository (air-gapped sites)")
     bundle: str | None = Field(default=None, pattern=LOCAL_PATH,
                                description="the bundle file (`corral bundle build`; relative: to the spec file)")
-    fingerprint: str | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
+    fingerprint: Fingerprint | None = Field(default=None, pattern=r"^[0-9A-Fa-f]{40}$",
                                     description="the 40-hex-digit fingerprint of the key the bundle must be signed "
                                                 "with (printed by `corral bundle build`); unset: this state "
                                                 "dir's own key")

@@ -12,6 +12,7 @@ from corral.errors import Problem
 from corral.spec.rules_acceptance import acceptance_warnings, check_acceptance
 from corral.spec.rules_download import check_checksums, check_urls, download_warnings
 from corral.spec.rules_driver import check_driver
+from corral.spec.rules_gpus import check_gpu_models, gpu_model_warnings
 from corral.spec.rules_ha import check_ha, ha_warnings
 from corral.spec.rules_kubernetes import check_kubernetes, kubernetes_warnings
 from corral.spec.rules_storage import check_storage, storage_warnings
@@ -328,7 +329,7 @@ def check_cluster(cluster: Cluster, where: Where) -> list[Problem]:
     problems = check_nodes(cluster, where) + check_os(cluster, where) + check_roles(cluster, where)
     problems += [p for rule in SCHEDULER_RULES[cluster.spec.scheduler] for p in rule(cluster, where)]
     return (problems + check_monitoring(cluster, where) + check_virtual(cluster, where)
-            + check_containers(cluster, where) + check_mig(cluster, where)
+            + check_containers(cluster, where) + check_gpu_models(cluster, where) + check_mig(cluster, where)
             + check_urls(cluster, where) + check_checksums(cluster, where) + check_storage(cluster, where)
             + check_users(cluster, where) + check_ldap(cluster, where) + check_acceptance(cluster, where)
             + check_reports(cluster, where) + check_rollout(cluster, where)
@@ -343,4 +344,5 @@ def spec_warnings(cluster: Cluster) -> list[str]:
     return (download_warnings(cluster) + storage_warnings(cluster) + users_warnings(cluster) + ldap_warnings(cluster)
             + ha_warnings(cluster) + acceptance_warnings(cluster) + rollout_warnings(cluster)
             + power_warnings(cluster) + bundle_warnings(cluster) + topology_warnings(cluster)
-            + release_warnings(cluster) + scheduler_warnings(cluster) + support_warnings(cluster))
+            + release_warnings(cluster) + scheduler_warnings(cluster) + support_warnings(cluster)
+            + gpu_model_warnings(cluster))

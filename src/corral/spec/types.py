@@ -10,6 +10,9 @@ newline never slips through a `$`):
   an integer or `90s`, `30m`, `2h`, `1d` (an int after validation).
 - `SlurmName`, `UnixUser` (an account corral logs in as), `UserName` (a cluster user, directory
   names too), `UnitName`, `Hostname` (RFC 1123), `HostPort`, `Email`, `Sha256`.
+- `Fingerprint`: an OpenPGP key's 40 hex digits; spaces dropped and upper-cased first, so a
+  fingerprint pasted as gpg prints it (`ABCD 1234 ...`, any case) is the same key (`fingerprint()`:
+  the same for a CLI option).
 - `MountOption`, `MountSource`, `SshPublicKey`, `Gecos`: storage and user fields (spec/models_storage.py,
   spec/models_users.py).
 - `ConfigWord` / `ConfigValue`: a token (or a line) for a config file: no newline, quotes, `$`,
@@ -218,6 +221,16 @@ def _duration(v: object) -> int:
     if not m:
         raise PydanticCustomError("corral", "not a duration (seconds, or a number with s, m, h or d: 30m, 2h)")
     return int(m.group(1)) * _UNIT[m.group(2)]
+
+
+def fingerprint(v: object) -> object:
+    """An OpenPGP fingerprint as corral compares it: spaces dropped, upper case (gpg prints it in groups
+    of four with spaces; either case is the same key). Only spaces: a newline or a control character is
+    still refused. Not a string: left to the type check."""
+    return v.replace(" ", "").upper() if isinstance(v, str) else v
+
+
+Fingerprint = Annotated[str, BeforeValidator(fingerprint)]  # the fields keep their 40-hex-digit pattern
 
 
 Duration = Annotated[int, BeforeValidator(_duration),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from corral.errors import CorralError
+from corral.errors import CorralError, UsageError
 from corral.spec.cluster import Cluster
 
 MARK = ".corral-render"
@@ -41,9 +41,14 @@ def _safe(path: str) -> str:
 
 def render(cluster: Cluster, out: Path, node: str | None = None) -> dict:
     """Write the files under out/<node>/<path> (and out/cluster/ for Kubernetes); the summary."""
-    if node is not None and node not in {n.name for n in cluster.nodes}:
-        raise CorralError(f"--node {node}: no such node in the spec", value=node,
-                          fix="name a node of the spec (corral spec check lists them)")
+    names = [n.name for n in cluster.nodes]
+    if node is not None and node not in names:
+        import difflib
+        close = sorted(difflib.get_close_matches(node, names, n=3),
+                       key=lambda c: (-difflib.SequenceMatcher(None, node, c).ratio(), c))  # ties: by name
+        raise UsageError(f"--node {node}: no such node in the spec", value=node,
+                         fix=(f"did you mean {' or '.join(close)}? " if close else "name a node of the spec ")
+                         + "(`corral spec show` lists them)")
     _fresh(out)
     from corral.workflows import flows
     per_node, whole, notes = flows.of(cluster).files(cluster)
