@@ -14,21 +14,11 @@ from corral.render.mig import held_back
 from corral.spec.loader import load_text
 from corral.workflows import node_rollout
 from tests.unit.deploy_ops import planned_ops
+from tests.unit.test_mig import SPEC as ONE
 
-SPEC = """\
-name: lab
-nodes:
-  - {names: ctl, addresses: [10.0.0.10], roles: [controller, accounting]}
-  - names: gpu[01-02]
-    addresses: 10.0.0.11-10.0.0.12
-    roles: [compute]
-    gpus:
-      model: a100
-      count: 4
-      mig:
-        - {gpus: "0", profiles: [3g.40gb, 4g.40gb]}
-nvidia: {mig_parted: {sha256: {nvidia-mig-manager: %s}}}
-""" % ("a" * 64)
+# test_mig's spec on two nodes, one MIG layout on GPU 0 only
+SPEC = ONE.replace("  - names: gpu01\n    addresses: [10.0.0.11]\n", "  - names: gpu[01-02]\n    addresses: 10.0.0.11-10.0.0.12\n") \
+    .replace('        - {gpus: "1-2", profiles: [1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb]}\n', "")
 
 WHOLE = NodeHW(16, 1, 16, 1, 64000)  # facts of a node without MIG devices
 
