@@ -95,10 +95,3 @@ def test_a_bundle_needs_the_exact_driver():
     text = SPEC.replace("BRANCH", "550") + "packages: {source: bundle, bundle: b.tar}\n"
     with pytest.raises(CorralError, match="a bundle carries one exact driver"):
         load_text(text, "cluster.yaml")
-
-
-def test_kubernetes_needs_the_exact_driver():
-    from corral.errors import CorralError
-    text = SPEC.replace("BRANCH", "550") + "scheduler: kubernetes\n"
-    with pytest.raises(CorralError, match="on Kubernetes the driver is the GPU Operator's container"):
-        load_text(text, "cluster.yaml")

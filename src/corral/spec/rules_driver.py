@@ -40,10 +40,6 @@ def check_driver(cluster: Cluster, where: Where) -> list[Problem]:
         return out
     key = "branch" if driver.branch else "version"
     at = where(("nvidia", "driver", key))
-    if cluster.spec.scheduler == "kubernetes" and driver.version is None:
-        out.append(Problem(at, f"nvidia.driver.branch {driver.branch}: on Kubernetes the driver is the GPU Operator's "
-                               "container (or the host's), named by an exact version", driver.branch,
-                           "set nvidia.driver.version (e.g. 580.105.08)"))
     if cluster.spec.packages.source == "bundle" and driver.version is None:
         out.append(Problem(at, f"nvidia.driver.branch {driver.branch}: a bundle carries one exact driver, and a "
                                "branch is resolved from the nodes' repositories", driver.branch,
